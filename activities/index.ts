@@ -1,0 +1,32 @@
+/**
+ * Every side effect the workflows need, made by a factory over their dependencies (built once in
+ * worker/). Workflows import only the type.
+ */
+import type { Db } from 'mongodb';
+import type { DiagnosticsResult } from '../src/temporal/shared';
+
+export interface ActivityDeps {
+  db: Db;
+  identity: string;
+  taskQueue: string;
+}
+
+export function createActivities(deps: ActivityDeps) {
+  return {
+    async describeWorker(): Promise<DiagnosticsResult['worker']> {
+      return { identity: deps.identity, taskQueue: deps.taskQueue };
+    },
+
+    async checkDatabase(): Promise<DiagnosticsResult['database']> {
+      const started = performance.now();
+      try {
+        await deps.db.command({ ping: 1 });
+        return { ok: true, latencyMs: Math.round(performance.now() - started) };
+      } catch (e) {
+        return { ok: false, latencyMs: Math.round(performance.now() - started), error: (e as Error).message };
+      }
+    },
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,179 @@
+/**
+ * The embedded default (`npm start`): everything on this machine, data in one directory.
+ * Starts the Temporal dev server and FerretDB (unless TEMPORAL_ADDRESS / MONGODB_URI point at servers
+ * that already run), then the api and the worker; prints the URLs and, on first run, an admin API key.
+ * Ctrl-C stops every child, the servers last.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../src/config';
+import { writeEmbeddedServers } from '../src/cli/embedded-servers';
+import { createLogger } from '../src/logger';
+import { portOpen, startChild, type Child } from './servers/child';
+import { startFerretdb } from './servers/ferretdb-server';
+import { obtainServers } from './servers/obtain';
+import { startTemporalDevServer } from './servers/temporal-dev-server';
+
+async function ensurePortFree(port: number, variable: string): Promise<void> {
+  if (await portOpen(port)) {
+    throw new Error(`port ${port} is already in use: stop what listens there, or set ${variable} to another port`);
+  }
+}
+
+function runAdmin(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'cli', 'admin.js'), '--json', ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`admin ${args.join(' ')} exited with ${code}`))));
+  });
+}
+
+const children: Child[] = [];
+let stopping = false;
+
+/** Stops the api and worker first (they drain), then the servers they use. */
+async function stopAll(code: number, graceMs = 10_000): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    for (const c of [...children].reverse()) await c.stop(graceMs).catch(() => undefined);
+  }
+  process.exit(code);
+}
+
+/** A log line written after `from` bytes: the file is appended to across restarts. */
+function logSince(file: string, from: number): string {
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.max(0, size - from));
+      fs.readSync(fd, buf, 0, buf.length, from);
+      return buf.toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
+}
+
+const track = (c: Child) => void children.push(c);
+
+const sizeOf = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config, 'launcher');
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      log.info(`${signal}: stopping`);
+      void stopAll(0, config.shutdownGraceMs);
+    });
+  }
+
+  const embedded = !config.mongo.uri || !config.temporal.address;
+  const binaries = embedded ? await obtainServers(config.serversCacheDir, (l) => log.info(l)) : undefined;
+
+  let mongoUri = config.mongo.uri;
+  if (!mongoUri) {
+    await ensurePortFree(config.embedded.mongoPort, 'EMBEDDED_MONGODB_PORT');
+    const ferret = await startFerretdb({
+      onSpawn: track,
+      binary: binaries!.ferretdb,
+      dataDir: path.join(config.dataDir, 'ferretdb'),
+      port: config.embedded.mongoPort,
+      pidFile: true,
+    });
+    mongoUri = ferret.uri;
+    log.info({ uri: mongoUri }, 'FerretDB (MongoDB wire protocol) is up');
+  }
+
+  let temporalAddress = config.temporal.address;
+  let temporalUi: string | undefined;
+  if (!temporalAddress) {
+    await ensurePortFree(config.embedded.temporalPort, 'EMBEDDED_TEMPORAL_PORT');
+    await ensurePortFree(config.embedded.temporalUiPort, 'EMBEDDED_TEMPORAL_UI_PORT');
+    const temporal = await startTemporalDevServer({
+      onSpawn: track,
+      binary: binaries!.temporal,
+      dataDir: path.join(config.dataDir, 'temporal'),
+      port: config.embedded.temporalPort,
+      uiPort: config.embedded.temporalUiPort,
+      namespace: config.temporal.namespace,
+      pidFile: true,
+    });
+    temporalAddress = temporal.address;
+    temporalUi = temporal.uiUrl;
+    log.info({ address: temporalAddress }, 'Temporal dev server is up');
+  }
+  writeEmbeddedServers(config.dataDir, { mongoUri, temporalAddress });
+
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    MONGODB_URI: mongoUri,
+    TEMPORAL_ADDRESS: temporalAddress,
+    DATA_DIR: config.dataDir,
+    AGENT_CONTROL_PARENT_PID: String(process.pid),
+  };
+  const bootstrap = JSON.parse(await runAdmin(['bootstrap'], env)) as { key?: string };
+
+  await ensurePortFree(config.api.port, 'API_PORT');
+  const logs = path.join(config.dataDir, 'logs');
+  const dist = path.join(__dirname, '..');
+  const workerLog = path.join(logs, 'worker.log');
+  const workerLogStart = sizeOf(workerLog);
+  await startChild({
+      onSpawn: track,
+      name: 'worker',
+      command: process.execPath,
+      args: [path.join(dist, 'worker', 'main.js')],
+      env,
+      logFile: workerLog,
+      pidFile: path.join(config.dataDir, 'worker.pid'),
+      ready: async () => logSince(workerLog, workerLogStart).includes('worker polling'),
+  });
+  await startChild({
+      onSpawn: track,
+      name: 'api',
+      command: process.execPath,
+      args: [path.join(dist, 'src', 'api', 'main.js')],
+      env,
+      logFile: path.join(logs, 'api.log'),
+      pidFile: path.join(config.dataDir, 'api.pid'),
+      ready: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`)).ok,
+  });
+  for (const c of children) {
+    void c.exited.then((code) => {
+      if (stopping) return;
+      log.error(`${c.name} exited unexpectedly (${code}); see ${c.logFile}`);
+      void stopAll(1, config.shutdownGraceMs);
+    });
+  }
+
+  const lines = [
+    '',
+    `  API          ${config.api.publicBaseUrl}   (docs: ${config.api.publicBaseUrl}/docs)`,
+    temporalUi ? `  Temporal UI  ${temporalUi}` : `  Temporal     ${temporalAddress}`,
+    `  MongoDB      ${mongoUri}`,
+    `  Data         ${config.dataDir}   (logs in ${logs})`,
+    bootstrap.key
+      ? `\n  Admin API key (shown once, not stored; send it as X-Access-Token):\n  ${bootstrap.key}`
+      : '  Admin key: created on the first run; make another with `npm run admin -- key create --user admin@localhost`',
+    '',
+    '  Ctrl-C stops everything.',
+    '',
+  ];
+  console.log(lines.join('\n'));
+}
+
+main().catch((e: Error) => {
+  console.error(e instanceof ConfigError ? e.message : `start failed: ${e.message}`);
+  void stopAll(1);
+});

@@ -1,0 +1,159 @@
+/**
+ * A supervised child process: output to a log file, a readiness probe, a clean stop (SIGTERM, then
+ * SIGKILL after a grace period), and a pid file so a launcher killed with -9 does not leave an orphan
+ * holding the ports on the next start.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+export interface ChildSpec {
+  name: string;
+  command: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  logFile: string;
+  /** When set, the pid is written here, and a live process left by an earlier run is stopped first. */
+  pidFile?: string;
+  /** Resolves true once the process serves; polled until `readyTimeoutMs`. */
+  ready: () => Promise<boolean>;
+  readyTimeoutMs?: number;
+  /** Called as soon as the process exists, before it is ready, so a supervisor can stop it at any time. */
+  onSpawn?: (child: Child) => void;
+}
+
+export interface Child {
+  name: string;
+  process: ChildProcess;
+  logFile: string;
+  /** Resolves with the exit code (or signal) when the process ends. */
+  exited: Promise<number | string>;
+  stop(graceMs?: number): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function tail(file: string, lines = 25): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no output)';
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops a process a previous, killed launcher left behind, if the pid still runs the same command. */
+async function reapStale(pidFile: string, command: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 1 || !alive(pid)) return;
+  let cmdline: string;
+  try {
+    cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return; // cannot prove it is ours (no /proc): leave it alone
+  }
+  if (!cmdline.includes(path.basename(command))) return;
+  process.kill(pid, 'SIGTERM');
+  for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
+  if (alive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+export async function startChild(spec: ChildSpec): Promise<Child> {
+  fs.mkdirSync(path.dirname(spec.logFile), { recursive: true });
+  if (spec.pidFile) await reapStale(spec.pidFile, spec.command);
+  const out = fs.openSync(spec.logFile, 'a');
+  const child = spawn(spec.command, spec.args, {
+    cwd: spec.cwd,
+    env: spec.env ?? process.env,
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+    child.on('error', () => resolve('spawn-error'));
+  });
+  let spawnError: Error | undefined;
+  child.on('error', (e) => (spawnError = e));
+  if (spec.pidFile && child.pid) {
+    fs.mkdirSync(path.dirname(spec.pidFile), { recursive: true });
+    fs.writeFileSync(spec.pidFile, String(child.pid));
+  }
+  let done = false;
+  void exited.then(() => {
+    done = true;
+    if (spec.pidFile) fs.rmSync(spec.pidFile, { force: true });
+  });
+
+  const handle: Child = {
+    name: spec.name,
+    process: child,
+    logFile: spec.logFile,
+    exited,
+    async stop(graceMs = 10_000) {
+      if (done) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+
+  spec.onSpawn?.(handle);
+  const deadline = Date.now() + (spec.readyTimeoutMs ?? 60_000);
+  for (;;) {
+    if (spawnError) throw new Error(`${spec.name} could not start: ${spawnError.message}`);
+    if (done) {
+      throw new Error(`${spec.name} exited with ${await exited} before it was ready; its log (${spec.logFile}):\n${tail(spec.logFile)}`);
+    }
+    if (await spec.ready().catch(() => false)) return handle;
+    if (Date.now() > deadline) {
+      await handle.stop(2000);
+      throw new Error(`${spec.name} was not ready within ${spec.readyTimeoutMs ?? 60_000} ms; its log (${spec.logFile}):\n${tail(spec.logFile)}`);
+    }
+    await sleep(150);
+  }
+}
+
+/** True when something accepts TCP connections on host:port. */
+export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    socket.setTimeout(1000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+/** A port that was free a moment ago on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,114 @@
+/**
+ * Builds the Temporal CLI and FerretDB from their pinned Go modules into the cache, once per version.
+ * Run directly (`node dist/scripts/servers/obtain.js`) it builds what is missing and prints both paths.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  FERRETDB_MODULE,
+  FERRETDB_VERSION,
+  TEMPORAL_CLI_MODULE,
+  TEMPORAL_CLI_VERSION,
+  ferretdbBinaryPath,
+  repoRoot,
+  serversCacheRoot,
+  temporalBinaryPath,
+} from './paths';
+
+export interface ServerBinaries {
+  temporal: string;
+  ferretdb: string;
+}
+
+type Say = (line: string) => void;
+
+function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === 'ENOENT'
+          ? new Error(`\`${cmd}\` was not found on PATH; Go 1.24 or newer is needed to build the servers`)
+          : e,
+      ),
+    );
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} failed (exit ${code}):\n${err.trim()}`)),
+    );
+  });
+}
+
+/** Builds into a private directory next to the target and renames, so concurrent builds never clash. */
+async function buildInto(target: string, build: (outDir: string) => Promise<void>): Promise<void> {
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const work = fs.mkdtempSync(`${path.dirname(target)}/.build-`);
+  try {
+    await build(work);
+    fs.renameSync(path.join(work, path.basename(target)), target);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function buildTemporal(target: string, say: Say): Promise<void> {
+  say(`building the Temporal CLI ${TEMPORAL_CLI_VERSION} with go install (a few minutes, once)`);
+  await buildInto(target, async (work) => {
+    await run('go', ['install', `${TEMPORAL_CLI_MODULE}/cmd/temporal@${TEMPORAL_CLI_VERSION}`], {
+      env: { ...process.env, GOBIN: work, GOFLAGS: '-buildvcs=false' },
+    });
+  });
+}
+
+/**
+ * FerretDB panics at start when built as a dependency or with plain `go install` (its version file is
+ * generated; FerretDB issue 2982). The module is downloaded through scripts/ferretdb, whose committed
+ * go.sum pins its checksum, copied to a writable directory with build/version/version.txt written, and
+ * built there.
+ */
+async function buildFerretdb(target: string, say: Say): Promise<void> {
+  say(`building FerretDB ${FERRETDB_VERSION} from its Go module (a minute or two, once)`);
+  const pinModule = path.join(repoRoot(), 'scripts', 'ferretdb');
+  const info = JSON.parse(
+    await run('go', ['mod', 'download', '-json', `${FERRETDB_MODULE}@${FERRETDB_VERSION}`], { cwd: pinModule }),
+  ) as { Dir?: string; Error?: string };
+  if (!info.Dir) throw new Error(`go mod download ${FERRETDB_MODULE}@${FERRETDB_VERSION}: ${info.Error ?? 'no Dir'}`);
+  await buildInto(target, async (work) => {
+    const src = path.join(work, 'src');
+    fs.cpSync(info.Dir!, src, { recursive: true });
+    await run('chmod', ['-R', 'u+w', src]);
+    fs.writeFileSync(path.join(src, 'build', 'version', 'version.txt'), `${FERRETDB_VERSION}\n`);
+    await run('go', ['build', '-trimpath', '-o', path.join(work, 'ferretdb'), './cmd/ferretdb'], {
+      cwd: src,
+      env: { ...process.env, GOFLAGS: '-buildvcs=false -mod=readonly' },
+    });
+  });
+}
+
+/** Returns both binaries, building whichever is not cached yet. */
+export async function obtainServers(cacheOverride?: string, say: Say = () => {}): Promise<ServerBinaries> {
+  const root = serversCacheRoot(cacheOverride);
+  const temporal = temporalBinaryPath(root);
+  const ferretdb = ferretdbBinaryPath(root);
+  const started = Date.now();
+  // Sequential on purpose: two Go builds at once on a 2-core machine are slower than one after the other.
+  if (!fs.existsSync(temporal)) await buildTemporal(temporal, say);
+  if (!fs.existsSync(ferretdb)) await buildFerretdb(ferretdb, say);
+  const took = Date.now() - started;
+  if (took > 1000) say(`servers built in ${(took / 1000).toFixed(0)}s into ${root}`);
+  return { temporal, ferretdb };
+}
+
+if (require.main === module) {
+  obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l)).then(
+    (b) => console.log(JSON.stringify(b)),
+    (e: Error) => {
+      console.error(e.message);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,59 @@
+/** Starts `temporal server start-dev` with its SQLite file, UI port and the project's search attributes. */
+import { Connection } from '@temporalio/client';
+import path from 'node:path';
+import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
+import { portOpen, startChild, type Child } from './child';
+
+export interface TemporalDevServerOptions {
+  binary: string;
+  dataDir: string;
+  port: number;
+  uiPort: number;
+  namespace: string;
+  /** Write a pid file so a later start can stop an orphan (the launcher does; tests do not). */
+  pidFile?: boolean;
+  onSpawn?: (child: Child) => void;
+}
+
+/** True when the frontend answers and the namespace exists. */
+export async function temporalAnswers(address: string, namespace: string): Promise<boolean> {
+  const connection = await Connection.connect({ address, connectTimeout: 1000 });
+  try {
+    await connection.withDeadline(Date.now() + 1500, () => connection.workflowService.describeNamespace({ namespace }));
+    return true;
+  } finally {
+    await connection.close();
+  }
+}
+
+export async function startTemporalDevServer(o: TemporalDevServerOptions): Promise<Child & { address: string; uiUrl: string }> {
+  const address = `127.0.0.1:${o.port}`;
+  const args = [
+    'server',
+    'start-dev',
+    '--db-filename',
+    path.join(o.dataDir, 'temporal.db'),
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(o.port),
+    '--ui-port',
+    String(o.uiPort),
+    '--log-level',
+    'warn',
+    ...(o.namespace === 'default' ? [] : ['--namespace', o.namespace]),
+    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+  ];
+  const child = await startChild({
+    name: 'temporal',
+    command: o.binary,
+    args,
+    cwd: o.dataDir,
+    logFile: path.join(o.dataDir, 'temporal.log'),
+    pidFile: o.pidFile ? path.join(o.dataDir, 'temporal.pid') : undefined,
+    onSpawn: o.onSpawn,
+    readyTimeoutMs: 90_000,
+    ready: async () => (await portOpen(o.port)) && (await temporalAnswers(address, o.namespace)),
+  });
+  return Object.assign(child, { address, uiUrl: `http://127.0.0.1:${o.uiPort}` });
+}

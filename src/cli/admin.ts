@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+/**
+ * agent-control-admin: users, API keys and a health check of the whole system, for operators.
+ * Raw API keys are printed once, when created, and never stored.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig, type Config } from '../config';
+import { ApiKeysStore } from '../store/api-keys-store';
+import { ALL_INDEXES } from '../store/indexes';
+import { ensureIndexes, openDatabase, type Database } from '../store/mongo';
+import { UsersStore } from '../store/users-store';
+import { WORKFLOW_TYPES, diagnosticsWorkflowId, type DiagnosticsResult } from '../temporal/shared';
+import { bootstrapAdmin } from './bootstrap';
+import { resolveServers } from './embedded-servers';
+
+class CliError extends Error {}
+
+async function withDatabase<T>(config: Config, fn: (stores: { users: UsersStore; apiKeys: ApiKeysStore }, db: Database) => Promise<T>): Promise<T> {
+  const { mongoUri } = resolveServers(config);
+  if (!mongoUri) throw new CliError('MONGODB_URI is not set and no launcher runs on DATA_DIR; start the service or set MONGODB_URI');
+  const database = openDatabase(mongoUri, config.mongo.db, { serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs, appName: 'agent-control-admin' });
+  try {
+    await ensureIndexes(database.db, ALL_INDEXES);
+    return await fn({ users: new UsersStore(database.db), apiKeys: new ApiKeysStore(database.db) }, database);
+  } finally {
+    await database.close();
+  }
+}
+
+async function findUser(users: UsersStore, ref: string) {
+  const user = ref.includes('@') ? await users.findByEmail(ref) : await users.get(ref);
+  if (!user) throw new CliError(`no user ${ref}`);
+  return user;
+}
+
+const print = (value: unknown, json: boolean, text: string) => console.log(json ? JSON.stringify(value) : text);
+
+export function buildCli(config: () => Config): Command {
+  const program = new Command('agent-control-admin')
+    .description('Administer users and API keys of the agent control service')
+    .addOption(new Option('--json', 'print machine-readable JSON'))
+    .showHelpAfterError();
+  const json = () => Boolean(program.opts<{ json?: boolean }>().json);
+
+  const user = program.command('user').description('users');
+  user
+    .command('create')
+    .requiredOption('--email <email>', 'the user\'s email address')
+    .description('create a user')
+    .action(async (o: { email: string }) => {
+      if (!/^[^@\s]+@[^@\s]+$/.test(o.email)) throw new CliError(`--email ${o.email} is not an email address`);
+      const u = await withDatabase(config(), ({ users }) => users.create(o.email));
+      print({ id: u.id, email: u.email }, json(), `created user ${u.id} <${u.email}>`);
+    });
+
+  const key = program.command('key').description('API keys (X-Access-Token)');
+  key
+    .command('create')
+    .requiredOption('--user <id-or-email>', 'owner of the key')
+    .option('--name <name>', 'what the key is for', 'cli')
+    .description('create an API key; the key is printed this once')
+    .action(async (o: { user: string; name: string }) => {
+      const { key: info, raw } = await withDatabase(config(), async ({ users, apiKeys }) =>
+        apiKeys.create((await findUser(users, o.user)).id, o.name),
+      );
+      print({ id: info.id, user_id: info.user_id, key: raw }, json(), `API key ${info.id} for user ${info.user_id}:\n${raw}\n(shown once; it is not stored)`);
+    });
+  key
+    .command('list')
+    .requiredOption('--user <id-or-email>', 'owner of the keys')
+    .description("list a user's keys (never the keys themselves)")
+    .action(async (o: { user: string }) => {
+      const items = await withDatabase(config(), async ({ users, apiKeys }) => {
+        const owner = await findUser(users, o.user);
+        const all = [];
+        let after: [number, string] | undefined;
+        for (;;) {
+          const page = await apiKeys.pageForUser(owner.id, 100, after);
+          all.push(...page.items);
+          if (!page.last) return all;
+          after = page.last;
+        }
+      });
+      print(items, json(), items.map((k) => `${k.id}  ${k.prefix}…  ${k.name}  ${k.revoked_at ? 'revoked' : 'live'}`).join('\n') || '(no keys)');
+    });
+  key
+    .command('revoke')
+    .argument('<key-id>', 'id of the key')
+    .description('revoke an API key')
+    .action(async (id: string) => {
+      const done = await withDatabase(config(), ({ apiKeys }) => apiKeys.revoke(id));
+      if (!done) throw new CliError(`no live API key ${id}`);
+      print({ revoked: id }, json(), `revoked ${id}`);
+    });
+
+  program
+    .command('bootstrap')
+    .description('on a fresh install, create the admin user and its first API key')
+    .action(async () => {
+      const created = await withDatabase(config(), ({ users, apiKeys }) => bootstrapAdmin(users, apiKeys));
+      print(created ?? {}, json(), created ? `admin user ${created.userId}, API key:\n${created.key}` : 'users exist already; nothing created');
+    });
+
+  program
+    .command('doctor')
+    .description('run a diagnostics workflow: a worker polls the task queue and reaches the database')
+    .option('--timeout <seconds>', 'how long to wait for a worker', '30')
+    .action(async (o: { timeout: string }) => {
+      const c = config();
+      const { temporalAddress } = resolveServers(c);
+      if (!temporalAddress) throw new CliError('TEMPORAL_ADDRESS is not set and no launcher runs on DATA_DIR');
+      const connection = await Connection.connect({ address: temporalAddress });
+      try {
+        const client = new Client({ connection, namespace: c.temporal.namespace });
+        const result = await client.workflow.execute<() => Promise<DiagnosticsResult>>(WORKFLOW_TYPES.diagnostics, {
+          taskQueue: c.temporal.taskQueue,
+          workflowId: diagnosticsWorkflowId(new Date()),
+          workflowExecutionTimeout: `${Number(o.timeout)} seconds`,
+        });
+        print(result, json(), `worker ${result.worker.identity} on ${result.worker.taskQueue}; database ${result.database.ok ? `ok (${result.database.latencyMs} ms)` : `DOWN: ${result.database.error}`}`);
+        if (!result.database.ok) process.exitCode = 1;
+      } finally {
+        await connection.close();
+      }
+    });
+  return program;
+}
+
+if (require.main === module) {
+  buildCli(() => loadConfig())
+    .parseAsync(process.argv)
+    .catch((e: Error) => {
+      console.error(e instanceof CliError || e instanceof ConfigError ? e.message : e);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,32 @@
+/**
+ * The launcher records where the embedded servers listen, so the admin CLI run beside it finds them
+ * without the user exporting MONGODB_URI and TEMPORAL_ADDRESS.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config';
+
+export interface EmbeddedServers {
+  mongoUri: string;
+  temporalAddress: string;
+}
+
+export const embeddedServersFile = (dataDir: string) => path.join(dataDir, 'embedded-servers.json');
+
+export function writeEmbeddedServers(dataDir: string, servers: EmbeddedServers): void {
+  fs.writeFileSync(embeddedServersFile(dataDir), JSON.stringify(servers, null, 2) + '\n');
+}
+
+/** Configured servers win; otherwise those of a launcher running on the same data directory. */
+export function resolveServers(config: Config): Partial<EmbeddedServers> {
+  let embedded: Partial<EmbeddedServers> = {};
+  try {
+    embedded = JSON.parse(fs.readFileSync(embeddedServersFile(config.dataDir), 'utf8')) as EmbeddedServers;
+  } catch {
+    // no launcher has run here
+  }
+  return {
+    mongoUri: config.mongo.uri ?? embedded.mongoUri,
+    temporalAddress: config.temporal.address ?? embedded.temporalAddress,
+  };
+}

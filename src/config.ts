@@ -1,0 +1,152 @@
+/**
+ * The one place that reads the environment. Every process (launcher, api, worker, admin CLI) calls
+ * `loadConfig()` and gets a typed, validated value, or a ConfigError naming each bad variable and the
+ * form it expects.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+const port = (what: string, min = 1) => {
+  const error = `a port number for ${what} (${min}-65535${min === 0 ? '; 0 picks a free port' : ''})`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(65535, { error });
+};
+
+const positiveInt = (what: string) =>
+  z.coerce.number({ error: `a positive integer (${what})` }).int({ error: `a positive integer (${what})` }).positive({
+    error: `a positive integer (${what})`,
+  });
+
+const nonEmpty = (what: string) => z.string().trim().min(1, { error: `a non-empty string (${what})` });
+
+const hostPort = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9_.\-[\]:]+:\d{1,5}$/, { error: 'host:port, such as 127.0.0.1:7233' });
+
+const mongoUri = z
+  .string()
+  .trim()
+  .regex(/^mongodb(\+srv)?:\/\/\S+$/, { error: 'a MongoDB connection string starting with mongodb:// or mongodb+srv://' });
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ['json', 'pretty', 'auto'] as const;
+
+/**
+ * Environment variables and their defaults. The keys are the variable names: docker-compose.yml and the
+ * README use exactly these (a test checks the compose file against this list).
+ */
+export const envSchema = z.object({
+  /** Interface the api listens on. */
+  API_HOST: nonEmpty('host name or IP address').default('127.0.0.1'),
+  /** Port of the api (REST, websocket, /openapi.json, /docs). */
+  API_PORT: port('the api', 0).default(8000),
+  /** Base URL clients use to reach the api; defaults to http://API_HOST:API_PORT. */
+  PUBLIC_BASE_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
+  /** MongoDB connection string. Unset: the launcher starts the embedded MongoDB-wire server. */
+  MONGODB_URI: mongoUri.optional(),
+  /** Database name inside MONGODB_URI. */
+  MONGODB_DB: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,63}$/, { error: 'a database name of 1-63 letters, digits, _ or -' })
+    .default('agent_control'),
+  /** How long a MongoDB operation may wait for a server before failing (ms). */
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: positiveInt('milliseconds').default(5000),
+  /** Temporal frontend address. Unset: the launcher starts the Temporal dev server. */
+  TEMPORAL_ADDRESS: hostPort.optional(),
+  TEMPORAL_NAMESPACE: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, { error: 'a Temporal namespace name (letters, digits, . _ -)' })
+    .default('default'),
+  TEMPORAL_TASK_QUEUE: nonEmpty('task queue name').default('agent-control'),
+  /** Where the launcher keeps the embedded servers' data, keys and sandboxes. */
+  DATA_DIR: nonEmpty('directory path').default('.data'),
+  /** Where the server binaries built from Go modules are cached (outside the checkout). */
+  SERVERS_CACHE_DIR: nonEmpty('directory path').optional(),
+  /** Ports of the embedded servers (used only when the launcher starts them). */
+  EMBEDDED_MONGODB_PORT: port('the embedded MongoDB-wire server').default(27017),
+  EMBEDDED_TEMPORAL_PORT: port('the embedded Temporal frontend').default(7233),
+  EMBEDDED_TEMPORAL_UI_PORT: port('the embedded Temporal UI').default(8233),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  /** json for machines, pretty for people; auto: pretty on a terminal, json otherwise. */
+  LOG_FORMAT: z.enum(LOG_FORMATS, { error: `one of ${LOG_FORMATS.join(', ')}` }).default('auto'),
+  /** Largest accepted request body, in bytes. */
+  MAX_BODY_BYTES: positiveInt('bytes').default(5 * 1024 * 1024),
+  /** Most events one conversation's log may hold; appends past it are refused. */
+  MAX_EVENTS_PER_CONVERSATION: positiveInt('events').default(1_000_000),
+  /** How long /ready waits for each dependency before calling it down (ms). */
+  READY_TIMEOUT_MS: positiveInt('milliseconds').default(2000),
+  /** Grace period for in-flight work on SIGTERM before a process exits (ms). */
+  SHUTDOWN_GRACE_MS: positiveInt('milliseconds').default(10_000),
+});
+
+export type Env = z.infer<typeof envSchema>;
+export const ENV_VARIABLES = Object.keys(envSchema.shape) as (keyof Env)[];
+
+export interface Config {
+  api: { host: string; port: number; publicBaseUrl: string };
+  mongo: { uri: string | undefined; db: string; serverSelectionTimeoutMs: number };
+  temporal: { address: string | undefined; namespace: string; taskQueue: string };
+  dataDir: string;
+  serversCacheDir: string | undefined;
+  embedded: { mongoPort: number; temporalPort: number; temporalUiPort: number };
+  log: { level: LogLevel; format: 'json' | 'pretty' };
+  limits: { maxBodyBytes: number; maxEventsPerConversation: number };
+  readyTimeoutMs: number;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment. Throws ConfigError listing every bad variable with the form it expects. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean(process.stdout.isTTY)): Config {
+  // An empty variable means "unset", as in most shells' `FOO= cmd`.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = String(issue.path[0] ?? '?');
+        return `${name}=${JSON.stringify(present[name])} is invalid: expected ${issue.message}`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  return {
+    api: {
+      host: e.API_HOST,
+      port: e.API_PORT,
+      publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
+    },
+    mongo: { uri: e.MONGODB_URI, db: e.MONGODB_DB, serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS },
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
+    dataDir: path.resolve(e.DATA_DIR),
+    serversCacheDir: e.SERVERS_CACHE_DIR && path.resolve(e.SERVERS_CACHE_DIR),
+    embedded: {
+      mongoPort: e.EMBEDDED_MONGODB_PORT,
+      temporalPort: e.EMBEDDED_TEMPORAL_PORT,
+      temporalUiPort: e.EMBEDDED_TEMPORAL_UI_PORT,
+    },
+    log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
+    limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION },
+    readyTimeoutMs: e.READY_TIMEOUT_MS,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+  };
+}
+
+/** The api and worker need both servers' addresses; only the launcher may leave them unset. */
+export function requireServers(config: Config): { mongoUri: string; temporalAddress: string } {
+  const missing = [
+    config.mongo.uri ? undefined : 'MONGODB_URI (a mongodb:// connection string)',
+    config.temporal.address ? undefined : 'TEMPORAL_ADDRESS (host:port)',
+  ].filter((m): m is string => m !== undefined);
+  if (missing.length > 0) {
+    throw new ConfigError(missing.map((m) => `${m} is required here; \`npm start\` sets it for the embedded servers`));
+  }
+  return { mongoUri: config.mongo.uri!, temporalAddress: config.temporal.address! };
+}

@@ -1,0 +1,59 @@
+/**
+ * The Koa application: request context, the one error middleware, the JSON body reader, then one router
+ * per resource. Everything it needs comes in as `AppDeps`, built once in the api's composition root.
+ */
+import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import Koa from 'koa';
+import type { Readiness } from '../api/readiness';
+import type { Config } from '../config';
+import type { Logger } from '../logger';
+import { buildOpenApiDocument } from '../openapi/document';
+import type { ApiKeysStore } from '../store/api-keys-store';
+import type { UsersStore } from '../store/users-store';
+import { apiKeyAuth, type AuthMiddlewares } from './auth';
+import { errorMiddleware } from './errors';
+import { jsonBody } from './json-body';
+import { requestContext } from './request-context';
+import { ApiRouter } from './route';
+import { apiKeysRoutes } from './routers/api-keys.router';
+import { docsRoutes } from './routers/docs.router';
+import { healthRoutes } from './routers/health.router';
+import { usersRoutes } from './routers/users.router';
+import './state';
+
+export interface AppDeps {
+  config: Pick<Config, 'api' | 'limits'>;
+  logger: Logger;
+  readiness: Readiness;
+  apiKeys: ApiKeysStore;
+  users: UsersStore;
+}
+
+export interface App {
+  koa: Koa;
+  /** The OpenAPI document of every route registered on this app. */
+  openapi(): object;
+}
+
+export function createApp(deps: AppDeps): App {
+  const registry = new OpenAPIRegistry();
+  const auth: AuthMiddlewares = { APIKeyHeader: apiKeyAuth(deps.apiKeys) };
+  const router = (prefix: string, tag: string) => new ApiRouter({ prefix, tag, registry, auth });
+
+  const routers: ApiRouter[] = [
+    healthRoutes(router('', 'health'), deps.readiness),
+    usersRoutes(router('/api/v1/users', 'users'), deps.users),
+    apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
+  ];
+
+  let document: object | undefined;
+  const openapi = () => (document ??= buildOpenApiDocument(registry, deps.config.api.publicBaseUrl));
+  routers.push(docsRoutes(router('', 'docs'), openapi));
+
+  const koa = new Koa({ proxy: false });
+  koa.use(requestContext(deps.logger));
+  koa.use(errorMiddleware());
+  koa.use(jsonBody(deps.config.limits.maxBodyBytes));
+  for (const r of routers) koa.use(r.router.routes()).use(r.router.allowedMethods({ throw: true }));
+  return { koa, openapi };
+}

@@ -1,0 +1,25 @@
+/** Gives every request an id (echoed in X-Request-Id) and a child logger, and logs one line when it ends. */
+import type { Middleware } from 'koa';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../logger';
+
+const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function requestContext(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    const incoming = ctx.get('x-request-id');
+    const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.state.log = logger.child({ request_id: requestId });
+    ctx.set('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const line = { method: ctx.method, path: ctx.path, status: ctx.status, duration_ms: Math.round(ms * 10) / 10 };
+      if (ctx.status >= 500) ctx.state.log.error(line, 'request');
+      else ctx.state.log.info(line, 'request');
+    }
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * One place that ties a route's zod schemas to both its validation and its OpenAPI description:
+ * `router.route({ method, path, params, query, body, responses }, handler)` registers the Koa route,
+ * validates path, query and body before the handler runs (422 with every problem at once), and adds the
+ * operation to the OpenAPI registry. The handler gets the parsed, typed values.
+ */
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import Router from '@koa/router';
+import type { ParameterizedContext } from 'koa';
+import { z } from 'zod';
+import { ErrorResponseSchema, HTTPValidationErrorSchema } from '../schemas/errors';
+import type { AuthMiddlewares, SecuritySchemeName } from './auth';
+import { RequestValidationError } from './errors';
+import { toValidationDetail, type InputPart, type ValidationDetail } from './validation-detail';
+
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+  /** Defaults to application/json. */
+  contentType?: string;
+}
+
+export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z.ZodType> {
+  method: Method;
+  /** Koa path relative to the router's prefix, with `:name` parameters. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  /** Which credential the route needs; null for public routes. */
+  security: SecuritySchemeName | null;
+  params?: P;
+  query?: Q;
+  body?: B;
+  responses: Record<number, ResponseSpec>;
+}
+
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface RouteInput<P, Q, B> {
+  params: Out<P>;
+  query: Out<Q>;
+  body: Out<B>;
+}
+
+export type RouteContext = ParameterizedContext;
+
+/** Koa gives repeated query parameters as arrays; a scalar parameter takes the last value, as FastAPI does. */
+function lastValues(query: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(query)) {
+    const last = Array.isArray(v) ? v[v.length - 1] : v;
+    if (last !== undefined) out[k] = last;
+  }
+  return out;
+}
+
+function parsePart(schema: z.ZodType | undefined, raw: unknown, part: InputPart, problems: ValidationDetail[]): unknown {
+  if (!schema) return undefined;
+  const r = schema.safeParse(raw);
+  if (r.success) return r.data;
+  problems.push(...toValidationDetail(r.error.issues, raw, part));
+  return undefined;
+}
+
+const toOpenApiPath = (p: string) => p.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+
+export class ApiRouter {
+  readonly router: Router;
+
+  constructor(
+    private readonly opts: { prefix: string; tag: string; registry: OpenAPIRegistry; auth: AuthMiddlewares },
+  ) {
+    // The prefix is joined here rather than by Router's own `prefix`, which cannot route a resource's
+    // root (an empty path) under it.
+    this.router = new Router();
+  }
+
+  route<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(
+    spec: RouteSpec<P, Q, B>,
+    handler: (ctx: RouteContext, input: RouteInput<P, Q, B>) => Promise<void> | void,
+  ): this {
+    this.register(spec);
+    const validate = async (ctx: RouteContext) => {
+      const problems: ValidationDetail[] = [];
+      const params = parsePart(spec.params, ctx.params, 'path', problems);
+      const query = parsePart(spec.query, lastValues(ctx.query), 'query', problems);
+      const body = parsePart(spec.body, ctx.state.body, 'body', problems);
+      if (problems.length > 0) throw new RequestValidationError(problems);
+      await handler(ctx, { params, query, body } as RouteInput<P, Q, B>);
+    };
+    const middleware = spec.security ? [this.opts.auth[spec.security], validate] : [validate];
+    this.router[spec.method](this.opts.prefix + spec.path, ...middleware);
+    return this;
+  }
+
+  private register(spec: RouteSpec<AnyObject, AnyObject, z.ZodType>): void {
+    const responses: Record<string, object> = {};
+    for (const [status, r] of Object.entries(spec.responses)) {
+      responses[status] = {
+        description: r.description,
+        ...(r.schema ? { content: { [r.contentType ?? 'application/json']: { schema: r.schema } } } : {}),
+      };
+    }
+    if (spec.security) {
+      responses[401] ??= { description: 'Missing or invalid credential', content: { 'application/json': { schema: ErrorResponseSchema } } };
+    }
+    if (spec.params || spec.query || spec.body) {
+      responses[422] ??= { description: 'Validation Error', content: { 'application/json': { schema: HTTPValidationErrorSchema } } };
+    }
+    this.opts.registry.registerPath({
+      method: spec.method,
+      path: toOpenApiPath(this.opts.prefix + spec.path),
+      operationId: spec.operationId,
+      summary: spec.summary,
+      description: spec.description,
+      tags: [this.opts.tag],
+      security: spec.security ? [{ [spec.security]: [] }] : [],
+      request: {
+        params: spec.params,
+        query: spec.query,
+        body: spec.body ? { required: true, content: { 'application/json': { schema: spec.body } } } : undefined,
+      },
+      responses,
+    });
+  }
+}

@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { pageLimit } from '../../schemas/common';
+import { ErrorResponseSchema } from '../../schemas/errors';
+import {
+  ApiKeyIdParamsSchema,
+  ApiKeyPageSchema,
+  CreateApiKeyRequestSchema,
+  CreatedApiKeySchema,
+  type ApiKeySchema,
+} from '../../schemas/users';
+import type { ApiKeyInfo, ApiKeysStore } from '../../store/api-keys-store';
+import { notFound } from '../errors';
+import { encodeCursor, pageIdParam } from '../page-cursor';
+import type { ApiRouter } from '../route';
+
+const LISTING = 'api-keys';
+
+const SearchQuerySchema = z.object({
+  page_id: pageIdParam(LISTING, z.tuple([z.number().int().nonnegative(), z.string()]))
+    .optional()
+    .meta({ description: 'The next_page_id of the previous page.', type: 'string' }),
+  limit: pageLimit(),
+});
+
+const view = (k: ApiKeyInfo): z.infer<typeof ApiKeySchema> => ({
+  id: k.id,
+  name: k.name,
+  prefix: k.prefix,
+  created_at: k.created_at.toISOString(),
+  revoked_at: k.revoked_at?.toISOString() ?? null,
+});
+
+/** /api/v1/api-keys: the caller's own API keys. */
+export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore): ApiRouter {
+  return router
+    .route(
+      {
+        method: 'get',
+        path: '/search',
+        operationId: 'searchApiKeys',
+        summary: "List the caller's API keys, oldest first",
+        security: 'APIKeyHeader',
+        query: SearchQuerySchema,
+        responses: { 200: { description: 'A page of keys', schema: ApiKeyPageSchema } },
+      },
+      async (ctx, { query }) => {
+        const page = await apiKeys.pageForUser(ctx.state.caller!.userId, query.limit, query.page_id);
+        ctx.body = { items: page.items.map(view), next_page_id: page.last && encodeCursor(LISTING, page.last) };
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '',
+        operationId: 'createApiKey',
+        summary: 'Create an API key for the caller; the key is in this answer only',
+        security: 'APIKeyHeader',
+        body: CreateApiKeyRequestSchema,
+        responses: { 201: { description: 'The new key', schema: CreatedApiKeySchema } },
+      },
+      async (ctx, { body }) => {
+        const { key, raw } = await apiKeys.create(ctx.state.caller!.userId, body.name);
+        ctx.status = 201;
+        ctx.body = { ...view(key), key: raw };
+      },
+    )
+    .route(
+      {
+        method: 'delete',
+        path: '/:key_id',
+        operationId: 'revokeApiKey',
+        summary: "Revoke one of the caller's API keys",
+        security: 'APIKeyHeader',
+        params: ApiKeyIdParamsSchema,
+        responses: {
+          204: { description: 'Revoked' },
+          404: { description: 'No such live key of the caller', schema: ErrorResponseSchema },
+        },
+      },
+      async (ctx, { params }) => {
+        if (!(await apiKeys.revokeForUser(ctx.state.caller!.userId, params.key_id))) throw notFound('API key not found');
+        ctx.status = 204;
+      },
+    );
+}

@@ -1,0 +1,200 @@
+/**
+ * Turns zod issues into the entries of the spec's HTTPValidationError body (SPEC 2.7): `{loc, msg, type,
+ * input, ctx}` with the error types and messages clients of the reference service already handle
+ * (`missing`, `greater_than`, `less_than_equal`, `enum`, `uuid_parsing`, `extra_forbidden`, ...).
+ *
+ * A schema can name its own type through a custom issue: `ctx.addIssue({ code: 'custom', message,
+ * params: { type: 'int_parsing', ctx: {...} } })`.
+ */
+import type { z } from 'zod';
+
+export type Loc = (string | number)[];
+
+export interface ValidationDetail {
+  loc: Loc;
+  msg: string;
+  type: string;
+  input?: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+/** Where the value came from; the first element of every loc. */
+export type InputPart = 'path' | 'query' | 'body' | 'header';
+
+type Issue = z.core.$ZodIssue;
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = root;
+  for (const key of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[key];
+  }
+  return v;
+}
+
+const quote = (v: unknown) => (typeof v === 'string' ? `'${v}'` : String(v));
+
+/** "'A' or 'B'", "'A', 'B' or 'C'" as pydantic words it. */
+export function expectedList(values: readonly unknown[]): string {
+  const q = values.map(quote);
+  return q.length <= 1 ? (q[0] ?? '') : `${q.slice(0, -1).join(', ')} or ${q[q.length - 1]}`;
+}
+
+const TYPE_NAMES: Record<string, [type: string, msg: string]> = {
+  string: ['string_type', 'Input should be a valid string'],
+  number: ['float_type', 'Input should be a valid number'],
+  int: ['int_type', 'Input should be a valid integer'],
+  bigint: ['int_type', 'Input should be a valid integer'],
+  boolean: ['bool_type', 'Input should be a valid boolean'],
+  object: ['model_attributes_type', 'Input should be a valid dictionary or object to extract fields from'],
+  record: ['dict_type', 'Input should be a valid dictionary'],
+  map: ['dict_type', 'Input should be a valid dictionary'],
+  array: ['list_type', 'Input should be a valid list'],
+  tuple: ['tuple_type', 'Input should be a valid tuple'],
+  date: ['datetime_type', 'Input should be a valid datetime'],
+  null: ['none_required', 'Input should be None'],
+};
+
+function sizeDetail(issue: Extract<Issue, { code: 'too_small' | 'too_big' }>, actual: unknown): Omit<ValidationDetail, 'loc' | 'input'> {
+  const small = issue.code === 'too_small';
+  const bound = small ? (issue as { minimum: number | bigint }).minimum : (issue as { maximum: number | bigint }).maximum;
+  const n = Number(bound);
+  switch (issue.origin) {
+    case 'string':
+      return small
+        ? { type: 'string_too_short', msg: `String should have at least ${n} character${n === 1 ? '' : 's'}`, ctx: { min_length: n } }
+        : { type: 'string_too_long', msg: `String should have at most ${n} character${n === 1 ? '' : 's'}`, ctx: { max_length: n } };
+    case 'array':
+    case 'set': {
+      const len = Array.isArray(actual) ? actual.length : actual instanceof Set ? actual.size : undefined;
+      return small
+        ? { type: 'too_short', msg: `List should have at least ${n} item${n === 1 ? '' : 's'} after validation, not ${len}`, ctx: { field_type: 'List', min_length: n, actual_length: len } }
+        : { type: 'too_long', msg: `List should have at most ${n} item${n === 1 ? '' : 's'} after validation, not ${len}`, ctx: { field_type: 'List', max_length: n, actual_length: len } };
+    }
+    default:
+      if (small) {
+        return issue.inclusive
+          ? { type: 'greater_than_equal', msg: `Input should be greater than or equal to ${n}`, ctx: { ge: n } }
+          : { type: 'greater_than', msg: `Input should be greater than ${n}`, ctx: { gt: n } };
+      }
+      return issue.inclusive
+        ? { type: 'less_than_equal', msg: `Input should be less than or equal to ${n}`, ctx: { le: n } }
+        : { type: 'less_than', msg: `Input should be less than ${n}`, ctx: { lt: n } };
+  }
+}
+
+function formatDetail(issue: Extract<Issue, { code: 'invalid_format' }>): Omit<ValidationDetail, 'loc' | 'input'> {
+  switch (issue.format) {
+    case 'uuid':
+    case 'guid':
+      return { type: 'uuid_parsing', msg: 'Input should be a valid UUID', ctx: { error: issue.message } };
+    case 'datetime':
+    case 'date':
+      return { type: 'datetime_from_date_parsing', msg: 'Input should be a valid datetime or date', ctx: { error: issue.message } };
+    case 'url':
+      return { type: 'url_parsing', msg: 'Input should be a valid URL', ctx: { error: issue.message } };
+    case 'email':
+      return { type: 'value_error', msg: 'value is not a valid email address', ctx: { reason: issue.message } };
+    case 'regex':
+      return {
+        type: 'string_pattern_mismatch',
+        msg: `String should match pattern '${(issue as { pattern?: string }).pattern ?? ''}'`,
+        ctx: { pattern: (issue as { pattern?: string }).pattern },
+      };
+    default:
+      return { type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: issue.message } };
+  }
+}
+
+function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[], prefix: Loc): ValidationDetail[] {
+  const path = [...basePath, ...issue.path];
+  const loc: Loc = [...prefix, ...path.map((p) => (typeof p === 'number' ? p : String(p)))];
+  const value = valueAt(root, path);
+  const detail = (d: Omit<ValidationDetail, 'loc' | 'input'>, l: Loc = loc, input: unknown = value): ValidationDetail => ({
+    loc: l,
+    msg: d.msg,
+    type: d.type,
+    input,
+    ...(d.ctx ? { ctx: d.ctx } : {}),
+  });
+
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (value === undefined) {
+        // Pydantic reports the object that lacks the field as the input.
+        return [detail({ type: 'missing', msg: 'Field required' }, loc, path.length > 0 ? valueAt(root, path.slice(0, -1)) : null)];
+      }
+      const known = TYPE_NAMES[issue.expected];
+      if (issue.expected === 'int' && typeof value === 'number') {
+        return [detail({ type: 'int_from_float', msg: 'Input should be a valid integer, got a number with a fractional part' })];
+      }
+      return [detail(known ? { type: known[0], msg: known[1] } : { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` })];
+    }
+    case 'too_small':
+    case 'too_big':
+      return [detail(sizeDetail(issue, value))];
+    case 'invalid_value': {
+      const expected = expectedList(issue.values);
+      return issue.values.length === 1
+        ? [detail({ type: 'literal_error', msg: `Input should be ${expected}`, ctx: { expected } })]
+        : [detail({ type: 'enum', msg: `Input should be ${expected}`, ctx: { expected } })];
+    }
+    case 'invalid_format':
+      return [detail(formatDetail(issue))];
+    case 'not_multiple_of':
+      return [detail({ type: 'multiple_of', msg: `Input should be a multiple of ${issue.divisor}`, ctx: { multiple_of: Number(issue.divisor) } })];
+    case 'unrecognized_keys':
+      return issue.keys.map((key) =>
+        detail({ type: 'extra_forbidden', msg: 'Extra inputs are not permitted' }, [...loc, key], valueAt(root, [...path, key])),
+      );
+    case 'invalid_union': {
+      const u = issue as Issue & { note?: string; discriminator?: string; options?: unknown[] };
+      if (u.discriminator !== undefined) {
+        // zod points at the tag; the spec's clients expect the union's own location, as pydantic gives it.
+        const unionPath = path[path.length - 1] === u.discriminator ? path.slice(0, -1) : path;
+        const unionLoc = loc.slice(0, prefix.length + unionPath.length);
+        const obj = valueAt(root, unionPath);
+        const tag = obj && typeof obj === 'object' ? (obj as Record<string, unknown>)[u.discriminator] : undefined;
+        const d = `'${u.discriminator}'`;
+        if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
+          return [detail({ type: 'model_attributes_type', msg: TYPE_NAMES.object![1] }, unionLoc, obj)];
+        }
+        if (tag === undefined) {
+          return [detail({ type: 'union_tag_not_found', msg: `Unable to extract tag using discriminator ${d}`, ctx: { discriminator: d } }, unionLoc, obj)];
+        }
+        const expectedTags = (u.options ?? []).map(quote).join(', ');
+        return [
+          detail(
+            {
+              type: 'union_tag_invalid',
+              msg: `Input tag ${quote(tag)} found using ${d} does not match any of the expected tags: ${expectedTags}`,
+              ctx: { discriminator: d, tag: String(tag), expected_tags: expectedTags },
+            },
+            unionLoc,
+            obj,
+          ),
+        ];
+      }
+      // A plain union: report the branch that came closest (fewest issues).
+      const branches = issue.errors.filter((b) => b.length > 0).sort((a, b) => a.length - b.length);
+      const best = branches[0];
+      if (!best) return [detail({ type: 'union_error', msg: issue.message })];
+      return best.flatMap((i) => mapIssue(i, root, path, prefix));
+    }
+    case 'invalid_key':
+    case 'invalid_element':
+      return issue.issues.flatMap((i) => mapIssue(i, root, path, prefix));
+    case 'custom': {
+      const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown> };
+      if (params.type) return [detail({ type: params.type, msg: issue.message, ctx: params.ctx })];
+      return [detail({ type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: issue.message } })];
+    }
+    default:
+      return [detail({ type: 'value_error', msg: (issue as Issue).message })];
+  }
+}
+
+/** Maps every issue of one request part; `root` is that part's raw input, so `input` is what was sent. */
+export function toValidationDetail(issues: readonly Issue[], root: unknown, part: InputPart): ValidationDetail[] {
+  return issues.flatMap((issue) => mapIssue(issue, root, [], [part]));
+}

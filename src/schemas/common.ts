@@ -1,0 +1,53 @@
+/** Small zod building blocks shared by request schemas: query integers, UUIDs, page limits. */
+import { z } from 'zod';
+
+const UUID_RE = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
+
+/** A UUID in any version, as pydantic accepts it; normalised to lower-case hyphenated form. */
+export function uuidString() {
+  return z
+    .string()
+    .transform((v, ctx) => {
+      if (!UUID_RE.test(v)) {
+        const bad = v.match(/[^0-9a-fA-F-]/);
+        const error = bad
+          ? `invalid character: expected [0-9a-fA-F-], found \`${bad[0]}\` at ${bad.index! + 1}`
+          : `invalid length: expected 32 hex digits, found ${v.replace(/-/g, '').length}`;
+        ctx.addIssue({
+          code: 'custom',
+          message: `Input should be a valid UUID, ${error}`,
+          params: { type: 'uuid_parsing', ctx: { error } },
+        });
+        return z.NEVER;
+      }
+      const h = v.replace(/-/g, '').toLowerCase();
+      return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+    })
+    .meta({ type: 'string', format: 'uuid' });
+}
+
+/** An integer sent as a query string; "abc" or "1.5" is `int_parsing`, as in the reference service. */
+export function queryInt() {
+  return z
+    .string()
+    .transform((v, ctx) => {
+      if (!/^\s*[-+]?\d+\s*$/.test(v)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'Input should be a valid integer, unable to parse string as an integer',
+          params: { type: 'int_parsing' },
+        });
+        return z.NEVER;
+      }
+      return Number(v);
+    })
+    .pipe(z.number().int());
+}
+
+/** SPEC 8: `limit` greater than 0, at most 100, default 100. */
+export const pageLimit = () =>
+  queryInt()
+    .pipe(z.number().int().gt(0).lte(100))
+    .optional()
+    .default(100)
+    .meta({ description: 'Maximum number of results in the page (1..100).', type: 'integer', minimum: 1, maximum: 100, default: 100 });

@@ -1,0 +1,6 @@
+import { apiKeysIndexes } from './api-keys-store';
+import type { CollectionIndexes } from './mongo';
+import { usersIndexes } from './users-store';
+
+/** Every index the service relies on, created at start-up. */
+export const ALL_INDEXES: readonly CollectionIndexes[] = [usersIndexes, apiKeysIndexes];

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from 'mongodb';
+import type { CollectionIndexes } from './mongo';
+
+export interface User {
+  id: string;
+  email: string;
+  created_at: Date;
+}
+
+interface UserDoc {
+  _id: string;
+  email: string;
+  created_at: Date;
+}
+
+export const usersIndexes: CollectionIndexes = {
+  collection: 'users',
+  indexes: [{ key: { email: 1 }, name: 'email_unique', unique: true }],
+};
+
+export class DuplicateEmailError extends Error {
+  constructor(readonly email: string) {
+    super(`a user with email ${email} already exists`);
+  }
+}
+
+const toUser = (d: UserDoc): User => ({ id: d._id, email: d.email, created_at: d.created_at });
+
+export class UsersStore {
+  constructor(private readonly db: Db) {}
+
+  private get users() {
+    return this.db.collection<UserDoc>('users');
+  }
+
+  async create(email: string): Promise<User> {
+    const doc: UserDoc = { _id: randomUUID(), email: email.trim().toLowerCase(), created_at: new Date() };
+    try {
+      await this.users.insertOne(doc);
+    } catch (e) {
+      if ((e as { code?: number }).code === 11000) throw new DuplicateEmailError(doc.email);
+      throw e;
+    }
+    return toUser(doc);
+  }
+
+  async get(id: string): Promise<User | null> {
+    const d = await this.users.findOne({ _id: id });
+    return d && toUser(d);
+  }
+
+  async findByEmail(email: string): Promise<User | null> {
+    const d = await this.users.findOne({ email: email.trim().toLowerCase() });
+    return d && toUser(d);
+  }
+
+  async count(): Promise<number> {
+    return this.users.countDocuments();
+  }
+}

@@ -1,0 +1,43 @@
+/** Where the global setup started the real servers, and per-file names so files never share state. */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { loadConfig, type Config } from '../../src/config';
+
+export interface TestEnv {
+  dir: string;
+  mongoUri: string;
+  temporalAddress: string;
+  temporalUiUrl: string;
+  namespace: string;
+  workflowBundlePath: string;
+  binaries: { temporal: string; ferretdb: string };
+}
+
+export function testEnv(): TestEnv {
+  const file = process.env.AGENT_CONTROL_TEST_ENV;
+  if (!file) throw new Error('AGENT_CONTROL_TEST_ENV is not set: run the tests through jest (global setup)');
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as TestEnv;
+}
+
+/** A name no other test file uses: a database, a task queue, an email. */
+export const uniqueName = (prefix: string) => `${prefix}_${randomBytes(5).toString('hex')}`;
+
+/** Config for this file: the shared servers, a database and task queue of its own, quiet logs. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const env = testEnv();
+  return loadConfig(
+    {
+      MONGODB_URI: env.mongoUri,
+      TEMPORAL_ADDRESS: env.temporalAddress,
+      MONGODB_DB: uniqueName('test'),
+      TEMPORAL_TASK_QUEUE: uniqueName('tq'),
+      API_PORT: '0',
+      LOG_LEVEL: 'silent',
+      LOG_FORMAT: 'json',
+      READY_TIMEOUT_MS: '1500',
+      MONGODB_SERVER_SELECTION_TIMEOUT_MS: '2000',
+      ...overrides,
+    },
+    false,
+  );
+}

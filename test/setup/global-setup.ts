@@ -1,0 +1,45 @@
+/**
+ * Starts the real Temporal dev server and FerretDB once for the whole run, on free loopback ports in a
+ * temporary directory, and tells the test files where they are through a JSON file named in
+ * AGENT_CONTROL_TEST_ENV. Each test file then uses its own database and task queue.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort, type Child } from '../../scripts/servers/child';
+import { startFerretdb } from '../../scripts/servers/ferretdb-server';
+import { obtainServers } from '../../scripts/servers/obtain';
+import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';
+import type { TestEnv } from '../helpers/env';
+
+declare global {
+  var __agentControlServers: { children: Child[]; dir: string } | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const started = Date.now();
+  const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.log(`[setup] ${l}`));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-test-'));
+  const [ferret, temporal] = await Promise.all([
+    freePort().then((port) => startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port })),
+    Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
+      startTemporalDevServer({ binary: binaries.temporal, dataDir: path.join(dir, 'temporal'), port, uiPort, namespace: 'default' }),
+    ),
+  ]);
+  const bundle = path.resolve(__dirname, '..', '..', 'dist', 'workflow-bundle.js');
+  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (npm test does) before jest`);
+  const env: TestEnv = {
+    dir,
+    mongoUri: ferret.uri,
+    temporalAddress: temporal.address,
+    temporalUiUrl: temporal.uiUrl,
+    namespace: 'default',
+    workflowBundlePath: bundle,
+    binaries,
+  };
+  const envFile = path.join(dir, 'env.json');
+  fs.writeFileSync(envFile, JSON.stringify(env, null, 2));
+  process.env.AGENT_CONTROL_TEST_ENV = envFile;
+  globalThis.__agentControlServers = { children: [ferret, temporal], dir };
+  console.log(`[setup] Temporal ${temporal.address}, FerretDB ${ferret.uri} up in ${Date.now() - started} ms`);
+}

@@ -1,0 +1,72 @@
+/** Worker process entry point: connect, register search attributes, run until SIGTERM or SIGINT. */
+import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig, requireServers } from '../src/config';
+import { createLogger } from '../src/logger';
+import { exitWithParent } from '../src/process/parent-watch';
+import { openDatabase } from '../src/store/mongo';
+import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
+import { createWorker } from './worker';
+
+async function connectWithRetry(address: string, log: (msg: string) => void): Promise<NativeConnection> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await NativeConnection.connect({ address });
+    } catch (e) {
+      if (attempt >= 60) throw e;
+      if (attempt === 1 || attempt % 10 === 0) log(`Temporal at ${address} does not answer yet (${(e as Error).message}); retrying`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const { mongoUri, temporalAddress } = requireServers(config);
+  const logger = createLogger(config, 'worker');
+  Runtime.install({
+    logger: {
+      log: (level, message, meta) => logger[level.toLowerCase() as Lowercase<typeof level>](meta ?? {}, message),
+      trace: (m, meta) => logger.trace(meta, m),
+      debug: (m, meta) => logger.debug(meta, m),
+      info: (m, meta) => logger.info(meta, m),
+      warn: (m, meta) => logger.warn(meta, m),
+      error: (m, meta) => logger.error(meta, m),
+    },
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+  });
+
+  const bundlePath = process.env.WORKFLOW_BUNDLE_PATH ?? path.resolve(__dirname, '..', 'workflow-bundle.js');
+  if (!fs.existsSync(bundlePath)) {
+    throw new Error(`workflow bundle ${bundlePath} is missing: run \`npm run build\` first`);
+  }
+  const database = openDatabase(mongoUri, config.mongo.db, {
+    serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
+    appName: 'agent-control-worker',
+  });
+  const connection = await connectWithRetry(temporalAddress, (m) => logger.warn(m));
+  const added = await ensureSearchAttributes(connection, config.temporal.namespace);
+  if (added.length > 0) logger.info({ added }, 'registered search attributes');
+
+  const worker = await createWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    db: database.db,
+    workflowBundlePath: bundlePath,
+    shutdownGraceMs: config.shutdownGraceMs,
+  });
+  // Runtime.install registers SIGINT/SIGTERM handlers that call worker.shutdown(); run() then resolves.
+  exitWithParent(() => worker.shutdown());
+  logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
+  await worker.run();
+  await connection.close();
+  await database.close();
+  logger.info('worker stopped');
+}
+
+main().catch((e: Error) => {
+  console.error(e instanceof ConfigError ? e.message : e);
+  process.exit(1);
+});

@@ -1,0 +1,2 @@
+/** The workflow bundle's entry point: every workflow type the worker runs. */
+export { diagnosticsWorkflow } from './diagnostics-workflow';
