@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
 import { writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
-import { portOpen, startChild, type Child } from './servers/child';
+import { portOpen, reapStale, startChild, type Child } from './servers/child';
 import { startFerretdb } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
@@ -76,6 +76,14 @@ async function main(): Promise<void> {
       log.info(`${signal}: stopping`);
       void stopAll(0, config.shutdownGraceMs);
     });
+  }
+
+  // A launcher killed with -9 leaves its servers running (its api and worker stop by themselves).
+  const pidFiles = (await fs.promises.readdir(config.dataDir, { recursive: true })).filter((f) => f.endsWith('.pid'));
+  for (const f of pidFiles) {
+    const file = path.join(config.dataDir, f);
+    await reapStale(file, f.includes('temporal') ? 'temporal' : f.includes('ferretdb') ? 'ferretdb' : 'node');
+    fs.rmSync(file, { force: true });
   }
 
   const embedded = !config.mongo.uri || !config.temporal.address;

@@ -8,5 +8,7 @@ echo "== type-check" >&2
 npx --no-install tsc -p tsconfig.json --noEmit
 echo "== lint" >&2
 npx --no-install eslint --max-warnings=0 .
+echo "== build (the tests run the built entry points and the workflow bundle)" >&2
+npm run --silent build
 echo "== jest" >&2
 exec npx --no-install jest "$@"

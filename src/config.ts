@@ -63,6 +63,8 @@ export const envSchema = z.object({
   DATA_DIR: nonEmpty('directory path').default('.data'),
   /** Where the server binaries built from Go modules are cached (outside the checkout). */
   SERVERS_CACHE_DIR: nonEmpty('directory path').optional(),
+  /** The workflow bundle the worker loads; defaults to dist/workflow-bundle.js written by `npm run build`. */
+  WORKFLOW_BUNDLE_PATH: nonEmpty('file path').optional(),
   /** Ports of the embedded servers (used only when the launcher starts them). */
   EMBEDDED_MONGODB_PORT: port('the embedded MongoDB-wire server').default(27017),
   EMBEDDED_TEMPORAL_PORT: port('the embedded Temporal frontend').default(7233),
@@ -89,6 +91,7 @@ export interface Config {
   temporal: { address: string | undefined; namespace: string; taskQueue: string };
   dataDir: string;
   serversCacheDir: string | undefined;
+  workflowBundlePath: string | undefined;
   embedded: { mongoPort: number; temporalPort: number; temporalUiPort: number };
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number };
@@ -127,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     dataDir: path.resolve(e.DATA_DIR),
     serversCacheDir: e.SERVERS_CACHE_DIR && path.resolve(e.SERVERS_CACHE_DIR),
+    workflowBundlePath: e.WORKFLOW_BUNDLE_PATH && path.resolve(e.WORKFLOW_BUNDLE_PATH),
     embedded: {
       mongoPort: e.EMBEDDED_MONGODB_PORT,
       temporalPort: e.EMBEDDED_TEMPORAL_PORT,

@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
   });
 
-  const bundlePath = process.env.WORKFLOW_BUNDLE_PATH ?? path.resolve(__dirname, '..', 'workflow-bundle.js');
+  const bundlePath = config.workflowBundlePath ?? path.resolve(__dirname, '..', 'workflow-bundle.js');
   if (!fs.existsSync(bundlePath)) {
     throw new Error(`workflow bundle ${bundlePath} is missing: run \`npm run build\` first`);
   }

@@ -53,7 +53,7 @@ function alive(pid: number): boolean {
 }
 
 /** Stops a process a previous, killed launcher left behind, if the pid still runs the same command. */
-async function reapStale(pidFile: string, command: string): Promise<void> {
+export async function reapStale(pidFile: string, command: string): Promise<void> {
   let pid: number;
   try {
     pid = Number(fs.readFileSync(pidFile, 'utf8').trim());

@@ -20,16 +20,11 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-async function check(fn: () => Promise<unknown>, ms: number, what: string): Promise<CheckResult> {
-  try {
-    await withTimeout(fn(), ms, what);
-    return { ok: true };
-  } catch (e) {
-    return { ok: false, error: (e as Error).message };
-  }
-}
 
 export class Readiness {
+  /** Checks still running after /ready answered (a timed-out call); awaited before connections close. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+
   constructor(
     private readonly deps: {
       db: Db;
@@ -41,20 +36,35 @@ export class Readiness {
     },
   ) {}
 
+  private async check(fn: () => Promise<unknown>, what: string): Promise<CheckResult> {
+    const call = fn();
+    this.inFlight.add(call);
+    void call.then(
+      () => this.inFlight.delete(call),
+      () => this.inFlight.delete(call),
+    );
+    try {
+      await withTimeout(call, this.deps.timeoutMs, what);
+      return { ok: true };
+    } catch (e) {
+      return { ok: false, error: (e as Error).message };
+    }
+  }
+
+  /** Waits for checks that outlived their answer, so closing a connection never cuts one short. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
   async report(): Promise<ReadinessReport> {
     const { db, temporal, namespace, timeoutMs } = this.deps;
     const [mongodb, temporalCheck] = await Promise.all([
-      check(
-        async () => {
-          await db.command({ ping: 1 });
-          if (!this.deps.databasePrepared()) throw new Error('indexes are still being created');
-        },
-        timeoutMs,
-        'MongoDB',
-      ),
-      check(
+      this.check(async () => {
+        await db.command({ ping: 1 });
+        if (!this.deps.databasePrepared()) throw new Error('indexes are still being created');
+      }, 'MongoDB'),
+      this.check(
         () => temporal.withDeadline(Date.now() + timeoutMs, () => temporal.workflowService.describeNamespace({ namespace })),
-        timeoutMs,
         'Temporal',
       ),
     ]);

@@ -83,6 +83,7 @@ export async function startApiServer(
       await closed;
       clearTimeout(grace);
       await preparing;
+      await readiness.drain();
       await temporal.close().catch(() => undefined);
       await database.close();
     },

@@ -3,7 +3,7 @@
  * agent-control-admin: users, API keys and a health check of the whole system, for operators.
  * Raw API keys are printed once, when created, and never stored.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { ApiKeysStore } from '../store/api-keys-store';
@@ -113,11 +113,20 @@ export function buildCli(config: () => Config): Command {
       const connection = await Connection.connect({ address: temporalAddress });
       try {
         const client = new Client({ connection, namespace: c.temporal.namespace });
-        const result = await client.workflow.execute<() => Promise<DiagnosticsResult>>(WORKFLOW_TYPES.diagnostics, {
-          taskQueue: c.temporal.taskQueue,
-          workflowId: diagnosticsWorkflowId(new Date()),
-          workflowExecutionTimeout: `${Number(o.timeout)} seconds`,
-        });
+        const result = await client.workflow
+          .execute<() => Promise<DiagnosticsResult>>(WORKFLOW_TYPES.diagnostics, {
+            taskQueue: c.temporal.taskQueue,
+            workflowId: diagnosticsWorkflowId(new Date()),
+            workflowExecutionTimeout: `${Number(o.timeout)} seconds`,
+          })
+          .catch((e: unknown) => {
+            if (e instanceof WorkflowFailedError) {
+              throw new CliError(
+                `no worker finished the diagnostics workflow on task queue ${c.temporal.taskQueue} within ${o.timeout} s: is the worker running?`,
+              );
+            }
+            throw e;
+          });
         print(result, json(), `worker ${result.worker.identity} on ${result.worker.taskQueue}; database ${result.database.ok ? `ok (${result.database.latencyMs} ms)` : `DOWN: ${result.database.error}`}`);
         if (!result.database.ok) process.exitCode = 1;
       } finally {

@@ -1,0 +1,98 @@
+/** agent-control-admin, run as the built command against the real servers. */
+import { NativeConnection } from '@temporalio/worker';
+import { openDatabase, type Database } from '../src/store/mongo';
+import { createWorker } from '../worker/worker';
+import { testEnv, uniqueName } from './helpers/env';
+import { quietTemporalRuntime } from './helpers/temporal-runtime';
+import { distPath, runNode } from './helpers/run';
+
+describe('admin CLI', () => {
+  const env = testEnv();
+  quietTemporalRuntime();
+  const vars = {
+    MONGODB_URI: env.mongoUri,
+    TEMPORAL_ADDRESS: env.temporalAddress,
+    MONGODB_DB: uniqueName('test'),
+    TEMPORAL_TASK_QUEUE: uniqueName('tq'),
+    LOG_LEVEL: 'silent',
+  };
+  const admin = (...args: string[]) => runNode(distPath('src', 'cli', 'admin.js'), ['--json', ...args], vars);
+  let database: Database;
+  beforeAll(() => {
+    database = openDatabase(env.mongoUri, vars.MONGODB_DB);
+  });
+  afterAll(async () => {
+    await database.db.dropDatabase();
+    await database.close();
+  });
+
+  it('bootstrap creates the admin and a key once, then nothing', async () => {
+    const first = await admin('bootstrap');
+    expect(first.code).toBe(0);
+    const created = JSON.parse(first.stdout);
+    expect(created).toEqual({ userId: expect.any(String), key: expect.stringMatching(/^acp_/) });
+    const second = await admin('bootstrap');
+    expect(JSON.parse(second.stdout)).toEqual({});
+    expect(await database.db.collection('users').countDocuments()).toBe(1);
+  });
+
+  it('creates users and keys, lists keys without them, revokes', async () => {
+    const email = `${uniqueName('ops')}@example.com`;
+    const user = JSON.parse((await admin('user', 'create', '--email', email)).stdout);
+    expect(user).toEqual({ id: expect.any(String), email });
+
+    const dup = await admin('user', 'create', '--email', email);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain('already exists');
+
+    const made = await admin('key', 'create', '--user', email, '--name', 'deploy');
+    const { id, key } = JSON.parse(made.stdout);
+    expect(key).toMatch(/^acp_/);
+    const stored = JSON.stringify(await database.db.collection('api_keys').find({}).toArray());
+    expect(stored).not.toContain(key);
+
+    const listed = await admin('key', 'list', '--user', user.id);
+    expect(listed.stdout).not.toContain(key);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id, name: 'deploy', revoked_at: null })]);
+
+    expect((await admin('key', 'revoke', id)).code).toBe(0);
+    const again = await admin('key', 'revoke', id);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`no live API key ${id}`);
+  });
+
+  it('explains a bad command and a bad environment', async () => {
+    const bad = await admin('user', 'create', '--email', 'nope');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('is not an email address');
+    const cfg = await runNode(distPath('src', 'cli', 'admin.js'), ['bootstrap'], { ...vars, MONGODB_URI: 'localhost' });
+    expect(cfg.code).toBe(1);
+    expect(cfg.stderr).toContain('MONGODB_URI="localhost" is invalid');
+  });
+
+  it('doctor: ok with a worker polling, a clear failure without one', async () => {
+    const none = await admin('doctor', '--timeout', '2');
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain(`no worker finished the diagnostics workflow on task queue ${vars.TEMPORAL_TASK_QUEUE}`);
+
+    const connection = await NativeConnection.connect({ address: env.temporalAddress });
+    const worker = await createWorker({
+      connection,
+      namespace: env.namespace,
+      taskQueue: vars.TEMPORAL_TASK_QUEUE,
+      db: database.db,
+      workflowBundlePath: env.workflowBundlePath,
+      identity: 'doctor-test-worker',
+    });
+    try {
+      const ok = await worker.runUntil(admin('doctor'));
+      expect(ok.code).toBe(0);
+      expect(JSON.parse(ok.stdout)).toEqual({
+        worker: { identity: 'doctor-test-worker', taskQueue: vars.TEMPORAL_TASK_QUEUE },
+        database: { ok: true, latencyMs: expect.any(Number) },
+      });
+    } finally {
+      await connection.close();
+    }
+  });
+});

@@ -1,0 +1,45 @@
+/** There is no Docker engine here, so the compose file is checked against the config module instead. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { ENV_VARIABLES, loadConfig } from '../src/config';
+import { SEARCH_ATTRIBUTES } from '../src/temporal/search-attributes';
+
+const root = path.resolve(__dirname, '..');
+const compose = parse(fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
+
+describe('docker-compose.yml', () => {
+  it('runs MongoDB 7+, Temporal with its UI, the api and the worker', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'mongodb', 'temporal', 'worker']);
+    expect(Number(compose.services.mongodb.image.match(/^mongo:(\d+)/)[1])).toBeGreaterThanOrEqual(7);
+    expect(compose.services.temporal.command).toEqual(expect.arrayContaining(['server', 'start-dev', '--ui-port=8233']));
+    expect(compose.services.temporal.ports).toContain('8233:8233');
+  });
+
+  it('registers every search attribute the workflows use', () => {
+    for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
+      expect(compose.services.temporal.command).toContain(`--search-attribute=${name}=${type}`);
+    }
+  });
+
+  it.each(['api', 'worker'])('%s: built from the Dockerfile, its variables known to the config module and valid', (name) => {
+    const svc = compose.services[name];
+    expect(svc.build).toBe('.');
+    expect(fs.existsSync(path.join(root, 'Dockerfile'))).toBe(true);
+    const env: Record<string, string> = svc.environment;
+    for (const key of Object.keys(env)) expect(ENV_VARIABLES).toContain(key);
+    const config = loadConfig(env, false);
+    expect(config.mongo.uri).toMatch(/^mongodb:\/\/mongodb:27017/);
+    expect(config.temporal.address).toBe('temporal:7233');
+    expect(svc.depends_on).toEqual(expect.objectContaining({ mongodb: expect.anything(), temporal: expect.anything() }));
+    const entry = svc.command[svc.command.length - 1];
+    expect(fs.existsSync(path.join(root, entry.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
+  });
+
+  it('publishes the api on the port it listens on', () => {
+    const api = compose.services.api;
+    const port = loadConfig(api.environment, false).api.port;
+    expect(api.ports).toContain(`${port}:${port}`);
+    expect(api.environment.API_HOST).toBe('0.0.0.0');
+  });
+});

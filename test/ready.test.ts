@@ -1,0 +1,52 @@
+/** /health is liveness; /ready turns 503 when MongoDB or Temporal stops answering. */
+import path from 'node:path';
+import { freePort } from '../scripts/servers/child';
+import { startFerretdb } from '../scripts/servers/ferretdb-server';
+import { startTestApi } from './helpers/api';
+import { testConfig, testEnv } from './helpers/env';
+
+describe('health and readiness', () => {
+  it('/ready is 200 with both servers, 503 once the database stops; /health stays 200', async () => {
+    const env = testEnv();
+    // A database of this test's own, so stopping it disturbs no other test.
+    const ferret = await startFerretdb({ binary: env.binaries.ferretdb, dataDir: path.join(env.dir, 'ready-ferretdb'), port: await freePort() });
+    const t = await startTestApi(testConfig({ MONGODB_URI: ferret.uri }));
+    try {
+      let ready = await t.request('GET', '/ready');
+      for (let i = 0; i < 40 && ready.status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 250)); // indexes are created in the background
+        ready = await t.request('GET', '/ready');
+      }
+      expect(ready.status).toBe(200);
+      expect(ready.body).toEqual({ ready: true, checks: { mongodb: { ok: true }, temporal: { ok: true } } });
+
+      await ferret.stop();
+      const started = Date.now();
+      const down = await t.request('GET', '/ready');
+      expect(down.status).toBe(503);
+      expect(down.body.ready).toBe(false);
+      expect(down.body.checks.mongodb).toEqual({ ok: false, error: expect.any(String) });
+      expect(down.body.checks.temporal).toEqual({ ok: true });
+      expect(Date.now() - started).toBeLessThan(5000); // bounded by READY_TIMEOUT_MS, not the driver's timeouts
+
+      const health = await t.request('GET', '/health');
+      expect(health.status).toBe(200);
+      expect(health.body).toEqual({ status: 'ok' });
+    } finally {
+      await ferret.stop();
+      await t.api.close();
+      await t.database.close();
+    }
+  });
+
+  it('/ready is 503 naming Temporal when Temporal does not answer', async () => {
+    const t = await startTestApi(testConfig({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` }));
+    try {
+      const r = await t.request('GET', '/ready');
+      expect(r.status).toBe(503);
+      expect(r.body.checks.temporal).toEqual({ ok: false, error: expect.any(String) });
+    } finally {
+      await t.close();
+    }
+  });
+});
