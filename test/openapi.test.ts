@@ -21,23 +21,32 @@ describe('OpenAPI', () => {
     expect(validator.version).toBe('3.1');
   });
 
-  it('declares version 0.0.1 and the APIKeyHeader scheme on X-Access-Token', () => {
+  it('declares version 0.0.1, the APIKeyHeader scheme on X-Access-Token, and the runtimes\' session key', () => {
     expect(doc.info.version).toBe('0.0.1');
-    expect(doc.components.securitySchemes).toEqual({ APIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Access-Token' } });
+    expect(doc.components.securitySchemes).toEqual({
+      APIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Access-Token' },
+      SessionAPIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
+    });
   });
 
-  it('every /api operation needs APIKeyHeader and documents 401 and 422', () => {
+  it('every /api operation needs APIKeyHeader (webhooks: the session key) and documents 401', () => {
     const ops = Object.entries(doc.paths as Record<string, Record<string, any>>)
       .filter(([p]) => p.startsWith('/api/'))
-      .flatMap(([, methods]) => Object.values(methods));
-    expect(ops.length).toBeGreaterThanOrEqual(4);
-    for (const op of ops) {
-      expect(op.security).toEqual([{ APIKeyHeader: [] }]);
+      .flatMap(([p, methods]) => Object.values(methods).map((op) => [p, op] as const));
+    expect(ops.length).toBeGreaterThanOrEqual(8);
+    for (const [p, op] of ops) {
+      expect(op.security).toEqual([p.startsWith('/api/v1/webhooks/') ? { SessionAPIKeyHeader: [] } : { APIKeyHeader: [] }]);
       expect(op.responses['401']).toBeDefined();
     }
-    const search = doc.paths['/api/v1/api-keys/search'].get;
-    expect(search.responses['422'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/HTTPValidationError' });
-    expect(search.parameters.find((p: any) => p.name === 'limit').schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
+    const search = doc.paths['/api/v1/conversation/{conversation_id}/events/search'].get;
+    expect(search.parameters.map((p: any) => p.name).sort()).toEqual(
+      ['conversation_id', 'kind__eq', 'limit', 'page_id', 'sort_order', 'timestamp__gte', 'timestamp__lt'].sort(),
+    );
+    expect(search.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/EventPage' });
+    expect(doc.components.schemas.Event.oneOf ?? doc.components.schemas.Event.anyOf).toHaveLength(19);
+    const keys = doc.paths['/api/v1/api-keys/search'].get;
+    expect(keys.responses['422'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/HTTPValidationError' });
+    expect(keys.parameters.find((p: any) => p.name === 'limit').schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
   });
 
   it('has the HTTPValidationError shape of SPEC 2.7', () => {

@@ -96,8 +96,13 @@ export async function obtainServers(cacheOverride?: string, say: Say = () => {})
   const ferretdb = ferretdbBinaryPath(root);
   const started = Date.now();
   // Sequential on purpose: two Go builds at once on a 2-core machine are slower than one after the other.
-  if (!fs.existsSync(temporal)) await buildTemporal(temporal, say);
-  if (!fs.existsSync(ferretdb)) await buildFerretdb(ferretdb, say);
+  const timed = async (name: string, target: string, build: (t: string, s: Say) => Promise<void>) => {
+    const t0 = Date.now();
+    await build(target, say);
+    say(`${name} built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(target).size / 1e6).toFixed(1)} MB)`);
+  };
+  if (!fs.existsSync(temporal)) await timed('Temporal CLI', temporal, buildTemporal);
+  if (!fs.existsSync(ferretdb)) await timed('FerretDB', ferretdb, buildFerretdb);
   const took = Date.now() - started;
   if (took > 1000) say(`servers built in ${(took / 1000).toFixed(0)}s into ${root}`);
   return { temporal, ferretdb };

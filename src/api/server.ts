@@ -6,9 +6,15 @@ import { Connection } from '@temporalio/client';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config';
+import { EventIngest } from '../events/ingest';
 import { createApp } from '../http/app';
+import { EventHub } from '../live/event-hub';
+import { LivePublisher, LiveTailer, ensureLiveChannel } from '../live/live-channel';
+import { attachEventSocket } from '../live/websocket';
 import type { Logger } from '../logger';
 import { ApiKeysStore } from '../store/api-keys-store';
+import { ConversationsStore } from '../store/conversations-store';
+import { EventsStore } from '../store/events-store';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
@@ -17,6 +23,8 @@ import { Readiness } from './readiness';
 export interface ApiServer {
   url: string;
   server: http.Server;
+  /** Live subscribers connected to this process. */
+  hub: EventHub;
   close(): Promise<void>;
 }
 
@@ -31,12 +39,17 @@ export async function startApiServer(
   });
   const temporal = Connection.lazy({ address: servers.temporalAddress });
 
+  const hub = new EventHub();
+  const tailer = new LiveTailer(database.db, (doc) => hub.dispatch(doc), logger);
+
   let prepared = false;
   let closing = false;
   const prepare = async () => {
     for (let attempt = 1; !closing; attempt++) {
       try {
         await ensureIndexes(database.db, ALL_INDEXES);
+        await ensureLiveChannel(database.db, config.limits.liveChannelBytes);
+        tailer.start();
         prepared = true;
         logger.debug('indexes ensured');
         return;
@@ -55,13 +68,17 @@ export async function startApiServer(
     timeoutMs: config.readyTimeoutMs,
     databasePrepared: () => prepared,
   });
-  const app = createApp({
-    config,
-    logger,
-    readiness,
-    apiKeys: new ApiKeysStore(database.db),
-    users: new UsersStore(database.db),
+  const apiKeys = new ApiKeysStore(database.db);
+  const conversations = new ConversationsStore(database.db);
+  const events = new EventsStore(database.db);
+  const ingest = new EventIngest({
+    events,
+    conversations,
+    live: new LivePublisher(database.db),
+    log: logger,
+    maxEventsPerConversation: config.limits.maxEventsPerConversation,
   });
+  const app = createApp({ config, logger, readiness, apiKeys, users: new UsersStore(database.db), conversations, events, ingest });
 
   const server = http.createServer(app.koa.callback());
   server.requestTimeout = 0; // stream-start keeps its connection open until the start ends
@@ -69,20 +86,24 @@ export async function startApiServer(
     server.once('error', reject);
     server.listen(config.api.port, config.api.host, () => resolve());
   });
+  const closeSockets = attachEventSocket(server, { hub, apiKeys, conversations, events, log: logger });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.api.host}:${port}`;
 
   return {
     url,
     server,
+    hub,
     async close() {
       closing = true;
+      await closeSockets();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
       await closed;
       clearTimeout(grace);
       await preparing;
+      await tailer.stop();
       await readiness.drain();
       await temporal.close().catch(() => undefined);
       await database.close();

@@ -8,17 +8,22 @@ import type { Readiness } from '../api/readiness';
 import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { buildOpenApiDocument } from '../openapi/document';
+import type { EventIngest } from '../events/ingest';
 import type { ApiKeysStore } from '../store/api-keys-store';
+import type { ConversationsStore } from '../store/conversations-store';
+import type { EventsStore } from '../store/events-store';
 import type { UsersStore } from '../store/users-store';
-import { apiKeyAuth, type AuthMiddlewares } from './auth';
+import { apiKeyAuth, sessionKeyAuth, type AuthMiddlewares } from './auth';
 import { errorMiddleware } from './errors';
 import { jsonBody } from './json-body';
 import { requestContext } from './request-context';
 import { ApiRouter } from './route';
 import { apiKeysRoutes } from './routers/api-keys.router';
 import { docsRoutes } from './routers/docs.router';
+import { eventsRoutes } from './routers/events.router';
 import { healthRoutes } from './routers/health.router';
 import { usersRoutes } from './routers/users.router';
+import { webhooksRoutes } from './routers/webhooks.router';
 import './state';
 
 export interface AppDeps {
@@ -27,6 +32,9 @@ export interface AppDeps {
   readiness: Readiness;
   apiKeys: ApiKeysStore;
   users: UsersStore;
+  conversations: ConversationsStore;
+  events: EventsStore;
+  ingest: EventIngest;
 }
 
 export interface App {
@@ -37,13 +45,18 @@ export interface App {
 
 export function createApp(deps: AppDeps): App {
   const registry = new OpenAPIRegistry();
-  const auth: AuthMiddlewares = { APIKeyHeader: apiKeyAuth(deps.apiKeys) };
+  const auth: AuthMiddlewares = {
+    APIKeyHeader: apiKeyAuth(deps.apiKeys),
+    SessionAPIKeyHeader: sessionKeyAuth(deps.conversations),
+  };
   const router = (prefix: string, tag: string) => new ApiRouter({ prefix, tag, registry, auth });
 
   const routers: ApiRouter[] = [
     healthRoutes(router('', 'health'), deps.readiness),
     usersRoutes(router('/api/v1/users', 'users'), deps.users),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
+    eventsRoutes(router('/api/v1/conversation', 'events'), deps),
+    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest),
   ];
 
   let document: object | undefined;

@@ -48,12 +48,22 @@ export interface RouteInput<P, Q, B> {
 
 export type RouteContext = ParameterizedContext;
 
-/** Koa gives repeated query parameters as arrays; a scalar parameter takes the last value, as FastAPI does. */
-function lastValues(query: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
+function isArraySchema(schema: z.ZodType | undefined): boolean {
+  let s: unknown = schema;
+  while (s instanceof z.ZodOptional || s instanceof z.ZodDefault) s = s.unwrap();
+  return s instanceof z.ZodArray;
+}
+
+/**
+ * Koa gives repeated query parameters as arrays. A list parameter (`?id=a&id=b`) keeps them all; a
+ * scalar one takes the last value, as FastAPI does.
+ */
+function queryValues(query: Record<string, string | string[] | undefined>, schema: AnyObject | undefined): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(query)) {
-    const last = Array.isArray(v) ? v[v.length - 1] : v;
-    if (last !== undefined) out[k] = last;
+    if (v === undefined) continue;
+    if (isArraySchema(schema?.shape[k] as z.ZodType | undefined)) out[k] = Array.isArray(v) ? v : [v];
+    else out[k] = Array.isArray(v) ? v[v.length - 1]! : v;
   }
   return out;
 }
@@ -87,7 +97,7 @@ export class ApiRouter {
     const validate = async (ctx: RouteContext) => {
       const problems: ValidationDetail[] = [];
       const params = parsePart(spec.params, ctx.params, 'path', problems);
-      const query = parsePart(spec.query, lastValues(ctx.query), 'query', problems);
+      const query = parsePart(spec.query, queryValues(ctx.query, spec.query), 'query', problems);
       const body = parsePart(spec.body, ctx.state.body, 'body', problems);
       if (problems.length > 0) throw new RequestValidationError(problems);
       await handler(ctx, { params, query, body } as RouteInput<P, Q, B>);

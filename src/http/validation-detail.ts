@@ -118,12 +118,15 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
     ...(d.ctx ? { ctx: d.ctx } : {}),
   });
 
+  // A field that is absent is `missing`, whatever its type would have been (zod words an absent enum
+  // as an invalid value); pydantic reports the object that lacks the field as the input.
+  const absentTypes: Issue['code'][] = ['invalid_type', 'invalid_value', 'invalid_format'];
+  if (value === undefined && absentTypes.includes(issue.code)) {
+    return [detail({ type: 'missing', msg: 'Field required' }, loc, path.length > 0 ? valueAt(root, path.slice(0, -1)) : null)];
+  }
+
   switch (issue.code) {
     case 'invalid_type': {
-      if (value === undefined) {
-        // Pydantic reports the object that lacks the field as the input.
-        return [detail({ type: 'missing', msg: 'Field required' }, loc, path.length > 0 ? valueAt(root, path.slice(0, -1)) : null)];
-      }
       const known = TYPE_NAMES[issue.expected];
       if (issue.expected === 'int' && typeof value === 'number') {
         return [detail({ type: 'int_from_float', msg: 'Input should be a valid integer, got a number with a fractional part' })];

@@ -1,6 +1,8 @@
 import { apiKeysIndexes } from './api-keys-store';
+import { conversationsIndexes } from './conversations-store';
+import { eventsIndexes } from './events-store';
 import type { CollectionIndexes } from './mongo';
 import { usersIndexes } from './users-store';
 
 /** Every index the service relies on, created at start-up. */
-export const ALL_INDEXES: readonly CollectionIndexes[] = [usersIndexes, apiKeysIndexes];
+export const ALL_INDEXES: readonly CollectionIndexes[] = [usersIndexes, apiKeysIndexes, conversationsIndexes, eventsIndexes];

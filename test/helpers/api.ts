@@ -3,7 +3,9 @@ import pino from 'pino';
 import { startApiServer, type ApiServer } from '../../src/api/server';
 import type { Config } from '../../src/config';
 import type { Logger } from '../../src/logger';
+import { generateApiKey } from '../../src/auth/api-key';
 import { ApiKeysStore } from '../../src/store/api-keys-store';
+import { ConversationsStore } from '../../src/store/conversations-store';
 import { openDatabase, type Database } from '../../src/store/mongo';
 import { UsersStore } from '../../src/store/users-store';
 import { testConfig, uniqueName } from './env';
@@ -16,6 +18,11 @@ export interface TestApi {
   database: Database;
   users: UsersStore;
   apiKeys: ApiKeysStore;
+  conversations: ConversationsStore;
+  /** A conversation of the user, with the session key its (future) sandbox reports events with. */
+  newConversation(userId: string): Promise<{ conversationId: string; sessionKey: string }>;
+  /** POST a batch to the webhook with the session key. */
+  ingest(conversationId: string, sessionKey: string, events: unknown): Promise<{ status: number; body: any; headers: Headers }>;
   /** A new user and one of its raw API keys. */
   newUser(): Promise<{ userId: string; key: string }>;
   /** GET/POST... against the api; JSON in and out. */
@@ -28,6 +35,25 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
   const users = new UsersStore(database.db);
   const apiKeys = new ApiKeysStore(database.db);
+  const conversations = new ConversationsStore(database.db);
+  const request: TestApi['request'] = async (method, path, opts = {}) => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.key) headers['X-Access-Token'] = opts.key;
+    let body: string | undefined = opts.rawBody;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] ??= 'application/json';
+    }
+    const res = await fetch(api.url + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
   return {
     url: api.url,
     api,
@@ -35,29 +61,20 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
     database,
     users,
     apiKeys,
+    conversations,
+    async newConversation(userId) {
+      const sessionKey = generateApiKey();
+      const c = await conversations.create({ userId, sessionApiKey: sessionKey });
+      return { conversationId: c.id, sessionKey };
+    },
+    ingest: (conversationId, sessionKey, events) =>
+      request('POST', `/api/v1/webhooks/events/${conversationId}`, { body: events, headers: { 'X-Session-API-Key': sessionKey } }),
     async newUser() {
       const user = await users.create(`${uniqueName('user')}@example.com`);
       const { raw } = await apiKeys.create(user.id, 'test');
       return { userId: user.id, key: raw };
     },
-    async request(method, path, opts = {}) {
-      const headers: Record<string, string> = { ...opts.headers };
-      if (opts.key) headers['X-Access-Token'] = opts.key;
-      let body: string | undefined = opts.rawBody;
-      if (opts.body !== undefined) {
-        body = JSON.stringify(opts.body);
-        headers['Content-Type'] ??= 'application/json';
-      }
-      const res = await fetch(api.url + path, { method, headers, body });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text === '' ? undefined : JSON.parse(text);
-      } catch {
-        // not JSON: keep the text
-      }
-      return { status: res.status, body: parsed, headers: res.headers };
-    },
+    request,
     async close() {
       await api.close();
       await database.db.dropDatabase().catch(() => undefined);

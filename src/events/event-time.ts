@@ -1,0 +1,40 @@
+/**
+ * Event times as sortable keys. Events arrive with ISO 8601 timestamps, often with microseconds (the
+ * Python runtimes), sometimes without a zone. The log keeps the text as sent and, for queries, a UTC key
+ * `YYYY-MM-DDTHH:MM:SS.ffffffZ` whose string order is time order, with no precision lost to a Date.
+ * A timestamp without a zone is read as UTC.
+ */
+const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
+
+export function normalizeEventTime(text: string): string | null {
+  const m = ISO.exec(text.trim());
+  if (!m) return null;
+  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone] = m;
+  const fields = [Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)] as const;
+  const local = Date.UTC(...fields);
+  const check = new Date(local);
+  if (
+    check.getUTCFullYear() !== fields[0] ||
+    check.getUTCMonth() !== fields[1] ||
+    check.getUTCDate() !== fields[2] ||
+    check.getUTCHours() !== fields[3] ||
+    check.getUTCMinutes() !== fields[4] ||
+    check.getUTCSeconds() !== fields[5] ||
+    fields[0] < 1
+  ) {
+    return null;
+  }
+  let offsetMinutes = 0;
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const sign = zone[0] === '-' ? -1 : 1;
+    const digits = zone.slice(1).replace(':', '');
+    const oh = Number(digits.slice(0, 2));
+    const om = Number(digits.slice(2) || '0');
+    if (oh > 23 || om > 59) return null;
+    offsetMinutes = sign * (oh * 60 + om);
+  }
+  const utc = new Date(local - offsetMinutes * 60_000);
+  if (utc.getUTCFullYear() < 1 || utc.getUTCFullYear() > 9999) return null;
+  const micros = (frac + '000000').slice(0, 6);
+  return utc.toISOString().replace(/\.\d{3}Z$/, `.${micros}Z`);
+}

@@ -1,0 +1,31 @@
+import type { EventIngest } from '../../events/ingest';
+import { EventBatchSchema } from '../../schemas/events';
+import { ConversationPathSchema, IngestResultSchema } from '../../schemas/event-queries';
+import { ErrorResponseSchema } from '../../schemas/errors';
+import type { ApiRouter } from '../route';
+
+/** /api/v1/webhooks: what runtimes in sandboxes report, with their session key. */
+export function webhooksRoutes(router: ApiRouter, ingest: EventIngest): ApiRouter {
+  return router.route(
+    {
+      method: 'post',
+      path: '/events/:conversation_id',
+      operationId: 'ingestEvents',
+      summary: "Append a batch of events to a conversation's log",
+      description:
+        'All or nothing: one invalid event rejects the batch (422, its loc names the event), and nothing is stored. ' +
+        'Idempotent on event id: a retried batch stores nothing twice. StreamingDeltaEvents are published live and never stored.',
+      security: 'SessionAPIKeyHeader',
+      params: ConversationPathSchema,
+      body: EventBatchSchema,
+      responses: {
+        200: { description: 'What the batch added', schema: IngestResultSchema },
+        409: { description: 'The batch would pass the per-conversation cap; nothing was stored', schema: ErrorResponseSchema },
+        503: { description: 'Another batch of the conversation is being stored; retry', schema: ErrorResponseSchema },
+      },
+    },
+    async (ctx, { params, body }) => {
+      ctx.body = await ingest.ingest(params.conversation_id, body);
+    },
+  );
+}

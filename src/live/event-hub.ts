@@ -1,0 +1,145 @@
+/**
+ * Per-process fan-out of live events to the subscribers of each conversation, and the ordering rules of
+ * one subscription: stored events go out exactly once in seq order (a gap is filled from the log),
+ * transient events go out as they come.
+ */
+import type { EventsStore } from '../store/events-store';
+import type { LiveDoc } from './live-channel';
+
+/** What a subscription writes to; a websocket in production. */
+export interface SubscriberSink {
+  send(json: string): void;
+  /** Bytes queued but not yet written to the peer. */
+  bufferedAmount(): number;
+  close(code: number, reason: string): void;
+}
+
+export interface SubscriptionLimits {
+  /** Queued bytes past which a subscriber that does not read is disconnected (1013). */
+  maxBufferedBytes: number;
+  /** Live events held while catching up from the log. */
+  maxPendingEvents: number;
+  catchUpPageSize: number;
+}
+
+export const DEFAULT_SUBSCRIPTION_LIMITS: SubscriptionLimits = {
+  maxBufferedBytes: 8 * 1024 * 1024,
+  maxPendingEvents: 10_000,
+  catchUpPageSize: 500,
+};
+
+export const CLOSE_TRY_AGAIN_LATER = 1013;
+
+export class Subscription {
+  private lastSeq = 0;
+  private catchingUp = true;
+  private pending: LiveDoc[] = [];
+  private queue: Promise<void> = Promise.resolve();
+  closed = false;
+
+  constructor(
+    readonly conversationId: string,
+    private readonly sink: SubscriberSink,
+    private readonly events: EventsStore,
+    private readonly limits: SubscriptionLimits,
+  ) {}
+
+  /**
+   * Sends the stored events after `afterSeq` (null: none, only what comes next), then switches to live
+   * events. Call after registering with the hub, so nothing appended meanwhile is missed.
+   */
+  async start(afterSeq: number | null): Promise<void> {
+    this.lastSeq = afterSeq ?? (await this.events.lastSeq(this.conversationId));
+    await this.sendFromLog(Number.MAX_SAFE_INTEGER);
+    this.catchingUp = false;
+    const held = this.pending;
+    this.pending = [];
+    for (const doc of held) this.enqueue(doc);
+    await this.queue;
+  }
+
+  /** A live document for this conversation, from the hub. */
+  onLive(doc: LiveDoc): void {
+    if (this.closed) return;
+    if (this.catchingUp) {
+      this.pending.push(doc);
+      if (this.pending.length > this.limits.maxPendingEvents) this.close(CLOSE_TRY_AGAIN_LATER, 'subscriber too slow');
+      return;
+    }
+    this.enqueue(doc);
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.sink.close(code, reason);
+  }
+
+  private enqueue(doc: LiveDoc): void {
+    this.queue = this.queue.then(() => this.deliver(doc)).catch(() => this.close(1011, 'event log unavailable'));
+  }
+
+  private async deliver(doc: LiveDoc): Promise<void> {
+    if (this.closed) return;
+    if (doc.seq === null) return this.write(doc.json);
+    if (doc.seq <= this.lastSeq) return; // already sent from the log
+    if (doc.seq > this.lastSeq + 1) await this.sendFromLog(doc.seq - 1); // missed on the channel: read the log
+    if (this.closed || doc.seq <= this.lastSeq) return;
+    this.write(doc.json);
+    this.lastSeq = doc.seq;
+  }
+
+  private async sendFromLog(untilSeq: number): Promise<void> {
+    for (;;) {
+      if (this.closed) return;
+      const page = await this.events.range(this.conversationId, this.lastSeq, this.limits.catchUpPageSize, untilSeq);
+      for (const e of page) {
+        this.write(e.json);
+        this.lastSeq = e.seq;
+      }
+      if (page.length < this.limits.catchUpPageSize) return;
+      await this.waitForDrain();
+    }
+  }
+
+  private write(json: string): void {
+    if (this.closed) return;
+    if (this.sink.bufferedAmount() > this.limits.maxBufferedBytes) {
+      this.close(CLOSE_TRY_AGAIN_LATER, 'subscriber too slow');
+      return;
+    }
+    this.sink.send(json);
+  }
+
+  /** During catch-up, lets the socket flush before the next page instead of queueing the whole log. */
+  private async waitForDrain(): Promise<void> {
+    for (let i = 0; i < 200 && !this.closed && this.sink.bufferedAmount() > this.limits.maxBufferedBytes / 2; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+export class EventHub {
+  private readonly byConversation = new Map<string, Set<Subscription>>();
+
+  add(sub: Subscription): () => void {
+    let set = this.byConversation.get(sub.conversationId);
+    if (!set) this.byConversation.set(sub.conversationId, (set = new Set()));
+    set.add(sub);
+    return () => {
+      set.delete(sub);
+      if (set.size === 0 && this.byConversation.get(sub.conversationId) === set) this.byConversation.delete(sub.conversationId);
+    };
+  }
+
+  dispatch(doc: LiveDoc): void {
+    const subs = this.byConversation.get(doc.conversation_id);
+    if (subs) for (const s of subs) s.onLive(doc);
+  }
+
+  get subscriberCount(): number {
+    let n = 0;
+    for (const s of this.byConversation.values()) n += s.size;
+    return n;
+  }
+}

@@ -1,0 +1,58 @@
+/** Query and path parameters of the event log endpoints (SPEC 4.1). */
+import { z } from 'zod';
+import { normalizeEventTime } from '../events/event-time';
+import { pageIdParam } from '../http/page-cursor';
+import { pageLimit } from './common';
+import { EVENT_KINDS } from './events';
+
+export const EVENTS_LISTING = 'events';
+const NORMALIZED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** A date-time query parameter, as its sortable UTC key. A value without zone is read as UTC. */
+const timestampParam = (description: string) =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      const key = normalizeEventTime(v);
+      if (key === null) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'Input should be a valid datetime or date, in ISO 8601 form such as 2024-05-01T12:00:00Z',
+          params: { type: 'datetime_from_date_parsing', ctx: { error: 'invalid datetime' } },
+        });
+        return z.NEVER;
+      }
+      return key;
+    })
+    .optional()
+    .meta({ type: 'string', format: 'date-time', description: `${description} ISO 8601; without a zone it is read as UTC.` });
+
+export const ConversationPathSchema = z.object({
+  conversation_id: z.string().min(1).max(200).meta({ description: 'The conversation.' }),
+});
+
+export const EventFilterQuerySchema = z.object({
+  kind__eq: z.enum(EVENT_KINDS).optional().meta({ description: 'Keep only events of this kind.' }),
+  timestamp__gte: timestampParam('Keep events at or after this time.'),
+  timestamp__lt: timestampParam('Keep events before this time.'),
+});
+
+export const EventSearchQuerySchema = EventFilterQuerySchema.extend({
+  sort_order: z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP').meta({ description: 'Order by event time (ties in append order).' }),
+  page_id: pageIdParam(EVENTS_LISTING, z.tuple([z.string().regex(NORMALIZED_TIME), z.number().int().positive()]))
+    .optional()
+    .meta({ type: 'string', description: 'The next_page_id of the previous page (an opaque cursor).' }),
+  limit: pageLimit(),
+});
+
+export const EventBatchGetQuerySchema = z.object({
+  id: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Event ids (1..100); repeat the parameter.' }),
+});
+
+export const IngestResultSchema = z
+  .object({
+    stored: z.number().int().meta({ description: 'Events written to the log by this call.' }),
+    already_stored: z.number().int().meta({ description: 'Events the log held already (a retry): not written again.' }),
+    published_only: z.number().int().meta({ description: 'StreamingDeltaEvents: published live, never stored.' }),
+  })
+  .meta({ id: 'EventIngestResult' });

@@ -1,0 +1,117 @@
+/**
+ * Conversation records, as far as the event log needs them: the owner (searches and live subscriptions
+ * of anyone else answer 404), the hash of the session key its runtime reports events with, and the
+ * ingest lease that keeps one conversation's appends in order without transactions.
+ */
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Db } from 'mongodb';
+import { hashApiKey } from '../auth/api-key';
+import type { CollectionIndexes } from './mongo';
+
+export interface Conversation {
+  id: string;
+  created_by_user_id: string;
+  sandbox_id: string | null;
+  created_at: Date;
+}
+
+interface ConversationDoc {
+  _id: string;
+  created_by_user_id: string;
+  sandbox_id: string | null;
+  /** SHA-256 of the session key of the sandbox that runs the conversation. */
+  session_key_hash: string | null;
+  created_at: Date;
+}
+
+/** One document per conversation while a batch is appended; `_id` is the conversation id. */
+interface IngestLeaseDoc {
+  _id: string;
+  token: string;
+  expires_at: Date;
+}
+
+export const conversationsIndexes: CollectionIndexes = {
+  collection: 'conversations',
+  indexes: [{ key: { created_by_user_id: 1, created_at: 1, _id: 1 }, name: 'by_owner' }],
+};
+
+const toConversation = (d: ConversationDoc): Conversation => ({
+  id: d._id,
+  created_by_user_id: d.created_by_user_id,
+  sandbox_id: d.sandbox_id,
+  created_at: d.created_at,
+});
+
+export class ConversationsStore {
+  constructor(private readonly db: Db) {}
+
+  private get conversations() {
+    return this.db.collection<ConversationDoc>('conversations');
+  }
+
+  async create(input: { id?: string; userId: string; sandboxId?: string | null; sessionApiKey?: string | null }): Promise<Conversation> {
+    const doc: ConversationDoc = {
+      _id: input.id ?? randomUUID(),
+      created_by_user_id: input.userId,
+      sandbox_id: input.sandboxId ?? null,
+      session_key_hash: input.sessionApiKey ? hashApiKey(input.sessionApiKey) : null,
+      created_at: new Date(),
+    };
+    await this.conversations.insertOne(doc);
+    return toConversation(doc);
+  }
+
+  /** The conversation if it exists and belongs to the user; null otherwise (callers answer 404 either way). */
+  async getOwned(id: string, userId: string): Promise<Conversation | null> {
+    const d = await this.conversations.findOne({ _id: id, created_by_user_id: userId });
+    return d && toConversation(d);
+  }
+
+  /** True when the raw session key is the one of the sandbox running this conversation. */
+  async sessionKeyMatches(id: string, rawKey: string): Promise<boolean> {
+    const d = await this.conversations.findOne({ _id: id }, { projection: { session_key_hash: 1 } });
+    if (!d?.session_key_hash) return false;
+    const a = Buffer.from(d.session_key_hash, 'hex');
+    const b = Buffer.from(hashApiKey(rawKey), 'hex');
+    return a.length === b.length && timingSafeEqual(a, b);
+  }
+
+  private get leases() {
+    return this.db.collection<IngestLeaseDoc>('ingest_leases');
+  }
+
+  /**
+   * Takes the conversation's ingest lease for `ttlMs`, waiting (bounded) while another append holds it.
+   * Returns the token to release with, or null if it stayed busy.
+   *
+   * The lease is a document whose `_id` is the conversation id, so taking it is one insert that the
+   * unique `_id` index makes atomic. (A conditional update is not: on FerretDB two concurrent
+   * `updateOne({lease: null}, ...)` can both succeed.) An expired lease, left by a holder that died, is
+   * removed by its token and taken over; should two writers still overlap, the unique
+   * (conversation_id, seq) index refuses the second one's events.
+   */
+  async acquireIngestLease(id: string, ttlMs: number, waitMs: number): Promise<string | null> {
+    const token = randomUUID();
+    const deadline = Date.now() + waitMs;
+    for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
+      try {
+        await this.leases.insertOne({ _id: id, token, expires_at: new Date(Date.now() + ttlMs) });
+        return token;
+      } catch (e) {
+        if ((e as { code?: number }).code !== 11000) throw e;
+      }
+      const held = await this.leases.findOne({ _id: id });
+      if (held && held.expires_at.getTime() < Date.now()) {
+        await this.leases.deleteOne({ _id: id, token: held.token });
+        continue;
+      }
+      if (Date.now() + delay > deadline) return null;
+      await new Promise((res) => setTimeout(res, delay));
+    }
+  }
+
+  async releaseIngestLease(id: string, token: string): Promise<void> {
+    await this.leases.deleteOne({ _id: id, token });
+  }
+}

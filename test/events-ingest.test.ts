@@ -1,0 +1,105 @@
+/** The webhook: all-or-nothing batches, idempotent retries, contiguous seq, the cap, session-key auth. */
+import { EVENT_KINDS } from '../src/schemas/events';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig } from './helpers/env';
+import { messages, sample } from './helpers/event-samples';
+
+describe('event ingest', () => {
+  let t: TestApi;
+  let userId: string;
+  beforeAll(async () => {
+    t = await startTestApi(testConfig({ MAX_EVENTS_PER_CONVERSATION: '30' }));
+    ({ userId } = await t.newUser());
+  });
+  afterAll(() => t.close());
+
+  const stored = (conversationId: string) =>
+    t.database.db.collection('events').find({ conversation_id: conversationId }).sort({ seq: 1 }).toArray();
+
+  it('stores every kind but StreamingDeltaEvent, numbered 1..n, as validated JSON text with defaults', async () => {
+    const c = await t.newConversation(userId);
+    const batch = EVENT_KINDS.map((kind) => sample(kind));
+    const r = await t.ingest(c.conversationId, c.sessionKey, batch);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ stored: 18, already_stored: 0, published_only: 1 });
+    const docs = await stored(c.conversationId);
+    expect(docs.map((d) => d.seq)).toEqual(Array.from({ length: 18 }, (_, i) => i + 1));
+    expect(docs.map((d) => d.kind)).toEqual(EVENT_KINDS.filter((k) => k !== 'StreamingDeltaEvent'));
+    const acp = JSON.parse(docs.find((d) => d.kind === 'ACPToolCallEvent')!.json);
+    expect(acp).toMatchObject({ is_error: false, source: 'agent', parent_id: null });
+    expect(docs[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  });
+
+  it('one invalid event rejects the whole batch with its loc; nothing is stored', async () => {
+    const c = await t.newConversation(userId);
+    const batch = [...messages(3), sample('AgentErrorEvent', { tool_name: undefined }), ...messages(2)];
+    delete (batch[3] as Record<string, unknown>).tool_name;
+    const r = await t.ingest(c.conversationId, c.sessionKey, batch);
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([expect.objectContaining({ loc: ['body', 3, 'tool_name'], type: 'missing' })]);
+    expect(await stored(c.conversationId)).toHaveLength(0);
+  });
+
+  it('a retried batch stores nothing twice and says so', async () => {
+    const c = await t.newConversation(userId);
+    const first = messages(5);
+    expect((await t.ingest(c.conversationId, c.sessionKey, first)).body).toEqual({ stored: 5, already_stored: 0, published_only: 0 });
+    const retry = [...first, ...messages(2)];
+    expect((await t.ingest(c.conversationId, c.sessionKey, retry)).body).toEqual({ stored: 2, already_stored: 5, published_only: 0 });
+    const dupInBatch = messages(1);
+    expect((await t.ingest(c.conversationId, c.sessionKey, [...dupInBatch, ...dupInBatch])).body).toEqual({
+      stored: 1,
+      already_stored: 1,
+      published_only: 0,
+    });
+    const docs = await stored(c.conversationId);
+    expect(docs.map((d) => d.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(new Set(docs.map((d) => d.id)).size).toBe(8);
+  });
+
+  it('concurrent batches for one conversation: contiguous seq, nothing lost or doubled', async () => {
+    const c = await t.newConversation(userId);
+    const batches = Array.from({ length: 6 }, () => messages(4));
+    const results = await Promise.all(batches.map((b) => t.ingest(c.conversationId, c.sessionKey, b)));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const docs = await stored(c.conversationId);
+    expect(docs.map((d) => d.seq)).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
+    expect(new Set(docs.map((d) => d.id))).toEqual(new Set(batches.flat().map((e) => e.id)));
+  });
+
+  it('refuses a batch that would pass the cap, whole, naming the cap', async () => {
+    const c = await t.newConversation(userId);
+    expect((await t.ingest(c.conversationId, c.sessionKey, messages(25))).status).toBe(200);
+    const over = await t.ingest(c.conversationId, c.sessionKey, messages(6));
+    expect(over.status).toBe(409);
+    expect(over.body.detail).toContain('cap of 30 events per conversation (MAX_EVENTS_PER_CONVERSATION)');
+    expect(await stored(c.conversationId)).toHaveLength(25);
+    expect((await t.ingest(c.conversationId, c.sessionKey, messages(5))).body.stored).toBe(5);
+    // A retry of stored events is still answered at the cap: nothing new is being added.
+    expect((await t.ingest(c.conversationId, c.sessionKey, [sample('StreamingDeltaEvent')])).status).toBe(200);
+  });
+
+  it('needs the session key of that conversation', async () => {
+    const c = await t.newConversation(userId);
+    const other = await t.newConversation(userId);
+    const missing = await t.request('POST', `/api/v1/webhooks/events/${c.conversationId}`, { body: messages(1) });
+    expect(missing.status).toBe(401);
+    expect(missing.body).toEqual({ detail: 'Missing X-Session-API-Key header' });
+    const wrong = await t.ingest(c.conversationId, other.sessionKey, messages(1));
+    expect(wrong.status).toBe(401);
+    const unknown = await t.ingest('no-such-conversation', c.sessionKey, messages(1));
+    expect(unknown.status).toBe(401);
+    // A user's API key is not a session key.
+    const { key } = await t.newUser();
+    const asUser = await t.ingest(c.conversationId, key, messages(1));
+    expect(asUser.status).toBe(401);
+    expect(await stored(c.conversationId)).toHaveLength(0);
+  });
+
+  it('rejects a body that is not an array of events', async () => {
+    const c = await t.newConversation(userId);
+    const r = await t.ingest(c.conversationId, c.sessionKey, { kind: 'PauseEvent' });
+    expect(r.status).toBe(422);
+    expect(r.body.detail[0]).toMatchObject({ loc: ['body'], type: 'list_type' });
+  });
+});

@@ -1,0 +1,170 @@
+/** Live events over websockets: auth, catch-up without gap or duplicate, fan-out across api processes. */
+import { spawn } from 'node:child_process';
+import { EventHub, Subscription, type SubscriberSink } from '../src/live/event-hub';
+import { EventsStore } from '../src/store/events-store';
+import { startTestApi, type TestApi } from './helpers/api';
+import { messages, sample } from './helpers/event-samples';
+import { distPath } from './helpers/run';
+import { connect } from './helpers/ws-client';
+
+describe('live events over websockets', () => {
+  let t: TestApi;
+  let key: string;
+  let userId: string;
+  const socketUrl = (api: TestApi, conversationId: string, query = '') =>
+    `${api.url.replace('http', 'ws')}/api/v1/conversation/${conversationId}/events/socket${query}`;
+
+  beforeAll(async () => {
+    t = await startTestApi();
+    ({ userId, key } = await t.newUser());
+  });
+  afterAll(() => t.close());
+
+  const subscribed = async (api: TestApi, n: number) => {
+    for (let i = 0; i < 100 && api.api.hub.subscriberCount < n; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(api.api.hub.subscriberCount).toBeGreaterThanOrEqual(n);
+  };
+
+  it('header auth; live events in order, deltas included, nothing from before', async () => {
+    const c = await t.newConversation(userId);
+    await t.ingest(c.conversationId, c.sessionKey, messages(3));
+    const sub = connect(socketUrl(t, c.conversationId), { 'X-Access-Token': key });
+    await sub.opened;
+    await subscribed(t, 1);
+    const batch = [...messages(2), sample('StreamingDeltaEvent', { content: 'Hel' }), ...messages(2)];
+    await t.ingest(c.conversationId, c.sessionKey, batch);
+    const got = await sub.waitFor(5);
+    expect(got.map((e) => e.id)).toEqual(batch.map((e) => e.id));
+    expect(got[2]).toMatchObject({ kind: 'StreamingDeltaEvent', content: 'Hel', source: 'agent' });
+    sub.ws.close();
+  });
+
+  it('first-frame auth; 4001 for a bad credential; 4004 for a foreign or unknown conversation', async () => {
+    const c = await t.newConversation(userId);
+    const ok = connect(socketUrl(t, c.conversationId, '?resend_all=true'));
+    await ok.opened;
+    ok.ws.send(JSON.stringify({ type: 'auth', access_token: key }));
+    await t.ingest(c.conversationId, c.sessionKey, messages(1));
+    expect(await ok.waitFor(1)).toHaveLength(1);
+    ok.ws.close();
+
+    const bad = connect(socketUrl(t, c.conversationId));
+    await bad.opened;
+    bad.ws.send(JSON.stringify({ type: 'auth', access_token: 'acp_wrong' }));
+    expect((await bad.closed).code).toBe(4001);
+    const garbage = connect(socketUrl(t, c.conversationId));
+    await garbage.opened;
+    garbage.ws.send('hello');
+    expect((await garbage.closed).code).toBe(4001);
+
+    const stranger = await t.newUser();
+    expect((await connect(socketUrl(t, c.conversationId), { 'X-Access-Token': stranger.key }).closed).code).toBe(4004);
+    expect((await connect(socketUrl(t, 'no-such'), { 'X-Access-Token': key }).closed).code).toBe(4004);
+    expect((await connect(socketUrl(t, c.conversationId, '?after_id=nope'), { 'X-Access-Token': key }).closed).code).toBe(4000);
+  });
+
+  it('after_id: every stored event after it exactly once, in order, while appends continue', async () => {
+    const c = await t.newConversation(userId);
+    const initial = messages(600);
+    for (let i = 0; i < 600; i += 200) await t.ingest(c.conversationId, c.sessionKey, initial.slice(i, i + 200));
+    const more = Array.from({ length: 10 }, () => messages(20));
+    const sub = connect(socketUrl(t, c.conversationId, `?after_id=${initial[99]!.id}`), { 'X-Access-Token': key });
+    // Appends race with the catch-up (600 events to read in pages of 500).
+    const appending = (async () => {
+      for (const b of more) {
+        await t.ingest(c.conversationId, c.sessionKey, b);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    await appending;
+    const expected = [...initial.slice(100), ...more.flat()].map((e) => e.id);
+    const got = await sub.waitFor(expected.length);
+    await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+    expect(got.map((e) => e.id)).toEqual(expected);
+    sub.ws.close();
+  });
+
+  it('resend_all sends the whole log first; a plain GET is told to upgrade', async () => {
+    const c = await t.newConversation(userId);
+    const evs = messages(5);
+    await t.ingest(c.conversationId, c.sessionKey, evs);
+    const sub = connect(socketUrl(t, c.conversationId, '?resend_all=true'), { 'X-Access-Token': key });
+    expect((await sub.waitFor(5)).map((e) => e.id)).toEqual(evs.map((e) => e.id));
+    sub.ws.close();
+    const plain = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/socket`, { key });
+    expect(plain.status).toBe(426);
+  });
+
+  it('two api processes share the live channel: subscribe on each, ingest through the other', async () => {
+    // A second api as its own OS process on the same database.
+    const child = spawn(process.execPath, [distPath('src', 'api', 'main.js')], {
+      env: {
+        ...process.env,
+        MONGODB_URI: t.config.mongo.uri,
+        MONGODB_DB: t.config.mongo.db,
+        TEMPORAL_ADDRESS: t.config.temporal.address,
+        API_PORT: '0',
+        LOG_FORMAT: 'json',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      for (let i = 0; i < 200 && !out.includes('api listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      const otherUrl: string = JSON.parse(out.split('\n').find((l) => l.includes('api listening'))!).url;
+      for (let i = 0; i < 100 && (await fetch(`${otherUrl}/ready`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+
+      const c = await t.newConversation(userId);
+      const here = connect(socketUrl(t, c.conversationId), { 'X-Access-Token': key });
+      const there = connect(`${otherUrl.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': key });
+      await Promise.all([here.opened, there.opened]);
+      // Both subscribed: each receives a probe event that arrives after it connected.
+      let probes = 0;
+      while (there.messages.length === 0 || here.messages.length === 0) {
+        expect(probes++).toBeLessThan(50);
+        await t.ingest(c.conversationId, c.sessionKey, [sample('StreamingDeltaEvent', { content: 'probe' })]);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const real = (r: typeof here) => r.messages.filter((m) => m.content !== 'probe');
+      const evs = [...messages(3), sample('StreamingDeltaEvent')];
+      const viaOther = await fetch(`${otherUrl}/api/v1/webhooks/events/${c.conversationId}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': c.sessionKey },
+        body: JSON.stringify(evs.slice(0, 2)),
+      });
+      expect(viaOther.status).toBe(200);
+      await t.ingest(c.conversationId, c.sessionKey, evs.slice(2));
+      for (const s of [here, there]) {
+        for (let i = 0; i < 100 && real(s).length < 4; i++) await new Promise((r) => setTimeout(r, 50));
+        expect(real(s).map((e) => e.id)).toEqual(evs.map((e) => e.id));
+        s.ws.close();
+      }
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  });
+
+  it('a subscriber that does not read is closed with 1013 instead of queueing without bound', async () => {
+    const c = await t.newConversation(userId);
+    await t.ingest(c.conversationId, c.sessionKey, messages(50));
+    const closes: number[] = [];
+    let buffered = 0;
+    const sink: SubscriberSink = {
+      send: (json) => void (buffered += json.length),
+      bufferedAmount: () => buffered,
+      close: (code) => void closes.push(code),
+    };
+    const sub = new Subscription(c.conversationId, sink, new EventsStore(t.database.db), {
+      maxBufferedBytes: 2000,
+      maxPendingEvents: 10,
+      catchUpPageSize: 500,
+    });
+    const hub = new EventHub();
+    hub.add(sub);
+    await sub.start(0);
+    expect(closes).toEqual([1013]);
+    expect(buffered).toBeLessThan(2000 + 1000);
+  });
+});
