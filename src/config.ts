@@ -76,8 +76,10 @@ export const envSchema = z.object({
   MAX_BODY_BYTES: positiveInt('bytes').default(5 * 1024 * 1024),
   /** Most events one conversation's log may hold; appends past it are refused. */
   MAX_EVENTS_PER_CONVERSATION: positiveInt('events').default(1_000_000),
-  /** Size of the capped collection that carries live events between api processes (bytes). */
-  LIVE_CHANNEL_BYTES: positiveInt('bytes').default(64 * 1024 * 1024),
+  /** How often an api process looks for live events published by any process (ms). */
+  LIVE_POLL_MS: positiveInt('milliseconds').default(10),
+  /** Live-channel slots (one per published batch) kept before the oldest are removed. */
+  LIVE_CHANNEL_RETAIN_SLOTS: positiveInt('slots').default(1000),
   /** How long /ready waits for each dependency before calling it down (ms). */
   READY_TIMEOUT_MS: positiveInt('milliseconds').default(2000),
   /** Grace period for in-flight work on SIGTERM before a process exits (ms). */
@@ -96,7 +98,8 @@ export interface Config {
   workflowBundlePath: string | undefined;
   embedded: { mongoPort: number; temporalPort: number; temporalUiPort: number };
   log: { level: LogLevel; format: 'json' | 'pretty' };
-  limits: { maxBodyBytes: number; maxEventsPerConversation: number; liveChannelBytes: number };
+  limits: { maxBodyBytes: number; maxEventsPerConversation: number };
+  live: { pollMs: number; retainSlots: number };
   readyTimeoutMs: number;
   shutdownGraceMs: number;
 }
@@ -139,7 +142,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       temporalUiPort: e.EMBEDDED_TEMPORAL_UI_PORT,
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
-    limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, liveChannelBytes: e.LIVE_CHANNEL_BYTES },
+    limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION },
+    live: { pollMs: e.LIVE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
   };

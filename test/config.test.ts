@@ -16,7 +16,8 @@ describe('config', () => {
     expect(c.api).toEqual({ host: '127.0.0.1', port: 8000, publicBaseUrl: 'http://127.0.0.1:8000' });
     expect(c.mongo.uri).toBeUndefined();
     expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control' });
-    expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000, liveChannelBytes: 64 * 1024 * 1024 });
+    expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000 });
+    expect(c.live).toEqual({ pollMs: 10, retainSlots: 1000 });
     expect(c.log).toEqual({ level: 'info', format: 'json' });
     expect(loadConfig({}, true).log.format).toBe('pretty');
   });

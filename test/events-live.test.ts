@@ -2,7 +2,9 @@
 import { spawn } from 'node:child_process';
 import { EventHub, Subscription, type SubscriberSink } from '../src/live/event-hub';
 import { EventsStore } from '../src/store/events-store';
+import pino from 'pino';
 import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig } from './helpers/env';
 import { messages, sample } from './helpers/event-samples';
 import { distPath } from './helpers/run';
 import { connect } from './helpers/ws-client';
@@ -15,7 +17,8 @@ describe('live events over websockets', () => {
     `${api.url.replace('http', 'ws')}/api/v1/conversation/${conversationId}/events/socket${query}`;
 
   beforeAll(async () => {
-    t = await startTestApi();
+    // Warnings of the api (live channel cursor, socket failures) go to stderr, to explain a failure.
+    t = await startTestApi(testConfig(), pino({ level: 'warn' }, pino.destination(2)));
     ({ userId, key } = await t.newUser());
   });
   afterAll(() => t.close());
@@ -156,7 +159,9 @@ describe('live events over websockets', () => {
       bufferedAmount: () => buffered,
       close: (code) => void closes.push(code),
     };
-    const sub = new Subscription(c.conversationId, sink, new EventsStore(t.database.db), {
+    const events = new EventsStore(t.database.db);
+    const log = { range: events.range.bind(events), lastSeq: (id: string) => t.conversations.lastSeq(id) };
+    const sub = new Subscription(c.conversationId, sink, log, {
       maxBufferedBytes: 2000,
       maxPendingEvents: 10,
       catchUpPageSize: 500,

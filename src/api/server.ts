@@ -9,7 +9,7 @@ import type { Config } from '../config';
 import { EventIngest } from '../events/ingest';
 import { createApp } from '../http/app';
 import { EventHub } from '../live/event-hub';
-import { LivePublisher, LiveTailer, ensureLiveChannel } from '../live/live-channel';
+import { LiveChannel } from '../live/live-channel';
 import { attachEventSocket } from '../live/websocket';
 import type { Logger } from '../logger';
 import { ApiKeysStore } from '../store/api-keys-store';
@@ -40,7 +40,7 @@ export async function startApiServer(
   const temporal = Connection.lazy({ address: servers.temporalAddress });
 
   const hub = new EventHub();
-  const tailer = new LiveTailer(database.db, (doc) => hub.dispatch(doc), logger);
+  const live = new LiveChannel(database.db, logger, { pollMs: config.live.pollMs, retainSlots: config.live.retainSlots });
 
   let prepared = false;
   let closing = false;
@@ -48,8 +48,7 @@ export async function startApiServer(
     for (let attempt = 1; !closing; attempt++) {
       try {
         await ensureIndexes(database.db, ALL_INDEXES);
-        await ensureLiveChannel(database.db, config.limits.liveChannelBytes);
-        tailer.start();
+        live.start((doc) => hub.dispatch(doc));
         prepared = true;
         logger.debug('indexes ensured');
         return;
@@ -74,7 +73,7 @@ export async function startApiServer(
   const ingest = new EventIngest({
     events,
     conversations,
-    live: new LivePublisher(database.db),
+    live,
     log: logger,
     maxEventsPerConversation: config.limits.maxEventsPerConversation,
   });
@@ -103,7 +102,7 @@ export async function startApiServer(
       await closed;
       clearTimeout(grace);
       await preparing;
-      await tailer.stop();
+      await live.stop();
       await readiness.drain();
       await temporal.close().catch(() => undefined);
       await database.close();

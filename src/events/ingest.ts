@@ -1,15 +1,15 @@
 /**
  * Appending a webhook batch to a conversation's log. Without transactions (the MongoDB-wire server here
- * has none) the order comes from a per-conversation lease: under it the batch is deduplicated against the
- * log, numbered after the last stored seq, inserted in order, and published to the live channel, so the
- * log is contiguous (1, 2, 3, ...) and the channel carries each conversation's events in seq order.
+ * has none) the order comes from a per-conversation lease: under it the batch is numbered after the last
+ * stored seq, inserted in order (events already stored are skipped), and published to the live channel,
+ * so the log is contiguous (1, 2, 3, ...) and the channel carries each conversation's events in seq order.
  */
 import { HttpError } from '../http/errors';
-import type { LivePublisher } from '../live/live-channel';
+import type { LiveChannel, LiveItem } from '../live/live-channel';
 import type { Logger } from '../logger';
 import { TRANSIENT_KINDS, type Event } from '../schemas/events';
 import type { ConversationsStore } from '../store/conversations-store';
-import type { EventsStore, StoredEvent } from '../store/events-store';
+import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
 import { normalizeEventTime } from './event-time';
 
 export interface IngestResult {
@@ -24,7 +24,7 @@ export interface IngestResult {
 export interface IngestDeps {
   events: EventsStore;
   conversations: ConversationsStore;
-  live: LivePublisher;
+  live: Pick<LiveChannel, 'publish'>;
   log: Logger;
   maxEventsPerConversation: number;
   leaseTtlMs?: number;
@@ -35,47 +35,16 @@ export class EventIngest {
   constructor(private readonly deps: IngestDeps) {}
 
   async ingest(conversationId: string, batch: readonly Event[]): Promise<IngestResult> {
-    const { events, conversations, live } = this.deps;
+    const { conversations, live } = this.deps;
     const token = await conversations.acquireIngestLease(conversationId, this.deps.leaseTtlMs ?? 30_000, this.deps.leaseWaitMs ?? 10_000);
     if (!token) throw new HttpError(503, 'Another batch for this conversation is being stored; retry shortly', { 'Retry-After': '1' });
     try {
       const persistent = batch.filter((e) => !TRANSIENT_KINDS.has(e.kind));
-      const existing = await events.existingIds(conversationId, persistent.map((e) => e.id));
-      const fresh: Event[] = [];
-      for (const e of persistent) {
-        if (existing.has(e.id)) continue;
-        existing.add(e.id); // the same id twice in one batch is stored once
-        fresh.push(e);
-      }
-      const last = await events.lastSeq(conversationId);
-      const cap = this.deps.maxEventsPerConversation;
-      if (last + fresh.length > cap) {
-        throw new HttpError(
-          409,
-          `Conversation ${conversationId} holds ${last} events; storing ${fresh.length} more would pass the cap of ${cap} events per conversation (MAX_EVENTS_PER_CONVERSATION). Nothing from this batch was stored.`,
-        );
-      }
-      const docs: StoredEvent[] = fresh.map((e, i) => ({
-        conversation_id: conversationId,
-        id: e.id,
-        kind: e.kind,
-        source: e.source,
-        timestamp: normalizeEventTime(e.timestamp)!,
-        seq: last + 1 + i,
-        json: JSON.stringify(e),
-      }));
-      try {
-        await events.append(docs);
-      } catch (e) {
-        // Only when a lease expired under a slow writer: its twin wrote these seqs first. Retrying is safe.
-        if ((e as { code?: number }).code === 11000) {
-          throw new HttpError(503, 'A concurrent write to this conversation got there first; retry the batch', { 'Retry-After': '1' });
-        }
-        throw e;
-      }
-
-      const seqById = new Map(docs.map((d) => [d.id, d]));
-      const outgoing = batch.flatMap((e): { seq: number | null; json: string }[] => {
+      const seen = new Set<string>();
+      const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
+      const stored = await this.store(conversationId, unique);
+      const seqById = new Map(stored.map((d) => [d.id, d]));
+      const outgoing = batch.flatMap((e): LiveItem[] => {
         if (TRANSIENT_KINDS.has(e.kind)) return [{ seq: null, json: JSON.stringify(e) }];
         const d = seqById.get(e.id);
         if (!d) return [];
@@ -89,12 +58,66 @@ export class EventIngest {
         this.deps.log.warn({ err: e, conversationId }, 'publishing to the live channel failed');
       }
       return {
-        stored: docs.length,
-        already_stored: persistent.length - docs.length,
+        stored: stored.length,
+        already_stored: persistent.length - stored.length,
         published_only: batch.length - persistent.length,
       };
     } finally {
       await conversations.releaseIngestLease(conversationId, token).catch(() => undefined);
     }
+  }
+
+  /**
+   * Inserts the events the log does not hold yet, numbered after the last seq. The common case is one
+   * ordered insert; an event that exists already (a retry) or a seq that exists (the recorded last seq
+   * fell behind after a crash) stops it, and the rest is sorted out and inserted again.
+   */
+  private async store(conversationId: string, events: readonly Event[]): Promise<StoredEvent[]> {
+    const { events: log, conversations } = this.deps;
+    let last = await conversations.lastSeq(conversationId);
+    let pending = [...events];
+    const stored: StoredEvent[] = [];
+    const cap = this.deps.maxEventsPerConversation;
+    let checkedDuplicates = false;
+    while (pending.length > 0) {
+      if (last + pending.length > cap) {
+        if (!checkedDuplicates) {
+          // Near the cap a retry must still be answered: drop what is stored already, then judge.
+          const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
+          pending = pending.filter((e) => !existing.has(e.id));
+          checkedDuplicates = true;
+          continue;
+        }
+        throw new HttpError(
+          409,
+          `Conversation ${conversationId} holds ${last} events; storing ${pending.length} more would pass the cap of ${cap} events per conversation (MAX_EVENTS_PER_CONVERSATION). Nothing more from this batch was stored.`,
+        );
+      }
+      const docs: StoredEvent[] = pending.map((e, i) => ({
+        _id: eventKey(conversationId, e.id),
+        conversation_id: conversationId,
+        id: e.id,
+        kind: e.kind,
+        source: e.source,
+        timestamp: normalizeEventTime(e.timestamp)!,
+        seq: last + 1 + i,
+        json: JSON.stringify(e),
+      }));
+      const r = await log.append(docs);
+      stored.push(...docs.slice(0, r.inserted));
+      last += r.inserted;
+      if (r.inserted > 0) await conversations.setLastSeq(conversationId, last);
+      if (r.conflictAt === undefined) break;
+      pending = pending.slice(r.conflictAt);
+      const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
+      if (existing.has(pending[0]!.id)) {
+        pending = pending.filter((e) => !existing.has(e.id));
+      } else {
+        // The seq was taken: the recorded last seq is behind the log (a writer died between the two).
+        last = await log.lastSeqInLog(conversationId);
+        await conversations.setLastSeq(conversationId, last);
+      }
+    }
+    return stored;
   }
 }

@@ -3,8 +3,13 @@
  * one subscription: stored events go out exactly once in seq order (a gap is filled from the log),
  * transient events go out as they come.
  */
-import type { EventsStore } from '../store/events-store';
 import type { LiveDoc } from './live-channel';
+
+/** What a subscription reads from the log: a seq range, and the conversation's last seq. */
+export interface EventLogReader {
+  range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number): Promise<{ seq: number; json: string }[]>;
+  lastSeq(conversationId: string): Promise<number>;
+}
 
 /** What a subscription writes to; a websocket in production. */
 export interface SubscriberSink {
@@ -40,7 +45,7 @@ export class Subscription {
   constructor(
     readonly conversationId: string,
     private readonly sink: SubscriberSink,
-    private readonly events: EventsStore,
+    private readonly events: EventLogReader,
     private readonly limits: SubscriptionLimits,
   ) {}
 

@@ -100,7 +100,7 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
         bufferedAmount: () => ws.bufferedAmount,
         close: (code, reason) => ws.close(code, reason),
       },
-      deps.events,
+      { range: (...a) => deps.events.range(...a), lastSeq: (id) => deps.conversations.lastSeq(id) },
       deps.limits ?? DEFAULT_SUBSCRIPTION_LIMITS,
     );
     const remove = deps.hub.add(sub);

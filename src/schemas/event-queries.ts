@@ -28,7 +28,10 @@ const timestampParam = (description: string) =>
     .meta({ type: 'string', format: 'date-time', description: `${description} ISO 8601; without a zone it is read as UTC.` });
 
 export const ConversationPathSchema = z.object({
-  conversation_id: z.string().min(1).max(200).meta({ description: 'The conversation.' }),
+  conversation_id: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,200}$/, { error: 'a conversation id: 1-200 letters, digits, ".", "_" or "-"' })
+    .meta({ description: 'The conversation.' }),
 });
 
 export const EventFilterQuerySchema = z.object({

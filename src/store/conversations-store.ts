@@ -22,6 +22,8 @@ interface ConversationDoc {
   /** SHA-256 of the session key of the sandbox that runs the conversation. */
   session_key_hash: string | null;
   created_at: Date;
+  /** Seq of the conversation's last stored event (0: none); written only under the ingest lease. */
+  last_seq: number;
 }
 
 /** One document per conversation while a batch is appended; `_id` is the conversation id. */
@@ -57,6 +59,7 @@ export class ConversationsStore {
       sandbox_id: input.sandboxId ?? null,
       session_key_hash: input.sessionApiKey ? hashApiKey(input.sessionApiKey) : null,
       created_at: new Date(),
+      last_seq: 0,
     };
     await this.conversations.insertOne(doc);
     return toConversation(doc);
@@ -66,6 +69,17 @@ export class ConversationsStore {
   async getOwned(id: string, userId: string): Promise<Conversation | null> {
     const d = await this.conversations.findOne({ _id: id, created_by_user_id: userId });
     return d && toConversation(d);
+  }
+
+  /** Seq of the last stored event, read by `_id` (the lookup FerretDB answers from an index). */
+  async lastSeq(id: string): Promise<number> {
+    const d = await this.conversations.findOne({ _id: id }, { projection: { last_seq: 1 } });
+    return d?.last_seq ?? 0;
+  }
+
+  /** Records the new last seq after an append; only the holder of the ingest lease calls this. */
+  async setLastSeq(id: string, seq: number): Promise<void> {
+    await this.conversations.updateOne({ _id: id }, { $set: { last_seq: seq } });
   }
 
   /** True when the raw session key is the one of the sandbox running this conversation. */

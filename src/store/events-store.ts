@@ -9,6 +9,8 @@ import type { EventKind, EventSource } from '../schemas/events';
 import type { CollectionIndexes } from './mongo';
 
 export interface StoredEvent {
+  /** `<conversation_id>/<event id>` (conversation ids hold no '/'): the unique event key, looked up by `_id`. */
+  _id: string;
   conversation_id: string;
   id: string;
   kind: EventKind;
@@ -37,6 +39,15 @@ export interface EventFilter {
 
 export type EventCursor = readonly [timestamp: string, seq: number];
 
+/** The `_id` of an event: point lookups by `_id` are the one query FerretDB's SQLite backend indexes. */
+export const eventKey = (conversationId: string, eventId: string) => `${conversationId}/${eventId}`;
+
+export interface AppendResult {
+  inserted: number;
+  /** Index of the document that hit a unique index (its event id or its seq exists); the rest were not tried. */
+  conflictAt?: number;
+}
+
 function baseFilter(f: EventFilter): Filter<StoredEvent> {
   const filter: Filter<StoredEvent> = { conversation_id: f.conversationId };
   if (f.kind) filter.kind = f.kind;
@@ -56,17 +67,16 @@ export class EventsStore {
     return this.db.collection<StoredEvent>('events');
   }
 
-  /** Which of these event ids the conversation's log already holds. */
+  /** Which of these event ids the conversation's log already holds (one `_id` lookup each, in parallel). */
   async existingIds(conversationId: string, ids: readonly string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const docs = await this.events
-      .find({ conversation_id: conversationId, id: { $in: [...ids] } }, { projection: { _id: 0, id: 1 } })
-      .toArray();
-    return new Set(docs.map((d) => d.id));
+    const found = await Promise.all(
+      ids.map((id) => this.events.findOne({ _id: eventKey(conversationId, id) }, { projection: { _id: 1 } })),
+    );
+    return new Set(ids.filter((_, i) => found[i] !== null));
   }
 
-  /** The highest seq of the conversation, 0 for an empty log. */
-  async lastSeq(conversationId: string): Promise<number> {
+  /** The highest seq in the conversation's log, 0 when empty (a scan on FerretDB: recovery only). */
+  async lastSeqInLog(conversationId: string): Promise<number> {
     const [last] = await this.events
       .find({ conversation_id: conversationId }, { projection: { _id: 0, seq: 1 } })
       .sort({ seq: -1 })
@@ -75,9 +85,22 @@ export class EventsStore {
     return last?.seq ?? 0;
   }
 
-  /** Appends in seq order; ordered, so a failure leaves a contiguous prefix and never a hole. */
-  async append(docs: readonly StoredEvent[]): Promise<void> {
-    if (docs.length > 0) await this.events.insertMany(docs.map((d) => ({ ...d })), { ordered: true });
+  /**
+   * Appends in seq order and stops at the first document that hits a unique index, so the log keeps a
+   * contiguous prefix and never a hole.
+   */
+  async append(docs: readonly StoredEvent[]): Promise<AppendResult> {
+    if (docs.length === 0) return { inserted: 0 };
+    try {
+      await this.events.insertMany(docs.map((d) => ({ ...d })), { ordered: true });
+      return { inserted: docs.length };
+    } catch (e) {
+      const err = e as { code?: number; insertedCount?: number; writeErrors?: { index: number; code: number }[] | { index: number; code: number } };
+      const first = Array.isArray(err.writeErrors) ? err.writeErrors[0] : err.writeErrors;
+      if ((first?.code ?? err.code) !== 11000) throw e;
+      const at = first?.index ?? err.insertedCount ?? 0;
+      return { inserted: at, conflictAt: at };
+    }
   }
 
   /** One page in (timestamp, seq) order after `after`; `last` is the cursor for the next page, if any. */
@@ -109,16 +132,16 @@ export class EventsStore {
     return this.events.countDocuments(baseFilter(f));
   }
 
-  /** The stored text of each id, by id. */
+  /** The stored text of each id, by id (`_id` lookups). */
   async getByIds(conversationId: string, ids: readonly string[]): Promise<Map<string, string>> {
-    const docs = await this.events
-      .find({ conversation_id: conversationId, id: { $in: [...ids] } }, { projection: { _id: 0, id: 1, json: 1 } })
-      .toArray();
-    return new Map(docs.map((d) => [d.id, d.json]));
+    const docs = await Promise.all(
+      [...new Set(ids)].map((id) => this.events.findOne({ _id: eventKey(conversationId, id) }, { projection: { _id: 0, id: 1, json: 1 } })),
+    );
+    return new Map(docs.filter((d) => d !== null).map((d) => [d.id, d.json]));
   }
 
   async seqOf(conversationId: string, id: string): Promise<number | null> {
-    const d = await this.events.findOne({ conversation_id: conversationId, id }, { projection: { _id: 0, seq: 1 } });
+    const d = await this.events.findOne({ _id: eventKey(conversationId, id) }, { projection: { _id: 0, seq: 1 } });
     return d?.seq ?? null;
   }
 

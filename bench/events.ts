@@ -1,0 +1,269 @@
+/**
+ * Event log benchmark (on demand, never part of the tests): `npm run bench:events [-- --events 100000]`.
+ *
+ * Starts FerretDB and the Temporal dev server in a temporary directory and the api as its own process,
+ * then prints one table:
+ *   - ingest through the webhook (batches of 100) vs raw insertMany of the same documents,
+ *     with lost and duplicated counts;
+ *   - search pages through the api vs the raw driver find with the same filter, sort and limit;
+ *   - the first vs the last page of the conversation (cursor depth);
+ *   - one live event to N websocket subscribers: delivery latency p50 / p99.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import WebSocket from 'ws';
+import { freePort } from '../scripts/servers/child';
+import { startFerretdb } from '../scripts/servers/ferretdb-server';
+import { obtainServers } from '../scripts/servers/obtain';
+import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
+import { normalizeEventTime } from '../src/events/event-time';
+import { encodeCursor } from '../src/http/page-cursor';
+import { EventSchema } from '../src/schemas/events';
+import { EVENTS_LISTING } from '../src/schemas/event-queries';
+import { ApiKeysStore } from '../src/store/api-keys-store';
+import { ConversationsStore } from '../src/store/conversations-store';
+import { eventsIndexes, type StoredEvent } from '../src/store/events-store';
+import { openDatabase } from '../src/store/mongo';
+import { UsersStore } from '../src/store/users-store';
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const EVENTS = arg('events', 100_000);
+const BATCH = arg('batch', 100);
+const SUBSCRIBERS = arg('subscribers', 1000);
+const PAGES = arg('pages', 20);
+
+const now = () => performance.now();
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+function makeEvents(n: number, start: number): Record<string, unknown>[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: randomUUID(),
+    kind: i % 10 === 0 ? 'ActionEvent' : 'MessageEvent',
+    timestamp: new Date(start + i).toISOString(),
+    ...(i % 10 === 0
+      ? {
+          thought: [{ text: 'run the tests' }],
+          tool_name: 'terminal',
+          tool_call_id: `call_${i}`,
+          tool_call: { id: `call_${i}`, name: 'terminal', arguments: '{"command":"npm test"}' },
+          llm_response_id: `resp_${i}`,
+          action: { kind: 'TerminalAction', command: 'npm test' },
+        }
+      : { source: i % 2 ? 'agent' : 'user', llm_message: { role: 'assistant', content: [{ type: 'text', text: `message number ${i} `.repeat(8) }] } }),
+  }));
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-bench-'));
+  const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
+  const ferret = await startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port: await freePort() });
+  const temporal = await startTemporalDevServer({
+    binary: binaries.temporal,
+    dataDir: path.join(dir, 'temporal'),
+    port: await freePort(),
+    uiPort: await freePort(),
+    namespace: 'default',
+  });
+  const dbName = 'bench';
+  const apiPort = await freePort();
+  const api = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'api', 'main.js')], {
+    env: {
+      ...process.env,
+      MONGODB_URI: ferret.uri,
+      MONGODB_DB: dbName,
+      TEMPORAL_ADDRESS: temporal.address,
+      API_PORT: String(apiPort),
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+      MAX_BODY_BYTES: String(50 * 1024 * 1024),
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${apiPort}`;
+  const database = openDatabase(ferret.uri, dbName);
+  const rows: string[][] = [];
+  try {
+    for (let i = 0; i < 300; i++) {
+      if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const user = await new UsersStore(database.db).create('bench@example.com');
+    const { raw: key } = await new ApiKeysStore(database.db).create(user.id, 'bench');
+    const conversations = new ConversationsStore(database.db);
+    const sessionKey = randomUUID();
+    const conv = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
+    const events = makeEvents(EVENTS, Date.parse('2024-05-01T00:00:00Z'));
+
+    // ---- ingest: webhook vs raw insertMany of the same stored documents ----
+    let t0 = now();
+    for (let i = 0; i < events.length; i += BATCH) {
+      const r = await fetch(`${base}/api/v1/webhooks/events/${conv.id}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
+        body: JSON.stringify(events.slice(i, i + BATCH)),
+      });
+      if (r.status !== 200) throw new Error(`ingest answered ${r.status}: ${await r.text()}`);
+    }
+    const apiIngestMs = now() - t0;
+
+    const raw = database.db.collection<StoredEvent>('events_raw');
+    for (const index of eventsIndexes.indexes) await raw.createIndexes([index]);
+    const rawDocs: StoredEvent[] = events.map((e, i) => {
+      const v = EventSchema.parse(e);
+      return { _id: `${conv.id}/${v.id}`, conversation_id: conv.id, id: v.id, kind: v.kind, source: v.source, timestamp: normalizeEventTime(v.timestamp)!, seq: i + 1, json: JSON.stringify(v) };
+    });
+    t0 = now();
+    for (let i = 0; i < rawDocs.length; i += BATCH) await raw.insertMany(rawDocs.slice(i, i + BATCH), { ordered: true });
+    const rawIngestMs = now() - t0;
+
+    const storedIds = await database.db.collection<StoredEvent>('events').find({ conversation_id: conv.id }, { projection: { _id: 0, id: 1 } }).toArray();
+    const unique = new Set(storedIds.map((d) => d.id));
+    const lost = events.filter((e) => !unique.has(e.id as string)).length;
+    const duplicated = storedIds.length - unique.size;
+    const eps = (ms: number) => Math.round((EVENTS / ms) * 1000);
+    rows.push([
+      `ingest ${EVENTS} events, batches of ${BATCH}`,
+      `${eps(apiIngestMs)} ev/s`,
+      `${eps(rawIngestMs)} ev/s`,
+      `${(rawIngestMs / apiIngestMs).toFixed(2)} (api/raw throughput)`,
+      `>= 0.5; lost ${lost}, duplicated ${duplicated}`,
+    ]);
+
+    // ---- search pages: api vs raw find with the same filter, sort and limit ----
+    const headers = { 'X-Access-Token': key };
+    const apiPage = async (q: string) => {
+      const s = now();
+      const r = await fetch(`${base}/api/v1/conversation/${conv.id}/events/search?limit=100${q}`, { headers });
+      const body = (await r.json()) as { items: unknown[]; next_page_id: string | null };
+      if (r.status !== 200 || body.items.length !== 100) throw new Error(`search answered ${r.status}`);
+      return { ms: now() - s, next: body.next_page_id };
+    };
+    const rawPage = async (after?: [string, number]) => {
+      const s = now();
+      const filter: Record<string, unknown> = { conversation_id: conv.id };
+      if (after) filter.$or = [{ timestamp: { $gt: after[0] } }, { timestamp: after[0], seq: { $gt: after[1] } }];
+      const docs = await raw.find(filter, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } }).sort({ timestamp: 1, seq: 1 }).limit(101).toArray();
+      return { ms: now() - s, last: [docs[99]!.timestamp, docs[99]!.seq] as [string, number] };
+    };
+    const apiMs: number[] = [];
+    const rawMs: number[] = [];
+    let next: string | null = null;
+    let after: [string, number] | undefined;
+    for (let p = 0; p < PAGES; p++) {
+      const a = await apiPage(next ? `&page_id=${next}` : '');
+      next = a.next;
+      apiMs.push(a.ms);
+      const r = await rawPage(after);
+      after = r.last;
+      rawMs.push(r.ms);
+    }
+    rows.push([
+      `search: ${PAGES} consecutive pages of 100`,
+      `${mean(apiMs).toFixed(1)} ms/page`,
+      `${mean(rawMs).toFixed(1)} ms/page`,
+      `${(mean(apiMs) / mean(rawMs)).toFixed(2)}x (api/raw time)`,
+      '<= 1.5x',
+    ]);
+
+    // ---- first page vs last page ----
+    const lastDoc = rawDocs[rawDocs.length - 101]!;
+    const lastCursor = encodeCursor(EVENTS_LISTING, [lastDoc.timestamp, lastDoc.seq]);
+    const firstApi: number[] = [];
+    const lastApi: number[] = [];
+    const firstRaw: number[] = [];
+    const lastRaw: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      firstApi.push((await apiPage('')).ms);
+      lastApi.push((await apiPage(`&page_id=${lastCursor}`)).ms);
+      firstRaw.push((await rawPage()).ms);
+      lastRaw.push((await rawPage([lastDoc.timestamp, lastDoc.seq])).ms);
+    }
+    rows.push([
+      `first vs last page of ${EVENTS}`,
+      `${pct(firstApi, 50).toFixed(1)} / ${pct(lastApi, 50).toFixed(1)} ms`,
+      `${pct(firstRaw, 50).toFixed(1)} / ${pct(lastRaw, 50).toFixed(1)} ms`,
+      `${(pct(lastApi, 50) / pct(firstApi, 50)).toFixed(2)}x (last/first, api)`,
+      'constant on MongoDB',
+    ]);
+
+    // ---- live: one event to N subscribers ----
+    const live = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
+    const url = `ws://127.0.0.1:${apiPort}/api/v1/conversation/${live.id}/events/socket`;
+    const sockets: WebSocket[] = [];
+    const arrivals: number[][] = [];
+    for (let i = 0; i < SUBSCRIBERS; i++) {
+      const ws = new WebSocket(url, { headers });
+      const mine: number[] = [];
+      arrivals.push(mine);
+      ws.on('message', () => mine.push(now()));
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('error', reject);
+      });
+      sockets.push(ws);
+    }
+    // Every subscriber is registered once a probe reaches all of them.
+    const ingestOne = async (e: Record<string, unknown>) => {
+      const r = await fetch(`${base}/api/v1/webhooks/events/${live.id}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
+        body: JSON.stringify([e]),
+      });
+      if (r.status !== 200) throw new Error(`ingest answered ${r.status}`);
+    };
+    for (let i = 0; i < 100 && arrivals.some((a) => a.length === 0); i++) {
+      await ingestOne({ kind: 'StreamingDeltaEvent', content: 'probe' });
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const latencies: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      const before = arrivals.map((a) => a.length);
+      const sent = now();
+      await ingestOne(makeEvents(1, Date.now())[0]!);
+      for (let i = 0; i < 200 && arrivals.some((a, j) => a.length === before[j]); i++) await new Promise((r) => setTimeout(r, 10));
+      arrivals.forEach((a, j) => {
+        if (a.length > before[j]!) latencies.push(a[before[j]!]! - sent);
+      });
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    const missed = SUBSCRIBERS * 5 - latencies.length;
+    rows.push([
+      `live: 1 event to ${SUBSCRIBERS} websockets (x5)`,
+      `p50 ${pct(latencies, 50).toFixed(1)} ms`,
+      `p99 ${pct(latencies, 99).toFixed(1)} ms`,
+      `max ${Math.max(...latencies).toFixed(1)} ms`,
+      `p99 <= 50 ms; missed ${missed}`,
+    ]);
+    for (const ws of sockets) ws.terminate();
+  } finally {
+    api.kill('SIGTERM');
+    await new Promise((r) => api.once('exit', r));
+    await database.close();
+    await Promise.all([ferret.stop(), temporal.stop()]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+
+  const header = ['measure', 'through the api', 'raw driver', 'ratio', 'goal'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  console.log(line(header));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const r of rows) console.log(line(r));
+  console.log(`\nFerretDB ${path.basename(path.dirname(binaries.ferretdb))} (SQLite), Node ${process.version}, ${os.cpus().length} cores`);
+}
+
+main().catch((e: Error) => {
+  console.error(e);
+  process.exit(1);
+});
