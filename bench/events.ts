@@ -19,6 +19,7 @@ import { freePort } from '../scripts/servers/child';
 import { startFerretdb } from '../scripts/servers/ferretdb-server';
 import { obtainServers } from '../scripts/servers/obtain';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
+import { SecretBox } from '../src/auth/secret-box';
 import { normalizeEventTime } from '../src/events/event-time';
 import { encodeCursor } from '../src/http/page-cursor';
 import { EventSchema } from '../src/schemas/events';
@@ -86,6 +87,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
       MAX_BODY_BYTES: String(50 * 1024 * 1024),
+      SECRETS_KEY: SecretBox.generateKey(),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

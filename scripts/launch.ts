@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
-import { writeEmbeddedServers } from '../src/cli/embedded-servers';
+import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
 import { portOpen, reapStale, startChild, type Child } from './servers/child';
 import { startFerretdb } from './servers/ferretdb-server';
@@ -128,6 +128,7 @@ async function main(): Promise<void> {
     MONGODB_URI: mongoUri,
     TEMPORAL_ADDRESS: temporalAddress,
     DATA_DIR: config.dataDir,
+    SECRETS_KEY: resolveSecretsKey(config, true),
     AGENT_CONTROL_PARENT_PID: String(process.pid),
   };
   const bootstrap = JSON.parse(await runAdmin(['bootstrap'], env)) as { key?: string };

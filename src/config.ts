@@ -72,6 +72,14 @@ export const envSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('info'),
   /** json for machines, pretty for people; auto: pretty on a terminal, json otherwise. */
   LOG_FORMAT: z.enum(LOG_FORMATS, { error: `one of ${LOG_FORMATS.join(', ')}` }).default('auto'),
+  /** Key that seals secrets at rest (AES-256-GCM): 32 random bytes, base64. `npm start` keeps one in DATA_DIR. */
+  SECRETS_KEY: z
+    .string()
+    .trim()
+    .refine((v) => /^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32, {
+      error: '32 random bytes, base64-encoded (for example `openssl rand -base64 32`)',
+    })
+    .optional(),
   /** Largest accepted request body, in bytes. */
   MAX_BODY_BYTES: positiveInt('bytes').default(5 * 1024 * 1024),
   /** Most events one conversation's log may hold; appends past it are refused. */
@@ -96,6 +104,7 @@ export interface Config {
   dataDir: string;
   serversCacheDir: string | undefined;
   workflowBundlePath: string | undefined;
+  secretsKey: string | undefined;
   embedded: { mongoPort: number; temporalPort: number; temporalUiPort: number };
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number };
@@ -136,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     dataDir: path.resolve(e.DATA_DIR),
     serversCacheDir: e.SERVERS_CACHE_DIR && path.resolve(e.SERVERS_CACHE_DIR),
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH && path.resolve(e.WORKFLOW_BUNDLE_PATH),
+    secretsKey: e.SECRETS_KEY,
     embedded: {
       mongoPort: e.EMBEDDED_MONGODB_PORT,
       temporalPort: e.EMBEDDED_TEMPORAL_PORT,
@@ -159,4 +169,12 @@ export function requireServers(config: Config): { mongoUri: string; temporalAddr
     throw new ConfigError(missing.map((m) => `${m} is required here; \`npm start\` sets it for the embedded servers`));
   }
   return { mongoUri: config.mongo.uri!, temporalAddress: config.temporal.address! };
+}
+
+/** The api and the admin CLI seal secrets; without a key they cannot start. */
+export function requireSecretsKey(config: Config): string {
+  if (!config.secretsKey) {
+    throw new ConfigError(['SECRETS_KEY is required: 32 random bytes, base64 (`npm start` keeps one in DATA_DIR/secrets.key)']);
+  }
+  return config.secretsKey;
 }

@@ -2,7 +2,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { openDatabase, type Database } from '../src/store/mongo';
 import { createWorker } from '../worker/worker';
-import { testEnv, uniqueName } from './helpers/env';
+import { TEST_SECRETS_KEY, testEnv, uniqueName } from './helpers/env';
 import { quietTemporalRuntime } from './helpers/temporal-runtime';
 import { distPath, runNode } from './helpers/run';
 
@@ -39,7 +39,7 @@ describe('admin CLI', () => {
   it('creates users and keys, lists keys without them, revokes', async () => {
     const email = `${uniqueName('ops')}@example.com`;
     const user = JSON.parse((await admin('user', 'create', '--email', email)).stdout);
-    expect(user).toEqual({ id: expect.any(String), email });
+    expect(user).toEqual({ id: expect.any(String), email, personal_org_id: expect.any(String) });
 
     const dup = await admin('user', 'create', '--email', email);
     expect(dup.code).toBe(1);
@@ -59,6 +59,33 @@ describe('admin CLI', () => {
     const again = await admin('key', 'revoke', id);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain(`no live API key ${id}`);
+  });
+
+  it('administers organizations and members, and stores a user secret from standard input', async () => {
+    const ownerEmail = `${uniqueName('owner')}@example.com`;
+    const owner = JSON.parse((await admin('user', 'create', '--email', ownerEmail)).stdout);
+    expect(owner.personal_org_id).toEqual(expect.any(String));
+    const other = JSON.parse((await admin('user', 'create', '--email', `${uniqueName('dev')}@example.com`)).stdout);
+    const org = JSON.parse((await admin('org', 'create', '--name', 'Platform team', '--owner', ownerEmail)).stdout);
+    expect((await admin('org', 'add-member', '--org', org.id, '--user', other.id, '--role', 'admin')).code).toBe(0);
+    const members = JSON.parse((await admin('org', 'members', '--org', org.id)).stdout);
+    expect(members).toEqual(
+      expect.arrayContaining([
+        { organization_id: org.id, user_id: owner.id, role: 'owner' },
+        { organization_id: org.id, user_id: other.id, role: 'admin' },
+      ]),
+    );
+    const badRole = await admin('org', 'add-member', '--org', org.id, '--user', other.id, '--role', 'king');
+    expect(badRole.code).toBe(1);
+    expect(badRole.stderr).toContain('--role must be one of owner, admin, member');
+    expect((await admin('org', 'remove-member', '--org', org.id, '--user', other.id)).code).toBe(0);
+    expect(JSON.parse((await admin('org', 'members', '--org', org.id)).stdout)).toHaveLength(1);
+
+    const stored = await runNode(distPath('src', 'cli', 'admin.js'), ['--json', 'secret', 'set', '--user', ownerEmail, '--name', 'GITHUB_TOKEN'], { ...vars, SECRETS_KEY: TEST_SECRETS_KEY }, 60_000, 'ghp_from_stdin\n');
+    expect(stored.code).toBe(0);
+    const doc = await database.db.collection('user_secrets').findOne({ user_id: owner.id });
+    expect(doc).toMatchObject({ name: 'GITHUB_TOKEN', value: expect.stringMatching(/^enc:v1:/) });
+    expect(JSON.stringify(doc)).not.toContain('ghp_from_stdin');
   });
 
   it('explains a bad command and a bad environment', async () => {

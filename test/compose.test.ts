@@ -8,6 +8,18 @@ import { SEARCH_ATTRIBUTES } from '../src/temporal/search-attributes';
 const root = path.resolve(__dirname, '..');
 const compose = parse(fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
 
+/** A service's environment as compose would pass it, with valid stand-ins for what the user supplies (`${VAR:?...}`). */
+function composeEnv(svc: { environment: Record<string, string> }): Record<string, string> {
+  const supplied: Record<string, string> = { SECRETS_KEY: Buffer.alloc(32, 1).toString('base64') };
+  return Object.fromEntries(
+    Object.entries(svc.environment).map(([k, v]) => {
+      const m = /^\$\{(\w+):\?[^}]*\}$/.exec(v);
+      if (m) expect(m[1]).toBe(k);
+      return [k, m ? supplied[m[1]!]! : v];
+    }),
+  );
+}
+
 describe('docker-compose.yml', () => {
   it('runs MongoDB 7+, Temporal with its UI, the api and the worker', () => {
     expect(Object.keys(compose.services).sort()).toEqual(['api', 'mongodb', 'temporal', 'worker']);
@@ -26,8 +38,9 @@ describe('docker-compose.yml', () => {
     const svc = compose.services[name];
     expect(svc.build).toBe('.');
     expect(fs.existsSync(path.join(root, 'Dockerfile'))).toBe(true);
-    const env: Record<string, string> = svc.environment;
+    const env = composeEnv(svc);
     for (const key of Object.keys(env)) expect(ENV_VARIABLES).toContain(key);
+    expect(env.SECRETS_KEY).toBeDefined();
     const config = loadConfig(env, false);
     expect(config.mongo.uri).toMatch(/^mongodb:\/\/mongodb:27017/);
     expect(config.temporal.address).toBe('temporal:7233');
@@ -38,7 +51,7 @@ describe('docker-compose.yml', () => {
 
   it('publishes the api on the port it listens on', () => {
     const api = compose.services.api;
-    const port = loadConfig(api.environment, false).api.port;
+    const port = loadConfig(composeEnv(api), false).api.port;
     expect(api.ports).toContain(`${port}:${port}`);
     expect(api.environment.API_HOST).toBe('0.0.0.0');
   });

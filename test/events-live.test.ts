@@ -108,13 +108,15 @@ describe('live events over websockets', () => {
         TEMPORAL_ADDRESS: t.config.temporal.address,
         API_PORT: '0',
         LOG_FORMAT: 'json',
+        SECRETS_KEY: t.config.secretsKey,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {
       let out = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      for (let i = 0; i < 200 && !out.includes('api listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && !out.includes('api listening') && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(out).toContain('api listening');
       const otherUrl: string = JSON.parse(out.split('\n').find((l) => l.includes('api listening'))!).url;
       for (let i = 0; i < 100 && (await fetch(`${otherUrl}/ready`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
 
@@ -144,8 +146,11 @@ describe('live events over websockets', () => {
         s.ws.close();
       }
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
     }
   });
 

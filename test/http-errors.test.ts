@@ -36,7 +36,12 @@ describe('error bodies', () => {
     it('with a valid key the route answers', async () => {
       const r = await t.request('GET', '/api/v1/users/me', { key });
       expect(r.status).toBe(200);
-      expect(r.body).toEqual({ id: expect.any(String), email: expect.stringMatching(/@example\.com$/), created_at: expect.any(String) });
+      expect(r.body).toEqual({
+        id: expect.any(String),
+        email: expect.stringMatching(/@example\.com$/),
+        current_org_id: expect.any(String),
+        created_at: expect.any(String),
+      });
     });
   });
 

@@ -44,7 +44,9 @@ describe('launcher (npm start)', () => {
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    return { child, output: () => out, exited };
+    const l = { child, output: () => out, exited };
+    launched.push(l);
+    return l;
   };
 
   const waitUp = async (l: Launch) => {
@@ -73,6 +75,14 @@ describe('launcher (npm start)', () => {
   };
 
   let adminKey: string;
+  let firstKey: string;
+  const launched: Launch[] = [];
+
+  // A failed assertion must not leave servers running: stop launchers, then whatever their pid files name.
+  afterAll(async () => {
+    for (const l of launched) if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL');
+    for (const pid of pids()) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
 
   it('first start: everything up, URLs and an admin key printed', async () => {
     const l = launch();
@@ -89,6 +99,10 @@ describe('launcher (npm start)', () => {
     expect(await me.json()).toMatchObject({ email: 'admin@localhost' });
     const running = pids();
     expect(running).toHaveLength(4);
+    // The key that seals secrets is created on the first run, readable by this user only.
+    const keyFile = path.join(dataDir, 'secrets.key');
+    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+    firstKey = fs.readFileSync(keyFile, 'utf8');
 
     l.child.kill('SIGINT');
     expect(await l.exited).toBe(0);
@@ -101,6 +115,7 @@ describe('launcher (npm start)', () => {
     await waitUp(l);
     expect(l.output()).not.toMatch(/acp_[A-Za-z0-9_-]{43}/);
     expect(l.output()).toContain('Admin key: created on the first run');
+    expect(fs.readFileSync(path.join(dataDir, 'secrets.key'), 'utf8')).toBe(firstKey);
     expect((await api('/api/v1/users/me', adminKey)).status).toBe(200);
 
     // kill -9 of the launcher: its api and worker notice and stop; the servers it left are reaped next time.

@@ -5,7 +5,8 @@
 import { Connection } from '@temporalio/client';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Config } from '../config';
+import { SecretBox } from '../auth/secret-box';
+import { requireSecretsKey, type Config } from '../config';
 import { EventIngest } from '../events/ingest';
 import { createApp } from '../http/app';
 import { EventHub } from '../live/event-hub';
@@ -15,6 +16,9 @@ import type { Logger } from '../logger';
 import { ApiKeysStore } from '../store/api-keys-store';
 import { ConversationsStore } from '../store/conversations-store';
 import { EventsStore } from '../store/events-store';
+import { MembershipsStore } from '../store/memberships-store';
+import { OrganizationsStore } from '../store/organizations-store';
+import { OrganizationsService } from '../orgs/organizations-service';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
@@ -33,6 +37,7 @@ export async function startApiServer(
   servers: { mongoUri: string; temporalAddress: string },
   logger: Logger,
 ): Promise<ApiServer> {
+  const box = new SecretBox(requireSecretsKey(config));
   const database = openDatabase(servers.mongoUri, config.mongo.db, {
     serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
     appName: 'agent-control-api',
@@ -77,7 +82,14 @@ export async function startApiServer(
     log: logger,
     maxEventsPerConversation: config.limits.maxEventsPerConversation,
   });
-  const app = createApp({ config, logger, readiness, apiKeys, users: new UsersStore(database.db), conversations, events, ingest });
+  const users = new UsersStore(database.db);
+  const organizations = new OrganizationsService({
+    users,
+    organizations: new OrganizationsStore(database.db),
+    memberships: new MembershipsStore(database.db),
+    box,
+  });
+  const app = createApp({ config, logger, readiness, apiKeys, users, conversations, events, ingest, organizations });
 
   const server = http.createServer(app.koa.callback());
   server.requestTimeout = 0; // stream-start keeps its connection open until the start ends

@@ -6,26 +6,55 @@
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
+import { SecretBox } from '../auth/secret-box';
+import { OrganizationsService } from '../orgs/organizations-service';
+import { ROLES, type Role } from '../schemas/organizations';
 import { ApiKeysStore } from '../store/api-keys-store';
+import { MembershipsStore } from '../store/memberships-store';
+import { OrganizationsStore } from '../store/organizations-store';
+import { UserSecretsStore } from '../store/user-secrets-store';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase, type Database } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
 import { WORKFLOW_TYPES, diagnosticsWorkflowId, type DiagnosticsResult } from '../temporal/shared';
 import { bootstrapAdmin } from './bootstrap';
-import { resolveServers } from './embedded-servers';
+import { resolveSecretsKey, resolveServers } from './embedded-servers';
 
 class CliError extends Error {}
 
-async function withDatabase<T>(config: Config, fn: (stores: { users: UsersStore; apiKeys: ApiKeysStore }, db: Database) => Promise<T>): Promise<T> {
+interface Stores {
+  users: UsersStore;
+  apiKeys: ApiKeysStore;
+  memberships: MembershipsStore;
+  orgs: OrganizationsService;
+  /** Needs SECRETS_KEY (or the launcher's key file). */
+  userSecrets: () => UserSecretsStore;
+}
+
+async function withDatabase<T>(config: Config, fn: (stores: Stores, db: Database) => Promise<T>): Promise<T> {
   const { mongoUri } = resolveServers(config);
   if (!mongoUri) throw new CliError('MONGODB_URI is not set and no launcher runs on DATA_DIR; start the service or set MONGODB_URI');
+  const key = resolveSecretsKey(config);
+  const box = () => {
+    if (!key) throw new CliError('SECRETS_KEY is not set and no launcher has kept one in DATA_DIR');
+    return new SecretBox(key);
+  };
   const database = openDatabase(mongoUri, config.mongo.db, { serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs, appName: 'agent-control-admin' });
   try {
     await ensureIndexes(database.db, ALL_INDEXES);
-    return await fn({ users: new UsersStore(database.db), apiKeys: new ApiKeysStore(database.db) }, database);
+    const users = new UsersStore(database.db);
+    const memberships = new MembershipsStore(database.db);
+    // Creating users and organizations seals no secret; a placeholder key serves when none is set.
+    const orgs = new OrganizationsService({ users, organizations: new OrganizationsStore(database.db), memberships, box: key ? new SecretBox(key) : new SecretBox(SecretBox.generateKey()) });
+    return await fn({ users, apiKeys: new ApiKeysStore(database.db), memberships, orgs, userSecrets: () => new UserSecretsStore(database.db, box()) }, database);
   } finally {
     await database.close();
   }
+}
+
+function role(value: string): Role {
+  if (!(ROLES as readonly string[]).includes(value)) throw new CliError(`--role must be one of ${ROLES.join(', ')}`);
+  return value as Role;
 }
 
 async function findUser(users: UsersStore, ref: string) {
@@ -50,8 +79,8 @@ export function buildCli(config: () => Config): Command {
     .description('create a user')
     .action(async (o: { email: string }) => {
       if (!/^[^@\s]+@[^@\s]+$/.test(o.email)) throw new CliError(`--email ${o.email} is not an email address`);
-      const u = await withDatabase(config(), ({ users }) => users.create(o.email));
-      print({ id: u.id, email: u.email }, json(), `created user ${u.id} <${u.email}>`);
+      const u = await withDatabase(config(), ({ orgs }) => orgs.createUser(o.email));
+      print({ id: u.id, email: u.email, personal_org_id: u.current_org_id }, json(), `created user ${u.id} <${u.email}>, personal organization ${u.current_org_id}`);
     });
 
   const key = program.command('key').description('API keys (X-Access-Token)');
@@ -94,11 +123,72 @@ export function buildCli(config: () => Config): Command {
       print({ revoked: id }, json(), `revoked ${id}`);
     });
 
+  const org = program.command('org').description('organizations and their members');
+  org
+    .command('create')
+    .requiredOption('--name <name>', 'organization name')
+    .requiredOption('--owner <id-or-email>', 'its first owner')
+    .description('create an organization')
+    .action(async (o: { name: string; owner: string }) => {
+      const created = await withDatabase(config(), async ({ users, orgs }) => orgs.createOrganization(o.name, (await findUser(users, o.owner)).id));
+      print({ id: created.id, name: created.name }, json(), `created organization ${created.id} (${created.name})`);
+    });
+  org
+    .command('add-member')
+    .requiredOption('--org <org-id>', 'the organization')
+    .requiredOption('--user <id-or-email>', 'the user')
+    .option('--role <role>', `one of ${ROLES.join(', ')}`, 'member')
+    .description("add a member, or change a member's role")
+    .action(async (o: { org: string; user: string; role: string }) => {
+      const r = role(o.role);
+      const userId = await withDatabase(config(), async ({ users, memberships }) => {
+        const u = await findUser(users, o.user);
+        await memberships.put(o.org, u.id, r);
+        return u.id;
+      });
+      print({ organization_id: o.org, user_id: userId, role: r }, json(), `${userId} is ${r} of ${o.org}`);
+    });
+  org
+    .command('remove-member')
+    .requiredOption('--org <org-id>', 'the organization')
+    .requiredOption('--user <id-or-email>', 'the user')
+    .description('remove a member')
+    .action(async (o: { org: string; user: string }) => {
+      const done = await withDatabase(config(), async ({ users, memberships }) => memberships.remove(o.org, (await findUser(users, o.user)).id));
+      if (!done) throw new CliError(`${o.user} is not a member of ${o.org}`);
+      print({ removed: o.user }, json(), `removed ${o.user} from ${o.org}`);
+    });
+  org
+    .command('members')
+    .requiredOption('--org <org-id>', 'the organization')
+    .description('list members and roles')
+    .action(async (o: { org: string }) => {
+      const list = await withDatabase(config(), ({ memberships }) => memberships.members(o.org));
+      print(list, json(), list.map((m) => `${m.user_id}  ${m.role}`).join('\n') || '(no members)');
+    });
+
+  const secret = program.command('secret').description("a user's stored secrets, copied into their starts");
+  secret
+    .command('set')
+    .requiredOption('--user <id-or-email>', 'the user')
+    .requiredOption('--name <name>', 'secret name, such as GITHUB_TOKEN')
+    .description('store a secret read from standard input (never from the command line)')
+    .action(async (o: { user: string; name: string }) => {
+      const value = (await new Promise<string>((resolve) => {
+        let data = '';
+        process.stdin.on('data', (d: Buffer) => (data += d.toString()));
+        process.stdin.on('end', () => resolve(data));
+      })).replace(/\r?\n$/, '');
+      if (!value) throw new CliError('send the secret value on standard input');
+      await withDatabase(config(), async ({ users, userSecrets }) => userSecrets().set((await findUser(users, o.user)).id, o.name, value));
+      print({ stored: o.name }, json(), `stored ${o.name}`);
+    });
+
   program
     .command('bootstrap')
     .description('on a fresh install, create the admin user and its first API key')
     .action(async () => {
-      const created = await withDatabase(config(), ({ users, apiKeys }) => bootstrapAdmin(users, apiKeys));
+      const created = await withDatabase(config(), ({ users, apiKeys, orgs }) => bootstrapAdmin(users, apiKeys, orgs));
       print(created ?? {}, json(), created ? `admin user ${created.userId}, API key:\n${created.key}` : 'users exist already; nothing created');
     });
 

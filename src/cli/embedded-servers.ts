@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { SecretBox } from '../auth/secret-box';
 import type { Config } from '../config';
 
 export interface EmbeddedServers {
@@ -29,4 +30,23 @@ export function resolveServers(config: Config): Partial<EmbeddedServers> {
     mongoUri: config.mongo.uri ?? embedded.mongoUri,
     temporalAddress: config.temporal.address ?? embedded.temporalAddress,
   };
+}
+
+export const secretsKeyFile = (dataDir: string) => path.join(dataDir, 'secrets.key');
+
+/**
+ * SECRETS_KEY when set; otherwise the key the launcher keeps in the data directory, created on the first
+ * run (readable by this user only) when `create` is set.
+ */
+export function resolveSecretsKey(config: Config, create = false): string | undefined {
+  if (config.secretsKey) return config.secretsKey;
+  const file = secretsKeyFile(config.dataDir);
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    if (!create) return undefined;
+    const key = SecretBox.generateKey();
+    fs.writeFileSync(file, key + '\n', { mode: 0o600, flag: 'wx' });
+    return key;
+  }
 }

@@ -9,6 +9,7 @@ import type { Config } from '../config';
 import type { Logger } from '../logger';
 import { buildOpenApiDocument } from '../openapi/document';
 import type { EventIngest } from '../events/ingest';
+import type { OrganizationsService } from '../orgs/organizations-service';
 import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { EventsStore } from '../store/events-store';
@@ -21,6 +22,7 @@ import { ApiRouter } from './route';
 import { apiKeysRoutes } from './routers/api-keys.router';
 import { docsRoutes } from './routers/docs.router';
 import { eventsRoutes } from './routers/events.router';
+import { organizationsRoutes } from './routers/organizations.router';
 import { healthRoutes } from './routers/health.router';
 import { usersRoutes } from './routers/users.router';
 import { webhooksRoutes } from './routers/webhooks.router';
@@ -35,6 +37,7 @@ export interface AppDeps {
   conversations: ConversationsStore;
   events: EventsStore;
   ingest: EventIngest;
+  organizations: OrganizationsService;
 }
 
 export interface App {
@@ -57,6 +60,7 @@ export function createApp(deps: AppDeps): App {
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
     webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest),
+    organizationsRoutes(router('/api/organizations', 'organizations'), deps.organizations),
   ];
 
   let document: object | undefined;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { uuidString } from './common';
 
 export const UserSchema = z
-  .object({ id: z.string(), email: z.string(), created_at: z.iso.datetime() })
+  .object({ id: z.string(), email: z.string(), current_org_id: z.string().nullable(), created_at: z.iso.datetime() })
   .meta({ id: 'User', description: 'The user behind the credential.' });
 
 export const ApiKeySchema = z

@@ -5,12 +5,15 @@ import type { CollectionIndexes } from './mongo';
 export interface User {
   id: string;
   email: string;
+  /** The organization the user acts in (their personal one at first). */
+  current_org_id: string | null;
   created_at: Date;
 }
 
 interface UserDoc {
   _id: string;
   email: string;
+  current_org_id: string | null;
   created_at: Date;
 }
 
@@ -25,7 +28,7 @@ export class DuplicateEmailError extends Error {
   }
 }
 
-const toUser = (d: UserDoc): User => ({ id: d._id, email: d.email, created_at: d.created_at });
+const toUser = (d: UserDoc): User => ({ id: d._id, email: d.email, current_org_id: d.current_org_id ?? null, created_at: d.created_at });
 
 export class UsersStore {
   constructor(private readonly db: Db) {}
@@ -34,8 +37,8 @@ export class UsersStore {
     return this.db.collection<UserDoc>('users');
   }
 
-  async create(email: string): Promise<User> {
-    const doc: UserDoc = { _id: randomUUID(), email: email.trim().toLowerCase(), created_at: new Date() };
+  async create(email: string, currentOrgId: string | null = null, id: string = randomUUID()): Promise<User> {
+    const doc: UserDoc = { _id: id, email: email.trim().toLowerCase(), current_org_id: currentOrgId, created_at: new Date() };
     try {
       await this.users.insertOne(doc);
     } catch (e) {
@@ -53,6 +56,11 @@ export class UsersStore {
   async findByEmail(email: string): Promise<User | null> {
     const d = await this.users.findOne({ email: email.trim().toLowerCase() });
     return d && toUser(d);
+  }
+
+  /** Sets the active organization; false when there is no such user. */
+  async setCurrentOrg(userId: string, orgId: string): Promise<boolean> {
+    return (await this.users.updateOne({ _id: userId }, { $set: { current_org_id: orgId } })).matchedCount === 1;
   }
 
   async count(): Promise<number> {

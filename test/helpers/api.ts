@@ -4,6 +4,10 @@ import { startApiServer, type ApiServer } from '../../src/api/server';
 import type { Config } from '../../src/config';
 import type { Logger } from '../../src/logger';
 import { generateApiKey } from '../../src/auth/api-key';
+import { SecretBox } from '../../src/auth/secret-box';
+import { OrganizationsService } from '../../src/orgs/organizations-service';
+import { MembershipsStore } from '../../src/store/memberships-store';
+import { OrganizationsStore } from '../../src/store/organizations-store';
 import { ApiKeysStore } from '../../src/store/api-keys-store';
 import { ConversationsStore } from '../../src/store/conversations-store';
 import { openDatabase, type Database } from '../../src/store/mongo';
@@ -19,6 +23,8 @@ export interface TestApi {
   users: UsersStore;
   apiKeys: ApiKeysStore;
   conversations: ConversationsStore;
+  orgs: OrganizationsService;
+  box: SecretBox;
   /** A conversation of the user, with the session key its (future) sandbox reports events with. */
   newConversation(userId: string): Promise<{ conversationId: string; sessionKey: string }>;
   /** POST a batch to the webhook with the session key. */
@@ -36,6 +42,8 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
   const users = new UsersStore(database.db);
   const apiKeys = new ApiKeysStore(database.db);
   const conversations = new ConversationsStore(database.db);
+  const box = new SecretBox(config.secretsKey!);
+  const orgs = new OrganizationsService({ users, organizations: new OrganizationsStore(database.db), memberships: new MembershipsStore(database.db), box });
   const request: TestApi['request'] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.key) headers['X-Access-Token'] = opts.key;
@@ -62,6 +70,8 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
     users,
     apiKeys,
     conversations,
+    orgs,
+    box,
     async newConversation(userId) {
       const sessionKey = generateApiKey();
       const c = await conversations.create({ userId, sessionApiKey: sessionKey });
@@ -70,7 +80,7 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
     ingest: (conversationId, sessionKey, events) =>
       request('POST', `/api/v1/webhooks/events/${conversationId}`, { body: events, headers: { 'X-Session-API-Key': sessionKey } }),
     async newUser() {
-      const user = await users.create(`${uniqueName('user')}@example.com`);
+      const user = await orgs.createUser(`${uniqueName('user')}@example.com`);
       const { raw } = await apiKeys.create(user.id, 'test');
       return { userId: user.id, key: raw };
     },

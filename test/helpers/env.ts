@@ -19,6 +19,9 @@ export function testEnv(): TestEnv {
   return JSON.parse(fs.readFileSync(file, 'utf8')) as TestEnv;
 }
 
+/** A fixed key for sealing secrets in tests (never used outside them). */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+
 /** A name no other test file uses: a database, a task queue, an email. */
 export const uniqueName = (prefix: string) => `${prefix}_${randomBytes(5).toString('hex')}`;
 
@@ -33,6 +36,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       TEMPORAL_TASK_QUEUE: uniqueName('tq'),
       API_PORT: '0',
       LOG_LEVEL: 'silent',
+      SECRETS_KEY: TEST_SECRETS_KEY,
       LOG_FORMAT: 'json',
       READY_TIMEOUT_MS: '1500',
       MONGODB_SERVER_SELECTION_TIMEOUT_MS: '2000',

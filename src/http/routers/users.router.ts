@@ -21,7 +21,7 @@ export function usersRoutes(router: ApiRouter, users: UsersStore): ApiRouter {
     async (ctx) => {
       const user = await users.get(ctx.state.caller!.userId);
       if (!user) throw notFound('User not found');
-      ctx.body = { id: user.id, email: user.email, created_at: user.created_at.toISOString() };
+      ctx.body = { id: user.id, email: user.email, current_org_id: user.current_org_id, created_at: user.created_at.toISOString() };
     },
   );
 }

@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import type { OrganizationsService } from '../../orgs/organizations-service';
+import { pageLimit, uuidString } from '../../schemas/common';
+import { ErrorResponseSchema } from '../../schemas/errors';
+import { OrganizationEditableSchema, OrganizationSchema } from '../../schemas/organizations';
+import { encodeCursor, pageIdParam } from '../page-cursor';
+import type { ApiRouter } from '../route';
+
+const LISTING = 'organizations';
+const OrgPathSchema = z.object({ org_id: uuidString() });
+const error = (description: string) => ({ description, schema: ErrorResponseSchema });
+
+/** Patch body: every editable field optional; objects are merged, the result is validated whole. */
+const OrganizationPatchSchema = z
+  .strictObject(
+    Object.fromEntries(
+      Object.entries(OrganizationEditableSchema.shape).map(([k, v]) => [
+        k,
+        (k === 'agent_settings' || k === 'conversation_settings' ? z.record(z.string(), z.unknown()) : (v as z.ZodType)).optional(),
+      ]),
+    ) as Record<string, z.ZodOptional<z.ZodType>>,
+  )
+  .meta({ id: 'OrganizationPatch', description: 'Fields to change; nested settings objects are merged into the stored ones.' });
+
+/** /api/organizations (SPEC 4.3 and around it). */
+export function organizationsRoutes(router: ApiRouter, service: OrganizationsService): ApiRouter {
+  return router
+    .route(
+      {
+        method: 'get',
+        path: '',
+        operationId: 'listOrganizations',
+        summary: "The caller's organizations",
+        security: 'APIKeyHeader',
+        query: z.object({
+          page_id: pageIdParam(LISTING, z.tuple([z.string()])).optional().meta({ type: 'string', description: 'next_page_id of the previous page' }),
+          limit: pageLimit(),
+        }),
+        responses: { 200: { description: 'A page', schema: z.object({ items: z.array(OrganizationSchema), next_page_id: z.string().nullable() }) } },
+      },
+      async (ctx, { query }) => {
+        const page = await service.list(ctx.state.caller!.userId, query.limit, query.page_id?.[0]);
+        ctx.body = { items: page.items, next_page_id: page.last && encodeCursor(LISTING, [page.last]) };
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/:org_id',
+        operationId: 'getOrganization',
+        summary: 'One organization of the caller',
+        security: 'APIKeyHeader',
+        params: OrgPathSchema,
+        responses: { 200: { description: 'The organization', schema: OrganizationSchema }, 403: error('Not a member'), 404: error('No such organization') },
+      },
+      async (ctx, { params }) => {
+        ctx.body = await service.get(params.org_id, ctx.state.caller!.userId);
+      },
+    )
+    .route(
+      {
+        method: 'patch',
+        path: '/:org_id',
+        operationId: 'updateOrganization',
+        summary: 'Change an organization (owners and admins); org_version goes up by one',
+        security: 'APIKeyHeader',
+        params: OrgPathSchema,
+        body: OrganizationPatchSchema,
+        responses: {
+          200: { description: 'The organization after the change', schema: OrganizationSchema },
+          403: error('Not an owner or admin'),
+          404: error('No such organization'),
+          409: error('Changed meanwhile by someone else'),
+        },
+      },
+      async (ctx, { params, body }) => {
+        ctx.body = await service.update(params.org_id, ctx.state.caller!.userId, body as Record<string, unknown>);
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/:org_id/switch',
+        operationId: 'switchOrganization',
+        summary: 'Make one of your organizations the active one',
+        description: 'The user is the one behind the credential, never one named in the request.',
+        security: 'APIKeyHeader',
+        params: OrgPathSchema,
+        responses: {
+          200: { description: 'The organization now active', schema: OrganizationSchema },
+          403: error('The user is not a member'),
+          404: error('The organization does not exist'),
+          500: error('The switch failed'),
+        },
+      },
+      async (ctx, { params }) => {
+        ctx.body = await service.switch(params.org_id, ctx.state.caller!.userId);
+      },
+    );
+}
