@@ -54,8 +54,10 @@ export class Subscription {
    * events. Call after registering with the hub, so nothing appended meanwhile is missed.
    */
   async start(afterSeq: number | null): Promise<void> {
-    this.lastSeq = afterSeq ?? (await this.events.lastSeq(this.conversationId));
-    await this.sendFromLog(Number.MAX_SAFE_INTEGER);
+    const current = await this.events.lastSeq(this.conversationId);
+    this.lastSeq = afterSeq ?? current;
+    // The log is read only when there is something to send: a live-only subscriber costs one lookup.
+    if (this.lastSeq < current) await this.sendFromLog(current);
     this.catchingUp = false;
     const held = this.pending;
     this.pending = [];
