@@ -87,7 +87,7 @@ export const envSchema = z.object({
   /** How often an api process looks for live events published by any process (ms). */
   LIVE_POLL_MS: positiveInt('milliseconds').default(10),
   /** Live-channel slots (one per published batch) kept before the oldest are removed. */
-  LIVE_CHANNEL_RETAIN_SLOTS: positiveInt('slots').default(1000),
+  LIVE_CHANNEL_RETAIN_SLOTS: positiveInt('slots').default(100),
   /** How long /ready waits for each dependency before calling it down (ms). */
   READY_TIMEOUT_MS: positiveInt('milliseconds').default(2000),
   /** Grace period for in-flight work on SIGTERM before a process exits (ms). */

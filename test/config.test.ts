@@ -17,7 +17,7 @@ describe('config', () => {
     expect(c.mongo.uri).toBeUndefined();
     expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control' });
     expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000 });
-    expect(c.live).toEqual({ pollMs: 10, retainSlots: 1000 });
+    expect(c.live).toEqual({ pollMs: 10, retainSlots: 100 });
     expect(c.log).toEqual({ level: 'info', format: 'json' });
     expect(loadConfig({}, true).log.format).toBe('pretty');
   });
