@@ -35,14 +35,6 @@ export class UserSecretsStore {
     );
   }
 
-  async remove(userId: string, name: string): Promise<boolean> {
-    return (await this.secrets.deleteOne({ _id: `${userId}/${name}` })).deletedCount === 1;
-  }
-
-  async names(userId: string): Promise<string[]> {
-    return (await this.secrets.find({ user_id: userId }, { projection: { name: 1 } }).sort({ name: 1 }).toArray()).map((d) => d.name);
-  }
-
   /** Name to plain value. */
   async all(userId: string): Promise<Record<string, string>> {
     const docs = await this.secrets.find({ user_id: userId }).toArray();
