@@ -78,11 +78,17 @@ async function main(): Promise<void> {
     });
   }
 
-  // A launcher killed with -9 leaves its servers running (its api and worker stop by themselves).
-  const pidFiles = (await fs.promises.readdir(config.dataDir, { recursive: true })).filter((f) => f.endsWith('.pid'));
-  for (const f of pidFiles) {
-    const file = path.join(config.dataDir, f);
-    await reapStale(file, f.includes('temporal') ? 'temporal' : f.includes('ferretdb') ? 'ferretdb' : 'node');
+  // A launcher killed with -9 leaves its servers running (its api and worker stop by themselves). Only the
+  // launcher's own pid files are read, and a pid is stopped only if it still runs the same program.
+  const dist = path.join(__dirname, '..');
+  const known: [file: string, program: string][] = [
+    [path.join(config.dataDir, 'api.pid'), path.join(dist, 'src', 'api', 'main.js')],
+    [path.join(config.dataDir, 'worker.pid'), path.join(dist, 'worker', 'main.js')],
+    [path.join(config.dataDir, 'temporal', 'temporal.pid'), 'temporal-cli-'],
+    [path.join(config.dataDir, 'ferretdb', 'ferretdb.pid'), 'ferretdb-'],
+  ];
+  for (const [file, program] of known) {
+    await reapStale(file, program);
     fs.rmSync(file, { force: true });
   }
 
@@ -100,7 +106,7 @@ async function main(): Promise<void> {
       pidFile: true,
     });
     mongoUri = ferret.uri;
-    log.info({ uri: mongoUri }, 'FerretDB (MongoDB wire protocol) is up');
+    log.info({ uri: mongoUri }, 'FerretDB (MongoDB wire protocol) is up'); // embedded: no credentials
   }
 
   let temporalAddress = config.temporal.address;
@@ -135,7 +141,6 @@ async function main(): Promise<void> {
 
   await ensurePortFree(config.api.port, 'API_PORT');
   const logs = path.join(config.dataDir, 'logs');
-  const dist = path.join(__dirname, '..');
   const workerLog = path.join(logs, 'worker.log');
   const workerLogStart = sizeOf(workerLog);
   await startChild({
@@ -170,7 +175,7 @@ async function main(): Promise<void> {
     '',
     `  API          ${config.api.publicBaseUrl}   (docs: ${config.api.publicBaseUrl}/docs)`,
     temporalUi ? `  Temporal UI  ${temporalUi}` : `  Temporal     ${temporalAddress}`,
-    `  MongoDB      ${mongoUri}`,
+    `  MongoDB      ${mongoUri.replace(/\/\/[^@/]*@/, '//***@')}`,
     `  Data         ${config.dataDir}   (logs in ${logs})`,
     bootstrap.key
       ? `\n  Admin API key (shown once, not stored; send it as X-Access-Token):\n  ${bootstrap.key}`

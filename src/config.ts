@@ -113,6 +113,9 @@ export interface Config {
   shutdownGraceMs: number;
 }
 
+/** Variables whose values never appear in messages (keys, connection strings with passwords). */
+const SENSITIVE = new Set(['SECRETS_KEY', 'MONGODB_URI']);
+
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -129,7 +132,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
         const name = String(issue.path[0] ?? '?');
-        return `${name}=${JSON.stringify(present[name])} is invalid: expected ${issue.message}`;
+        const shown = SENSITIVE.has(name) ? '<redacted>' : JSON.stringify(present[name]);
+        return `${name}=${shown} is invalid: expected ${issue.message}`;
       }),
     );
   }

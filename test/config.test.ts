@@ -49,7 +49,11 @@ describe('config', () => {
     expect(problems({ API_PORT: 'eighty' })).toEqual([
       'API_PORT="eighty" is invalid: expected a port number for the api (0-65535; 0 picks a free port)',
     ]);
-    expect(problems({ MONGODB_URI: 'localhost:27017' })[0]).toMatch(/^MONGODB_URI="localhost:27017" is invalid: expected a MongoDB connection string/);
+    expect(problems({ MONGODB_URI: 'localhost:27017' })[0]).toMatch(/^MONGODB_URI=<redacted> is invalid: expected a MongoDB connection string/);
+    // Values that may hold secrets are never echoed.
+    const bad = problems({ SECRETS_KEY: 'c2VjcmV0LWJ1dC10b28tc2hvcnQ=' })[0]!;
+    expect(bad).toMatch(/^SECRETS_KEY=<redacted> is invalid: expected 32 random bytes/);
+    expect(bad).not.toContain('c2VjcmV0');
     expect(problems({ TEMPORAL_ADDRESS: 'temporal' })[0]).toMatch(/^TEMPORAL_ADDRESS="temporal" is invalid: expected host:port/);
     expect(problems({ LOG_LEVEL: 'loud' })[0]).toBe(
       'LOG_LEVEL="loud" is invalid: expected one of fatal, error, warn, info, debug, trace, silent',

@@ -52,8 +52,8 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Stops a process a previous, killed launcher left behind, if the pid still runs the same command. */
-export async function reapStale(pidFile: string, command: string): Promise<void> {
+/** Stops a process a previous, killed launcher left behind, if the pid still runs the same program. */
+export async function reapStale(pidFile: string, program: string): Promise<void> {
   let pid: number;
   try {
     pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
@@ -67,7 +67,7 @@ export async function reapStale(pidFile: string, command: string): Promise<void>
   } catch {
     return; // cannot prove it is ours (no /proc): leave it alone
   }
-  if (!cmdline.includes(path.basename(command))) return;
+  if (!cmdline.includes(program)) return;
   process.kill(pid, 'SIGTERM');
   for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
   if (alive(pid)) process.kill(pid, 'SIGKILL');
@@ -75,12 +75,14 @@ export async function reapStale(pidFile: string, command: string): Promise<void>
 
 export async function startChild(spec: ChildSpec): Promise<Child> {
   fs.mkdirSync(path.dirname(spec.logFile), { recursive: true });
-  if (spec.pidFile) await reapStale(spec.pidFile, spec.command);
+  if (spec.pidFile) await reapStale(spec.pidFile, spec.args.find((a) => a.endsWith('.js')) ?? spec.command);
   const out = fs.openSync(spec.logFile, 'a');
   const child = spawn(spec.command, spec.args, {
     cwd: spec.cwd,
     env: spec.env ?? process.env,
     stdio: ['ignore', out, out],
+    // Its own process group: a terminal's Ctrl-C reaches only the supervisor, which stops children in order.
+    detached: true,
   });
   fs.closeSync(out);
   const exited = new Promise<number | string>((resolve) => {

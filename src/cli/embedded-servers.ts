@@ -15,7 +15,9 @@ export interface EmbeddedServers {
 export const embeddedServersFile = (dataDir: string) => path.join(dataDir, 'embedded-servers.json');
 
 export function writeEmbeddedServers(dataDir: string, servers: EmbeddedServers): void {
-  fs.writeFileSync(embeddedServersFile(dataDir), JSON.stringify(servers, null, 2) + '\n');
+  // May hold a connection string with credentials: readable by this user only.
+  fs.writeFileSync(embeddedServersFile(dataDir), JSON.stringify(servers, null, 2) + '\n', { mode: 0o600 });
+  fs.chmodSync(embeddedServersFile(dataDir), 0o600);
 }
 
 /** Configured servers win; otherwise those of a launcher running on the same data directory. */

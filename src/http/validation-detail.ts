@@ -122,7 +122,8 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
   // as an invalid value); pydantic reports the object that lacks the field as the input.
   const absentTypes: Issue['code'][] = ['invalid_type', 'invalid_value', 'invalid_format'];
   if (value === undefined && absentTypes.includes(issue.code)) {
-    return [detail({ type: 'missing', msg: 'Field required' }, loc, path.length > 0 ? valueAt(root, path.slice(0, -1)) : null)];
+    const parent = prefix[0] === 'body' && path.length > 0 ? valueAt(root, path.slice(0, -1)) : null;
+    return [detail({ type: 'missing', msg: 'Field required' }, loc, parent)];
   }
 
   switch (issue.code) {

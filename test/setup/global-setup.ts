@@ -19,15 +19,26 @@ declare global {
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.log(`[setup] ${l}`));
+  const bundle = path.resolve(__dirname, '..', '..', 'dist', 'workflow-bundle.js');
+  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (npm test does) before jest`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-test-'));
-  const [ferret, temporal] = await Promise.all([
+  // Jest skips the teardown when setup throws: stop whatever did start before failing.
+  const servers = await Promise.allSettled([
     freePort().then((port) => startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port })),
     Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
       startTemporalDevServer({ binary: binaries.temporal, dataDir: path.join(dir, 'temporal'), port, uiPort, namespace: 'default' }),
     ),
   ]);
-  const bundle = path.resolve(__dirname, '..', '..', 'dist', 'workflow-bundle.js');
-  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (npm test does) before jest`);
+  const failed = servers.find((r) => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(servers.map((r) => (r.status === 'fulfilled' ? r.value.stop(5000) : undefined)));
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw (failed as PromiseRejectedResult).reason;
+  }
+  const [ferret, temporal] = servers.map((r) => (r as PromiseFulfilledResult<Child & { uri?: string }>).value) as [
+    Awaited<ReturnType<typeof startFerretdb>>,
+    Awaited<ReturnType<typeof startTemporalDevServer>>,
+  ];
   const env: TestEnv = {
     dir,
     mongoUri: ferret.uri,
