@@ -15,7 +15,7 @@ export interface ChildSpec {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   logFile: string;
-  /** When set, the pid is written here, and a live process left by an earlier run is stopped first. */
+  /** When set, the pid is written here (the launcher reaps what a killed run left, with reapStale). */
   pidFile?: string;
   /** Resolves true once the process serves; polled until `readyTimeoutMs`. */
   ready: () => Promise<boolean>;
@@ -75,7 +75,6 @@ export async function reapStale(pidFile: string, program: string): Promise<void>
 
 export async function startChild(spec: ChildSpec): Promise<Child> {
   fs.mkdirSync(path.dirname(spec.logFile), { recursive: true });
-  if (spec.pidFile) await reapStale(spec.pidFile, spec.args.find((a) => a.endsWith('.js')) ?? spec.command);
   const out = fs.openSync(spec.logFile, 'a');
   const child = spawn(spec.command, spec.args, {
     cwd: spec.cwd,
