@@ -4,11 +4,13 @@
  */
 import type { Db } from 'mongodb';
 import type { DiagnosticsResult } from '../src/temporal/shared';
+import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
 
 export interface ActivityDeps {
   db: Db;
   identity: string;
   taskQueue: string;
+  sandbox: SandboxActivityDeps;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -26,6 +28,8 @@ export function createActivities(deps: ActivityDeps) {
         return { ok: false, latencyMs: Math.round(performance.now() - started), error: (e as Error).message };
       }
     },
+
+    ...createSandboxActivities(deps.sandbox),
   };
 }
 

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { freePort } from '../scripts/servers/child';
+import { freePort } from '../src/process/net';
 import { startFerretdb } from '../scripts/servers/ferretdb-server';
 import { obtainServers } from '../scripts/servers/obtain';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';

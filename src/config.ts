@@ -16,6 +16,11 @@ const positiveInt = (what: string) =>
     error: `a positive integer (${what})`,
   });
 
+const nonNegativeInt = (what: string) =>
+  z.coerce.number({ error: `a non-negative integer (${what})` }).int({ error: `a non-negative integer (${what})` }).min(0, {
+    error: `a non-negative integer (${what})`,
+  });
+
 const nonEmpty = (what: string) => z.string().trim().min(1, { error: `a non-empty string (${what})` });
 
 const hostPort = z
@@ -92,6 +97,31 @@ export const envSchema = z.object({
   READY_TIMEOUT_MS: positiveInt('milliseconds').default(2000),
   /** Grace period for in-flight work on SIGTERM before a process exits (ms). */
   SHUTDOWN_GRACE_MS: positiveInt('milliseconds').default(10_000),
+  /** JSON file with an array of sandbox specs ({id, provider, image, command, working_dir, initial_env}) written at start-up. */
+  SANDBOX_SPECS_FILE: nonEmpty('file path').optional(),
+  /** Spec used when a sandbox is created without one. */
+  DEFAULT_SANDBOX_SPEC_ID: nonEmpty('sandbox spec id').default('local-process'),
+  /** How often a sandbox's workflow checks that its runtime answers (ms). */
+  SANDBOX_HEALTH_INTERVAL_MS: positiveInt('milliseconds').default(10_000),
+  /** How long a runtime may fail its checks before the sandbox turns ERROR (ms). */
+  SANDBOX_HEALTH_GRACE_MS: positiveInt('milliseconds').default(30_000),
+  /** A RUNNING sandbox unused this long is paused (ms); 0 never pauses. */
+  SANDBOX_IDLE_TIMEOUT_MS: nonNegativeInt('milliseconds; 0 turns auto-pause off').default(30 * 60_000),
+  /** How long a starting or resumed runtime has to answer /alive (ms). */
+  SANDBOX_START_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
+  /** A sandbox workflow continues as new past this many history events; 0: when Temporal suggests it. */
+  SANDBOX_HISTORY_LIMIT: nonNegativeInt('history events; 0 follows Temporal').default(0),
+  /** Docker Engine API of the docker provider: unix:///path/to/docker.sock, tcp://host:port or http(s)://host:port. */
+  DOCKER_HOST: z
+    .string()
+    .trim()
+    .regex(/^(unix:\/\/\/\S+|(tcp|http|https):\/\/[^\s/]+\/?)$/, { error: 'unix:///var/run/docker.sock, tcp://host:port or http(s)://host:port' })
+    .default('unix:///var/run/docker.sock'),
+  /** Host name in a docker sandbox's exposed URLs: where its published ports are reached. */
+  DOCKER_PUBLISH_HOST: nonEmpty('host name').default('127.0.0.1'),
+  /** Remote runtime API of the remote provider, and its key (sent as X-API-Key). */
+  REMOTE_RUNTIME_API_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
+  REMOTE_RUNTIME_API_KEY: nonEmpty('API key').optional(),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -111,10 +141,22 @@ export interface Config {
   live: { pollMs: number; retainSlots: number };
   readyTimeoutMs: number;
   shutdownGraceMs: number;
+  sandboxes: {
+    specsFile: string | undefined;
+    defaultSpecId: string;
+    healthIntervalMs: number;
+    healthGraceMs: number;
+    idleTimeoutMs: number;
+    startTimeoutMs: number;
+    historyLimit: number;
+    dockerHost: string;
+    dockerPublishHost: string;
+    remote: { baseUrl: string; apiKey: string } | undefined;
+  };
 }
 
 /** Variables whose values never appear in messages (keys, connection strings with passwords). */
-const SENSITIVE = new Set(['SECRETS_KEY', 'MONGODB_URI']);
+const SENSITIVE = new Set(['SECRETS_KEY', 'MONGODB_URI', 'REMOTE_RUNTIME_API_KEY']);
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -160,6 +202,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     live: { pollMs: e.LIVE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    sandboxes: {
+      specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),
+      defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,
+      healthIntervalMs: e.SANDBOX_HEALTH_INTERVAL_MS,
+      healthGraceMs: e.SANDBOX_HEALTH_GRACE_MS,
+      idleTimeoutMs: e.SANDBOX_IDLE_TIMEOUT_MS,
+      startTimeoutMs: e.SANDBOX_START_TIMEOUT_MS,
+      historyLimit: e.SANDBOX_HISTORY_LIMIT,
+      dockerHost: e.DOCKER_HOST,
+      dockerPublishHost: e.DOCKER_PUBLISH_HOST,
+      remote:
+        e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY } : undefined,
+    },
   };
 }
 

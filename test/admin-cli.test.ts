@@ -2,7 +2,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { openDatabase, type Database } from '../src/store/mongo';
 import { createWorker } from '../worker/worker';
-import { TEST_SECRETS_KEY, testEnv, uniqueName } from './helpers/env';
+import { TEST_SECRETS_KEY, testConfig, testEnv, uniqueName } from './helpers/env';
 import { quietTemporalRuntime } from './helpers/temporal-runtime';
 import { distPath, runNode } from './helpers/run';
 
@@ -109,6 +109,8 @@ describe('admin CLI', () => {
       taskQueue: vars.TEMPORAL_TASK_QUEUE,
       db: database.db,
       workflowBundlePath: env.workflowBundlePath,
+      config: testConfig(),
+      secretsKey: TEST_SECRETS_KEY,
       identity: 'doctor-test-worker',
     });
     try {

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort, portOpen } from '../scripts/servers/child';
+import { freePort, portOpen } from '../src/process/net';
 import { testEnv } from './helpers/env';
 import { distPath } from './helpers/run';
 

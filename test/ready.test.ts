@@ -1,6 +1,6 @@
 /** /health is liveness; /ready turns 503 when MongoDB or Temporal stops answering. */
 import path from 'node:path';
-import { freePort } from '../scripts/servers/child';
+import { freePort } from '../src/process/net';
 import { startFerretdb } from '../scripts/servers/ferretdb-server';
 import { startTestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';

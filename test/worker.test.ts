@@ -8,7 +8,7 @@ import { SEARCH_ATTRIBUTES } from '../src/temporal/search-attributes';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
 import { WORKFLOW_TYPES, type DiagnosticsResult } from '../src/temporal/shared';
 import { createWorker } from '../worker/worker';
-import { testEnv, uniqueName } from './helpers/env';
+import { TEST_SECRETS_KEY, testConfig, testEnv, uniqueName } from './helpers/env';
 import { quietTemporalRuntime } from './helpers/temporal-runtime';
 
 describe('worker', () => {
@@ -25,6 +25,8 @@ describe('worker', () => {
       taskQueue,
       db: database.db,
       workflowBundlePath: env.workflowBundlePath,
+      config: testConfig(),
+      secretsKey: TEST_SECRETS_KEY,
       identity: 'test-worker',
     });
     const connection = await Connection.connect({ address: env.temporalAddress });
@@ -62,6 +64,7 @@ describe('worker', () => {
         MONGODB_DB: uniqueName('test'),
         TEMPORAL_TASK_QUEUE: uniqueName('tq'),
         WORKFLOW_BUNDLE_PATH: env.workflowBundlePath,
+        SECRETS_KEY: TEST_SECRETS_KEY,
         LOG_FORMAT: 'json',
         LOG_LEVEL: 'info',
       },

@@ -2,7 +2,7 @@
 import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig, requireServers } from '../src/config';
+import { ConfigError, loadConfig, requireSecretsKey, requireServers } from '../src/config';
 import { createLogger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
 import { openDatabase } from '../src/store/mongo';
@@ -24,6 +24,7 @@ async function connectWithRetry(address: string, log: (msg: string) => void): Pr
 async function main(): Promise<void> {
   const config = loadConfig();
   const { mongoUri, temporalAddress } = requireServers(config);
+  const secretsKey = requireSecretsKey(config);
   const logger = createLogger(config, 'worker');
   Runtime.install({
     logger: {
@@ -55,6 +56,8 @@ async function main(): Promise<void> {
     taskQueue: config.temporal.taskQueue,
     db: database.db,
     workflowBundlePath: bundlePath,
+    config,
+    secretsKey,
     shutdownGraceMs: config.shutdownGraceMs,
   });
   // Runtime.install registers SIGINT/SIGTERM handlers that call worker.shutdown(); run() then resolves.

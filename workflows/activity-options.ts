@@ -8,3 +8,17 @@ export const ACTIVITY_OPTIONS = {
     retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 5 },
   },
 } as const satisfies Record<string, ActivityOptions>;
+
+/** Sandbox activities: provider calls may take a while (image pulls, runtimes coming up) and heartbeat. */
+export const SANDBOX_ACTIVITY_OPTIONS = {
+  provider: {
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 4 },
+  },
+  /** A health check is repeated by the workflow itself; one quick retry covers a blip. */
+  check: {
+    startToCloseTimeout: '15 seconds',
+    retry: { initialInterval: '500 milliseconds', maximumAttempts: 2 },
+  },
+} as const satisfies Record<string, ActivityOptions>;

@@ -1,2 +1,3 @@
 /** The workflow bundle's entry point: every workflow type the worker runs. */
 export { diagnosticsWorkflow } from './diagnostics-workflow';
+export { sandboxWorkflow } from './sandbox-workflow';

@@ -2,7 +2,8 @@
 import { MongoClient } from 'mongodb';
 import fs from 'node:fs';
 import path from 'node:path';
-import { portOpen, startChild, type Child } from './child';
+import { portOpen } from '../../src/process/net';
+import { startChild, type Child } from './child';
 
 export interface FerretdbOptions {
   binary: string;

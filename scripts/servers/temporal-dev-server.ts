@@ -2,7 +2,8 @@
 import { Connection } from '@temporalio/client';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
-import { portOpen, startChild, type Child } from './child';
+import { portOpen } from '../../src/process/net';
+import { startChild, type Child } from './child';
 
 export interface TemporalDevServerOptions {
   binary: string;

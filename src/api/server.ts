@@ -2,7 +2,7 @@
  * The api's composition root: opens MongoDB and Temporal without waiting for them, creates indexes in
  * the background (readiness waits for them), builds the Koa app and serves it.
  */
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SecretBox } from '../auth/secret-box';
@@ -22,6 +22,10 @@ import { OrganizationsService } from '../orgs/organizations-service';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
+import { SandboxService } from '../sandboxes/sandbox-service';
+import { loadSandboxSpecs } from '../sandboxes/spec-file';
+import { SandboxSpecsStore } from '../store/sandbox-specs-store';
+import { SandboxesStore } from '../store/sandboxes-store';
 import { Readiness } from './readiness';
 
 export interface ApiServer {
@@ -38,10 +42,12 @@ export async function startApiServer(
   logger: Logger,
 ): Promise<ApiServer> {
   const box = new SecretBox(requireSecretsKey(config));
+  const specs = loadSandboxSpecs(config.sandboxes.specsFile);
   const database = openDatabase(servers.mongoUri, config.mongo.db, {
     serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
     appName: 'agent-control-api',
   });
+  const sandboxSpecs = new SandboxSpecsStore(database.db);
   const temporal = Connection.lazy({ address: servers.temporalAddress });
 
   const hub = new EventHub();
@@ -53,6 +59,7 @@ export async function startApiServer(
     for (let attempt = 1; !closing; attempt++) {
       try {
         await ensureIndexes(database.db, ALL_INDEXES);
+        await sandboxSpecs.upsert(specs);
         live.start((doc) => hub.dispatch(doc));
         prepared = true;
         logger.debug('indexes ensured');
@@ -89,7 +96,37 @@ export async function startApiServer(
     memberships: new MembershipsStore(database.db),
     box,
   });
-  const app = createApp({ config, logger, readiness, apiKeys, users, conversations, events, ingest, organizations });
+  const sandboxes = new SandboxesStore(database.db);
+  const sandboxService = new SandboxService({
+    sandboxes,
+    specs: sandboxSpecs,
+    conversations,
+    box,
+    temporal: new Client({ connection: temporal, namespace: config.temporal.namespace }),
+    taskQueue: config.temporal.taskQueue,
+    defaultSpecId: config.sandboxes.defaultSpecId,
+    settings: {
+      healthIntervalMs: config.sandboxes.healthIntervalMs,
+      healthGraceMs: config.sandboxes.healthGraceMs,
+      idleTimeoutMs: config.sandboxes.idleTimeoutMs,
+      historyLimit: config.sandboxes.historyLimit,
+    },
+  });
+  const app = createApp({
+    config,
+    logger,
+    readiness,
+    apiKeys,
+    users,
+    conversations,
+    events,
+    ingest,
+    organizations,
+    box,
+    sandboxService,
+    sandboxes,
+    sandboxSpecs,
+  });
 
   const server = http.createServer(app.koa.callback());
   server.requestTimeout = 0; // stream-start keeps its connection open until the start ends

@@ -14,6 +14,10 @@ import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { EventsStore } from '../store/events-store';
 import type { UsersStore } from '../store/users-store';
+import type { SecretBox } from '../auth/secret-box';
+import type { SandboxService } from '../sandboxes/sandbox-service';
+import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
+import type { SandboxesStore } from '../store/sandboxes-store';
 import { apiKeyAuth, sessionKeyAuth, type AuthMiddlewares } from './auth';
 import { errorMiddleware } from './errors';
 import { jsonBody } from './json-body';
@@ -23,6 +27,8 @@ import { apiKeysRoutes } from './routers/api-keys.router';
 import { docsRoutes } from './routers/docs.router';
 import { eventsRoutes } from './routers/events.router';
 import { organizationsRoutes } from './routers/organizations.router';
+import { sandboxSpecsRoutes } from './routers/sandbox-specs.router';
+import { sandboxesRoutes } from './routers/sandboxes.router';
 import { healthRoutes } from './routers/health.router';
 import { usersRoutes } from './routers/users.router';
 import { webhooksRoutes } from './routers/webhooks.router';
@@ -38,6 +44,10 @@ export interface AppDeps {
   events: EventsStore;
   ingest: EventIngest;
   organizations: OrganizationsService;
+  box: SecretBox;
+  sandboxService: SandboxService;
+  sandboxes: SandboxesStore;
+  sandboxSpecs: SandboxSpecsStore;
 }
 
 export interface App {
@@ -59,7 +69,9 @@ export function createApp(deps: AppDeps): App {
     usersRoutes(router('/api/v1/users', 'users'), deps.users),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
-    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest),
+    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService),
+    sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),
+    sandboxSpecsRoutes(router('/api/v1/sandbox-specs', 'sandbox-specs'), deps.sandboxSpecs),
     organizationsRoutes(router('/api/organizations', 'organizations'), deps.organizations),
   ];
 

@@ -1,7 +1,7 @@
 /**
  * Reads a JSON request body with a size limit. Over the limit: 413. Not JSON: 422 with loc ["body"],
  * as the spec's clients expect for any invalid body. The parsed value goes to `ctx.state.body`
- * (undefined when the request had no body).
+ * (undefined when the request had no body). Types listed in `passThroughTypes` are left unread.
  */
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
@@ -9,9 +9,12 @@ import { HttpError, RequestValidationError } from './errors';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-export function jsonBody(limitBytes: number): Middleware {
+export function jsonBody(limitBytes: number, opts: { passThroughTypes?: string[] } = {}): Middleware {
+  const passThrough = opts.passThroughTypes ?? [];
   return async (ctx, next) => {
     if (!BODY_METHODS.has(ctx.method)) return next();
+    // Bodies of these types are the handler's to read (file uploads), as a stream.
+    if (passThrough.length > 0 && ctx.is(passThrough)) return next();
     const length = ctx.request.length;
     const chunked = ctx.get('transfer-encoding') !== '';
     if (!chunked && !length) return next();

@@ -1,5 +1,6 @@
 /** Small zod building blocks shared by request schemas: query integers, UUIDs, page limits. */
 import { z } from 'zod';
+import { normalizeEventTime } from '../events/event-time';
 
 const UUID_RE = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
 
@@ -51,3 +52,22 @@ export const pageLimit = () =>
     .optional()
     .default(100)
     .meta({ description: 'Maximum number of results in the page (1..100).', type: 'integer', minimum: 1, maximum: 100, default: 100 });
+
+/** A date-time query parameter, as its sortable UTC key (`YYYY-MM-DDTHH:MM:SS.ffffffZ`). A value without zone is read as UTC. */
+export const dateTimeQuery = (description: string) =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      const key = normalizeEventTime(v);
+      if (key === null) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'Input should be a valid datetime or date, in ISO 8601 form such as 2024-05-01T12:00:00Z',
+          params: { type: 'datetime_from_date_parsing', ctx: { error: 'invalid datetime' } },
+        });
+        return z.NEVER;
+      }
+      return key;
+    })
+    .optional()
+    .meta({ type: 'string', format: 'date-time', description: `${description} ISO 8601; without a zone it is read as UTC.` });

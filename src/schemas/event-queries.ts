@@ -1,31 +1,11 @@
 /** Query and path parameters of the event log endpoints (SPEC 4.1). */
 import { z } from 'zod';
-import { normalizeEventTime } from '../events/event-time';
 import { pageIdParam } from '../http/page-cursor';
-import { pageLimit } from './common';
+import { dateTimeQuery, pageLimit } from './common';
 import { EVENT_KINDS } from './events';
 
 export const EVENTS_LISTING = 'events';
 const NORMALIZED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-
-/** A date-time query parameter, as its sortable UTC key. A value without zone is read as UTC. */
-const timestampParam = (description: string) =>
-  z
-    .string()
-    .transform((v, ctx) => {
-      const key = normalizeEventTime(v);
-      if (key === null) {
-        ctx.addIssue({
-          code: 'custom',
-          message: 'Input should be a valid datetime or date, in ISO 8601 form such as 2024-05-01T12:00:00Z',
-          params: { type: 'datetime_from_date_parsing', ctx: { error: 'invalid datetime' } },
-        });
-        return z.NEVER;
-      }
-      return key;
-    })
-    .optional()
-    .meta({ type: 'string', format: 'date-time', description: `${description} ISO 8601; without a zone it is read as UTC.` });
 
 export const ConversationPathSchema = z.object({
   conversation_id: z
@@ -36,8 +16,8 @@ export const ConversationPathSchema = z.object({
 
 export const EventFilterQuerySchema = z.object({
   kind__eq: z.enum(EVENT_KINDS).optional().meta({ description: 'Keep only events of this kind.' }),
-  timestamp__gte: timestampParam('Keep events at or after this time.'),
-  timestamp__lt: timestampParam('Keep events before this time.'),
+  timestamp__gte: dateTimeQuery('Keep events at or after this time.'),
+  timestamp__lt: dateTimeQuery('Keep events before this time.'),
 });
 
 export const EventSearchQuerySchema = EventFilterQuerySchema.extend({

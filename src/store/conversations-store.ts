@@ -71,6 +71,12 @@ export class ConversationsStore {
     return d && toConversation(d);
   }
 
+  /** The sandbox that runs the conversation, if any. */
+  async sandboxIdOf(id: string): Promise<string | null> {
+    const d = await this.conversations.findOne({ _id: id }, { projection: { sandbox_id: 1 } });
+    return d?.sandbox_id ?? null;
+  }
+
   /** Seq of the last stored event, read by `_id` (the lookup FerretDB answers from an index). */
   async lastSeq(id: string): Promise<number> {
     const d = await this.conversations.findOne({ _id: id }, { projection: { last_seq: 1 } });

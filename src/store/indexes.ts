@@ -6,6 +6,7 @@ import { organizationsIndexes } from './organizations-store';
 import { userSecretsIndexes } from './user-secrets-store';
 import type { CollectionIndexes } from './mongo';
 import { usersIndexes } from './users-store';
+import { sandboxesIndexes } from './sandboxes-store';
 
 /** Every index the service relies on, created at start-up. */
 export const ALL_INDEXES: readonly CollectionIndexes[] = [
@@ -16,4 +17,5 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   organizationsIndexes,
   membershipsIndexes,
   userSecretsIndexes,
+  sandboxesIndexes,
 ];

@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, type Child } from '../../scripts/servers/child';
+import { freePort } from '../../src/process/net';
+import type { Child } from '../../scripts/servers/child';
 import { startFerretdb } from '../../scripts/servers/ferretdb-server';
 import { obtainServers } from '../../scripts/servers/obtain';
 import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';

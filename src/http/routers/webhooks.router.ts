@@ -1,11 +1,12 @@
 import type { EventIngest } from '../../events/ingest';
+import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { EventBatchSchema } from '../../schemas/events';
 import { ConversationPathSchema, IngestResultSchema } from '../../schemas/event-queries';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import type { ApiRouter } from '../route';
 
 /** /api/v1/webhooks: what runtimes in sandboxes report, with their session key. */
-export function webhooksRoutes(router: ApiRouter, ingest: EventIngest): ApiRouter {
+export function webhooksRoutes(router: ApiRouter, ingest: EventIngest, sandboxes: Pick<SandboxService, 'touchConversation'>): ApiRouter {
   return router.route(
     {
       method: 'post',
@@ -26,6 +27,7 @@ export function webhooksRoutes(router: ApiRouter, ingest: EventIngest): ApiRoute
     },
     async (ctx, { params, body }) => {
       ctx.body = await ingest.ingest(params.conversation_id, body);
+      sandboxes.touchConversation(params.conversation_id); // events are use: no idle auto-pause
     },
   );
 }

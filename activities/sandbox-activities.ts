@@ -1,0 +1,156 @@
+/**
+ * The sandbox workflow's side effects: provider calls and the sandbox's MongoDB record. Each takes the
+ * sandbox id and reads what it needs from the record (the session key never passes through workflow
+ * history). Every one is safe to retry.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { hashApiKey } from '../src/auth/api-key';
+import type { SecretBox } from '../src/auth/secret-box';
+import { AGENT_SERVER, type SandboxStatus } from '../src/schemas/sandboxes';
+import type { SandboxesStore, SandboxRecord } from '../src/store/sandboxes-store';
+import type { ProviderRegistry } from './sandbox-providers';
+import { ProviderConfigError, type SandboxProvider } from './sandbox-providers/provider';
+
+export interface SandboxActivityDeps {
+  sandboxes: SandboxesStore;
+  box: SecretBox;
+  providers: ProviderRegistry;
+  /** How long a started or resumed runtime has to answer /alive. */
+  startTimeoutMs: number;
+}
+
+/** What a health check saw. */
+export interface RuntimeCheck {
+  state: 'alive' | 'paused' | 'unreachable' | 'missing';
+  detail: string | null;
+  lastUsedAtMs: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function answersAlive(url: string, timeoutMs: number): Promise<string | null> {
+  try {
+    const res = await fetch(`${url}/alive`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.body?.cancel();
+    return res.ok ? null : `its /alive answered ${res.status}`;
+  } catch (e) {
+    const err = e as Error & { cause?: { code?: string } };
+    return `its /alive did not answer (${err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (err.cause?.code ?? err.message)})`;
+  }
+}
+
+const agentUrl = (r: SandboxRecord) => r.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url;
+
+export function createSandboxActivities(deps: SandboxActivityDeps) {
+  const { sandboxes, box } = deps;
+
+  const load = async (sandboxId: string): Promise<SandboxRecord> => {
+    const r = await sandboxes.get(sandboxId);
+    if (!r) throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} has no record`, 'SandboxRecordMissing');
+    return r;
+  };
+
+  /** Provider errors that retrying cannot fix fail the activity at once. */
+  const provider = (r: SandboxRecord): SandboxProvider => {
+    try {
+      return deps.providers(r.spec.provider);
+    } catch (e) {
+      if (e instanceof ProviderConfigError) throw ApplicationFailure.nonRetryable(e.message, 'ProviderConfigError');
+      throw e;
+    }
+  };
+  const unretryable = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (e) {
+      if (e instanceof ProviderConfigError) throw ApplicationFailure.nonRetryable(e.message, 'ProviderConfigError');
+      throw e;
+    }
+  };
+
+  /** Waits, heartbeating, until the runtime answers /alive. */
+  const waitAlive = async (r: SandboxRecord): Promise<void> => {
+    const url = agentUrl(r);
+    if (!url) throw new Error(`sandbox ${r.id} exposes no ${AGENT_SERVER} URL`);
+    const deadline = Date.now() + deps.startTimeoutMs;
+    let last: string | null = null;
+    for (let delay = 25; Date.now() < deadline; delay = Math.min(delay * 2, 500)) {
+      Context.current().heartbeat();
+      last = await answersAlive(url, 2000);
+      if (last === null) return;
+      if (r.runtime) {
+        const state = await provider(r).inspect(r.runtime);
+        if (state.state === 'missing') throw new Error(`the runtime exited while starting: ${state.detail}`);
+      }
+      await sleep(delay);
+    }
+    throw new Error(`the runtime at ${url} did not come up within ${deps.startTimeoutMs} ms: ${last}`);
+  };
+
+  /** Starts a runtime for the sandbox and records where it is; reuses one a previous attempt started. */
+  const startFresh = async (r: SandboxRecord): Promise<SandboxRecord> => {
+    const p = provider(r);
+    const started = await unretryable(() => p.start({ sandboxId: r.id, spec: r.spec, sessionApiKey: box.open(r.session_key_sealed) }));
+    const key = started.sessionApiKey ? { sealed: box.seal(started.sessionApiKey), hash: hashApiKey(started.sessionApiKey) } : undefined;
+    await sandboxes.setRuntime(r.id, started.handle, started.exposedUrls, key);
+    return { ...r, runtime: started.handle, exposed_urls: started.exposedUrls };
+  };
+
+  return {
+    async recordSandboxStatus(sandboxId: string, status: SandboxStatus, detail: string | null): Promise<void> {
+      await sandboxes.setStatus(sandboxId, status, detail);
+    },
+
+    /** STARTING -> the runtime answers. A retry after a crash finds the runtime the first attempt made. */
+    async startSandboxRuntime(sandboxId: string): Promise<void> {
+      let r = await load(sandboxId);
+      const existing = r.runtime && (await provider(r).inspect(r.runtime));
+      if (!existing || existing.state === 'missing') r = await startFresh(r);
+      else if (existing.state === 'paused') await provider(r).resume(r.runtime!);
+      await waitAlive(r);
+    },
+
+    async pauseSandboxRuntime(sandboxId: string): Promise<void> {
+      const r = await load(sandboxId);
+      if (!r.runtime) throw ApplicationFailure.nonRetryable('the sandbox has no runtime to pause', 'NoRuntime');
+      const state = await provider(r).inspect(r.runtime);
+      if (state.state === 'missing') throw ApplicationFailure.nonRetryable(`cannot pause: ${state.detail}`, 'RuntimeMissing');
+      if (state.state === 'running') await provider(r).pause(r.runtime);
+    },
+
+    /** PAUSED, ERROR or MISSING -> the runtime answers: continued when it still exists, started again when not. */
+    async resumeSandboxRuntime(sandboxId: string): Promise<void> {
+      let r = await load(sandboxId);
+      const state = r.runtime ? await provider(r).inspect(r.runtime) : null;
+      if (!state || state.state === 'missing') {
+        if (r.runtime) await provider(r).delete(r.id, r.runtime).catch(() => undefined);
+        r = await startFresh(r);
+      } else if (state.state === 'paused') {
+        await provider(r).resume(r.runtime!);
+      }
+      await waitAlive(r);
+      await sandboxes.touch(sandboxId);
+    },
+
+    async deleteSandboxRuntime(sandboxId: string): Promise<void> {
+      const r = await load(sandboxId);
+      await unretryable(() => provider(r).delete(sandboxId, r.runtime));
+      await sandboxes.setRuntime(sandboxId, null, []);
+    },
+
+    /** One health check: what the provider says, then whether /alive answers; and when it was last used. */
+    async checkSandboxRuntime(sandboxId: string): Promise<RuntimeCheck> {
+      const r = await load(sandboxId);
+      const lastUsedAtMs = r.last_used_at.getTime();
+      if (!r.runtime) return { state: 'missing', detail: 'the sandbox has no runtime', lastUsedAtMs };
+      const state = await provider(r).inspect(r.runtime);
+      if (state.state === 'missing') return { state: 'missing', detail: state.detail, lastUsedAtMs };
+      if (state.state === 'paused') return { state: 'paused', detail: null, lastUsedAtMs };
+      const problem = await answersAlive(agentUrl(r) ?? '', 3000);
+      return problem === null ? { state: 'alive', detail: null, lastUsedAtMs } : { state: 'unreachable', detail: `the runtime is up but ${problem}`, lastUsedAtMs };
+    },
+  };
+}
+
+export type SandboxActivities = ReturnType<typeof createSandboxActivities>;

@@ -1,0 +1,31 @@
+/** The providers a worker offers, built from its configuration; a spec names the one it needs. */
+import path from 'node:path';
+import type { Config } from '../../src/config';
+import type { SandboxProviderName } from '../../src/schemas/sandboxes';
+import { DockerProvider, dockerFromHost } from './docker-provider';
+import { ProcessProvider } from './process-provider';
+import { ProviderConfigError, type SandboxProvider } from './provider';
+import { RemoteProvider } from './remote-provider';
+
+export type ProviderRegistry = (name: SandboxProviderName) => SandboxProvider;
+
+/** dist/src/runtime/main.js, next to this file's compiled form. */
+export const BUILT_IN_RUNTIME_ENTRY = path.resolve(__dirname, '..', '..', 'src', 'runtime', 'main.js');
+
+export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): ProviderRegistry {
+  const process = new ProcessProvider({ sandboxesDir: path.join(config.dataDir, 'sandboxes'), runtimeEntry: BUILT_IN_RUNTIME_ENTRY });
+  const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost });
+  const remoteConfig = config.sandboxes.remote;
+  const remote = remoteConfig && new RemoteProvider(remoteConfig);
+  return (name) => {
+    switch (name) {
+      case 'process':
+        return process;
+      case 'docker':
+        return docker;
+      case 'remote':
+        if (!remote) throw new ProviderConfigError('the remote provider is not configured: set REMOTE_RUNTIME_API_URL and REMOTE_RUNTIME_API_KEY');
+        return remote;
+    }
+  };
+}

@@ -1,0 +1,123 @@
+/**
+ * The default provider: the runtime as a child process on a free loopback port, in
+ * `<sandboxes dir>/<id>`, with its session key in its environment. Pause stops the runtime and every
+ * process below it (SIGSTOP), resume continues them (SIGCONT), delete kills them and removes the
+ * directory. The handle (pid, its start time, port, directory) lives in MongoDB, so any worker, including
+ * one started after this one died, finds the process again; the process does not depend on the worker.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort } from '../../src/process/net';
+import { processTree, readStat, signalAll } from '../../src/process/process-tree';
+import { AGENT_SERVER } from '../../src/schemas/sandboxes';
+import type { RuntimeHandle } from '../../src/store/sandboxes-store';
+import { ProviderConfigError, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+
+export interface ProcessProviderOptions {
+  /** Parent of the sandbox directories (DATA_DIR/sandboxes). */
+  sandboxesDir: string;
+  /** The built-in runtime's entry point (dist/src/runtime/main.js), run when a spec has no command. */
+  runtimeEntry: string;
+  host?: string;
+}
+
+interface ProcessHandle {
+  provider: 'process';
+  pid: number;
+  startTicks: string;
+  port: number;
+  dir: string;
+}
+
+/** Variables a runtime needs from the worker's environment; nothing else (no credentials) is passed on. */
+const INHERITED = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'LOG_LEVEL'];
+
+const asProcess = (h: RuntimeHandle) => h as unknown as ProcessHandle;
+
+export class ProcessProvider implements SandboxProvider {
+  readonly name = 'process' as const;
+  private readonly host: string;
+
+  constructor(private readonly opts: ProcessProviderOptions) {
+    this.host = opts.host ?? '127.0.0.1';
+  }
+
+  private dirOf(sandboxId: string): string {
+    return path.join(this.opts.sandboxesDir, sandboxId);
+  }
+
+  async start(req: StartRequest): Promise<StartedRuntime> {
+    const dir = this.dirOf(req.sandboxId);
+    const workspace = path.resolve(dir, req.spec.working_dir ?? 'workspace');
+    if (workspace !== dir && !workspace.startsWith(dir + path.sep)) {
+      throw new ProviderConfigError(`spec ${req.spec.id}: working_dir ${req.spec.working_dir} leaves the sandbox directory`);
+    }
+    fs.mkdirSync(workspace, { recursive: true });
+    const port = await freePort();
+    const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
+    const env = {
+      ...inherited,
+      ...req.spec.initial_env,
+      RUNTIME_HOST: this.host,
+      RUNTIME_PORT: String(port),
+      SESSION_API_KEY: req.sessionApiKey,
+      RUNTIME_WORKING_DIR: workspace,
+      RUNTIME_SANDBOX_DIR: dir,
+    };
+    const [command, ...args] = req.spec.command ?? [process.execPath, this.opts.runtimeEntry];
+    const log = fs.openSync(path.join(dir, 'runtime.log'), 'a');
+    const child = spawn(command!, args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log] });
+    fs.closeSync(log);
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (e) => reject(new ProviderConfigError(`spec ${req.spec.id}: cannot run ${command}: ${e.message}`)));
+    });
+    child.unref();
+    const stat = readStat(child.pid!);
+    if (!stat) throw new Error(`the runtime process (pid ${child.pid}) exited at once; see ${path.join(dir, 'runtime.log')}`);
+    const handle: ProcessHandle = { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir };
+    return {
+      handle: handle as unknown as RuntimeHandle,
+      exposedUrls: [{ name: AGENT_SERVER, url: `http://${this.host}:${port}`, port }],
+    };
+  }
+
+  /** The pids of the runtime and its descendants, or null when the runtime process is no longer ours. */
+  private tree(h: ProcessHandle): number[] | null {
+    const stat = readStat(h.pid);
+    if (!stat || stat.startTicks !== h.startTicks || stat.state === 'Z' || stat.state === 'X') return null;
+    return processTree(h.pid);
+  }
+
+  async pause(handle: RuntimeHandle): Promise<void> {
+    const pids = this.tree(asProcess(handle));
+    if (!pids) throw new Error(`the runtime process (pid ${asProcess(handle).pid}) is gone`);
+    signalAll(pids, 'SIGSTOP');
+  }
+
+  async resume(handle: RuntimeHandle): Promise<void> {
+    const pids = this.tree(asProcess(handle));
+    if (!pids) throw new Error(`the runtime process (pid ${asProcess(handle).pid}) is gone`);
+    signalAll(pids, 'SIGCONT');
+  }
+
+  async delete(sandboxId: string, handle: RuntimeHandle | null): Promise<void> {
+    const pids = handle ? this.tree(asProcess(handle)) : null;
+    if (pids) {
+      signalAll(pids, 'SIGKILL');
+      const pid = asProcess(handle!).pid;
+      for (let i = 0; i < 100 && readStat(pid) && readStat(pid)!.state !== 'Z'; i++) await new Promise((r) => setTimeout(r, 20));
+    }
+    await fs.promises.rm(this.dirOf(sandboxId), { recursive: true, force: true });
+  }
+
+  async inspect(handle: RuntimeHandle): Promise<RuntimeState> {
+    const h = asProcess(handle);
+    const stat = readStat(h.pid);
+    if (!stat || stat.startTicks !== h.startTicks || stat.state === 'Z' || stat.state === 'X') {
+      return { state: 'missing', detail: `the runtime process (pid ${h.pid}) is gone; its log is ${path.join(h.dir, 'runtime.log')}` };
+    }
+    return stat.state === 'T' ? { state: 'paused' } : { state: 'running' };
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The one interface every sandbox provider implements (process, docker, remote; one file each beside
+ * this one). Providers are called only from the sandbox activities; each call is safe to repeat, since
+ * activities are retried.
+ */
+import type { ExposedUrl, SandboxProviderName, SandboxSpec } from '../../src/schemas/sandboxes';
+import type { RuntimeHandle } from '../../src/store/sandboxes-store';
+
+export interface StartRequest {
+  sandboxId: string;
+  spec: SandboxSpec;
+  /** The key the runtime must accept (its X-Session-API-Key). */
+  sessionApiKey: string;
+}
+
+export interface StartedRuntime {
+  /** Persisted with the sandbox: how to find the runtime again, from any worker. */
+  handle: RuntimeHandle;
+  /** AGENT_SERVER first; whatever else the provider offers. */
+  exposedUrls: ExposedUrl[];
+  /** Set when the provider issued the runtime's key itself (remote runtimes do). */
+  sessionApiKey?: string;
+}
+
+export type RuntimeState = { state: 'running' } | { state: 'paused' } | { state: 'missing'; detail: string };
+
+export interface SandboxProvider {
+  readonly name: SandboxProviderName;
+  start(req: StartRequest): Promise<StartedRuntime>;
+  pause(handle: RuntimeHandle): Promise<void>;
+  resume(handle: RuntimeHandle): Promise<void>;
+  /** Removes the runtime and its storage; a runtime already gone is not an error. */
+  delete(sandboxId: string, handle: RuntimeHandle | null): Promise<void>;
+  inspect(handle: RuntimeHandle): Promise<RuntimeState>;
+}
+
+/** A provider that cannot work as configured (not set up, bad spec): retrying does not help. */
+export class ProviderConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProviderConfigError';
+  }
+}

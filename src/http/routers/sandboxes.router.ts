@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import type { SandboxService } from '../../sandboxes/sandbox-service';
+import { dateTimeQuery, pageLimit } from '../../schemas/common';
+import { ErrorResponseSchema } from '../../schemas/errors';
+import { SandboxPageSchema, SandboxSchema, SandboxStatusSchema } from '../../schemas/sandboxes';
+import type { SandboxesStore } from '../../store/sandboxes-store';
+import type { SecretBox } from '../../auth/secret-box';
+import { sandboxView } from '../../sandboxes/sandbox-view';
+import { encodeCursor, pageIdParam } from '../page-cursor';
+import type { ApiRouter } from '../route';
+
+const LISTING = 'sandboxes';
+const error = (description: string) => ({ description, schema: ErrorResponseSchema });
+const sandboxId = z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, { error: 'a sandbox id: 1-100 letters, digits, ".", "_" or "-"' });
+const SandboxPathSchema = z.object({ id: sandboxId });
+const specId = z.string().min(1).max(100).meta({ description: 'The spec to start from; the default spec when omitted.' });
+
+const CreateSandboxBodySchema = z
+  .strictObject({ sandbox_spec_id: specId.optional() })
+  .optional()
+  .meta({ id: 'CreateSandboxRequest' });
+
+const SearchQuerySchema = z.object({
+  status__eq: SandboxStatusSchema.optional().meta({ description: 'Keep only sandboxes in this status (DELETED ones are listed only so).' }),
+  sandbox_spec_id__eq: z.string().min(1).max(100).optional(),
+  created_at__gte: dateTimeQuery('Created at or after this time.'),
+  created_at__lt: dateTimeQuery('Created before this time.'),
+  page_id: pageIdParam(LISTING, z.tuple([z.number().int(), z.string()]))
+    .optional()
+    .meta({ type: 'string', description: 'The next_page_id of the previous page.' }),
+  limit: pageLimit(),
+});
+
+const operation = (op: 'pause' | 'resume', summary: string) => ({
+  method: 'post' as const,
+  path: `/:id/${op}`,
+  operationId: `${op}Sandbox`,
+  summary,
+  security: 'APIKeyHeader' as const,
+  params: SandboxPathSchema,
+  responses: {
+    200: { description: 'The sandbox after the operation', schema: SandboxSchema },
+    404: error('No such sandbox of the caller'),
+    409: error('Not possible in the current status (deleted; pausing a sandbox in ERROR)'),
+    502: error('The provider could not carry it out; the sandbox status says where it stands'),
+  },
+});
+
+/** /api/v1/sandboxes (SPEC 4.4, 4.5): the caller's sandboxes. */
+export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxService; sandboxes: SandboxesStore; box: SecretBox }): ApiRouter {
+  const { service } = deps;
+  return router
+    .route(
+      {
+        method: 'post',
+        path: '',
+        operationId: 'startSandbox',
+        summary: 'Start a sandbox',
+        description:
+          'Answers at once with the sandbox in STARTING; its workflow brings it to RUNNING (or ERROR, with status_detail). ' +
+          'The spec id may be given in the body or as the `sandbox_spec_id` query parameter.',
+        security: 'APIKeyHeader',
+        query: z.object({ sandbox_spec_id: specId.optional() }),
+        body: CreateSandboxBodySchema,
+        responses: { 200: { description: 'The new sandbox', schema: SandboxSchema }, 503: error('Temporal did not accept the start') },
+      },
+      async (ctx, { query, body }) => {
+        const fromBody = body?.sandbox_spec_id;
+        ctx.body = await service.create(ctx.state.caller!.userId, fromBody ?? query.sandbox_spec_id, fromBody !== undefined ? 'body' : 'query');
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/search',
+        operationId: 'searchSandboxes',
+        summary: "Search the caller's sandboxes, newest first",
+        security: 'APIKeyHeader',
+        query: SearchQuerySchema,
+        responses: { 200: { description: 'A page of sandboxes', schema: SandboxPageSchema } },
+      },
+      async (ctx, { query }) => {
+        const page = await deps.sandboxes.search(
+          ctx.state.caller!.userId,
+          {
+            status: query.status__eq,
+            sandboxSpecId: query.sandbox_spec_id__eq,
+            createdAtGte: query.created_at__gte === undefined ? undefined : new Date(query.created_at__gte),
+            createdAtLt: query.created_at__lt === undefined ? undefined : new Date(query.created_at__lt),
+          },
+          query.limit,
+          query.page_id,
+        );
+        ctx.body = { items: page.items.map((r) => sandboxView(r, deps.box)), next_page_id: page.last && encodeCursor(LISTING, page.last) };
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '',
+        operationId: 'getSandboxes',
+        summary: 'Get sandboxes by id',
+        description: 'One entry per id, in order: null for an id that does not exist or is not the caller\'s.',
+        security: 'APIKeyHeader',
+        query: z.object({ id: z.array(sandboxId).min(1).max(100).meta({ description: 'Sandbox ids (1..100); repeat the parameter.' }) }),
+        responses: { 200: { description: 'The sandboxes', schema: z.array(SandboxSchema.nullable()) } },
+      },
+      async (ctx, { query }) => {
+        ctx.body = await service.getMany(ctx.state.caller!.userId, query.id);
+      },
+    )
+    .route(operation('pause', 'Pause a sandbox (a no-op when it is PAUSED)'), async (ctx, { params }) => {
+      ctx.body = await service.operate(ctx.state.caller!.userId, params.id, 'pause');
+    })
+    .route(operation('resume', 'Resume a sandbox; a runtime that is gone is started again'), async (ctx, { params }) => {
+      ctx.body = await service.operate(ctx.state.caller!.userId, params.id, 'resume');
+    })
+    .route(
+      {
+        method: 'delete',
+        path: '/:id',
+        operationId: 'deleteSandbox',
+        summary: 'Delete a sandbox: its runtime and storage are removed; the record stays as DELETED',
+        security: 'APIKeyHeader',
+        params: SandboxPathSchema,
+        responses: {
+          200: { description: 'The deleted sandbox', schema: SandboxSchema },
+          404: error('No such sandbox of the caller'),
+          502: error('The provider could not remove it; try again'),
+        },
+      },
+      async (ctx, { params }) => {
+        ctx.body = await service.operate(ctx.state.caller!.userId, params.id, 'delete');
+      },
+    );
+}
+

@@ -1,0 +1,59 @@
+/**
+ * Linux process facts read from /proc: a process's state and start time (so a recycled pid is never
+ * mistaken for the process we started), and its descendants (a runtime's commands run in sessions of
+ * their own, so signalling the runtime's process group alone would miss them).
+ */
+import fs from 'node:fs';
+
+export interface ProcStat {
+  pid: number;
+  /** R running, S sleeping, T stopped, Z zombie, ... */
+  state: string;
+  ppid: number;
+  /** Start time in clock ticks since boot: with the pid, identifies one process for its whole life. */
+  startTicks: string;
+}
+
+export function readStat(pid: number): ProcStat | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // "pid (comm) state ppid ..."; comm may hold spaces and parentheses, so split after the last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { pid, state: fields[0]!, ppid: Number(fields[1]), startTicks: fields[19]! };
+}
+
+/** `pid` and every process below it, parents before children. */
+export function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const s = readStat(Number(name));
+    if (!s) continue;
+    const list = children.get(s.ppid) ?? [];
+    list.push(s.pid);
+    children.set(s.ppid, list);
+  }
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const p = queue.shift()!;
+    out.push(p);
+    queue.push(...(children.get(p) ?? []));
+  }
+  return out;
+}
+
+/** Sends `signal` to each pid; those already gone are skipped. */
+export function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const p of pids) {
+    try {
+      process.kill(p, signal);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+    }
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * Runtime entry point: the agent server inside a sandbox. Configured by its environment (see
+ * runtime-config.ts), which the sandbox provider sets. Stops on SIGTERM, or by itself when its sandbox
+ * directory is removed (a process sandbox deleted while this process was out of reach).
+ */
+import fs from 'node:fs';
+import pino from 'pino';
+import { loadRuntimeConfig } from './runtime-config';
+import { startRuntimeServer } from './server';
+
+async function main(): Promise<void> {
+  const config = loadRuntimeConfig();
+  const logger = pino({ name: 'runtime', level: process.env.LOG_LEVEL ?? 'info' });
+  const server = await startRuntimeServer(config, logger);
+  logger.info({ url: server.url, working_dir: config.workingDir }, 'runtime listening');
+
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ why }, 'runtime stopping');
+    await server.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  if (config.sandboxDir) {
+    const dir = config.sandboxDir;
+    setInterval(() => {
+      if (!fs.existsSync(dir)) void stop(`sandbox directory ${dir} was removed`);
+    }, 2000).unref();
+  }
+}
+
+main().catch((e: Error) => {
+  console.error(e.message);
+  process.exit(1);
+});

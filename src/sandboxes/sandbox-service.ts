@@ -1,0 +1,166 @@
+/**
+ * The api's side of sandboxes: creating one (its record, then its workflow), sending pause, resume and
+ * delete to its workflow as Updates and answering with the resulting sandbox, and counting use for
+ * idle auto-pause. The workflow owns the status; this module only reads it.
+ */
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { generateApiKey, hashApiKey } from '../auth/api-key';
+import type { SecretBox } from '../auth/secret-box';
+import { HttpError, notFound, RequestValidationError } from '../http/errors';
+import type { SandboxView } from '../schemas/sandboxes';
+import type { ConversationsStore } from '../store/conversations-store';
+import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
+import type { SandboxesStore } from '../store/sandboxes-store';
+import {
+  SANDBOX_FAILURES,
+  SANDBOX_UPDATES,
+  sandboxWorkflowId,
+  WORKFLOW_TYPES,
+  type SandboxUpdateName,
+  type SandboxWorkflowInput,
+  type SandboxWorkflowSettings,
+} from '../temporal/shared';
+import { sandboxView } from './sandbox-view';
+
+export interface SandboxServiceDeps {
+  sandboxes: SandboxesStore;
+  specs: SandboxSpecsStore;
+  conversations: ConversationsStore;
+  box: SecretBox;
+  temporal: Client;
+  taskQueue: string;
+  defaultSpecId: string;
+  settings: SandboxWorkflowSettings;
+}
+
+/** Where a spec id came from, for the 422's loc. */
+export type SpecIdSource = 'body' | 'query';
+
+export class SandboxService {
+  /** Last time this process recorded use of a sandbox (or of a conversation's sandbox). */
+  private readonly touched = new Map<string, number>();
+  private readonly touchEveryMs: number;
+
+  constructor(private readonly deps: SandboxServiceDeps) {
+    const idle = deps.settings.idleTimeoutMs;
+    this.touchEveryMs = idle > 0 ? Math.min(10_000, Math.floor(idle / 4)) : 10_000;
+  }
+
+  async create(userId: string, specId: string | undefined, source: SpecIdSource): Promise<SandboxView> {
+    const id = specId ?? this.deps.defaultSpecId;
+    const spec = await this.deps.specs.get(id);
+    if (!spec) {
+      throw new RequestValidationError([
+        {
+          loc: specId === undefined ? [source] : [source, 'sandbox_spec_id'],
+          msg: `Unknown sandbox spec ${JSON.stringify(id)}; GET /api/v1/sandbox-specs/search lists them`,
+          type: 'value_error',
+          input: id,
+          ctx: { error: 'unknown sandbox spec' },
+        },
+      ]);
+    }
+    const { created_at: _created, ...specFields } = spec;
+    const key = generateApiKey();
+    const now = new Date();
+    const record = {
+      id: randomUUID(),
+      created_by_user_id: userId,
+      sandbox_spec_id: spec.id,
+      spec: specFields,
+      status: 'STARTING' as const,
+      status_detail: null,
+      session_key_sealed: this.deps.box.seal(key),
+      session_key_hash: hashApiKey(key),
+      exposed_urls: [],
+      runtime: null,
+      created_at: now,
+      updated_at: now,
+      last_used_at: now,
+    };
+    await this.deps.sandboxes.insert(record);
+    const input: SandboxWorkflowInput = { sandboxId: record.id, ownerUserId: userId, settings: this.deps.settings };
+    try {
+      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.sandbox, {
+        workflowId: sandboxWorkflowId(record.id),
+        taskQueue: this.deps.taskQueue,
+        args: [input],
+      });
+    } catch (e) {
+      await this.deps.sandboxes.setStatus(record.id, 'ERROR', `its workflow could not be started: ${(e as Error).message}`);
+      throw new HttpError(503, 'The workflow service did not accept the sandbox; try again shortly', { 'Retry-After': '5' });
+    }
+    return sandboxView(record, this.deps.box);
+  }
+
+  async get(userId: string, id: string): Promise<SandboxView | null> {
+    const r = await this.deps.sandboxes.getOwned(id, userId);
+    return r && sandboxView(r, this.deps.box);
+  }
+
+  async getMany(userId: string, ids: readonly string[]): Promise<(SandboxView | null)[]> {
+    const found = await this.deps.sandboxes.getManyOwned(ids, userId);
+    return ids.map((id) => {
+      const r = found.get(id);
+      return r ? sandboxView(r, this.deps.box) : null;
+    });
+  }
+
+  /** Pause, resume or delete through the sandbox's workflow; answers with the sandbox as it then is. */
+  async operate(userId: string, id: string, op: SandboxUpdateName): Promise<SandboxView> {
+    const r = await this.deps.sandboxes.getOwned(id, userId);
+    if (!r) throw notFound('Sandbox not found');
+    if (r.status === 'DELETED') {
+      if (op === 'delete') return sandboxView(r, this.deps.box);
+      throw new HttpError(409, `Sandbox ${id} was deleted`);
+    }
+    this.touch(id);
+    try {
+      await this.deps.temporal.workflow.getHandle(sandboxWorkflowId(id)).executeUpdate(SANDBOX_UPDATES[op]);
+    } catch (e) {
+      throw this.updateError(e, id);
+    }
+    const after = await this.deps.sandboxes.get(id);
+    return sandboxView(after!, this.deps.box);
+  }
+
+  private updateError(e: unknown, id: string): Error {
+    if (e instanceof WorkflowUpdateFailedError) {
+      const cause = e.cause as { type?: string; message?: string } | undefined;
+      const message = cause?.message ?? e.message;
+      if (cause?.type === SANDBOX_FAILURES.providerFailed) return new HttpError(502, message);
+      if (cause?.type === SANDBOX_FAILURES.deleted || cause?.type === SANDBOX_FAILURES.conflict) return new HttpError(409, message);
+      return new HttpError(409, message);
+    }
+    if (e instanceof WorkflowNotFoundError) return new HttpError(409, `Sandbox ${id} has no running workflow; delete it and start a new one`);
+    return e as Error;
+  }
+
+  /** Records use of a sandbox (at most once per interval per process): it keeps idle auto-pause away. */
+  touch(sandboxId: string): void {
+    if (!this.due(sandboxId)) return;
+    void this.deps.sandboxes.touch(sandboxId).catch(() => this.touched.delete(sandboxId));
+  }
+
+  /** Events ingested for a conversation are use of the sandbox that runs it. */
+  touchConversation(conversationId: string): void {
+    const key = `conversation:${conversationId}`;
+    if (!this.due(key)) return;
+    void this.deps.conversations
+      .sandboxIdOf(conversationId)
+      .then((sandboxId) => (sandboxId ? this.deps.sandboxes.touch(sandboxId) : undefined))
+      .catch(() => this.touched.delete(key));
+  }
+
+  private due(key: string): boolean {
+    const now = Date.now();
+    const last = this.touched.get(key);
+    if (last !== undefined && now - last < this.touchEveryMs) return false;
+    this.touched.set(key, now);
+    if (this.touched.size > 10_000) {
+      for (const [k, t] of this.touched) if (now - t >= this.touchEveryMs) this.touched.delete(k);
+    }
+    return true;
+  }
+}

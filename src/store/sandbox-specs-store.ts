@@ -1,0 +1,62 @@
+/**
+ * Sandbox specs: the templates sandboxes start from. The built-in spec for the process provider and any
+ * an operator lists in SANDBOX_SPECS_FILE are written at start-up; a spec's created_at survives rewrites.
+ */
+import type { Db } from 'mongodb';
+import type { SandboxSpec, SandboxSpecInput } from '../schemas/sandboxes';
+
+export interface StoredSandboxSpec extends SandboxSpec {
+  created_at: Date;
+}
+
+interface SandboxSpecDoc extends Omit<StoredSandboxSpec, 'id'> {
+  _id: string;
+}
+
+/** The spec a fresh install offers: the built-in runtime as a local process. */
+export const DEFAULT_SANDBOX_SPEC: SandboxSpecInput = {
+  id: 'local-process',
+  provider: 'process',
+  image: null,
+  command: null,
+  working_dir: 'workspace',
+  initial_env: {},
+};
+
+const toSpec = ({ _id, ...rest }: SandboxSpecDoc): StoredSandboxSpec => ({ id: _id, ...rest });
+
+export class SandboxSpecsStore {
+  constructor(private readonly db: Db) {}
+
+  private get specs() {
+    return this.db.collection<SandboxSpecDoc>('sandbox_specs');
+  }
+
+  /** Writes each spec (insert, or replace its fields keeping created_at). */
+  async upsert(specs: readonly SandboxSpecInput[]): Promise<void> {
+    for (const { id, ...fields } of specs) {
+      await this.specs.updateOne({ _id: id }, { $set: fields, $setOnInsert: { created_at: new Date() } }, { upsert: true });
+    }
+  }
+
+  async get(id: string): Promise<StoredSandboxSpec | null> {
+    const d = await this.specs.findOne({ _id: id });
+    return d && toSpec(d);
+  }
+
+  async getMany(ids: readonly string[]): Promise<Map<string, StoredSandboxSpec>> {
+    const docs = await this.specs.find({ _id: { $in: [...ids] } }).toArray();
+    return new Map(docs.map((d) => [d._id, toSpec(d)]));
+  }
+
+  /** Specs by id, `limit` at a time after the last id seen. */
+  async page(limit: number, afterId?: string): Promise<{ items: StoredSandboxSpec[]; last: string | null }> {
+    const docs = await this.specs
+      .find(afterId === undefined ? {} : { _id: { $gt: afterId } })
+      .sort({ _id: 1 })
+      .limit(limit + 1)
+      .toArray();
+    const page = docs.slice(0, limit);
+    return { items: page.map(toSpec), last: docs.length > limit ? page[page.length - 1]!._id : null };
+  }
+}

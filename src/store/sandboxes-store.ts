@@ -1,0 +1,117 @@
+/**
+ * Sandbox records. The api inserts one (STARTING) and reads them; everything after that is written by
+ * the sandbox's workflow through its activities, so the workflow stays the one writer of the status.
+ * The session key is kept sealed (it is shown to the owner while the sandbox runs) beside its hash (what
+ * webhook authentication compares).
+ */
+import type { Db, Filter } from 'mongodb';
+import type { ExposedUrl, SandboxSpec, SandboxStatus } from '../schemas/sandboxes';
+import type { CollectionIndexes } from './mongo';
+
+/** What a provider needs to find its sandbox again (pid and port, container id, remote runtime id). */
+export type RuntimeHandle = { provider: SandboxSpec['provider'] } & Record<string, unknown>;
+
+export interface SandboxRecord {
+  id: string;
+  created_by_user_id: string;
+  sandbox_spec_id: string;
+  /** The spec as it was when the sandbox was created: later edits of the spec do not change it. */
+  spec: SandboxSpec;
+  status: SandboxStatus;
+  status_detail: string | null;
+  session_key_sealed: string;
+  session_key_hash: string;
+  exposed_urls: ExposedUrl[];
+  runtime: RuntimeHandle | null;
+  created_at: Date;
+  updated_at: Date;
+  /** Last use (an API call about the sandbox, or events from its runtime): what idle auto-pause measures. */
+  last_used_at: Date;
+}
+
+type SandboxDoc = Omit<SandboxRecord, 'id'> & { _id: string };
+
+export interface SandboxFilters {
+  status?: SandboxStatus;
+  sandboxSpecId?: string;
+  createdAtGte?: Date;
+  createdAtLt?: Date;
+}
+
+export const sandboxesIndexes: CollectionIndexes = {
+  collection: 'sandboxes',
+  indexes: [{ key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_newest_first' }],
+};
+
+const toRecord = ({ _id, ...rest }: SandboxDoc): SandboxRecord => ({ id: _id, ...rest });
+
+export class SandboxesStore {
+  constructor(private readonly db: Db) {}
+
+  private get sandboxes() {
+    return this.db.collection<SandboxDoc>('sandboxes');
+  }
+
+  async insert(record: SandboxRecord): Promise<void> {
+    const { id, ...rest } = record;
+    await this.sandboxes.insertOne({ _id: id, ...rest });
+  }
+
+  async get(id: string): Promise<SandboxRecord | null> {
+    const d = await this.sandboxes.findOne({ _id: id });
+    return d && toRecord(d);
+  }
+
+  /** The sandbox if it belongs to the user; null otherwise (callers answer 404 either way). */
+  async getOwned(id: string, userId: string): Promise<SandboxRecord | null> {
+    const d = await this.sandboxes.findOne({ _id: id });
+    return d && d.created_by_user_id === userId ? toRecord(d) : null;
+  }
+
+  async getManyOwned(ids: readonly string[], userId: string): Promise<Map<string, SandboxRecord>> {
+    const docs = await this.sandboxes.find({ _id: { $in: [...ids] }, created_by_user_id: userId }).toArray();
+    return new Map(docs.map((d) => [d._id, toRecord(d)]));
+  }
+
+  /**
+   * The user's sandboxes, newest first, `limit` at a time after the (created_at ms, id) of the last one
+   * seen. Deleted sandboxes are left out unless asked for by status.
+   */
+  async search(
+    userId: string,
+    filters: SandboxFilters,
+    limit: number,
+    after?: readonly [createdAtMs: number, id: string],
+  ): Promise<{ items: SandboxRecord[]; last: [number, string] | null }> {
+    const filter: Filter<SandboxDoc> = { created_by_user_id: userId, status: filters.status ?? { $ne: 'DELETED' } };
+    if (filters.sandboxSpecId !== undefined) filter.sandbox_spec_id = filters.sandboxSpecId;
+    const created: { $gte?: Date; $lt?: Date } = {};
+    if (filters.createdAtGte) created.$gte = filters.createdAtGte;
+    if (filters.createdAtLt) created.$lt = filters.createdAtLt;
+    if (created.$gte || created.$lt) filter.created_at = created;
+    if (after) {
+      const at = new Date(after[0]);
+      filter.$or = [{ created_at: { $lt: at } }, { created_at: at, _id: { $lt: after[1] } }];
+    }
+    const docs = await this.sandboxes.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
+    const page = docs.slice(0, limit);
+    const tail = page[page.length - 1];
+    return { items: page.map(toRecord), last: docs.length > limit && tail ? [tail.created_at.getTime(), tail._id] : null };
+  }
+
+  /** The workflow's status write (through an activity). */
+  async setStatus(id: string, status: SandboxStatus, detail: string | null): Promise<void> {
+    await this.sandboxes.updateOne({ _id: id }, { $set: { status, status_detail: detail, updated_at: new Date() } });
+  }
+
+  /** Where the provider started the runtime; a new session key when the provider issued its own. */
+  async setRuntime(id: string, runtime: RuntimeHandle | null, exposedUrls: ExposedUrl[], sessionKey?: { sealed: string; hash: string }): Promise<void> {
+    const set: Partial<SandboxDoc> = { runtime, exposed_urls: exposedUrls, updated_at: new Date() };
+    if (sessionKey) Object.assign(set, { session_key_sealed: sessionKey.sealed, session_key_hash: sessionKey.hash });
+    await this.sandboxes.updateOne({ _id: id }, { $set: set });
+  }
+
+  async touch(id: string, at = new Date()): Promise<void> {
+    await this.sandboxes.updateOne({ _id: id }, { $set: { last_used_at: at } });
+  }
+}

@@ -1,0 +1,37 @@
+/** Helpers for sandbox tests: wait for a status, read a process's state, call a runtime. */
+import type { TestApi } from './api';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls the sandbox until `done` holds (or fails with the last value seen). */
+export async function waitForSandbox(t: TestApi, key: string, id: string, done: (s: any) => boolean, timeoutMs = 30_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  let last: any;
+  while (Date.now() < deadline) {
+    const r = await t.request('GET', `/api/v1/sandboxes?id=${id}`, { key });
+    last = r.body?.[0];
+    if (last && done(last)) return last;
+    await sleep(100);
+  }
+  throw new Error(`sandbox ${id} did not reach the expected state within ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`);
+}
+
+export const waitForStatus = (t: TestApi, key: string, id: string, status: string, timeoutMs?: number) =>
+  waitForSandbox(t, key, id, (s) => s.status === status, timeoutMs);
+
+/** GET a runtime route with a short timeout: `null` when nothing answers in time (a stopped process). */
+export async function runtimeGet(url: string, path: string, key?: string, timeoutMs = 1500): Promise<{ status: number; body: any } | null> {
+  try {
+    const res = await fetch(url + path, { headers: key ? { 'X-Session-API-Key': key } : {}, signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  } catch {
+    return null;
+  }
+}
+
+export function agentUrl(sandbox: any): string {
+  const u = sandbox.exposed_urls.find((x: any) => x.name === 'AGENT_SERVER');
+  if (!u) throw new Error(`no AGENT_SERVER url in ${JSON.stringify(sandbox)}`);
+  return u.url;
+}
