@@ -1,4 +1,5 @@
 /** The providers a worker offers, built from its configuration; a spec names the one it needs. */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../../src/config';
 import type { SandboxProviderName } from '../../src/schemas/sandboxes';
@@ -9,8 +10,11 @@ import { RemoteProvider } from './remote-provider';
 
 export type ProviderRegistry = (name: SandboxProviderName) => SandboxProvider;
 
-/** dist/src/runtime/main.js, next to this file's compiled form. */
-export const BUILT_IN_RUNTIME_ENTRY = path.resolve(__dirname, '..', '..', 'src', 'runtime', 'main.js');
+/** dist/src/runtime/main.js: beside this file's compiled form, or under dist/ when this runs from source (tests). */
+const compiledBeside = path.resolve(__dirname, '..', '..', 'src', 'runtime', 'main.js');
+export const BUILT_IN_RUNTIME_ENTRY = fs.existsSync(compiledBeside)
+  ? compiledBeside
+  : path.resolve(__dirname, '..', '..', 'dist', 'src', 'runtime', 'main.js');
 
 export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): ProviderRegistry {
   const process = new ProcessProvider({ sandboxesDir: path.join(config.dataDir, 'sandboxes'), runtimeEntry: BUILT_IN_RUNTIME_ENTRY });

@@ -35,6 +35,23 @@ const INHERITED = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'LOG_LEVEL'];
 
 const asProcess = (h: RuntimeHandle) => h as unknown as ProcessHandle;
 
+/** The last lines a runtime wrote, for a status_detail a person can act on. */
+function lastWords(logFile: string): string {
+  let text: string;
+  try {
+    const fd = fs.openSync(logFile, 'r');
+    const size = fs.fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(size, 600));
+    fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+    fs.closeSync(fd);
+    text = buf.toString('utf8').trim();
+  } catch {
+    return '';
+  }
+  const lines = text.split('\n').slice(-3).join(' | ');
+  return lines ? `; its log (${logFile}) ends: ${lines}` : `; its log is ${logFile}`;
+}
+
 export class ProcessProvider implements SandboxProvider {
   readonly name = 'process' as const;
   private readonly host: string;
@@ -116,7 +133,7 @@ export class ProcessProvider implements SandboxProvider {
     const h = asProcess(handle);
     const stat = readStat(h.pid);
     if (!stat || stat.startTicks !== h.startTicks || stat.state === 'Z' || stat.state === 'X') {
-      return { state: 'missing', detail: `the runtime process (pid ${h.pid}) is gone; its log is ${path.join(h.dir, 'runtime.log')}` };
+      return { state: 'missing', detail: `the runtime process (pid ${h.pid}) is gone${lastWords(path.join(h.dir, 'runtime.log'))}` };
     }
     return stat.state === 'T' ? { state: 'paused' } : { state: 'running' };
   }
