@@ -91,7 +91,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
   /** Starts a runtime for the sandbox and records where it is; reuses one a previous attempt started. */
   const startFresh = async (r: SandboxRecord): Promise<SandboxRecord> => {
     const p = provider(r);
-    const started = await unretryable(() => p.start({ sandboxId: r.id, spec: r.spec, sessionApiKey: box.open(r.session_key_sealed) }));
+    const started = await unretryable(() => p.start({ sandboxId: r.id, spec: r.spec, sessionApiKey: box.open(r.session_key_sealed), progress: () => Context.current().heartbeat() }));
     const key = started.sessionApiKey ? { sealed: box.seal(started.sessionApiKey), hash: hashApiKey(started.sessionApiKey) } : undefined;
     await sandboxes.setRuntime(r.id, started.handle, started.exposedUrls, key);
     return { ...r, runtime: started.handle, exposed_urls: started.exposedUrls };

@@ -13,7 +13,7 @@ export const ACTIVITY_OPTIONS = {
 export const SANDBOX_ACTIVITY_OPTIONS = {
   provider: {
     startToCloseTimeout: '5 minutes',
-    heartbeatTimeout: '30 seconds',
+    heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 4 },
   },
   /** A health check is repeated by the workflow itself; one quick retry covers a blip. */

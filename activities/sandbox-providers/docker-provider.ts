@@ -48,7 +48,7 @@ export class DockerProvider implements SandboxProvider {
     return { container: `agent-control-sandbox-${sandboxId}`, volume: `agent-control-sandbox-${sandboxId}` };
   }
 
-  private async ensureImage(image: string): Promise<void> {
+  private async ensureImage(image: string, progress?: () => void): Promise<void> {
     try {
       await this.opts.docker.getImage(image).inspect();
       return;
@@ -57,7 +57,11 @@ export class DockerProvider implements SandboxProvider {
     }
     const stream = await this.opts.docker.pull(image);
     await new Promise<void>((resolve, reject) =>
-      this.opts.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())),
+      this.opts.docker.modem.followProgress(
+        stream,
+        (err: Error | null) => (err ? reject(err) : resolve()),
+        () => progress?.(),
+      ),
     );
   }
 
@@ -75,7 +79,7 @@ export class DockerProvider implements SandboxProvider {
       throw e;
     });
     if (!info) {
-      await this.ensureImage(image);
+      await this.ensureImage(image, req.progress);
       await docker.createVolume({ Name: volume, Labels: { [LABEL]: req.sandboxId } });
       const env = { ...req.spec.initial_env, SESSION_API_KEY: req.sessionApiKey, RUNTIME_HOST: '0.0.0.0', RUNTIME_PORT: String(this.runtimePort), RUNTIME_WORKING_DIR: workdir };
       container = await docker.createContainer({

@@ -33,6 +33,9 @@ interface ProcessHandle {
 /** Variables a runtime needs from the worker's environment; nothing else (no credentials) is passed on. */
 const INHERITED = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'LOG_LEVEL'];
 
+/** Written beside the runtime as soon as it is spawned: pid, start time, port. */
+const RUNTIME_FILE = 'runtime.json';
+
 const asProcess = (h: RuntimeHandle) => h as unknown as ProcessHandle;
 
 /** The last lines a runtime wrote, for a status_detail a person can act on. */
@@ -71,6 +74,7 @@ export class ProcessProvider implements SandboxProvider {
       throw new ProviderConfigError(`spec ${req.spec.id}: working_dir ${req.spec.working_dir} leaves the sandbox directory`);
     }
     fs.mkdirSync(workspace, { recursive: true });
+    this.killEarlierRuntime(dir);
     const port = await freePort();
     const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
     const env = {
@@ -94,10 +98,26 @@ export class ProcessProvider implements SandboxProvider {
     const stat = readStat(child.pid!);
     if (!stat) throw new Error(`the runtime process (pid ${child.pid}) exited at once; see ${path.join(dir, 'runtime.log')}`);
     const handle: ProcessHandle = { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir };
+    fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle));
     return {
       handle: handle as unknown as RuntimeHandle,
       exposedUrls: [{ name: AGENT_SERVER, url: `http://${this.host}:${port}`, port }],
     };
+  }
+
+  /**
+   * A start that died after spawning but before its handle was recorded (a worker killed mid-start)
+   * left a runtime behind: the file it wrote beside the runtime names it, and it is stopped here.
+   */
+  private killEarlierRuntime(dir: string): void {
+    let earlier: ProcessHandle;
+    try {
+      earlier = JSON.parse(fs.readFileSync(path.join(dir, RUNTIME_FILE), 'utf8')) as ProcessHandle;
+    } catch {
+      return;
+    }
+    const pids = this.tree(earlier);
+    if (pids) signalAll(pids, 'SIGKILL');
   }
 
   /** The pids of the runtime and its descendants, or null when the runtime process is no longer ours. */

@@ -11,6 +11,8 @@ export interface StartRequest {
   spec: SandboxSpec;
   /** The key the runtime must accept (its X-Session-API-Key). */
   sessionApiKey: string;
+  /** Called while a long start makes progress (an image pull), so the activity can heartbeat. */
+  progress?: () => void;
 }
 
 export interface StartedRuntime {

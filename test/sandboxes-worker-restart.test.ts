@@ -1,0 +1,120 @@
+/**
+ * Sandboxes outlive their worker: kill -9 the worker process while sandboxes run (and while one is
+ * starting), start a new one, and everything is still RUNNING and controllable, with one runtime per
+ * sandbox.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Config } from '../src/config';
+import { readStat } from '../src/process/process-tree';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig, testEnv, TEST_SECRETS_KEY } from './helpers/env';
+import { distPath } from './helpers/run';
+import { agentUrl, runtimeGet, waitForStatus } from './helpers/sandboxes';
+
+function startWorkerProcess(config: Config, dataDir: string): { child: ChildProcess; ready: Promise<void> } {
+  const child = spawn(process.execPath, [distPath('worker', 'main.js')], {
+    env: {
+      ...process.env,
+      MONGODB_URI: config.mongo.uri,
+      MONGODB_DB: config.mongo.db,
+      TEMPORAL_ADDRESS: config.temporal.address,
+      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+      WORKFLOW_BUNDLE_PATH: testEnv().workflowBundlePath,
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      DATA_DIR: dataDir,
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    const look = (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('worker polling')) resolve();
+    };
+    child.stdout!.on('data', look);
+    child.stderr!.on('data', look);
+    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${out}`)));
+  });
+  return { child, ready };
+}
+
+/** Runtime processes whose environment names this sandbox's directory. */
+function runtimesOf(sandboxDir: string): number[] {
+  const found: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const environ = fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
+      const stat = readStat(Number(name));
+      if (stat && stat.state !== 'Z' && environ.includes(`RUNTIME_SANDBOX_DIR=${sandboxDir}`)) found.push(Number(name));
+    } catch {
+      // gone, or not ours
+    }
+  }
+  return found;
+}
+
+describe('sandboxes across a worker crash', () => {
+  let t: TestApi;
+  let dataDir: string;
+  const workers: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-restart-'));
+    t = await startTestApi(testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '500', SANDBOX_IDLE_TIMEOUT_MS: '0' }));
+  });
+
+  afterAll(async () => {
+    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+    await t?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps sandboxes RUNNING and controllable after kill -9 of the worker, and finishes a start it interrupted', async () => {
+    const u = await t.newUser();
+    const first = startWorkerProcess(t.config, dataDir);
+    workers.push(first.child);
+    await first.ready;
+
+    const created = await Promise.all([0, 1].map(() => t.request('POST', '/api/v1/sandboxes', { key: u.key })));
+    const [a, b] = await Promise.all(created.map((r) => waitForStatus(t, u.key, r.body.id, 'RUNNING')));
+    // A third one is still starting when the worker dies.
+    const c = (await t.request('POST', '/api/v1/sandboxes', { key: u.key })).body;
+    await new Promise((r) => setTimeout(r, 150));
+    first.child.kill('SIGKILL');
+    await new Promise((r) => first.child.once('exit', r));
+
+    // Without any worker, the runtimes go on answering with their keys.
+    for (const s of [a, b]) expect((await runtimeGet(agentUrl(s), '/health', s.session_api_key))!.status).toBe(200);
+
+    const second = startWorkerProcess(t.config, dataDir);
+    workers.push(second.child);
+    await second.ready;
+
+    const cRunning = await waitForStatus(t, u.key, c.id, 'RUNNING', 60_000);
+    expect((await runtimeGet(agentUrl(cRunning), '/health', cRunning.session_api_key))!.status).toBe(200);
+    for (const s of [a, b, cRunning]) expect(runtimesOf(path.join(dataDir, 'sandboxes', s.id))).toHaveLength(1);
+
+    const paused = await t.request('POST', `/api/v1/sandboxes/${a.id}/pause`, { key: u.key });
+    expect(paused.status).toBe(200);
+    expect(paused.body.status).toBe('PAUSED');
+    expect(await runtimeGet(agentUrl(a), '/alive', undefined, 700)).toBeNull();
+    const resumed = await t.request('POST', `/api/v1/sandboxes/${a.id}/resume`, { key: u.key });
+    expect(resumed.body.status).toBe('RUNNING');
+    expect(resumed.body.session_api_key).toBe(a.session_api_key);
+    expect((await runtimeGet(agentUrl(a), '/health', a.session_api_key))!.status).toBe(200);
+
+    const deleted = await t.request('DELETE', `/api/v1/sandboxes/${b.id}`, { key: u.key });
+    expect(deleted.body.status).toBe('DELETED');
+    expect(runtimesOf(path.join(dataDir, 'sandboxes', b.id))).toEqual([]);
+    expect(fs.existsSync(path.join(dataDir, 'sandboxes', b.id))).toBe(false);
+
+    second.child.kill('SIGTERM');
+    expect(await new Promise((r) => second.child.once('exit', r))).toBe(0);
+  });
+});
