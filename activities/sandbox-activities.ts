@@ -75,26 +75,37 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     if (!url) throw new Error(`sandbox ${r.id} exposes no ${AGENT_SERVER} URL`);
     const deadline = Date.now() + deps.startTimeoutMs;
     let last: string | null = null;
-    for (let delay = 25; Date.now() < deadline; delay = Math.min(delay * 2, 500)) {
+    // A runtime comes up in a few hundred ms: poll often (a backoff would add up to its last step to
+    // every start); ask the provider whether it died only now and then.
+    for (let i = 0; Date.now() < deadline; i++) {
       Context.current().heartbeat();
       last = await answersAlive(url, 2000);
       if (last === null) return;
-      if (r.runtime) {
+      if (r.runtime && i % 20 === 19) {
         const state = await provider(r).inspect(r.runtime);
         if (state.state === 'missing') throw new Error(`the runtime exited while starting: ${state.detail}`);
       }
-      await sleep(delay);
+      await sleep(i < 500 ? 10 : 250);
     }
     throw new Error(`the runtime at ${url} did not come up within ${deps.startTimeoutMs} ms: ${last}`);
   };
 
-  /** Starts a runtime for the sandbox and records where it is; reuses one a previous attempt started. */
-  const startFresh = async (r: SandboxRecord): Promise<SandboxRecord> => {
+  /** Starts a runtime for the sandbox, records where it is and waits until it answers. */
+  const startFresh = async (r: SandboxRecord): Promise<void> => {
     const p = provider(r);
     const started = await unretryable(() => p.start({ sandboxId: r.id, spec: r.spec, sessionApiKey: box.open(r.session_key_sealed), progress: () => Context.current().heartbeat() }));
     const key = started.sessionApiKey ? { sealed: box.seal(started.sessionApiKey), hash: hashApiKey(started.sessionApiKey) } : undefined;
-    await sandboxes.setRuntime(r.id, started.handle, started.exposedUrls, key);
-    return { ...r, runtime: started.handle, exposed_urls: started.exposedUrls };
+    const next = { ...r, runtime: started.handle, exposed_urls: started.exposedUrls };
+    // Recorded while the runtime boots; the wait for /alive needs it only in memory.
+    await Promise.all([sandboxes.setRuntime(r.id, started.handle, started.exposedUrls, key), waitAlive(next)]);
+  };
+
+  /** The sandbox's runtime answering: the existing one (continued if paused), or a new one when it is gone. */
+  const ensureAnswering = async (r: SandboxRecord): Promise<void> => {
+    const state = r.runtime ? await provider(r).inspect(r.runtime) : null;
+    if (!state || state.state === 'missing') return startFresh(r);
+    if (state.state === 'paused') await provider(r).resume(r.runtime!);
+    await waitAlive(r);
   };
 
   return {
@@ -102,13 +113,14 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       await sandboxes.setStatus(sandboxId, status, detail);
     },
 
-    /** STARTING -> the runtime answers. A retry after a crash finds the runtime the first attempt made. */
+    /**
+     * STARTING -> RUNNING: starts the runtime, waits until it answers and records RUNNING as its last
+     * step (the workflow's transition, written here to spare the start a second round trip). A retry
+     * after a crash finds the runtime the first attempt made.
+     */
     async startSandboxRuntime(sandboxId: string): Promise<void> {
-      let r = await load(sandboxId);
-      const existing = r.runtime && (await provider(r).inspect(r.runtime));
-      if (!existing || existing.state === 'missing') r = await startFresh(r);
-      else if (existing.state === 'paused') await provider(r).resume(r.runtime!);
-      await waitAlive(r);
+      await ensureAnswering(await load(sandboxId));
+      await sandboxes.setStatus(sandboxId, 'RUNNING', null);
     },
 
     async pauseSandboxRuntime(sandboxId: string): Promise<void> {
@@ -121,15 +133,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
     /** PAUSED, ERROR or MISSING -> the runtime answers: continued when it still exists, started again when not. */
     async resumeSandboxRuntime(sandboxId: string): Promise<void> {
-      let r = await load(sandboxId);
-      const state = r.runtime ? await provider(r).inspect(r.runtime) : null;
-      if (!state || state.state === 'missing') {
-        if (r.runtime) await provider(r).delete(r.id, r.runtime).catch(() => undefined);
-        r = await startFresh(r);
-      } else if (state.state === 'paused') {
-        await provider(r).resume(r.runtime!);
-      }
-      await waitAlive(r);
+      await ensureAnswering(await load(sandboxId));
       await sandboxes.touch(sandboxId);
     },
 

@@ -16,7 +16,12 @@ export const SANDBOX_ACTIVITY_OPTIONS = {
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 4 },
   },
-  /** A health check is repeated by the workflow itself; one quick retry covers a blip. */
+  /** The status write: one quick database update, run as a local activity (no round trip through the server). */
+  record: {
+    startToCloseTimeout: '10 seconds',
+    retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
+  },
+  /** A health check (local: a marker in history, not three events) is repeated by the workflow itself; one quick retry covers a blip. */
   check: {
     startToCloseTimeout: '15 seconds',
     retry: { initialInterval: '500 milliseconds', maximumAttempts: 2 },

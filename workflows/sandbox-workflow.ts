@@ -20,6 +20,7 @@ import {
   defineQuery,
   defineUpdate,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -31,7 +32,8 @@ import type { SandboxState, SandboxWorkflowInput } from '../src/temporal/shared'
 import { SANDBOX_ACTIVITY_OPTIONS } from './activity-options';
 
 const provider = proxyActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.provider);
-const { checkSandboxRuntime } = proxyActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.check);
+const { checkSandboxRuntime } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.check);
+const { recordSandboxStatus } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.record);
 
 // Names as in src/temporal/shared.ts (SANDBOX_UPDATES, SANDBOX_STATE_QUERY, SANDBOX_FAILURES).
 export const pauseUpdate = defineUpdate<SandboxState>('pause');
@@ -74,7 +76,7 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
     status = next;
     detail = nextDetail;
     upsertSearchAttributes([{ key: SandboxStatusKey, value: next }]);
-    await provider.recordSandboxStatus(sandboxId, next, nextDetail);
+    await recordSandboxStatus(sandboxId, next, nextDetail);
   };
 
   const refuseIfDeleted = () => {
@@ -176,8 +178,9 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   if (!input.carried) {
     await serial(async () => {
       try {
-        await provider.startSandboxRuntime(sandboxId);
-        await setStatus('RUNNING', null);
+        await provider.startSandboxRuntime(sandboxId); // records RUNNING as its last step
+        status = 'RUNNING';
+        upsertSearchAttributes([{ key: SandboxStatusKey, value: status }]);
       } catch (e) {
         await setStatus('ERROR', `the runtime did not start: ${reason(e)}`);
       }

@@ -1,0 +1,187 @@
+/**
+ * Sandbox start benchmark (on demand, never part of the tests): `npm run bench:sandboxes [-- --runs 20]`.
+ *
+ * Starts FerretDB, the Temporal dev server, the api and the worker as separate processes in a temporary
+ * directory, then measures, alternating the two so drift hits both alike:
+ *   - direct: spawn the runtime (dist/src/runtime/main.js) and poll its /alive until it answers;
+ *   - service: POST /api/v1/sandboxes and poll GET /api/v1/sandboxes?id= until RUNNING
+ *     (record, sandbox workflow, provider activity, /alive wait, status write), then DELETE it.
+ * Prints median, p90 and min of each and the orchestration share (service / direct - 1).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startFerretdb } from '../scripts/servers/ferretdb-server';
+import { obtainServers } from '../scripts/servers/obtain';
+import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
+import { Client, Connection } from '@temporalio/client';
+import { SecretBox } from '../src/auth/secret-box';
+import { sandboxWorkflowId } from '../src/temporal/shared';
+import { freePort } from '../src/process/net';
+import { ApiKeysStore } from '../src/store/api-keys-store';
+import { openDatabase } from '../src/store/mongo';
+import { UsersStore } from '../src/store/users-store';
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const RUNS = arg('runs', 20);
+const POLL_MS = 10;
+
+const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const progress = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+async function directStart(dir: string): Promise<number> {
+  const port = await freePort();
+  const workspace = fs.mkdtempSync(path.join(dir, 'direct-'));
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [dist('src', 'runtime', 'main.js')], {
+    env: { PATH: process.env.PATH, RUNTIME_PORT: String(port), SESSION_API_KEY: 'bench-session-key-0123456789', RUNTIME_WORKING_DIR: workspace },
+    stdio: 'ignore',
+    detached: true,
+  });
+  try {
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/alive`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) return performance.now() - t0;
+      await sleep(POLL_MS);
+    }
+  } finally {
+    process.kill(-child.pid!, 'SIGKILL');
+  }
+}
+
+let lastSandboxId = '';
+let lastPostMs = 0;
+
+async function serviceStart(base: string, key: string): Promise<number> {
+  const headers = { 'X-Access-Token': key, 'Content-Type': 'application/json' };
+  const t0 = performance.now();
+  const created = await fetch(`${base}/api/v1/sandboxes`, { method: 'POST', headers, body: '{}' });
+  if (created.status !== 200) throw new Error(`POST answered ${created.status}: ${await created.text()}`);
+  const { id } = (await created.json()) as { id: string };
+  const postMs = performance.now() - t0;
+  lastSandboxId = id;
+  lastPostMs = postMs;
+  for (;;) {
+    const [s] = (await (await fetch(`${base}/api/v1/sandboxes?id=${id}`, { headers })).json()) as { status: string; status_detail: string }[];
+    if (s!.status === 'RUNNING') {
+      const ms = performance.now() - t0;
+      await fetch(`${base}/api/v1/sandboxes/${id}`, { method: 'DELETE', headers });
+      return ms;
+    }
+    if (s!.status === 'ERROR') throw new Error(`sandbox ${id} failed: ${s!.status_detail}`);
+    await sleep(POLL_MS);
+  }
+}
+
+/** Where the last service start spent its time, from its workflow history. */
+async function explain(address: string, sandboxId: string, postMs: number): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const history = await new Client({ connection }).workflow.getHandle(sandboxWorkflowId(sandboxId)).fetchHistory();
+    const events = history.events ?? [];
+    const t = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
+    const start = t(events[0]!);
+    console.log(`\nlast service start: POST answered in ${postMs.toFixed(0)} ms; its workflow history (ms after start):`);
+    for (const e of events.slice(0, 16)) {
+      const type = Object.keys(e).find((k) => k.endsWith('Attributes')) ?? String(e.eventType);
+      console.log(`  ${String(t(e) - start).padStart(5)}  ${type.replace(/EventAttributes$/, '')}`);
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-bench-sandboxes-'));
+  const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
+  const ferret = await startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port: await freePort() });
+  const temporal = await startTemporalDevServer({
+    binary: binaries.temporal,
+    dataDir: path.join(dir, 'temporal'),
+    port: await freePort(),
+    uiPort: await freePort(),
+    namespace: 'default',
+  });
+  const apiPort = await freePort();
+  const env = {
+    ...process.env,
+    MONGODB_URI: ferret.uri,
+    MONGODB_DB: 'bench',
+    TEMPORAL_ADDRESS: temporal.address,
+    API_PORT: String(apiPort),
+    DATA_DIR: path.join(dir, 'data'),
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    SECRETS_KEY: SecretBox.generateKey(),
+    SANDBOX_IDLE_TIMEOUT_MS: '0',
+    AGENT_CONTROL_PARENT_PID: String(process.pid),
+  };
+  const children: ChildProcess[] = [
+    spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
+    spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
+  ];
+  const base = `http://127.0.0.1:${apiPort}`;
+  const database = openDatabase(ferret.uri, 'bench');
+  try {
+    for (let i = 0; i < 300; i++) {
+      if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
+      await sleep(100);
+    }
+    const user = await new UsersStore(database.db).create('bench@example.com');
+    const { raw: key } = await new ApiKeysStore(database.db).create(user.id, 'bench');
+
+    progress('warming up');
+    for (let i = 0; i < 3; i++) {
+      await directStart(dir);
+      await serviceStart(base, key);
+    }
+    const direct: number[] = [];
+    const service: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      direct.push(await directStart(dir));
+      service.push(await serviceStart(base, key));
+      if ((i + 1) % 5 === 0) progress(`${i + 1}/${RUNS}`);
+    }
+    const f = (ms: number) => `${ms.toFixed(0)} ms`;
+    const rows = [
+      ['path', 'median', 'p90', 'min'],
+      ['spawn runtime directly, poll /alive', f(median(direct)), f(pct(direct, 90)), f(Math.min(...direct))],
+      ['POST /api/v1/sandboxes -> RUNNING', f(median(service)), f(pct(service, 90)), f(Math.min(...service))],
+    ];
+    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+    console.log(`\nSandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms)\n`);
+    for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join('  '));
+    const share = median(service) / median(direct) - 1;
+    await explain(temporal.address, lastSandboxId, lastPostMs);
+    console.log(`\norchestration adds ${(share * 100).toFixed(0)}% to the median (${f(median(service) - median(direct))}); goal <= 20%`);
+  } finally {
+    await database.close();
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null ? c.once('exit', r) : r(null)))));
+    await temporal.stop();
+    await ferret.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
