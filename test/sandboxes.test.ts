@@ -281,7 +281,7 @@ describe('sandboxes', () => {
 });
 
 describe('idle sandboxes', () => {
-  it('are paused after SANDBOX_IDLE_TIMEOUT_MS without use', async () => {
+  it('are paused after SANDBOX_IDLE_TIMEOUT_MS without use; events from their runtime keep them running', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-idle-'));
     const config = testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '200', SANDBOX_IDLE_TIMEOUT_MS: '2000' });
     const t = await startTestApi(config);
@@ -297,6 +297,25 @@ describe('idle sandboxes', () => {
       const pid = (await t.database.db.collection('sandboxes').findOne({ _id: s.id }))!.runtime.pid;
       expect(readStat(pid)!.state).toBe('T');
       await t.request('DELETE', `/api/v1/sandboxes/${s.id}`, { key: u.key });
+
+      // Events its runtime reports are use: while they come, the sandbox stays RUNNING.
+      const busy = (await t.request('POST', '/api/v1/sandboxes', { key: u.key })).body;
+      const running = await waitForStatus(t, u.key, busy.id, 'RUNNING');
+      const conversation = await t.conversations.create({ userId: u.userId, sandboxId: busy.id, sessionApiKey: running.session_api_key });
+      const until = Date.now() + 4000;
+      for (let i = 0; Date.now() < until; i++) {
+        const r = await t.ingest(conversation.id, running.session_api_key, [
+          { id: `e${i}`, kind: 'MessageEvent', source: 'agent', timestamp: new Date().toISOString(), llm_message: { role: 'assistant', content: [{ type: 'text', text: 'working' }] } },
+        ]);
+        expect(r.status).toBe(200);
+        await sleep(300);
+      }
+      const stillRunning = (await t.request('GET', `/api/v1/sandboxes?id=${busy.id}`, { key: u.key })).body[0];
+      expect(stillRunning.status).toBe('RUNNING');
+      // Quiet again: paused after the idle timeout.
+      const pausedLater = await waitForSandbox(t, u.key, busy.id, (x) => x.status === 'PAUSED', 15_000);
+      expect(pausedLater.status_detail).toBe('paused after 2 s without use');
+      await t.request('DELETE', `/api/v1/sandboxes/${busy.id}`, { key: u.key });
     } finally {
       await worker.stop();
       await t.close();

@@ -132,7 +132,7 @@ export class ApiRouter {
       request: {
         params: spec.params,
         query: spec.query,
-        body: spec.body ? { required: true, content: { 'application/json': { schema: spec.body } } } : undefined,
+        body: spec.body ? { required: !spec.body.safeParse(undefined).success, content: { 'application/json': { schema: spec.body } } } : undefined,
       },
       responses,
     });
