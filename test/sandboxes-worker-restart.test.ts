@@ -8,11 +8,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../src/config';
-import { readStat } from '../src/process/process-tree';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv, TEST_SECRETS_KEY } from './helpers/env';
 import { distPath } from './helpers/run';
-import { agentUrl, runtimeGet, waitForStatus } from './helpers/sandboxes';
+import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForStatus } from './helpers/sandboxes';
 
 function startWorkerProcess(config: Config, dataDir: string): { child: ChildProcess; ready: Promise<void> } {
   const child = spawn(process.execPath, [distPath('worker', 'main.js')], {
@@ -43,22 +42,6 @@ function startWorkerProcess(config: Config, dataDir: string): { child: ChildProc
   return { child, ready };
 }
 
-/** Runtime processes whose environment names this sandbox's directory. */
-function runtimesOf(sandboxDir: string): number[] {
-  const found: number[] = [];
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const environ = fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
-      const stat = readStat(Number(name));
-      if (stat && stat.state !== 'Z' && environ.includes(`RUNTIME_SANDBOX_DIR=${sandboxDir}`)) found.push(Number(name));
-    } catch {
-      // gone, or not ours
-    }
-  }
-  return found;
-}
-
 describe('sandboxes across a worker crash', () => {
   let t: TestApi;
   let dataDir: string;
@@ -72,6 +55,7 @@ describe('sandboxes across a worker crash', () => {
   afterAll(async () => {
     for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
     await t?.close();
+    killRuntimesUnder(dataDir);
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -98,7 +82,7 @@ describe('sandboxes across a worker crash', () => {
 
     const cRunning = await waitForStatus(t, u.key, c.id, 'RUNNING', 60_000);
     expect((await runtimeGet(agentUrl(cRunning), '/health', cRunning.session_api_key))!.status).toBe(200);
-    for (const s of [a, b, cRunning]) expect(runtimesOf(path.join(dataDir, 'sandboxes', s.id))).toHaveLength(1);
+    for (const s of [a, b, cRunning]) expect(runtimesUnder(path.join(dataDir, 'sandboxes', s.id))).toHaveLength(1);
 
     const paused = await t.request('POST', `/api/v1/sandboxes/${a.id}/pause`, { key: u.key });
     expect(paused.status).toBe(200);
@@ -111,7 +95,7 @@ describe('sandboxes across a worker crash', () => {
 
     const deleted = await t.request('DELETE', `/api/v1/sandboxes/${b.id}`, { key: u.key });
     expect(deleted.body.status).toBe('DELETED');
-    expect(runtimesOf(path.join(dataDir, 'sandboxes', b.id))).toEqual([]);
+    expect(runtimesUnder(path.join(dataDir, 'sandboxes', b.id))).toEqual([]);
     expect(fs.existsSync(path.join(dataDir, 'sandboxes', b.id))).toBe(false);
 
     second.child.kill('SIGTERM');

@@ -10,7 +10,7 @@ import { readStat } from '../src/process/process-tree';
 import { sandboxWorkflowId } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';
-import { agentUrl, runtimeGet, waitForSandbox, waitForStatus } from './helpers/sandboxes';
+import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForSandbox, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -45,6 +45,7 @@ describe('sandboxes', () => {
     await worker?.stop();
     await t?.close();
     await temporal?.close();
+    killRuntimesUnder(dataDir);
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -128,6 +129,7 @@ describe('sandboxes', () => {
     const stat = readStat(pid);
     expect(stat === null || stat.state === 'Z').toBe(true);
     expect(fs.existsSync(dir)).toBe(false);
+    expect(runtimesUnder(dir)).toEqual([]);
 
     const resume = await t.request('POST', `/api/v1/sandboxes/${s.id}/resume`, { key: alice.key });
     expect(resume.status).toBe(409);
@@ -319,6 +321,7 @@ describe('idle sandboxes', () => {
     } finally {
       await worker.stop();
       await t.close();
+      killRuntimesUnder(dataDir);
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });

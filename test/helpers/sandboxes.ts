@@ -1,4 +1,6 @@
 /** Helpers for sandbox tests: wait for a status, read a process's state, call a runtime. */
+import fs from 'node:fs';
+import { readStat } from '../../src/process/process-tree';
 import type { TestApi } from './api';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,4 +36,38 @@ export function agentUrl(sandbox: any): string {
   const u = sandbox.exposed_urls.find((x: any) => x.name === 'AGENT_SERVER');
   if (!u) throw new Error(`no AGENT_SERVER url in ${JSON.stringify(sandbox)}`);
   return u.url;
+}
+
+/** Runtime processes whose sandbox directory is under `root` (found through their environment). */
+export function runtimesUnder(root: string): number[] {
+  const found: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const dir = fs
+        .readFileSync(`/proc/${name}/environ`, 'utf8')
+        .split('\0')
+        .find((v) => v.startsWith('RUNTIME_SANDBOX_DIR='))
+        ?.slice('RUNTIME_SANDBOX_DIR='.length);
+      const stat = readStat(Number(name));
+      if (dir && (dir === root || dir.startsWith(root + '/')) && stat && stat.state !== 'Z') found.push(Number(name));
+    } catch {
+      // gone, or not ours
+    }
+  }
+  return found;
+}
+
+/**
+ * Ends every runtime a test file started under `root`. Paused ones cannot notice that their directory
+ * is gone (a stopped process runs no timers), so removing the directory alone would leave them behind.
+ */
+export function killRuntimesUnder(root: string): void {
+  for (const pid of runtimesUnder(root)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 }
