@@ -1,0 +1,182 @@
+/**
+ * The docker and remote providers' translation to their backends' protocols, against loopback
+ * stand-ins that speak them (there is no Docker engine or remote runtime service here). The process
+ * provider runs for real in sandboxes.test.ts.
+ */
+import { DockerProvider, dockerFromHost } from '../activities/sandbox-providers/docker-provider';
+import { ProviderConfigError } from '../activities/sandbox-providers/provider';
+import { RemoteProvider } from '../activities/sandbox-providers/remote-provider';
+import type { SandboxSpec } from '../src/schemas/sandboxes';
+import { DockerEngineStandIn } from './helpers/docker-engine-stand-in';
+import { RemoteRuntimeStandIn } from './helpers/remote-runtime-stand-in';
+
+const KEY = 'acp_session_key_for_provider_tests';
+
+describe('docker provider', () => {
+  let engine: DockerEngineStandIn;
+  let provider: DockerProvider;
+  const spec: SandboxSpec = { id: 'img', provider: 'docker', image: 'example/runtime:1', command: null, working_dir: null, initial_env: { FOO: 'bar' } };
+
+  beforeAll(async () => {
+    engine = await new DockerEngineStandIn().start();
+    provider = new DockerProvider({ docker: dockerFromHost(engine.url), publishHost: '127.0.0.1' });
+  });
+  afterAll(() => engine.close());
+
+  const requestsSince = (n: number) => engine.requests.slice(n).map((r) => `${r.method} ${r.path}`);
+
+  it('pulls a missing image, creates the container with its volume, env and published port, starts it', async () => {
+    const started = await provider.start({ sandboxId: 'sb1', spec, sessionApiKey: KEY });
+    const id = engine.find('agent-control-sandbox-sb1')!.Id;
+    expect(requestsSince(0)).toEqual([
+      'GET /containers/agent-control-sandbox-sb1/json',
+      'GET /images/example/runtime:1/json',
+      'POST /images/create',
+      'POST /volumes/create',
+      'POST /containers/create',
+      `GET /containers/${id}/json`,
+      `POST /containers/${id}/start`,
+      `GET /containers/${id}/json`,
+    ]);
+    const pull = engine.requests.find((r) => r.path === '/images/create')!;
+    expect(pull.query).toEqual({ fromImage: 'example/runtime', tag: '1' });
+    const create = engine.requests.find((r) => r.path === '/containers/create')!;
+    expect(create.query).toEqual({ name: 'agent-control-sandbox-sb1' });
+    expect(create.body).toMatchObject({
+      Image: 'example/runtime:1',
+      WorkingDir: '/workspace',
+      Labels: { 'agent-control.sandbox-id': 'sb1' },
+      ExposedPorts: { '8000/tcp': {} },
+      HostConfig: { PortBindings: { '8000/tcp': [{ HostPort: '' }] }, Binds: ['agent-control-sandbox-sb1:/workspace'] },
+    });
+    expect(create.body.Cmd).toBeUndefined();
+    expect(create.body.Env).toEqual(
+      expect.arrayContaining(['FOO=bar', `SESSION_API_KEY=${KEY}`, 'RUNTIME_PORT=8000', 'RUNTIME_HOST=0.0.0.0', 'RUNTIME_WORKING_DIR=/workspace']),
+    );
+    expect(engine.volumes.has('agent-control-sandbox-sb1')).toBe(true);
+
+    const container = engine.find('agent-control-sandbox-sb1')!;
+    const hostPort = Number(container.hostPorts['8000/tcp']);
+    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: `http://127.0.0.1:${hostPort}`, port: hostPort }]);
+    expect(started.handle).toMatchObject({ provider: 'docker', containerId: container.Id, volume: 'agent-control-sandbox-sb1' });
+    expect(started.sessionApiKey).toBeUndefined();
+  });
+
+  it('does not pull an image it has, and passes the command and working directory of the spec', async () => {
+    const n = engine.requests.length;
+    await provider.start({ sandboxId: 'sb2', spec: { ...spec, command: ['node', 'server.js'], working_dir: '/home/agent' }, sessionApiKey: KEY });
+    expect(requestsSince(n)).not.toContain('POST /images/create');
+    const create = engine.requests.slice(n).find((r) => r.path === '/containers/create')!;
+    expect(create.body).toMatchObject({ Cmd: ['node', 'server.js'], WorkingDir: '/home/agent', HostConfig: { Binds: ['agent-control-sandbox-sb2:/home/agent'] } });
+  });
+
+  it('a repeated start finds the container it made instead of creating another', async () => {
+    const first = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY });
+    const n = engine.requests.length;
+    const again = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY });
+    expect(requestsSince(n)).not.toContain('POST /containers/create');
+    expect(requestsSince(n).filter((c) => c.endsWith('/start'))).toEqual([]);
+    expect(again).toEqual(first);
+  });
+
+  it('pauses, unpauses and inspects', async () => {
+    const { handle } = await provider.start({ sandboxId: 'sb4', spec, sessionApiKey: KEY });
+    const id = (handle as any).containerId as string;
+    expect(await provider.inspect(handle)).toEqual({ state: 'running' });
+    const n = engine.requests.length;
+    await provider.pause(handle);
+    expect(await provider.inspect(handle)).toEqual({ state: 'paused' });
+    await provider.resume(handle);
+    expect(await provider.inspect(handle)).toEqual({ state: 'running' });
+    expect(requestsSince(n).filter((c) => c.startsWith('POST'))).toEqual([`POST /containers/${id}/pause`, `POST /containers/${id}/unpause`]);
+
+    engine.find(id)!.State = { Running: false, Paused: false, Status: 'exited', ExitCode: 137 };
+    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'container agent-control-sandbox-sb4 is exited (exit code 137)' });
+  });
+
+  it('delete removes the container with its volumes; deleting again is not an error', async () => {
+    const { handle } = await provider.start({ sandboxId: 'sb5', spec, sessionApiKey: KEY });
+    const id = (handle as any).containerId as string;
+    const n = engine.requests.length;
+    await provider.delete('sb5', handle);
+    const removal = engine.requests.slice(n);
+    expect(removal.map((r) => `${r.method} ${r.path}`)).toEqual([`DELETE /containers/${id}`, 'DELETE /volumes/agent-control-sandbox-sb5']);
+    expect(removal[0]!.query).toEqual({ force: 'true', v: 'true' });
+    expect(engine.find(id)).toBeUndefined();
+    expect(engine.volumes.has('agent-control-sandbox-sb5')).toBe(false);
+    await expect(provider.delete('sb5', handle)).resolves.toBeUndefined();
+    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'container agent-control-sandbox-sb5 no longer exists' });
+  });
+
+  it('refuses a spec without an image as a configuration error', async () => {
+    await expect(provider.start({ sandboxId: 'sb6', spec: { ...spec, image: null }, sessionApiKey: KEY })).rejects.toBeInstanceOf(ProviderConfigError);
+  });
+
+  it('reads DOCKER_HOST forms', () => {
+    expect((dockerFromHost('unix:///var/run/docker.sock').modem as any).socketPath).toBe('/var/run/docker.sock');
+    const tcp = dockerFromHost('tcp://10.0.0.5:2376').modem as any;
+    expect([tcp.host, tcp.port, tcp.protocol]).toEqual(['10.0.0.5', 2376, 'http']);
+  });
+});
+
+describe('remote provider', () => {
+  const API_KEY = 'remote-api-key';
+  let api: RemoteRuntimeStandIn;
+  let provider: RemoteProvider;
+  const spec: SandboxSpec = { id: 'remote', provider: 'remote', image: 'example/runtime:2', command: ['serve'], working_dir: '/work', initial_env: { A: '1' } };
+
+  beforeAll(async () => {
+    api = await new RemoteRuntimeStandIn(API_KEY).start();
+    provider = new RemoteProvider({ baseUrl: api.url, apiKey: API_KEY });
+  });
+  afterAll(() => api.close());
+
+  it('starts a runtime with the spec and takes the URL and key the API issued', async () => {
+    const started = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY });
+    const start = api.requests.find((r) => r.path === '/start')!;
+    expect(start).toEqual({
+      method: 'POST',
+      path: '/start',
+      apiKey: API_KEY,
+      body: { image: 'example/runtime:2', command: ['serve'], working_dir: '/work', environment: { A: '1' }, session_id: 'r1', session_api_key: KEY },
+    });
+    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: 'https://rt-1.runtimes.example', port: 443 }]);
+    expect(started.sessionApiKey).toBe('remote-issued-key-1');
+    expect(started.handle).toEqual({ provider: 'remote', sessionId: 'r1', runtimeId: 'rt-1', url: 'https://rt-1.runtimes.example' });
+  });
+
+  it('a repeated start finds the session instead of starting a second runtime', async () => {
+    const n = api.requests.length;
+    const again = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY });
+    expect(api.requests.slice(n).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /sessions/r1']);
+    expect((again.handle as any).runtimeId).toBe('rt-1');
+  });
+
+  it('pauses, resumes, inspects and stops by runtime id', async () => {
+    const { handle } = await provider.start({ sandboxId: 'r2', spec, sessionApiKey: KEY });
+    const n = api.requests.length;
+    await provider.pause(handle);
+    expect(await provider.inspect(handle)).toEqual({ state: 'paused' });
+    await provider.resume(handle);
+    expect(await provider.inspect(handle)).toEqual({ state: 'running' });
+    await provider.delete('r2', handle);
+    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'the remote runtime rt-2 is stopped' });
+    const posts = api.requests.slice(n).filter((r) => r.method === 'POST');
+    expect(posts.map((r) => [r.path, r.body])).toEqual([
+      ['/pause', { runtime_id: 'rt-2' }],
+      ['/resume', { runtime_id: 'rt-2' }],
+      ['/stop', { runtime_id: 'rt-2' }],
+    ]);
+    api.sessions.delete('r2');
+    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'the remote runtime rt-2 no longer exists' });
+    await expect(provider.delete('r2', null)).resolves.toBeUndefined();
+  });
+
+  it('a wrong API key is a configuration error naming the variable', async () => {
+    const wrong = new RemoteProvider({ baseUrl: api.url, apiKey: 'wrong' });
+    const err = await wrong.start({ sandboxId: 'r3', spec, sessionApiKey: KEY }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderConfigError);
+    expect((err as Error).message).toContain('REMOTE_RUNTIME_API_KEY');
+    expect(api.sessions.has('r3')).toBe(false);
+  });
+});
