@@ -1,0 +1,125 @@
+/**
+ * A scripted LLM: an OpenAI-compatible `POST /v1/chat/completions` on loopback that answers from a
+ * script, one step per request, streaming (server-sent events) when asked to, and records every
+ * request it gets. Tests drive the agent with it; `npm start` runs it for the labelled demo, so a new
+ * user sees a whole conversation without an LLM key.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ScriptStep {
+  /** Assistant text (the thought before tool calls, or the final message). */
+  content?: string;
+  tool_calls?: { name: string; arguments: string | Record<string, unknown> }[];
+  /** Wait this long before answering (a slow model, for interrupt tests). */
+  delay_ms?: number;
+  /** Answer with this HTTP status and no completion (a failing endpoint). */
+  status?: number;
+  prompt_token_ids?: number[];
+  response_token_ids?: number[];
+}
+
+/** The parts of a chat-completions request the scripted LLM looks at; the rest is kept as sent. */
+export interface CompletionRequestBody {
+  model?: string;
+  stream?: boolean;
+  messages?: unknown[];
+  tools?: unknown[];
+  [field: string]: unknown;
+}
+
+export interface RecordedCompletionRequest {
+  body: CompletionRequestBody;
+  authorization: string | undefined;
+}
+
+export class ScriptedLlm {
+  readonly requests: RecordedCompletionRequest[] = [];
+  private server!: http.Server;
+  private step = 0;
+  url = '';
+
+  constructor(private script: ScriptStep[]) {}
+
+  /** Replaces the script and starts it from the top. */
+  load(script: ScriptStep[]): void {
+    this.script = script;
+    this.step = 0;
+  }
+
+  async start(port = 0, host = '127.0.0.1'): Promise<this> {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((r) => this.server.listen(port, host, () => r()));
+    this.url = `http://${host}:${(this.server.address() as AddressInfo).port}/v1`;
+    return this;
+  }
+
+  close(): Promise<void> {
+    return new Promise((r) => {
+      this.server.close(() => r());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as CompletionRequestBody;
+    this.requests.push({ body, authorization: req.headers.authorization });
+    const n = this.step++;
+    const step = this.script[n] ?? { content: 'The script has no more steps.' };
+    if (step.delay_ms) {
+      const aborted = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), step.delay_ms);
+        res.once('close', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      if (aborted) return;
+    }
+    if (step.status) {
+      res.writeHead(step.status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: `scripted failure ${step.status}` } }));
+      return;
+    }
+    const id = `chatcmpl-scripted-${n + 1}`;
+    const toolCalls = (step.tool_calls ?? []).map((c, i) => ({
+      id: `call_${n + 1}_${i + 1}`,
+      type: 'function' as const,
+      function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+    }));
+    const model = body.model ?? 'scripted';
+    if (!body.stream) {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          model,
+          ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}),
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: step.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+              finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
+              ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}),
+            },
+          ],
+          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        }),
+      );
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    const send = (chunk: object) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}\n\n`);
+    const words = (step.content ?? '').match(/\S+\s*/g) ?? [];
+    for (const w of words) send({ choices: [{ index: 0, delta: { content: w } }] });
+    toolCalls.forEach((c, index) => send({ choices: [{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: c.function }] } }] }));
+    send({ choices: [{ index: 0, delta: {}, finish_reason: toolCalls.length ? 'tool_calls' : 'stop' }] });
+    res.end('data: [DONE]\n\n');
+  }
+}

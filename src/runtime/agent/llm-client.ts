@@ -1,0 +1,155 @@
+/**
+ * A client for any OpenAI-compatible chat-completions endpoint, with tool calling, optional streaming
+ * (server-sent events) and cancellation. It returns the assistant message plus what the events need:
+ * the response id, token ids when the endpoint gives them, and the raw exchange for completion logs.
+ */
+export interface LlmSettings {
+  model: string;
+  base_url: string;
+  api_key?: string | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  max_output_tokens?: number | null;
+  stream?: boolean;
+  timeout_s?: number;
+}
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export interface Completion {
+  id: string;
+  content: string | null;
+  reasoning_content: string | null;
+  tool_calls: ToolCall[];
+  prompt_token_ids: number[] | null;
+  response_token_ids: number[] | null;
+  request: unknown;
+  response: unknown;
+}
+
+export class LlmError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'LlmError';
+  }
+}
+
+const endpoint = (baseUrl: string) => `${baseUrl.replace(/\/+$/, '')}/chat/completions`;
+
+interface Delta {
+  content?: string | null;
+  reasoning_content?: string | null;
+  tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+}
+
+export async function complete(
+  llm: LlmSettings,
+  messages: ChatMessage[],
+  tools: object[],
+  opts: { signal?: AbortSignal; onDelta?: (d: { content: string | null; reasoning_content: string | null }) => void } = {},
+): Promise<Completion> {
+  const stream = Boolean(llm.stream);
+  const request = {
+    model: llm.model,
+    messages,
+    ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
+    ...(llm.temperature != null ? { temperature: llm.temperature } : {}),
+    ...(llm.top_p != null ? { top_p: llm.top_p } : {}),
+    ...(llm.max_output_tokens != null ? { max_tokens: llm.max_output_tokens } : {}),
+    ...(stream ? { stream: true } : {}),
+  };
+  const signals = [AbortSignal.timeout((llm.timeout_s ?? 600) * 1000), ...(opts.signal ? [opts.signal] : [])];
+  const res = await fetch(endpoint(llm.base_url), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(llm.api_key ? { Authorization: `Bearer ${llm.api_key}` } : {}) },
+    body: JSON.stringify(request),
+    signal: AbortSignal.any(signals),
+  });
+  if (!res.ok) throw new LlmError(`the LLM endpoint answered ${res.status}: ${(await res.text()).slice(0, 500)}`, res.status);
+
+  if (!stream) {
+    const body = (await res.json()) as {
+      id?: string;
+      prompt_token_ids?: number[];
+      choices?: { message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCall[] }; token_ids?: number[] }[];
+    };
+    const choice = body.choices?.[0];
+    if (!choice?.message) throw new LlmError('the LLM endpoint answered without a message');
+    return {
+      id: body.id ?? `resp-${Date.now()}`,
+      content: choice.message.content ?? null,
+      reasoning_content: choice.message.reasoning_content ?? null,
+      tool_calls: (choice.message.tool_calls ?? []).map((c) => ({ id: c.id, type: 'function', function: c.function })),
+      prompt_token_ids: body.prompt_token_ids ?? null,
+      response_token_ids: choice.token_ids ?? null,
+      request,
+      response: body,
+    };
+  }
+
+  let id = '';
+  let content = '';
+  let reasoning = '';
+  let promptTokenIds: number[] | null = null;
+  let responseTokenIds: number[] | null = null;
+  const calls: { id: string; name: string; arguments: string }[] = [];
+  const chunks: unknown[] = [];
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(part, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = frame
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('');
+      if (!data || data === '[DONE]') continue;
+      const chunk = JSON.parse(data) as { id?: string; prompt_token_ids?: number[]; choices?: { delta?: Delta; token_ids?: number[] }[] };
+      chunks.push(chunk);
+      id ||= chunk.id ?? '';
+      if (chunk.prompt_token_ids) promptTokenIds = chunk.prompt_token_ids;
+      const choice = chunk.choices?.[0];
+      if (choice?.token_ids) responseTokenIds = [...(responseTokenIds ?? []), ...choice.token_ids];
+      const delta = choice?.delta;
+      if (!delta) continue;
+      if (delta.content || delta.reasoning_content) {
+        content += delta.content ?? '';
+        reasoning += delta.reasoning_content ?? '';
+        opts.onDelta?.({ content: delta.content ?? null, reasoning_content: delta.reasoning_content ?? null });
+      }
+      for (const tc of delta.tool_calls ?? []) {
+        const call = (calls[tc.index] ??= { id: '', name: '', arguments: '' });
+        if (tc.id) call.id = tc.id;
+        if (tc.function?.name) call.name += tc.function.name;
+        if (tc.function?.arguments) call.arguments += tc.function.arguments;
+      }
+    }
+  }
+  return {
+    id: id || `resp-${Date.now()}`,
+    content: content || null,
+    reasoning_content: reasoning || null,
+    tool_calls: calls.filter(Boolean).map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    prompt_token_ids: promptTokenIds,
+    response_token_ids: responseTokenIds,
+    request,
+    response: chunks,
+  };
+}
