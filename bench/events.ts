@@ -11,14 +11,12 @@
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { freePort } from '../src/process/net';
-import { startFerretdb } from '../scripts/servers/ferretdb-server';
-import { obtainServers } from '../scripts/servers/obtain';
-import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
+import { FERRETDB_VERSION } from '../scripts/servers/paths';
+import { startBenchServers } from './servers';
 import { SecretBox } from '../src/auth/secret-box';
 import { normalizeEventTime } from '../src/events/event-time';
 import { encodeCursor } from '../src/http/page-cursor';
@@ -66,24 +64,15 @@ function makeEvents(n: number, start: number): Record<string, unknown>[] {
 }
 
 async function main(): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-bench-'));
-  const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
-  const ferret = await startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port: await freePort() });
-  const temporal = await startTemporalDevServer({
-    binary: binaries.temporal,
-    dataDir: path.join(dir, 'temporal'),
-    port: await freePort(),
-    uiPort: await freePort(),
-    namespace: 'default',
-  });
+  const servers = await startBenchServers('events');
   const dbName = 'bench';
   const apiPort = await freePort();
   const api = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'api', 'main.js')], {
     env: {
       ...process.env,
-      MONGODB_URI: ferret.uri,
+      MONGODB_URI: servers.mongoUri,
       MONGODB_DB: dbName,
-      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_ADDRESS: servers.temporalAddress,
       API_PORT: String(apiPort),
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
@@ -94,7 +83,7 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const base = `http://127.0.0.1:${apiPort}`;
-  const database = openDatabase(ferret.uri, dbName);
+  const database = openDatabase(servers.mongoUri, dbName);
   const rows: string[][] = [];
   try {
     for (let i = 0; i < 300; i++) {
@@ -268,8 +257,7 @@ async function main(): Promise<void> {
       await exited;
     }
     await database.close();
-    await Promise.all([ferret.stop(), temporal.stop()]);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await servers.stop();
   }
 
   const header = ['measure', 'through the api', 'raw driver', 'ratio', 'goal'];
@@ -278,7 +266,7 @@ async function main(): Promise<void> {
   console.log(line(header));
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const r of rows) console.log(line(r));
-  console.log(`\nFerretDB ${path.basename(path.dirname(binaries.ferretdb))} (SQLite), Node ${process.version}, ${os.cpus().length} cores`);
+  console.log(`\nFerretDB ${FERRETDB_VERSION} (SQLite), Node ${process.version}, ${os.cpus().length} cores`);
 }
 
 main().catch((e: Error) => {

@@ -10,15 +10,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { startFerretdb } from '../scripts/servers/ferretdb-server';
-import { obtainServers } from '../scripts/servers/obtain';
-import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
 import { Client, Connection } from '@temporalio/client';
 import { SecretBox } from '../src/auth/secret-box';
 import { sandboxWorkflowId } from '../src/temporal/shared';
 import { freePort } from '../src/process/net';
+import { startBenchServers } from './servers';
 import { ApiKeysStore } from '../src/store/api-keys-store';
 import { openDatabase } from '../src/store/mongo';
 import { UsersStore } from '../src/store/users-store';
@@ -109,22 +106,14 @@ async function explain(address: string, sandboxId: string, postMs: number): Prom
 }
 
 async function main(): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-bench-sandboxes-'));
-  const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
-  const ferret = await startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port: await freePort() });
-  const temporal = await startTemporalDevServer({
-    binary: binaries.temporal,
-    dataDir: path.join(dir, 'temporal'),
-    port: await freePort(),
-    uiPort: await freePort(),
-    namespace: 'default',
-  });
+  const servers = await startBenchServers('sandboxes');
+  const dir = servers.dir;
   const apiPort = await freePort();
   const env = {
     ...process.env,
-    MONGODB_URI: ferret.uri,
+    MONGODB_URI: servers.mongoUri,
     MONGODB_DB: 'bench',
-    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_ADDRESS: servers.temporalAddress,
     API_PORT: String(apiPort),
     DATA_DIR: path.join(dir, 'data'),
     LOG_LEVEL: 'warn',
@@ -138,7 +127,7 @@ async function main(): Promise<void> {
     spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
   ];
   const base = `http://127.0.0.1:${apiPort}`;
-  const database = openDatabase(ferret.uri, 'bench');
+  const database = openDatabase(servers.mongoUri, 'bench');
   try {
     for (let i = 0; i < 300; i++) {
       if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
@@ -169,15 +158,13 @@ async function main(): Promise<void> {
     console.log(`\nSandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms)\n`);
     for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join('  '));
     const share = median(service) / median(direct) - 1;
-    await explain(temporal.address, lastSandboxId, lastPostMs);
+    await explain(servers.temporalAddress, lastSandboxId, lastPostMs);
     console.log(`\norchestration adds ${(share * 100).toFixed(0)}% to the median (${f(median(service) - median(direct))}); goal <= 20%`);
   } finally {
     await database.close();
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null ? c.once('exit', r) : r(null)))));
-    await temporal.stop();
-    await ferret.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await servers.stop();
   }
 }
 

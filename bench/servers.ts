@@ -1,0 +1,30 @@
+/** Starts FerretDB and the Temporal dev server for one benchmark run, in its own temporary directory. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startFerretdb } from '../scripts/servers/ferretdb-server';
+import { obtainServers } from '../scripts/servers/obtain';
+import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
+import { freePort } from '../src/process/net';
+
+export async function startBenchServers(name: string) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-control-bench-${name}-`));
+  const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
+  const ferret = await startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port: await freePort() });
+  const temporal = await startTemporalDevServer({
+    binary: binaries.temporal,
+    dataDir: path.join(dir, 'temporal'),
+    port: await freePort(),
+    uiPort: await freePort(),
+    namespace: 'default',
+  });
+  return {
+    dir,
+    mongoUri: ferret.uri,
+    temporalAddress: temporal.address,
+    async stop() {
+      await Promise.all([ferret.stop(), temporal.stop()]);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
