@@ -1,0 +1,174 @@
+/**
+ * The runtime's event outbox: every event is appended to a file in the sandbox before it is sent, and a
+ * sender posts the unsent ones, in order and in batches, to the control plane's ingest endpoint until
+ * each batch is acknowledged, backing off while the control plane is away. The count of acknowledged
+ * events is kept beside the file, so a restarted runtime resumes where the last one stopped; a batch
+ * sent twice (acknowledged, then a crash before the count was written) is harmless, because ingest is
+ * idempotent on event id. Transient events (StreamingDeltaEvent) skip the outbox and are sent at once.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface OutboxOptions {
+  /** Directory that holds this conversation's outbox files. */
+  dir: string;
+  conversationId: string;
+  /** Base URL of the control plane (its api). */
+  controlPlaneUrl: string;
+  sessionApiKey: string;
+  batchSize?: number;
+  /** Longest wait between retries (ms). */
+  maxBackoffMs?: number;
+  onError?: (message: string) => void;
+}
+
+const EVENTS_FILE = 'outbox.jsonl';
+const SENT_FILE = 'outbox.sent';
+const REJECTED_FILE = 'outbox.rejected.jsonl';
+
+/** Statuses after which a batch can never be accepted as it is: set aside, not retried forever. */
+const PERMANENT = new Set([400, 409, 413, 422]);
+
+export class EventOutbox {
+  private pending: string[] = [];
+  private sent = 0;
+  private sending: Promise<void> | null = null;
+  private stopped = false;
+  private wake: (() => void) | null = null;
+  private readonly url: string;
+
+  constructor(private readonly o: OutboxOptions) {
+    fs.mkdirSync(o.dir, { recursive: true });
+    this.url = `${o.controlPlaneUrl.replace(/\/+$/, '')}/api/v1/webhooks/events/${encodeURIComponent(o.conversationId)}`;
+    const sent = Number(readOr(path.join(o.dir, SENT_FILE), '0'));
+    const lines = readOr(path.join(o.dir, EVENTS_FILE), '').split('\n');
+    // A line cut short by a crash mid-write is not an event: it was never acknowledged, so it is dropped.
+    const whole = lines.filter((l, i) => l !== '' && (i < lines.length - 1 || isJson(l)));
+    this.sent = Math.min(Number.isInteger(sent) ? sent : 0, whole.length);
+    this.pending = whole.slice(this.sent);
+    if (whole.length !== lines.filter((l) => l !== '').length) {
+      fs.writeFileSync(path.join(o.dir, EVENTS_FILE), whole.map((l) => `${l}\n`).join(''));
+    }
+    this.kick();
+  }
+
+  /** Events written but not yet acknowledged. */
+  get unsent(): number {
+    return this.pending.length;
+  }
+
+  /** Writes the event to disk, then lets the sender take it. */
+  append(event: object): void {
+    const line = JSON.stringify(event);
+    fs.appendFileSync(path.join(this.o.dir, EVENTS_FILE), `${line}\n`);
+    this.pending.push(line);
+    this.kick();
+  }
+
+  /** Sends a transient event now, best effort: it is never stored, so a lost one is only a lost delta. */
+  sendTransient(event: object): void {
+    void this.post(`[${JSON.stringify(event)}]`).catch(() => undefined);
+  }
+
+  /** Resolves once every appended event is acknowledged (or the outbox stops). */
+  async flushed(): Promise<void> {
+    while (!this.stopped && this.pending.length > 0) await (this.sending ?? Promise.resolve());
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.sending;
+  }
+
+  private kick(): void {
+    if (this.stopped) return;
+    if (this.sending) {
+      this.wake?.();
+      return;
+    }
+    this.sending = this.run().finally(() => {
+      this.sending = null;
+      if (!this.stopped && this.pending.length > 0) this.kick();
+    });
+  }
+
+  private async run(): Promise<void> {
+    let backoff = 100;
+    while (!this.stopped && this.pending.length > 0) {
+      const batch = this.pending.slice(0, this.o.batchSize ?? 100);
+      let status: number;
+      try {
+        status = await this.post(`[${batch.join(',')}]`);
+      } catch (e) {
+        status = 0;
+        this.o.onError?.(`sending events failed: ${(e as Error).message}`);
+      }
+      if (status === 200 || PERMANENT.has(status)) {
+        // A refused batch is all or nothing: send its events one by one so only the bad ones are set aside.
+        if (status !== 200) await this.oneByOne(batch);
+        this.sent += batch.length;
+        this.pending.splice(0, batch.length);
+        writeAtomically(path.join(this.o.dir, SENT_FILE), String(this.sent));
+        backoff = 100;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, backoff);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = null;
+      backoff = Math.min(backoff * 2, this.o.maxBackoffMs ?? 5000);
+    }
+  }
+
+  private async oneByOne(batch: readonly string[]): Promise<void> {
+    for (const line of batch) {
+      let status = await this.post(`[${line}]`).catch(() => 0);
+      for (let backoff = 100; status !== 200 && !PERMANENT.has(status) && !this.stopped; backoff = Math.min(backoff * 2, 5000)) {
+        await new Promise((r) => setTimeout(r, backoff));
+        status = await this.post(`[${line}]`).catch(() => 0);
+      }
+      if (PERMANENT.has(status)) {
+        fs.appendFileSync(path.join(this.o.dir, REJECTED_FILE), `${line}\n`);
+        this.o.onError?.(`the control plane refused an event with ${status}; kept in ${REJECTED_FILE}`);
+      }
+    }
+  }
+
+  private async post(body: string): Promise<number> {
+    const res = await fetch(this.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': this.o.sessionApiKey },
+      body,
+      signal: AbortSignal.timeout(30_000),
+    });
+    await res.body?.cancel();
+    return res.status;
+  }
+}
+
+function readOr(file: string, fallback: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return fallback;
+  }
+}
+
+function isJson(line: string): boolean {
+  try {
+    JSON.parse(line);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function writeAtomically(file: string, text: string): void {
+  fs.writeFileSync(`${file}.tmp`, text);
+  fs.renameSync(`${file}.tmp`, file);
+}
