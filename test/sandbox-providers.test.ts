@@ -3,6 +3,7 @@
  * stand-ins that speak them (there is no Docker engine or remote runtime service here). The process
  * provider runs for real in sandboxes.test.ts.
  */
+import Docker from 'dockerode';
 import { DockerProvider, dockerFromHost } from '../activities/sandbox-providers/docker-provider';
 import { ProviderConfigError } from '../activities/sandbox-providers/provider';
 import { RemoteProvider } from '../activities/sandbox-providers/remote-provider';
@@ -112,6 +113,35 @@ describe('docker provider', () => {
     await expect(provider.start({ sandboxId: 'sb6', spec: { ...spec, image: null }, sessionApiKey: KEY })).rejects.toBeInstanceOf(ProviderConfigError);
   });
 
+  it('a repeated start starts again a container that exited, without creating another', async () => {
+    const first = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY });
+    const container = engine.find('agent-control-sandbox-sb7')!;
+    container.State = { Running: false, Paused: false, Status: 'exited', ExitCode: 1 };
+    const n = engine.requests.length;
+    const again = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY });
+    expect(requestsSince(n).filter((c) => c.startsWith('POST'))).toEqual(['POST /containers/agent-control-sandbox-sb7/start']); // found by name
+    expect(container.State.Running).toBe(true);
+    expect((again.handle as any).containerId).toBe((first.handle as any).containerId);
+  });
+
+  it('works through a client that puts the API version in the path, heartbeating through the pull', async () => {
+    const versioned = new Docker({ host: '127.0.0.1', port: Number(new URL(engine.url).port), version: 'v1.45' });
+    const p = new DockerProvider({ docker: versioned, publishHost: '127.0.0.1' });
+    const n = engine.requests.length;
+    let progress = 0;
+    const started = await p.start({ sandboxId: 'sb8', spec: { ...spec, image: 'example/runtime:8' }, sessionApiKey: KEY, progress: () => progress++ });
+    const sent = engine.requests.slice(n);
+    expect(sent.filter((r) => !r.url.startsWith('/v1.45/'))).toEqual([]);
+    expect(sent.find((r) => r.path === '/images/create')?.query).toEqual({ fromImage: 'example/runtime', tag: '8' });
+    expect(progress).toBe(2); // one call per line of the stand-in's progress stream
+    const container = engine.find('agent-control-sandbox-sb8')!;
+    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: `http://127.0.0.1:${container.hostPorts['8000/tcp']}`, port: Number(container.hostPorts['8000/tcp']) }]);
+    expect(await p.inspect(started.handle)).toEqual({ state: 'running' });
+    await p.delete('sb8', started.handle);
+    expect(engine.find('agent-control-sandbox-sb8')).toBeUndefined();
+    expect(engine.volumes.has('agent-control-sandbox-sb8')).toBe(false);
+  });
+
   it('reads DOCKER_HOST forms', () => {
     expect((dockerFromHost('unix:///var/run/docker.sock').modem as any).socketPath).toBe('/var/run/docker.sock');
     const tcp = dockerFromHost('tcp://10.0.0.5:2376').modem as any;
@@ -170,6 +200,40 @@ describe('remote provider', () => {
     api.sessions.delete('r2');
     expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'the remote runtime rt-2 no longer exists' });
     await expect(provider.delete('r2', null)).resolves.toBeUndefined();
+  });
+
+  it('leaves the session key alone when the API issues none', async () => {
+    api.issueKeys = false;
+    try {
+      const started = await provider.start({ sandboxId: 'r4', spec, sessionApiKey: KEY });
+      const session = api.sessions.get('r4')!;
+      expect(session.session_api_key).toBeNull();
+      expect(started.sessionApiKey).toBeUndefined();
+      expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: session.url, port: 443 }]);
+    } finally {
+      api.issueKeys = true;
+    }
+  });
+
+  it('a start that finds its session paused resumes it instead of starting another', async () => {
+    const { handle } = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY });
+    await provider.pause(handle);
+    const n = api.requests.length;
+    const again = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY });
+    expect(api.requests.slice(n).map((r) => [`${r.method} ${r.path}`, r.body])).toEqual([
+      ['GET /sessions/r5', undefined],
+      ['POST /resume', { runtime_id: (handle as any).runtimeId }],
+    ]);
+    expect(api.sessions.get('r5')!.status).toBe('running');
+    expect(again.handle).toEqual(handle);
+  });
+
+  it('deleting a runtime the API no longer knows is not an error', async () => {
+    const gone = { provider: 'remote' as const, sessionId: 'r-gone', runtimeId: 'rt-gone', url: 'https://rt-gone.runtimes.example' };
+    const n = api.requests.length;
+    await expect(provider.delete('r-gone', gone)).resolves.toBeUndefined();
+    await expect(provider.delete('r-gone', null)).resolves.toBeUndefined();
+    expect(api.requests.slice(n).map((r) => `${r.method} ${r.path}`)).toEqual(['POST /stop', 'GET /sessions/r-gone']);
   });
 
   it('a wrong API key is a configuration error naming the variable', async () => {

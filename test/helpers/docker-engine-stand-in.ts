@@ -9,6 +9,9 @@ import type { AddressInfo } from 'node:net';
 
 export interface RecordedRequest {
   method: string;
+  /** The request target as sent, version prefix and query included. */
+  url: string;
+  /** Without the version prefix, decoded. */
   path: string;
   query: Record<string, string>;
   body: any;
@@ -56,7 +59,7 @@ export class DockerEngineStandIn {
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
     const body = text ? JSON.parse(text) : undefined;
-    this.requests.push({ method: req.method!, path, query: Object.fromEntries(url.searchParams), body });
+    this.requests.push({ method: req.method!, url: req.url!, path, query: Object.fromEntries(url.searchParams), body });
     const json = (status: number, value?: unknown) => {
       res.writeHead(status, { 'Content-Type': 'application/json' });
       res.end(value === undefined ? '' : JSON.stringify(value));
@@ -117,7 +120,7 @@ export class DockerEngineStandIn {
         return json(204);
       }
       if (req.method === 'POST' && action === 'unpause') {
-        if (!c.State.Paused) return json(500, { message: `Container ${c.Id} is not paused` });
+        if (!c.State.Paused) return json(409, { message: `Container ${c.Id} is not paused` });
         c.State = { ...c.State, Paused: false, Status: 'running' };
         return json(204);
       }

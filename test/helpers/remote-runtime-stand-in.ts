@@ -10,7 +10,7 @@ export interface RemoteSession {
   session_id: string;
   runtime_id: string;
   url: string;
-  session_api_key: string;
+  session_api_key: string | null;
   status: 'running' | 'paused' | 'stopped';
 }
 
@@ -20,6 +20,8 @@ export class RemoteRuntimeStandIn {
   private server!: http.Server;
   private next = 1;
   url = '';
+  /** Whether /start issues a session key of its own (some deployments leave the key to the caller: null). */
+  issueKeys = true;
 
   constructor(private readonly apiKey: string) {}
 
@@ -62,7 +64,7 @@ export class RemoteRuntimeStandIn {
         session_id: body.session_id,
         runtime_id: `rt-${n}`,
         url: `https://rt-${n}.runtimes.example`,
-        session_api_key: `remote-issued-key-${n}`,
+        session_api_key: this.issueKeys ? `remote-issued-key-${n}` : null,
         status: 'running',
       };
       this.sessions.set(s.session_id, s);
