@@ -33,7 +33,11 @@ module.exports = tseslint.config(
           patterns: [
             { group: ['mongodb', 'koa', '@koa/*', 'ws', 'pino*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'Workflows do no I/O: call an activity.' },
             { group: ['../activities', '../activities/*'], allowTypeImports: true, message: 'Import activities as types only (proxyActivities).' },
-            { group: ['../src/*', '../src/**'], allowTypeImports: true, message: 'Workflows may import only types and workflow-safe modules from src/.' },
+            {
+              regex: '^\\.\\./src/(?!temporal/shared$)',
+              allowTypeImports: true,
+              message: 'Workflows may import only types and workflow-safe modules (src/temporal/shared) from src/.',
+            },
           ],
         },
       ],

@@ -28,19 +28,18 @@ import {
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { Activities } from '../activities';
 import type { SandboxStatus } from '../src/schemas/sandboxes';
-import type { SandboxState, SandboxWorkflowInput } from '../src/temporal/shared';
+import { SANDBOX_FAILURES, SANDBOX_STATE_QUERY, SANDBOX_UPDATES, type SandboxState, type SandboxWorkflowInput } from '../src/temporal/shared';
 import { SANDBOX_ACTIVITY_OPTIONS } from './activity-options';
 
 const provider = proxyActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.provider);
 const { checkSandboxRuntime } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.check);
 const { recordSandboxStatus } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.record);
 
-// Names as in src/temporal/shared.ts (SANDBOX_UPDATES, SANDBOX_STATE_QUERY, SANDBOX_FAILURES).
-export const pauseUpdate = defineUpdate<SandboxState>('pause');
-export const resumeUpdate = defineUpdate<SandboxState>('resume');
-export const deleteUpdate = defineUpdate<SandboxState>('delete');
-export const stateQuery = defineQuery<SandboxState>('state');
-const FAILURE = { deleted: 'SandboxDeleted', conflict: 'SandboxStatusConflict', providerFailed: 'SandboxProviderFailed' } as const;
+export const pauseUpdate = defineUpdate<SandboxState>(SANDBOX_UPDATES.pause);
+export const resumeUpdate = defineUpdate<SandboxState>(SANDBOX_UPDATES.resume);
+export const deleteUpdate = defineUpdate<SandboxState>(SANDBOX_UPDATES.delete);
+export const stateQuery = defineQuery<SandboxState>(SANDBOX_STATE_QUERY);
+const FAILURE = SANDBOX_FAILURES;
 
 const OwnerUserId = defineSearchAttributeKey('OwnerUserId', SearchAttributeType.KEYWORD);
 const SandboxStatusKey = defineSearchAttributeKey('SandboxStatus', SearchAttributeType.KEYWORD);

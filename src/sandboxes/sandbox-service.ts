@@ -94,11 +94,6 @@ export class SandboxService {
     return sandboxView(record, this.deps.box);
   }
 
-  async get(userId: string, id: string): Promise<SandboxView | null> {
-    const r = await this.deps.sandboxes.getOwned(id, userId);
-    return r && sandboxView(r, this.deps.box);
-  }
-
   async getMany(userId: string, ids: readonly string[]): Promise<(SandboxView | null)[]> {
     const found = await this.deps.sandboxes.getManyOwned(ids, userId);
     return ids.map((id) => {
@@ -129,9 +124,8 @@ export class SandboxService {
     if (e instanceof WorkflowUpdateFailedError) {
       const cause = e.cause as { type?: string; message?: string } | undefined;
       const message = cause?.message ?? e.message;
-      if (cause?.type === SANDBOX_FAILURES.providerFailed) return new HttpError(502, message);
-      if (cause?.type === SANDBOX_FAILURES.deleted || cause?.type === SANDBOX_FAILURES.conflict) return new HttpError(409, message);
-      return new HttpError(409, message);
+      // A provider failure is upstream (502); the rest (deleted, wrong status) is a conflict with the state (409).
+      return new HttpError(cause?.type === SANDBOX_FAILURES.providerFailed ? 502 : 409, message);
     }
     if (e instanceof WorkflowNotFoundError) return new HttpError(409, `Sandbox ${id} has no running workflow; delete it and start a new one`);
     return e as Error;

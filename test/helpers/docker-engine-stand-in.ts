@@ -5,7 +5,7 @@
  * It records every request so tests can check what the provider asked for. No container runs.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { LoopbackServer } from './loopback-server';
 
 export interface RecordedRequest {
   method: string;
@@ -26,39 +26,23 @@ interface FakeContainer {
   hostPorts: Record<string, string>;
 }
 
-export class DockerEngineStandIn {
+export class DockerEngineStandIn extends LoopbackServer {
   readonly requests: RecordedRequest[] = [];
   readonly images = new Set<string>();
   readonly volumes = new Set<string>();
   readonly containers = new Map<string, FakeContainer>();
-  private server!: http.Server;
   private nextPort = 41000;
   private nextId = 1;
-  url = '';
-
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  close(): Promise<void> {
-    return new Promise((r) => this.server.close(() => r()));
-  }
 
   /** The container by id or name, as the Engine resolves either. */
   find(idOrName: string): FakeContainer | undefined {
     return this.containers.get(idOrName) ?? [...this.containers.values()].find((c) => c.Name === `/${idOrName}`);
   }
 
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  protected async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url!, 'http://x');
     const path = decodeURIComponent(url.pathname.replace(/^\/v\d+\.\d+/, ''));
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const body = text ? JSON.parse(text) : undefined;
+    const body = await this.readJson(req);
     this.requests.push({ method: req.method!, url: req.url!, path, query: Object.fromEntries(url.searchParams), body });
     const json = (status: number, value?: unknown) => {
       res.writeHead(status, { 'Content-Type': 'application/json' });

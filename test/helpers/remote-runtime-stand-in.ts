@@ -4,7 +4,7 @@
  * (401 otherwise). Sessions live in memory; every request is recorded for the tests' assertions.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { LoopbackServer } from './loopback-server';
 
 export interface RemoteSession {
   session_id: string;
@@ -14,37 +14,23 @@ export interface RemoteSession {
   status: 'running' | 'paused' | 'stopped';
 }
 
-export class RemoteRuntimeStandIn {
+export class RemoteRuntimeStandIn extends LoopbackServer {
   readonly requests: { method: string; path: string; body: any; apiKey: string | undefined }[] = [];
   readonly sessions = new Map<string, RemoteSession>();
-  private server!: http.Server;
   private next = 1;
-  url = '';
   /** Whether /start issues a session key of its own (some deployments leave the key to the caller: null). */
   issueKeys = true;
 
-  constructor(private readonly apiKey: string) {}
-
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  close(): Promise<void> {
-    return new Promise((r) => this.server.close(() => r()));
+  constructor(private readonly apiKey: string) {
+    super();
   }
 
   private byRuntime(id: string): RemoteSession | undefined {
     return [...this.sessions.values()].find((s) => s.runtime_id === id);
   }
 
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const body = text ? JSON.parse(text) : undefined;
+  protected async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const body = await this.readJson(req);
     const apiKey = req.headers['x-api-key'] as string | undefined;
     const path = req.url!;
     this.requests.push({ method: req.method!, path, body, apiKey });
