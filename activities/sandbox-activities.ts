@@ -18,6 +18,8 @@ export interface SandboxActivityDeps {
   providers: ProviderRegistry;
   /** How long a started or resumed runtime has to answer /alive. */
   startTimeoutMs: number;
+  /** CONTROL_PLANE_URL of the runtimes: the api's public base URL. */
+  controlPlaneUrl: string;
 }
 
 /** What a health check saw. */
@@ -93,7 +95,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
   /** Starts a runtime for the sandbox, records where it is and waits until it answers. */
   const startFresh = async (r: SandboxRecord): Promise<void> => {
     const p = provider(r);
-    const started = await unretryable(() => p.start({ sandboxId: r.id, spec: r.spec, sessionApiKey: box.open(r.session_key_sealed), progress: () => Context.current().heartbeat() }));
+    const started = await unretryable(() => p.start({ sandboxId: r.id, spec: r.spec, sessionApiKey: box.open(r.session_key_sealed), controlPlaneUrl: deps.controlPlaneUrl, progress: () => Context.current().heartbeat() }));
     const key = started.sessionApiKey ? { sealed: box.seal(started.sessionApiKey), hash: hashApiKey(started.sessionApiKey) } : undefined;
     const next = { ...r, runtime: started.handle, exposed_urls: started.exposedUrls };
     // Recorded while the runtime boots; the wait for /alive needs it only in memory.

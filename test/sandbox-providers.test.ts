@@ -12,6 +12,7 @@ import { DockerEngineStandIn } from './helpers/docker-engine-stand-in';
 import { RemoteRuntimeStandIn } from './helpers/remote-runtime-stand-in';
 
 const KEY = 'acp_session_key_for_provider_tests';
+const CONTROL_PLANE = 'http://127.0.0.1:9';
 
 describe('docker provider', () => {
   let engine: DockerEngineStandIn;
@@ -27,7 +28,7 @@ describe('docker provider', () => {
   const requestsSince = (n: number) => engine.requests.slice(n).map((r) => `${r.method} ${r.path}`);
 
   it('pulls a missing image, creates the container with its volume, env and published port, starts it', async () => {
-    const started = await provider.start({ sandboxId: 'sb1', spec, sessionApiKey: KEY });
+    const started = await provider.start({ sandboxId: 'sb1', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const id = engine.find('agent-control-sandbox-sb1')!.Id;
     expect(requestsSince(0)).toEqual([
       'GET /containers/agent-control-sandbox-sb1/json',
@@ -65,23 +66,23 @@ describe('docker provider', () => {
 
   it('does not pull an image it has, and passes the command and working directory of the spec', async () => {
     const n = engine.requests.length;
-    await provider.start({ sandboxId: 'sb2', spec: { ...spec, command: ['node', 'server.js'], working_dir: '/home/agent' }, sessionApiKey: KEY });
+    await provider.start({ sandboxId: 'sb2', spec: { ...spec, command: ['node', 'server.js'], working_dir: '/home/agent' }, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     expect(requestsSince(n)).not.toContain('POST /images/create');
     const create = engine.requests.slice(n).find((r) => r.path === '/containers/create')!;
     expect(create.body).toMatchObject({ Cmd: ['node', 'server.js'], WorkingDir: '/home/agent', HostConfig: { Binds: ['agent-control-sandbox-sb2:/home/agent'] } });
   });
 
   it('a repeated start finds the container it made instead of creating another', async () => {
-    const first = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY });
+    const first = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const n = engine.requests.length;
-    const again = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY });
+    const again = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     expect(requestsSince(n)).not.toContain('POST /containers/create');
     expect(requestsSince(n).filter((c) => c.endsWith('/start'))).toEqual([]);
     expect(again).toEqual(first);
   });
 
   it('pauses, unpauses and inspects', async () => {
-    const { handle } = await provider.start({ sandboxId: 'sb4', spec, sessionApiKey: KEY });
+    const { handle } = await provider.start({ sandboxId: 'sb4', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const id = (handle as any).containerId as string;
     expect(await provider.inspect(handle)).toEqual({ state: 'running' });
     const n = engine.requests.length;
@@ -96,7 +97,7 @@ describe('docker provider', () => {
   });
 
   it('delete removes the container with its volumes; deleting again is not an error', async () => {
-    const { handle } = await provider.start({ sandboxId: 'sb5', spec, sessionApiKey: KEY });
+    const { handle } = await provider.start({ sandboxId: 'sb5', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const id = (handle as any).containerId as string;
     const n = engine.requests.length;
     await provider.delete('sb5', handle);
@@ -110,15 +111,15 @@ describe('docker provider', () => {
   });
 
   it('refuses a spec without an image as a configuration error', async () => {
-    await expect(provider.start({ sandboxId: 'sb6', spec: { ...spec, image: null }, sessionApiKey: KEY })).rejects.toBeInstanceOf(ProviderConfigError);
+    await expect(provider.start({ sandboxId: 'sb6', spec: { ...spec, image: null }, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE })).rejects.toBeInstanceOf(ProviderConfigError);
   });
 
   it('a repeated start starts again a container that exited, without creating another', async () => {
-    const first = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY });
+    const first = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const container = engine.find('agent-control-sandbox-sb7')!;
     container.State = { Running: false, Paused: false, Status: 'exited', ExitCode: 1 };
     const n = engine.requests.length;
-    const again = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY });
+    const again = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     expect(requestsSince(n).filter((c) => c.startsWith('POST'))).toEqual(['POST /containers/agent-control-sandbox-sb7/start']); // found by name
     expect(container.State.Running).toBe(true);
     expect((again.handle as any).containerId).toBe((first.handle as any).containerId);
@@ -129,7 +130,7 @@ describe('docker provider', () => {
     const p = new DockerProvider({ docker: versioned, publishHost: '127.0.0.1' });
     const n = engine.requests.length;
     let progress = 0;
-    const started = await p.start({ sandboxId: 'sb8', spec: { ...spec, image: 'example/runtime:8' }, sessionApiKey: KEY, progress: () => progress++ });
+    const started = await p.start({ sandboxId: 'sb8', spec: { ...spec, image: 'example/runtime:8' }, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE, progress: () => progress++ });
     const sent = engine.requests.slice(n);
     expect(sent.filter((r) => !r.url.startsWith('/v1.45/'))).toEqual([]);
     expect(sent.find((r) => r.path === '/images/create')?.query).toEqual({ fromImage: 'example/runtime', tag: '8' });
@@ -162,7 +163,7 @@ describe('remote provider', () => {
   afterAll(() => api.close());
 
   it('starts a runtime with the spec and takes the URL and key the API issued', async () => {
-    const started = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY });
+    const started = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const start = api.requests.find((r) => r.path === '/start')!;
     expect(start).toEqual({
       method: 'POST',
@@ -177,13 +178,13 @@ describe('remote provider', () => {
 
   it('a repeated start finds the session instead of starting a second runtime', async () => {
     const n = api.requests.length;
-    const again = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY });
+    const again = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     expect(api.requests.slice(n).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /sessions/r1']);
     expect((again.handle as any).runtimeId).toBe('rt-1');
   });
 
   it('pauses, resumes, inspects and stops by runtime id', async () => {
-    const { handle } = await provider.start({ sandboxId: 'r2', spec, sessionApiKey: KEY });
+    const { handle } = await provider.start({ sandboxId: 'r2', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const n = api.requests.length;
     await provider.pause(handle);
     expect(await provider.inspect(handle)).toEqual({ state: 'paused' });
@@ -205,7 +206,7 @@ describe('remote provider', () => {
   it('leaves the session key alone when the API issues none', async () => {
     api.issueKeys = false;
     try {
-      const started = await provider.start({ sandboxId: 'r4', spec, sessionApiKey: KEY });
+      const started = await provider.start({ sandboxId: 'r4', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
       const session = api.sessions.get('r4')!;
       expect(session.session_api_key).toBeNull();
       expect(started.sessionApiKey).toBeUndefined();
@@ -216,10 +217,10 @@ describe('remote provider', () => {
   });
 
   it('a start that finds its session paused resumes it instead of starting another', async () => {
-    const { handle } = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY });
+    const { handle } = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     await provider.pause(handle);
     const n = api.requests.length;
-    const again = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY });
+    const again = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     expect(api.requests.slice(n).map((r) => [`${r.method} ${r.path}`, r.body])).toEqual([
       ['GET /sessions/r5', undefined],
       ['POST /resume', { runtime_id: (handle as any).runtimeId }],
@@ -238,7 +239,7 @@ describe('remote provider', () => {
 
   it('a wrong API key is a configuration error naming the variable', async () => {
     const wrong = new RemoteProvider({ baseUrl: api.url, apiKey: 'wrong' });
-    const err = await wrong.start({ sandboxId: 'r3', spec, sessionApiKey: KEY }).catch((e: unknown) => e);
+    const err = await wrong.start({ sandboxId: 'r3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ProviderConfigError);
     expect((err as Error).message).toContain('REMOTE_RUNTIME_API_KEY');
     expect(api.sessions.has('r3')).toBe(false);

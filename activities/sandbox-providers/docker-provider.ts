@@ -81,7 +81,7 @@ export class DockerProvider implements SandboxProvider {
     if (!info) {
       await this.ensureImage(image, req.progress);
       await docker.createVolume({ Name: volume, Labels: { [LABEL]: req.sandboxId } });
-      const env = { ...req.spec.initial_env, SESSION_API_KEY: req.sessionApiKey, RUNTIME_HOST: '0.0.0.0', RUNTIME_PORT: String(this.runtimePort), RUNTIME_WORKING_DIR: workdir };
+      const env = { ...req.spec.initial_env, SESSION_API_KEY: req.sessionApiKey, RUNTIME_HOST: '0.0.0.0', RUNTIME_PORT: String(this.runtimePort), RUNTIME_WORKING_DIR: workdir, CONTROL_PLANE_URL: req.controlPlaneUrl };
       container = await docker.createContainer({
         name,
         Image: image,

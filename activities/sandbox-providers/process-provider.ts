@@ -85,6 +85,7 @@ export class ProcessProvider implements SandboxProvider {
       SESSION_API_KEY: req.sessionApiKey,
       RUNTIME_WORKING_DIR: workspace,
       RUNTIME_SANDBOX_DIR: dir,
+      CONTROL_PLANE_URL: req.controlPlaneUrl,
     };
     const [command, ...args] = req.spec.command ?? [process.execPath, this.opts.runtimeEntry];
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a');

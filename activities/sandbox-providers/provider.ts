@@ -11,6 +11,8 @@ export interface StartRequest {
   spec: SandboxSpec;
   /** The key the runtime must accept (its X-Session-API-Key). */
   sessionApiKey: string;
+  /** The control plane's api as the runtime must reach it, to report conversation events (CONTROL_PLANE_URL). */
+  controlPlaneUrl: string;
   /** Called while a long start makes progress (an image pull), so the activity can heartbeat. */
   progress?: () => void;
 }

@@ -80,7 +80,7 @@ export class RemoteProvider implements SandboxProvider {
         image: req.spec.image,
         command: req.spec.command,
         working_dir: req.spec.working_dir,
-        environment: req.spec.initial_env,
+        environment: { ...req.spec.initial_env, CONTROL_PLANE_URL: req.controlPlaneUrl },
         session_id: req.sandboxId,
         session_api_key: req.sessionApiKey,
       });

@@ -16,6 +16,10 @@ const runtimeEnvSchema = z.object({
   RUNTIME_WORKING_DIR: z.string().min(1),
   /** The sandbox's directory (process provider): when it disappears the runtime exits. */
   RUNTIME_SANDBOX_DIR: z.string().min(1).optional(),
+  /** The control plane's api, where conversation events are reported (POST /api/v1/webhooks/events/...). */
+  CONTROL_PLANE_URL: z.url().optional(),
+  /** Conversations (settings and event outboxes); default: <sandbox dir>/conversations, else beside the working dir. */
+  RUNTIME_STATE_DIR: z.string().min(1).optional(),
   RUNTIME_MAX_OUTPUT_BYTES: positiveInt.default(1024 * 1024),
   RUNTIME_MAX_UPLOAD_BYTES: positiveInt.default(100 * 1024 * 1024),
 });
@@ -26,6 +30,8 @@ export interface RuntimeConfig {
   sessionApiKey: string;
   workingDir: string;
   sandboxDir: string | undefined;
+  controlPlaneUrl: string | undefined;
+  stateDir: string;
   maxOutputBytes: number;
   maxUploadBytes: number;
 }
@@ -42,6 +48,10 @@ export function loadRuntimeConfig(env: NodeJS.ProcessEnv = process.env): Runtime
     sessionApiKey: e.SESSION_API_KEY,
     workingDir: path.resolve(e.RUNTIME_WORKING_DIR),
     sandboxDir: e.RUNTIME_SANDBOX_DIR && path.resolve(e.RUNTIME_SANDBOX_DIR),
+    controlPlaneUrl: e.CONTROL_PLANE_URL?.replace(/\/+$/, ''),
+    stateDir: path.resolve(
+      e.RUNTIME_STATE_DIR ?? (e.RUNTIME_SANDBOX_DIR ? path.join(e.RUNTIME_SANDBOX_DIR, 'conversations') : path.join(path.dirname(path.resolve(e.RUNTIME_WORKING_DIR)), '.agent-runtime', 'conversations')),
+    ),
     maxOutputBytes: e.RUNTIME_MAX_OUTPUT_BYTES,
     maxUploadBytes: e.RUNTIME_MAX_UPLOAD_BYTES,
   };
