@@ -116,10 +116,14 @@ export class ScriptedLlm {
     }
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
     const send = (chunk: object) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}\n\n`);
+    // Token ids as vLLM-style servers stream them: the prompt's in the first chunk, the answer's in the last.
+    send({ ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}), choices: [{ index: 0, delta: { role: 'assistant' } }] });
     const words = (step.content ?? '').match(/\S+\s*/g) ?? [];
     for (const w of words) send({ choices: [{ index: 0, delta: { content: w } }] });
     toolCalls.forEach((c, index) => send({ choices: [{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: c.function }] } }] }));
-    send({ choices: [{ index: 0, delta: {}, finish_reason: toolCalls.length ? 'tool_calls' : 'stop' }] });
+    send({
+      choices: [{ index: 0, delta: {}, finish_reason: toolCalls.length ? 'tool_calls' : 'stop', ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}) }],
+    });
     res.end('data: [DONE]\n\n');
   }
 }

@@ -17,6 +17,8 @@ export interface BashOptions {
   timeoutMs: number;
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
+  /** Kills the command's process group when aborted (an interrupted agent step). */
+  signal?: AbortSignal;
 }
 
 /** After the shell exits, how long to keep reading output its leftover children still write. */
@@ -40,26 +42,37 @@ export function executeBash(o: BashOptions): Promise<BashResult> {
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
 
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
+    const killGroup = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
       } catch {
         // already gone
       }
+    };
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
     }, o.timeoutMs);
+    let aborted = false;
+    const onAbort = () => {
+      aborted = true;
+      killGroup();
+    };
+    o.signal?.addEventListener('abort', onAbort, { once: true });
 
     let settled = false;
     const finish = (code: number | null, error?: Error) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      o.signal?.removeEventListener('abort', onAbort);
       child.stdout.destroy();
       child.stderr.destroy();
       let output = Buffer.concat(chunks).toString('utf8');
       if (dropped > 0) output += `\n[output truncated: ${dropped} more bytes]`;
       if (timedOut) output += `\n[command timed out after ${o.timeoutMs / 1000} s and was killed]`;
+      if (aborted) output += '\n[command interrupted and killed]';
       if (error) output += `\n[could not run the command: ${error.message}]`;
       resolve({ exit_code: timedOut || code === null ? -1 : code, output, timed_out: timedOut });
     };

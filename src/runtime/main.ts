@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ why }, 'runtime stopping');
     await server.close();
+    await server.conversations.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -20,6 +20,8 @@ import { ApiRouter } from '../http/route';
 import type { Logger } from '../logger';
 import { ErrorResponseSchema } from '../schemas/errors';
 import { executeBash } from './bash';
+import { ConversationRegistry } from './agent/conversation-registry';
+import { conversationRoutes } from './conversation-routes';
 import type { RuntimeConfig } from './runtime-config';
 import { PathEscapeError, resolveInside } from './workspace-paths';
 
@@ -57,12 +59,12 @@ function confined(root: string, requested: string): string {
 }
 
 /** The command's environment: the runtime's own, minus its session key. */
-function commandEnv(): NodeJS.ProcessEnv {
+export function commandEnv(): NodeJS.ProcessEnv {
   const { SESSION_API_KEY: _key, ...rest } = process.env;
   return rest;
 }
 
-export function createRuntimeApp(config: RuntimeConfig, logger: Logger): Koa {
+export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry: ConversationRegistry): Koa {
   const started = Date.now();
   const keyCheck = sessionKeyCheck(config.sessionApiKey);
   // The runtime knows one credential; both scheme names map to it.
@@ -168,6 +170,8 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger): Koa {
       },
     );
 
+  conversationRoutes(router, registry);
+
   const koa = new Koa({ proxy: false });
   koa.use(requestContext(logger));
   koa.use(errorMiddleware());
@@ -179,12 +183,23 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger): Koa {
 export interface RuntimeServer {
   url: string;
   server: http.Server;
+  conversations: ConversationRegistry;
   close(): Promise<void>;
 }
 
 export async function startRuntimeServer(config: RuntimeConfig, logger: Logger): Promise<RuntimeServer> {
   fs.mkdirSync(config.workingDir, { recursive: true });
-  const server = http.createServer(createRuntimeApp(config, logger).callback());
+  const conversations = new ConversationRegistry({
+    stateDir: config.stateDir,
+    workingDir: config.workingDir,
+    controlPlaneUrl: config.controlPlaneUrl,
+    sessionApiKey: config.sessionApiKey,
+    maxOutputBytes: config.maxOutputBytes,
+    baseEnv: commandEnv(),
+    logger,
+  });
+  conversations.loadAll();
+  const server = http.createServer(createRuntimeApp(config, logger, conversations).callback());
   server.requestTimeout = 0; // commands may run for hours
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -194,6 +209,7 @@ export async function startRuntimeServer(config: RuntimeConfig, logger: Logger):
   return {
     url: `http://${config.host}:${port}`,
     server,
+    conversations,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -33,6 +33,8 @@ export class EventOutbox {
   private pending: string[] = [];
   private sent = 0;
   private sending: Promise<void> | null = null;
+  private transient: string[] = [];
+  private transientSending: Promise<void> | null = null;
   private stopped = false;
   private wake: (() => void) | null = null;
   private readonly url: string;
@@ -57,6 +59,14 @@ export class EventOutbox {
     return this.pending.length;
   }
 
+  /** Every event ever appended, in order (what a restarted runtime rebuilds its conversation from). */
+  written(): unknown[] {
+    return readOr(path.join(this.o.dir, EVENTS_FILE), '')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as unknown);
+  }
+
   /** Writes the event to disk, then lets the sender take it. */
   append(event: object): void {
     const line = JSON.stringify(event);
@@ -65,9 +75,19 @@ export class EventOutbox {
     this.kick();
   }
 
-  /** Sends a transient event now, best effort: it is never stored, so a lost one is only a lost delta. */
+  /**
+   * Sends a transient event now, best effort: it is never stored, so a lost one is only a lost delta.
+   * One request at a time keeps them in order; those that queue up meanwhile go together in the next.
+   */
   sendTransient(event: object): void {
-    void this.post(`[${JSON.stringify(event)}]`).catch(() => undefined);
+    this.transient.push(JSON.stringify(event));
+    this.transientSending ??= (async () => {
+      while (this.transient.length > 0 && !this.stopped) {
+        const batch = this.transient.splice(0);
+        await this.post(`[${batch.join(',')}]`).catch(() => undefined);
+      }
+      this.transientSending = null;
+    })();
   }
 
   /** Resolves once every appended event is acknowledged (or the outbox stops). */

@@ -1,0 +1,103 @@
+/**
+ * What the LLM sees of a conversation: the events that carry messages (system prompt, user and agent
+ * messages, actions and what answered them), minus those a Condensation forgot, with the latest summary
+ * inserted where the condensation put it; and those events as chat-completions messages.
+ */
+import type { Event } from '../../schemas/events';
+import type { ChatMessage, ToolCall } from './llm-client';
+
+export type ViewEvent = Extract<
+  Event,
+  { kind: 'SystemPromptEvent' | 'MessageEvent' | 'ActionEvent' | 'ObservationEvent' | 'AgentErrorEvent' | 'UserRejectObservation' }
+>;
+export type ViewItem = ViewEvent | { kind: 'summary'; summary: string };
+
+const VIEW_KINDS = new Set(['SystemPromptEvent', 'MessageEvent', 'ActionEvent', 'ObservationEvent', 'AgentErrorEvent', 'UserRejectObservation']);
+
+export function buildView(events: readonly Event[]): ViewItem[] {
+  const forgotten = new Set<string>();
+  let summary: { text: string; offset: number } | null = null;
+  for (const e of events) {
+    if (e.kind !== 'Condensation') continue;
+    e.forgotten_event_ids.forEach((id) => forgotten.add(id));
+    summary = e.summary !== null && e.summary_offset !== null ? { text: e.summary, offset: e.summary_offset } : null;
+  }
+  const items: ViewItem[] = events.filter((e): e is ViewEvent => VIEW_KINDS.has(e.kind) && !forgotten.has(e.id));
+  if (summary) items.splice(Math.min(summary.offset, items.length), 0, { kind: 'summary', summary: summary.text });
+  return items;
+}
+
+const texts = (content: unknown): string =>
+  Array.isArray(content)
+    ? content
+        .map((c) => (typeof c === 'object' && c !== null && 'text' in c ? String((c as { text: unknown }).text) : ''))
+        .join('\n')
+    : typeof content === 'string'
+      ? content
+      : '';
+
+/** The text an observation shows the LLM. */
+export const observationText = (observation: Record<string, unknown>): string => texts(observation.content);
+
+export const summaryMessage = (summary: string): ChatMessage => ({ role: 'user', content: `Summary of the earlier part of this conversation:\n${summary}` });
+
+/**
+ * The chat messages of a view. An assistant message with tool calls is followed by the answers to all
+ * its calls; a user message that arrived while calls were open (a message sent during a confirmation
+ * wait) is placed after them, so the sequence is always one the chat-completions protocol accepts.
+ */
+export function toMessages(items: readonly ViewItem[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const open = new Set<string>();
+  const deferred: ChatMessage[] = [];
+  let group: { responseId: string; message: Extract<ChatMessage, { role: 'assistant' }> } | null = null;
+  const settle = () => {
+    if (open.size === 0) out.push(...deferred.splice(0));
+  };
+  const answer = (callId: string, content: string) => {
+    if (!open.delete(callId)) return; // its call was forgotten by a condensation
+    out.push({ role: 'tool', tool_call_id: callId, content });
+    settle();
+  };
+  for (const item of items) {
+    if (item.kind !== 'ActionEvent') group = null;
+    switch (item.kind) {
+      case 'summary':
+        out.push(summaryMessage(item.summary));
+        break;
+      case 'SystemPromptEvent':
+        out.push({ role: 'system', content: [item.system_prompt.text, item.dynamic_context?.text].filter(Boolean).join('\n\n') });
+        break;
+      case 'MessageEvent': {
+        const text = [texts(item.llm_message.content), ...item.extended_content.map((c) => c.text)].filter(Boolean).join('\n\n');
+        const message: ChatMessage = item.source === 'agent' ? { role: 'assistant', content: text } : { role: 'user', content: text };
+        if (open.size > 0) deferred.push(message);
+        else out.push(message);
+        break;
+      }
+      case 'ActionEvent': {
+        const call = item.tool_call as { id?: string; name?: string; arguments?: string };
+        const toolCall: ToolCall = { id: item.tool_call_id, type: 'function', function: { name: call.name ?? item.tool_name, arguments: call.arguments ?? '{}' } };
+        if (!group || group.responseId !== item.llm_response_id) {
+          const thought = item.thought.map((t) => t.text).join('\n');
+          group = { responseId: item.llm_response_id, message: { role: 'assistant', content: thought || null, tool_calls: [] } };
+          out.push(group.message);
+        }
+        group.message.tool_calls!.push(toolCall);
+        open.add(item.tool_call_id);
+        break;
+      }
+      case 'ObservationEvent':
+        answer(item.tool_call_id, observationText(item.observation));
+        break;
+      case 'AgentErrorEvent':
+        answer(item.tool_call_id, `Error: ${item.error}`);
+        break;
+      case 'UserRejectObservation':
+        answer(item.tool_call_id, `The action was not executed: ${item.rejection_reason}`);
+        break;
+    }
+  }
+  out.push(...deferred);
+  return out;
+}

@@ -1,0 +1,130 @@
+/**
+ * The runtime's conversation API (behind the session key): create a conversation, read it, send a user
+ * message, run, pause, interrupt, ask for a condensation and answer a confirmation. A call the conversation's state does not
+ * allow answers 409 with the reason; an unknown conversation 404.
+ */
+import { HttpError } from '../http/errors';
+import type { ApiRouter } from '../http/route';
+import { ErrorResponseSchema } from '../schemas/errors';
+import { ConversationConflict, type Conversation } from './agent/conversation';
+import type { ConversationRegistry } from './agent/conversation-registry';
+import {
+  ConfirmationResponseSchema,
+  ConversationInfoSchema,
+  ConversationPathSchema,
+  CreateConversationSchema,
+  UserMessageSchema,
+} from './agent/conversation-schemas';
+
+const error = (description: string) => ({ description, schema: ErrorResponseSchema });
+const info = { description: 'The conversation', schema: ConversationInfoSchema };
+
+async function conflictsAs409<T>(f: () => T | Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof ConversationConflict) throw new HttpError(409, e.message);
+    throw e;
+  }
+}
+
+export function conversationRoutes(router: ApiRouter, registry: ConversationRegistry): ApiRouter {
+  const action = (
+    name: 'run' | 'pause' | 'interrupt' | 'condense',
+    summary: string,
+    act: (c: Conversation) => void,
+  ) =>
+    router.route(
+      {
+        method: 'post',
+        path: `/api/conversations/:conversation_id/${name}`,
+        operationId: `${name}Conversation`,
+        summary,
+        security: 'SessionAPIKeyHeader',
+        params: ConversationPathSchema,
+        responses: { 200: info, 404: error('No such conversation'), 409: error('Not allowed in the current state') },
+      },
+      async (ctx, { params }) => {
+        const c = registry.get(params.conversation_id);
+        await conflictsAs409(() => act(c));
+        ctx.body = c.info();
+      },
+    );
+
+  router
+    .route(
+      {
+        method: 'post',
+        path: '/api/conversations',
+        operationId: 'startConversation',
+        summary: 'Create a conversation (and run it when the initial message says so)',
+        security: 'SessionAPIKeyHeader',
+        body: CreateConversationSchema,
+        responses: {
+          201: info,
+          400: error('Workspace outside the working directory'),
+          409: error('A conversation with this id exists, or the initial message was blocked'),
+          503: error('The runtime cannot report events'),
+        },
+      },
+      async (ctx, { body }) => {
+        const c = await conflictsAs409(() => registry.create(body));
+        ctx.status = 201;
+        ctx.body = c.info();
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/api/conversations/:conversation_id',
+        operationId: 'getConversation',
+        summary: 'A conversation and its execution status',
+        security: 'SessionAPIKeyHeader',
+        params: ConversationPathSchema,
+        responses: { 200: info, 404: error('No such conversation') },
+      },
+      (ctx, { params }) => {
+        ctx.body = registry.get(params.conversation_id).info();
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/conversations/:conversation_id/events',
+        operationId: 'sendMessage',
+        summary: 'Send a user message; with run (the default) the agent takes it up',
+        description: 'While the agent runs, the message is taken up at its next step.',
+        security: 'SessionAPIKeyHeader',
+        params: ConversationPathSchema,
+        body: UserMessageSchema,
+        responses: { 200: info, 404: error('No such conversation'), 409: error('Waiting for a confirmation, or blocked by a hook') },
+      },
+      async (ctx, { params, body }) => {
+        const c = registry.get(params.conversation_id);
+        await conflictsAs409(() => c.sendMessage(body.content, body.run));
+        ctx.body = c.info();
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '/api/conversations/:conversation_id/events/respond_to_confirmation',
+        operationId: 'respondToConfirmation',
+        summary: 'Accept the pending actions (they run, and the agent goes on) or reject them with a reason',
+        security: 'SessionAPIKeyHeader',
+        params: ConversationPathSchema,
+        body: ConfirmationResponseSchema,
+        responses: { 200: info, 404: error('No such conversation'), 409: error('No action waits for a confirmation') },
+      },
+      async (ctx, { params, body }) => {
+        const c = registry.get(params.conversation_id);
+        await conflictsAs409(() => c.respondToConfirmation(body.accept, body.reason));
+        ctx.body = c.info();
+      },
+    );
+  action('run', 'Run the agent until it finishes, is paused or needs a confirmation', (c) => c.run());
+  action('pause', 'Pause after the current step (PauseEvent now, PAUSED when the step ends)', (c) => c.pause());
+  action('interrupt', 'Cancel the current step at once (InterruptEvent, then PAUSED)', (c) => c.interrupt());
+  action('condense', 'Ask for a condensation of the history (CondensationRequest); it happens at the next step', (c) => c.requestCondensation());
+  return router;
+}
