@@ -16,6 +16,7 @@ import { testConfig, uniqueName } from './env';
 
 export interface TestApi {
   url: string;
+  /** The running server; a test that restarts the api replaces it. */
   api: ApiServer;
   config: Config;
   /** A separate client on the same database, for assertions on what was stored. */
@@ -52,7 +53,7 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    const res = await fetch(api.url + path, { method, headers, body });
+    const res = await fetch(self.api.url + path, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -62,7 +63,7 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
-  return {
+  const self: TestApi = {
     url: api.url,
     api,
     config,
@@ -86,9 +87,10 @@ export async function startTestApi(config: Config = testConfig(), logger: Logger
     },
     request,
     async close() {
-      await api.close();
+      await self.api.close(); // the current server: a test may have restarted it
       await database.db.dropDatabase().catch(() => undefined);
       await database.close();
     },
   };
+  return self;
 }

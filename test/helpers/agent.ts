@@ -1,0 +1,106 @@
+/**
+ * A harness for agent conversations through the control plane: a sandbox's runtime (a real process), a
+ * conversation record in the control plane with the sandbox's session key, a scripted LLM per
+ * conversation, and readers of the event log (the api's search) and of the runtime's view.
+ */
+import { ScriptedLlm, type ScriptStep } from '../../src/llm/scripted-llm';
+import type { TestApi } from './api';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Runtime {
+  url: string;
+  key: string;
+  sandboxId: string;
+}
+
+export interface AgentConversation {
+  id: string;
+  llm: ScriptedLlm;
+  runtime: Runtime;
+}
+
+/** Calls the runtime's API with the session key; JSON in and out. */
+export async function runtimeCall(rt: Runtime, method: string, path: string, body?: unknown, key = rt.key): Promise<{ status: number; body: any }> {
+  const res = await fetch(rt.url + path, {
+    method,
+    headers: { ...(key ? { 'X-Session-API-Key': key } : {}), ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Registers the conversation with the control plane, then creates it in the runtime with a scripted LLM. */
+export async function startAgentConversation(
+  t: TestApi,
+  user: { userId: string },
+  rt: Runtime,
+  script: ScriptStep[],
+  /** Fields of the create request; `llm` and `agent` are merged into the agent settings. */
+  request: Record<string, any> = {},
+  message: string | null = 'Please do the task.',
+): Promise<AgentConversation & { created: { status: number; body: any } }> {
+  const llm = await new ScriptedLlm(script).start();
+  const c = await t.conversations.create({ userId: user.userId, sandboxId: rt.sandboxId, sessionApiKey: rt.key });
+  const { llm: llmOverrides, agent, ...rest } = request;
+  const created = await runtimeCall(rt, 'POST', '/api/conversations', {
+    conversation_id: c.id,
+    agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test', ...llmOverrides }, ...agent },
+    ...(message ? { initial_message: { content: [{ text: message }] } } : {}),
+    ...rest,
+  });
+  return { id: c.id, llm, runtime: rt, created };
+}
+
+export async function conversationInfo(c: AgentConversation): Promise<any> {
+  const r = await runtimeCall(c.runtime, 'GET', `/api/conversations/${c.id}`);
+  if (r.status !== 200) throw new Error(`GET conversation answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+/** Polls the runtime until the conversation is in `status`. */
+export async function waitForExecution(c: AgentConversation, status: string, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  let last: any;
+  while (Date.now() < deadline) {
+    last = await conversationInfo(c);
+    if (last.execution_status === status) return last;
+    await sleep(50);
+  }
+  throw new Error(`conversation ${c.id} did not reach ${status} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+}
+
+/** Every stored event of the conversation, read page by page through the api's search. */
+export async function loggedEvents(t: TestApi, key: string, conversationId: string): Promise<any[]> {
+  const out: any[] = [];
+  let page: string | null = null;
+  do {
+    const r = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?limit=100${page ? `&page_id=${encodeURIComponent(page)}` : ''}`, { key });
+    if (r.status !== 200) throw new Error(`event search answered ${r.status}: ${JSON.stringify(r.body)}`);
+    out.push(...r.body.items);
+    page = r.body.next_page_id;
+  } while (page);
+  return out;
+}
+
+/** Waits until the runtime has sent everything and the log holds all its events; returns the log. */
+export async function settledLog(t: TestApi, key: string, c: AgentConversation, timeoutMs = 20_000): Promise<any[]> {
+  const deadline = Date.now() + timeoutMs;
+  let info: any;
+  let log: any[] = [];
+  while (Date.now() < deadline) {
+    info = await conversationInfo(c);
+    if (info.unsent_events === 0) {
+      log = await loggedEvents(t, key, c.id);
+      if (log.length === info.events) return log;
+    }
+    await sleep(100);
+  }
+  throw new Error(`the log of ${c.id} did not settle: runtime ${JSON.stringify(info)}, log ${log.length}`);
+}
+
+export const kinds = (events: any[]) => events.map((e) => e.kind);
+export const states = (events: any[]) => events.filter((e) => e.kind === 'ConversationStateUpdateEvent').map((e) => e.value);
+/** Kinds without the state updates, for order assertions. */
+export const steps = (events: any[]) => kinds(events.filter((e) => e.kind !== 'ConversationStateUpdateEvent'));
