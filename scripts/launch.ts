@@ -2,7 +2,8 @@
  * The embedded default (`npm start`): everything on this machine, data in one directory.
  * Starts the Temporal dev server and FerretDB (unless TEMPORAL_ADDRESS / MONGODB_URI point at servers
  * that already run), then the api and the worker; prints the URLs and, on first run, an admin API key.
- * Ctrl-C stops every child, the servers last.
+ * Ctrl-C stops every child, the servers last. With `--demo`, it then plays the labelled demo conversation
+ * (scripted LLM, no key needed) and leaves everything running.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,14 +23,15 @@ async function ensurePortFree(port: number, variable: string): Promise<void> {
   }
 }
 
-function runAdmin(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+/** Runs an admin command; its JSON answer is returned, or with `show` its text goes to the terminal. */
+function runAdmin(args: string[], env: NodeJS.ProcessEnv, show = false): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'cli', 'admin.js'), '--json', ...args], {
+    const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'cli', 'admin.js'), ...(show ? [] : ['--json']), ...args], {
       env,
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', show ? 'inherit' : 'pipe', 'inherit'],
     });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`admin ${args.join(' ')} exited with ${code}`))));
   });
@@ -186,6 +188,9 @@ async function main(): Promise<void> {
     '',
   ];
   console.log(lines.join('\n'));
+  if (process.argv.includes('--demo')) {
+    await runAdmin(['demo'], env, true).catch((e: Error) => log.error(`the demo failed: ${e.message}`));
+  }
 }
 
 main().catch((e: Error) => {

@@ -17,7 +17,9 @@ import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase, type Database } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
 import { WORKFLOW_TYPES, diagnosticsWorkflowId, type DiagnosticsResult } from '../temporal/shared';
-import { bootstrapAdmin } from './bootstrap';
+import { ConversationsStore } from '../store/conversations-store';
+import { ADMIN_EMAIL, bootstrapAdmin } from './bootstrap';
+import { runDemo } from './demo';
 import { resolveSecretsKey, resolveServers } from './embedded-servers';
 
 class CliError extends Error {}
@@ -190,6 +192,34 @@ export function buildCli(config: () => Config): Command {
     .action(async () => {
       const created = await withDatabase(config(), ({ users, apiKeys, orgs }) => bootstrapAdmin(users, apiKeys, orgs));
       print(created ?? {}, json(), created ? `admin user ${created.userId}, API key:\n${created.key}` : 'users exist already; nothing created');
+    });
+
+  program
+    .command('demo')
+    .description('play a labelled demo conversation with a scripted LLM (no LLM key needed) through the running service')
+    .option('--user <id-or-email>', 'the user it runs as', ADMIN_EMAIL)
+    .option('--timeout <seconds>', 'how long the whole demo may take', '120')
+    .action(async (o: { user: string; timeout: string }) => {
+      const c = config();
+      const result = await withDatabase(c, async ({ users, apiKeys }, database) => {
+        const owner = await findUser(users, o.user);
+        // A key of its own for the demo's calls, revoked when it ends: the user's keys are not stored raw.
+        const { key: info, raw } = await apiKeys.create(owner.id, 'demo');
+        try {
+          return await runDemo({
+            apiUrl: c.api.publicBaseUrl,
+            apiKey: raw,
+            userId: owner.id,
+            conversations: new ConversationsStore(database.db),
+            print: json() ? () => undefined : (line) => console.log(line),
+            timeoutMs: Number(o.timeout) * 1000,
+          });
+        } finally {
+          await apiKeys.revoke(info.id);
+        }
+      });
+      if (json()) console.log(JSON.stringify(result));
+      if (result.status !== 'finished') throw new CliError(`the demo conversation ended ${result.status}`);
     });
 
   program

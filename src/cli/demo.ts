@@ -1,0 +1,133 @@
+/**
+ * The labelled demo (`npm start -- --demo`, `npm run admin -- demo`): a whole agent conversation with the
+ * scripted LLM on loopback, through the real system. It starts a sandbox through the api, records the
+ * conversation, creates it in the sandbox's runtime, and prints every event from the live websocket until
+ * the conversation finishes; the events stay in the log, searchable like any other.
+ */
+import WebSocket from 'ws';
+import { DEMO_MODEL, DEMO_SCRIPT, DEMO_TASK } from '../llm/demo-script';
+import { ScriptedLlm } from '../llm/scripted-llm';
+import type { Event } from '../schemas/events';
+import { AGENT_SERVER, type SandboxView } from '../schemas/sandboxes';
+import type { ConversationsStore } from '../store/conversations-store';
+
+export interface DemoOptions {
+  apiUrl: string;
+  /** An API key of the user the demo runs as. */
+  apiKey: string;
+  userId: string;
+  conversations: ConversationsStore;
+  /** Where each line goes. */
+  print: (line: string) => void;
+  timeoutMs?: number;
+}
+
+export interface DemoResult {
+  conversationId: string;
+  sandboxId: string;
+  events: number;
+  status: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function call<T>(url: string, init: RequestInit & { key: Record<string, string> }): Promise<T> {
+  const { key, ...rest } = init;
+  const res = await fetch(url, { ...rest, headers: { ...key, ...(rest.body ? { 'Content-Type': 'application/json' } : {}) } });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url} answered ${res.status}: ${text.slice(0, 300)}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+const clip = (s: string, n = 90) => {
+  const one = s.replace(/\s+/g, ' ').trim();
+  return one.length > n ? `${one.slice(0, n - 1)}…` : one;
+};
+
+/** One readable line per event. */
+export function describeEvent(e: Event): string {
+  const texts = (c: unknown) => (Array.isArray(c) ? c.map((x: { text?: string }) => x.text ?? '').join(' ') : '');
+  switch (e.kind) {
+    case 'SystemPromptEvent':
+      return `tools: ${e.tools.map((t) => (t as { function?: { name?: string } }).function?.name).join(', ')}`;
+    case 'MessageEvent':
+      return `${e.source}: ${clip(texts(e.llm_message.content))}`;
+    case 'ActionEvent': {
+      const { kind: _k, ...args } = e.action ?? {};
+      const thought = texts(e.thought);
+      return `${e.tool_name} ${clip(JSON.stringify(args), 70)}${thought ? `  (${clip(thought, 50)})` : ''}`;
+    }
+    case 'ObservationEvent':
+      return `${e.tool_name} -> ${clip(texts(e.observation.content))}`;
+    case 'ConversationStateUpdateEvent':
+      return `${e.key} = ${JSON.stringify(e.value)}`;
+    case 'AgentErrorEvent':
+      return `${e.tool_name}: ${clip(e.error)}`;
+    case 'ConversationErrorEvent':
+      return `${e.code}: ${clip(e.detail)}`;
+    default:
+      return '';
+  }
+}
+
+export async function runDemo(o: DemoOptions): Promise<DemoResult> {
+  const deadline = Date.now() + (o.timeoutMs ?? 120_000);
+  const auth = { 'X-Access-Token': o.apiKey };
+  const llm = await new ScriptedLlm(DEMO_SCRIPT).start();
+  let ws: WebSocket | undefined;
+  try {
+    o.print(`[demo] scripted LLM on ${llm.url}: every answer below is scripted, no model is called`);
+    let sandbox = await call<SandboxView>(`${o.apiUrl}/api/v1/sandboxes`, { method: 'POST', body: '{}', key: auth });
+    o.print(`[demo] sandbox ${sandbox.id} starting (Temporal workflow sandbox-${sandbox.id})`);
+    while (sandbox.status !== 'RUNNING') {
+      if (sandbox.status === 'ERROR' || Date.now() > deadline) throw new Error(`the sandbox did not start: ${sandbox.status} ${sandbox.status_detail ?? ''}`);
+      await sleep(200);
+      [sandbox] = await call<[SandboxView]>(`${o.apiUrl}/api/v1/sandboxes?id=${sandbox.id}`, { key: auth });
+    }
+    const runtimeUrl = sandbox.exposed_urls?.find((u) => u.name === AGENT_SERVER)?.url;
+    const sessionKey = sandbox.session_api_key;
+    if (!runtimeUrl || !sessionKey) throw new Error(`the running sandbox gives no ${AGENT_SERVER} url or session key`);
+    const conversation = await o.conversations.create({ userId: o.userId, sandboxId: sandbox.id, sessionApiKey: sessionKey });
+    o.print(`[demo] conversation ${conversation.id} in the runtime at ${runtimeUrl}`);
+
+    // Subscribed before the conversation exists in the runtime, so every event arrives live.
+    ws = new WebSocket(`${o.apiUrl.replace(/^http/, 'ws')}/api/v1/conversation/${conversation.id}/events/socket?resend_all=true`, { headers: auth });
+    let events = 0;
+    const done = new Promise<string>((resolve, reject) => {
+      ws!.on('message', (data) => {
+        const e = JSON.parse(data.toString()) as Event;
+        if (e.kind === 'StreamingDeltaEvent') return;
+        events++;
+        o.print(`[demo] ${String(events).padStart(3)} ${e.kind.padEnd(29)} ${describeEvent(e)}`);
+        if (e.kind === 'ConversationStateUpdateEvent' && (e.value === 'finished' || e.value === 'error')) resolve(e.value);
+      });
+      ws!.on('error', reject);
+      ws!.on('close', (code) => reject(new Error(`the event socket closed (${code})`)));
+    });
+    done.catch(() => undefined); // awaited below; a socket error before then must not go unhandled
+    await new Promise<void>((resolve, reject) => {
+      ws!.once('open', () => resolve());
+      ws!.once('error', reject);
+    });
+    await call(`${runtimeUrl}/api/conversations`, {
+      method: 'POST',
+      key: { 'X-Session-API-Key': sessionKey },
+      body: JSON.stringify({
+        conversation_id: conversation.id,
+        agent: { llm: { model: DEMO_MODEL, base_url: llm.url }, system_message_suffix: 'This is a demo conversation played by a scripted LLM.' },
+        initial_message: { content: [{ text: DEMO_TASK }] },
+        max_iterations: 20,
+      }),
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('timed out'), Math.max(0, deadline - Date.now()))));
+    const status = await Promise.race([done, timedOut]).finally(() => clearTimeout(timer));
+    o.print(`[demo] ${status}: ${events} events, stored in the log; read them again with`);
+    o.print(`[demo]   curl -H "X-Access-Token: $KEY" ${o.apiUrl}/api/v1/conversation/${conversation.id}/events/search`);
+    return { conversationId: conversation.id, sandboxId: sandbox.id, events, status };
+  } finally {
+    ws?.removeAllListeners('close');
+    ws?.close();
+    await llm.close();
+  }
+}
