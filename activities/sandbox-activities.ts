@@ -18,7 +18,7 @@ export interface SandboxActivityDeps {
   providers: ProviderRegistry;
   /** How long a started or resumed runtime has to answer /alive. */
   startTimeoutMs: number;
-  /** CONTROL_PLANE_URL of the runtimes: the api's public base URL. */
+  /** CONTROL_PLANE_URL of the runtimes: the api as they reach it (SANDBOX_CONTROL_PLANE_URL). */
   controlPlaneUrl: string;
 }
 

@@ -109,6 +109,8 @@ export const envSchema = z.object({
   SANDBOX_IDLE_TIMEOUT_MS: nonNegativeInt('milliseconds; 0 turns auto-pause off').default(30 * 60_000),
   /** How long a starting or resumed runtime has to answer /alive (ms). */
   SANDBOX_START_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
+  /** Where sandbox runtimes report conversation events (the api as they reach it); default PUBLIC_BASE_URL. */
+  SANDBOX_CONTROL_PLANE_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   /** A sandbox workflow continues as new past this many history events; 0: when Temporal suggests it. */
   SANDBOX_HISTORY_LIMIT: nonNegativeInt('history events; 0 follows Temporal').default(0),
   /** Docker Engine API of the docker provider: unix:///path/to/docker.sock, tcp://host:port or http(s)://host:port. */
@@ -148,6 +150,8 @@ export interface Config {
     healthGraceMs: number;
     idleTimeoutMs: number;
     startTimeoutMs: number;
+    /** CONTROL_PLANE_URL of the runtimes. */
+    controlPlaneUrl: string;
     historyLimit: number;
     dockerHost: string;
     dockerPublishHost: string;
@@ -209,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       healthGraceMs: e.SANDBOX_HEALTH_GRACE_MS,
       idleTimeoutMs: e.SANDBOX_IDLE_TIMEOUT_MS,
       startTimeoutMs: e.SANDBOX_START_TIMEOUT_MS,
+      controlPlaneUrl: (e.SANDBOX_CONTROL_PLANE_URL ?? e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
       historyLimit: e.SANDBOX_HISTORY_LIMIT,
       dockerHost: e.DOCKER_HOST,
       dockerPublishHost: e.DOCKER_PUBLISH_HOST,

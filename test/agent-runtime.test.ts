@@ -163,9 +163,19 @@ describe('agent runtime through the control plane', () => {
     await c.llm.close();
   });
 
-  it('bad tool arguments and unknown tools give AgentErrorEvent, and the loop goes on', async () => {
+  it('bad tool arguments and unknown tools give AgentErrorEvent, a tool that fails observes its error, and the loop goes on', async () => {
+    fs.writeFileSync(path.join(workspace, 'plain.txt'), 'a file, not a directory\n');
     const c = await startAgentConversation(t, user, rt, [
-      { tool_calls: [{ name: 'file_editor', arguments: { command: 'explode', path: 'x' } }, { name: 'fly', arguments: {} }, { name: 'terminal', arguments: '{not json' }] },
+      {
+        tool_calls: [
+          { name: 'think', arguments: { thought: 'first' } },
+          { name: 'file_editor', arguments: { command: 'explode', path: 'x' } },
+          { name: 'fly', arguments: {} },
+          { name: 'think', arguments: { thought: 'between' } },
+          { name: 'terminal', arguments: '{not json' },
+          { name: 'file_editor', arguments: { command: 'view', path: 'plain.txt/inside' } },
+        ],
+      },
       { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
     ]);
     await waitForExecution(c, 'finished');
@@ -175,15 +185,38 @@ describe('agent runtime through the control plane', () => {
     expect(errors[0].error).toMatch(/Invalid arguments for file_editor: command/);
     expect(errors[1].error).toMatch(/Unknown tool "fly"/);
     expect(errors[2].error).toMatch(/not valid JSON/);
-    expect(log.filter((e) => e.kind === 'ActionEvent').slice(0, 3).map((a) => a.action)).toEqual([null, null, null]);
+    const actions = log.filter((e) => e.kind === 'ActionEvent');
+    expect(actions.slice(0, 6).map((a) => a.action?.kind ?? null)).toEqual(['ThinkAction', null, null, 'ThinkAction', null, 'FileEditorAction']);
+    // Every call of the answer is recorded before any result, so the LLM gets one assistant message with six calls.
+    expect(steps(log).slice(2, 8)).toEqual(Array(6).fill('ActionEvent'));
+    const failed = log.find((e) => e.kind === 'ObservationEvent' && e.tool_name === 'file_editor');
+    expect(failed.observation).toMatchObject({ is_error: true });
+    expect(failed.observation.content[0].text).toMatch(/file_editor tool failed: ENOTDIR/);
     // The LLM was told about each error and went on.
     const messages = c.llm.requests[1]!.body.messages as any[];
-    expect(messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([
+    expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'tool', 'tool', 'tool', 'tool']);
+    expect(messages[2].tool_calls).toHaveLength(6);
+    expect(new Set(messages.slice(3).map((m) => m.tool_call_id))).toEqual(new Set(messages[2].tool_calls.map((tc: any) => tc.id)));
+    expect(messages.filter((m) => m.role === 'tool' && m.content.startsWith('Error: ')).map((m) => m.content)).toEqual([
       expect.stringMatching(/^Error: Invalid arguments/),
       expect.stringMatching(/^Error: Unknown tool/),
       expect.stringMatching(/^Error: The arguments/),
     ]);
     expect(states(log)).toEqual(['idle', 'running', 'finished']);
+    await c.llm.close();
+  });
+
+  it('a huge command output is cut to fit an event, and still reaches the log', async () => {
+    // NUL bytes take six characters each in JSON: 1 MiB of them would be a 6 MiB event, over the api's body limit.
+    const c = await startAgentConversation(t, user, rt, [
+      { tool_calls: [{ name: 'terminal', arguments: { command: 'head -c 1000000 /dev/zero' } }] },
+      { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
+    ]);
+    await waitForExecution(c, 'finished');
+    const log = await settledLog(t, user.key, c);
+    const observation = log.find((e) => e.kind === 'ObservationEvent' && e.tool_name === 'terminal');
+    expect(observation.observation.content[0].text).toMatch(/characters left out: the event was too large/);
+    expect(Buffer.byteLength(JSON.stringify(observation))).toBeLessThanOrEqual(1024 * 1024);
     await c.llm.close();
   });
 
@@ -223,6 +256,28 @@ describe('agent runtime through the control plane', () => {
     await waitForExecution(c, 'finished');
     log = await settledLog(t, user.key, c);
     expect(log.at(-2)).toMatchObject({ kind: 'MessageEvent', source: 'agent', llm_message: { content: [{ text: 'Back again.' }] } });
+    await c.llm.close();
+  });
+
+  it('interrupt during a PreToolUse hook stops the hook and the action never runs', async () => {
+    const c = await startAgentConversation(
+      t,
+      user,
+      rt,
+      [{ tool_calls: [{ name: 'terminal', arguments: { command: 'touch after-hook.txt' } }] }],
+      { hooks: { PreToolUse: [{ command: 'sleep 20' }] } },
+    );
+    await waitForExecution(c, 'running');
+    while (c.llm.requests.length === 0) await sleep(20);
+    await sleep(300); // the hook is sleeping now
+    const started = Date.now();
+    expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/interrupt`)).status).toBe(200);
+    await waitForExecution(c, 'paused', 5000);
+    expect(Date.now() - started).toBeLessThan(5000);
+    const log = await settledLog(t, user.key, c);
+    expect(fs.existsSync(path.join(workspace, 'after-hook.txt'))).toBe(false);
+    expect(steps(log).slice(-3)).toEqual(['InterruptEvent', 'HookExecutionEvent', 'UserRejectObservation']);
+    expect(log.find((e) => e.kind === 'UserRejectObservation').rejection_reason).toMatch(/interrupted/);
     await c.llm.close();
   });
 
@@ -266,7 +321,10 @@ describe('agent runtime through the control plane', () => {
         { tool_calls: [{ name: 'think', arguments: { thought: 'blocked; try something else' } }] },
         { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
       ],
-      { hooks: { PreToolUse: [{ matcher: 'terminal', command: 'cat >/dev/null; echo "terminal is not allowed here" >&2; exit 2' }] } },
+      {
+        secrets: { DEPLOY_TOKEN: 'tok-very-secret-123' },
+        hooks: { PreToolUse: [{ matcher: 'terminal', command: 'cat >/dev/null; echo "terminal is not allowed here (token $DEPLOY_TOKEN)" >&2; exit 2' }] },
+      },
     );
     await waitForExecution(c, 'finished');
     const log = await settledLog(t, user.key, c);
@@ -277,7 +335,9 @@ describe('agent runtime through the control plane', () => {
     expect(hook[0]).toMatchObject({ source: 'hook', hook_event_type: 'PreToolUse', tool_name: 'terminal', blocked: true, exit_code: 2, success: true, action_id: action.id });
     expect(hook[0].hook_input).toMatchObject({ hook_event_name: 'PreToolUse', tool_name: 'terminal', tool_input: { command: 'touch hooked.txt' } });
     const reject = log.find((e) => e.kind === 'UserRejectObservation');
-    expect(reject).toMatchObject({ rejection_source: 'hook', rejection_reason: 'terminal is not allowed here', action_id: action.id });
+    expect(reject).toMatchObject({ rejection_source: 'hook', rejection_reason: 'terminal is not allowed here (token <secret-hidden>)', action_id: action.id });
+    expect(JSON.stringify(log)).not.toContain('tok-very-secret-123'); // the hook's output is masked like a tool's
+    expect(JSON.stringify(c.llm.requests)).not.toContain('tok-very-secret-123');
     expect(steps(log).indexOf('HookExecutionEvent')).toBeLessThan(steps(log).indexOf('UserRejectObservation'));
     await c.llm.close();
   });
@@ -414,8 +474,7 @@ describe('agent runtime through the control plane', () => {
     t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
     await waitForStatus(t, user.key, rt.sandboxId, 'ERROR', 15_000);
     const resumed = await t.request('POST', `/api/v1/sandboxes/${rt.sandboxId}/resume`, { key: user.key });
-    expect(resumed.status).toBe(200);
-    expect(resumed.body.status).toBe('RUNNING');
+    expect(resumed).toMatchObject({ status: 200, body: { status: 'RUNNING' } });
     rt = { url: agentUrl(resumed.body), key: resumed.body.session_api_key, sandboxId: rt.sandboxId };
     const again = { ...c, runtime: rt };
 

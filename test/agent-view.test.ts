@@ -1,5 +1,6 @@
 /** Pure logic of the agent: what the LLM sees of the events, and what a condensation forgets. */
 import { planCondensation } from '../src/runtime/agent/condenser';
+import { fitEvent } from '../src/runtime/agent/event-size';
 import { buildView, toMessages } from '../src/runtime/agent/llm-view';
 import { EventSchema, type Event } from '../src/schemas/events';
 
@@ -65,5 +66,29 @@ describe('condensation plan', () => {
     expect(plan.forgotten).toEqual(ids(view.slice(2, 6)));
     const kept = view.filter((v) => !plan.forgotten.includes((v as Event).id));
     expect(kept.map((v) => v.kind)).toEqual(['SystemPromptEvent', 'MessageEvent', 'ActionEvent', 'ObservationEvent', 'ActionEvent', 'ObservationEvent']);
+  });
+
+  it('never keeps an action in the head while forgetting its answer', () => {
+    const view = buildView(history());
+    // keep_first 3 would end the head at the first action; the head grows to take its answer too.
+    const plan = planCondensation(view, { max_size: 5, keep_first: 3 })!;
+    expect(plan.summaryOffset).toBe(4);
+    expect(plan.forgotten).toEqual(ids(view.slice(4, 8)));
+  });
+});
+
+describe('event size', () => {
+  it('leaves an event that fits as it is', () => {
+    const e = { kind: 'ObservationEvent', observation: { content: [{ text: 'small' }] } };
+    expect(fitEvent(e, 1000)).toBe(e);
+  });
+
+  it('cuts the longest strings of an oversized event until it fits, saying so', () => {
+    const e = { kind: 'ObservationEvent', observation: { content: [{ text: '\u0000'.repeat(300_000) }], old_content: 'a'.repeat(200_000), command: 'x' } };
+    const fitted = fitEvent(e, 100_000);
+    expect(Buffer.byteLength(JSON.stringify(fitted))).toBeLessThanOrEqual(100_000);
+    expect(fitted.observation.content[0]!.text).toMatch(/characters left out: the event was too large\]$/);
+    expect(fitted.observation.command).toBe('x');
+    expect(e.observation.old_content).toHaveLength(200_000); // the original is untouched
   });
 });

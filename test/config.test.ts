@@ -14,6 +14,7 @@ describe('config', () => {
   it('has working defaults for the embedded service', () => {
     const c = loadConfig({}, false);
     expect(c.api).toEqual({ host: '127.0.0.1', port: 8000, publicBaseUrl: 'http://127.0.0.1:8000' });
+    expect(c.sandboxes.controlPlaneUrl).toBe('http://127.0.0.1:8000');
     expect(c.mongo.uri).toBeUndefined();
     expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control' });
     expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000 });
@@ -38,6 +39,8 @@ describe('config', () => {
     );
     expect(c.api.port).toBe(9000);
     expect(c.api.publicBaseUrl).toBe('https://agents.example.com');
+    expect(c.sandboxes.controlPlaneUrl).toBe('https://agents.example.com'); // runtimes report where clients call
+    expect(loadConfig({ PUBLIC_BASE_URL: 'https://agents.example.com', SANDBOX_CONTROL_PLANE_URL: 'http://api:8000/' }, false).sandboxes.controlPlaneUrl).toBe('http://api:8000');
     expect(c.mongo.uri).toBe('mongodb://db:27017/?replicaSet=rs0');
     expect(c.temporal.address).toBe('temporal:7233');
     expect(c.temporal.namespace).toBe('prod');

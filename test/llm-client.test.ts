@@ -35,6 +35,17 @@ describe('LLM client and scripted LLM', () => {
     expect(llm.requests[llm.requests.length - 1]!.body.stream).toBe(true);
   });
 
+  it('reads a stream with CRLF line ends, and gives ids to calls that came without', async () => {
+    llm.load([{ content: 'crlf works', tool_calls: [{ name: 'terminal', arguments: '{}' }, { name: 'terminal', arguments: '{}' }], crlf: true, omit_call_ids: true, response_token_ids: [7] }]);
+    const c = await complete({ ...settings(), stream: true }, [{ role: 'user', content: 'go' }], tools);
+    expect(c.content).toBe('crlf works');
+    expect(c.response_token_ids).toEqual([7]);
+    expect(c.tool_calls.map((t) => t.id)).toEqual([expect.stringMatching(/^call_\w+_0$/), expect.stringMatching(/^call_\w+_1$/)]);
+    llm.load([{ tool_calls: [{ name: 'terminal', arguments: '{}' }], omit_call_ids: true }]);
+    const plain = await complete(settings(), [{ role: 'user', content: 'go' }], tools);
+    expect(plain.tool_calls[0]!.id).toMatch(/^call_\w+_0$/);
+  });
+
   it('is cancelled at once by its signal while the model is slow', async () => {
     llm.load([{ content: 'late', delay_ms: 10_000 }]);
     const abort = new AbortController();

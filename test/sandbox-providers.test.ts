@@ -53,7 +53,7 @@ describe('docker provider', () => {
     });
     expect(create.body.Cmd).toBeUndefined();
     expect(create.body.Env).toEqual(
-      expect.arrayContaining(['FOO=bar', `SESSION_API_KEY=${KEY}`, 'RUNTIME_PORT=8000', 'RUNTIME_HOST=0.0.0.0', 'RUNTIME_WORKING_DIR=/workspace']),
+      expect.arrayContaining(['FOO=bar', `SESSION_API_KEY=${KEY}`, 'RUNTIME_PORT=8000', 'RUNTIME_HOST=0.0.0.0', 'RUNTIME_WORKING_DIR=/workspace', `CONTROL_PLANE_URL=${CONTROL_PLANE}`]),
     );
     expect(engine.volumes.has('agent-control-sandbox-sb1')).toBe(true);
 
@@ -169,7 +169,7 @@ describe('remote provider', () => {
       method: 'POST',
       path: '/start',
       apiKey: API_KEY,
-      body: { image: 'example/runtime:2', command: ['serve'], working_dir: '/work', environment: { A: '1' }, session_id: 'r1', session_api_key: KEY },
+      body: { image: 'example/runtime:2', command: ['serve'], working_dir: '/work', environment: { A: '1', CONTROL_PLANE_URL: CONTROL_PLANE }, session_id: 'r1', session_api_key: KEY },
     });
     expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: 'https://rt-1.runtimes.example', port: 443 }]);
     expect(started.sessionApiKey).toBe('remote-issued-key-1');

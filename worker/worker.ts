@@ -16,7 +16,7 @@ export interface WorkerDeps {
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
   /** Where sandboxes live and how providers reach their backends. */
-  config: Pick<Config, 'dataDir' | 'sandboxes' | 'api'>;
+  config: Pick<Config, 'dataDir' | 'sandboxes'>;
   secretsKey: string;
   identity?: string;
   shutdownGraceMs?: number;
@@ -34,7 +34,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       box: new SecretBox(deps.secretsKey),
       providers: createProviders(deps.config),
       startTimeoutMs: deps.config.sandboxes.startTimeoutMs,
-      controlPlaneUrl: deps.config.api.publicBaseUrl,
+      controlPlaneUrl: deps.config.sandboxes.controlPlaneUrl,
     },
   });
   return Worker.create({

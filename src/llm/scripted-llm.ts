@@ -17,6 +17,10 @@ export interface ScriptStep {
   status?: number;
   prompt_token_ids?: number[];
   response_token_ids?: number[];
+  /** End server-sent-event lines with CRLF, as some servers do. */
+  crlf?: boolean;
+  /** Leave the ids out of the tool calls, as some endpoints do. */
+  omit_call_ids?: boolean;
 }
 
 /** The parts of a chat-completions request the scripted LLM looks at; the rest is kept as sent. */
@@ -88,7 +92,7 @@ export class ScriptedLlm {
     }
     const id = `chatcmpl-scripted-${n + 1}`;
     const toolCalls = (step.tool_calls ?? []).map((c, i) => ({
-      id: `call_${n + 1}_${i + 1}`,
+      id: step.omit_call_ids ? '' : `call_${n + 1}_${i + 1}`,
       type: 'function' as const,
       function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
     }));
@@ -115,7 +119,8 @@ export class ScriptedLlm {
       return;
     }
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-    const send = (chunk: object) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}\n\n`);
+    const eol = step.crlf ? '\r\n' : '\n';
+    const send = (chunk: object) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}${eol}${eol}`);
     // Token ids as vLLM-style servers stream them: the prompt's in the first chunk, the answer's in the last.
     send({ ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}), choices: [{ index: 0, delta: { role: 'assistant' } }] });
     const words = (step.content ?? '').match(/\S+\s*/g) ?? [];
@@ -124,6 +129,6 @@ export class ScriptedLlm {
     send({
       choices: [{ index: 0, delta: {}, finish_reason: toolCalls.length ? 'tool_calls' : 'stop', ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}) }],
     });
-    res.end('data: [DONE]\n\n');
+    res.end(`data: [DONE]${eol}${eol}`);
   }
 }

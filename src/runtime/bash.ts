@@ -59,7 +59,8 @@ export function executeBash(o: BashOptions): Promise<BashResult> {
       aborted = true;
       killGroup();
     };
-    o.signal?.addEventListener('abort', onAbort, { once: true });
+    if (o.signal?.aborted) onAbort(); // aborted before it started: a listener added now would never fire
+    else o.signal?.addEventListener('abort', onAbort, { once: true });
 
     let settled = false;
     const finish = (code: number | null, error?: Error) => {

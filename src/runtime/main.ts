@@ -11,6 +11,8 @@ import { startRuntimeServer } from './server';
 async function main(): Promise<void> {
   const config = loadRuntimeConfig();
   const logger = pino({ name: 'runtime', level: process.env.LOG_LEVEL ?? 'info' });
+  // One conversation's unexpected failure must not stop the others: logged, and the runtime goes on.
+  process.on('unhandledRejection', (e) => logger.error({ err: (e as Error)?.message ?? String(e) }, 'unhandled rejection'));
   const server = await startRuntimeServer(config, logger);
   logger.info({ url: server.url, working_dir: config.workingDir }, 'runtime listening');
 

@@ -46,10 +46,8 @@ const KEEP_FIRST = 2;
  */
 export function planCondensation(view: readonly ViewItem[], settings: CondenserSettings | null, forced = false): CondensationPlan | null {
   if (!forced && (!settings || view.length <= settings.max_size)) return null;
-  const head = Math.min(settings?.keep_first ?? KEEP_FIRST, view.length);
-  const keep = Math.floor((forced ? view.length : settings!.max_size) / 2);
-  let tail = Math.max(head, view.length - keep);
-  // Start the kept tail at a message or the first action of an LLM response, never at an answer.
+  // Both cuts fall where a group starts (a message, or the first action of an LLM response), never at an
+  // answer: an action and what answered it are kept or forgotten together.
   const startsGroup = (i: number) => {
     const it = view[i]!;
     if (ANSWERS.has(it.kind)) return false;
@@ -57,6 +55,10 @@ export function planCondensation(view: readonly ViewItem[], settings: CondenserS
     const prev = view[i - 1];
     return !(prev?.kind === 'ActionEvent' && prev.llm_response_id === it.llm_response_id);
   };
+  let head = Math.min(settings?.keep_first ?? KEEP_FIRST, view.length);
+  while (head < view.length && !startsGroup(head)) head++;
+  const keep = Math.floor((forced ? view.length : settings!.max_size) / 2);
+  let tail = Math.max(head, view.length - keep);
   while (tail < view.length && !startsGroup(tail)) tail++;
   const middle = view.slice(head, tail);
   const forgotten = middle.flatMap((it) => (it.kind === 'summary' ? [] : [it.id]));

@@ -66,6 +66,8 @@ export class ConversationRegistry {
     }
     fs.mkdirSync(workspace, { recursive: true });
     const dir = this.dirOf(id);
+    // One that could not be read back at start-up still has its files (and its sender): never a second one.
+    if (fs.existsSync(path.join(dir, SETTINGS_FILE))) throw new HttpError(409, `Conversation ${id} already exists in this runtime (it could not be restored; see the runtime log)`);
     const createdAt = new Date().toISOString();
     writeSettings(dir, { id, created_at: createdAt, settings: { ...settings, conversation_id: id } });
     const conversation = this.conversation(id, settings, createdAt, this.outbox(dir, id), workspace);

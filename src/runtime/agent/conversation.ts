@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { EventSchema, type Event } from '../../schemas/events';
 import { planCondensation, SUMMARY_INSTRUCTIONS } from './condenser';
+import { fitEvent, MAX_EVENT_BYTES } from './event-size';
 import type { ConversationInfo, CreateConversation, ExecutionStatus } from './conversation-schemas';
 import { runHooks, type HookEventType } from './hooks';
 import { complete, type Completion } from './llm-client';
@@ -47,6 +48,8 @@ export class Conversation {
   private activatedSkills = new Set<string>();
   private loop: Promise<void> | null = null;
   private pauseRequested = false;
+  /** A message asked to run while the loop ran: the agent has not seen it if the loop is about to finish. */
+  private unseenMessage = false;
   /** A client asked for a condensation (CondensationRequest); the next step condenses. */
   private condenseRequested = false;
   private stepAbort: AbortController | null = null;
@@ -78,18 +81,15 @@ export class Conversation {
   /** A conversation read back after a runtime restart: its state comes from its events. */
   restore(events: Event[]): void {
     this.events.push(...events);
-    const answered = new Set<string>();
     for (const e of events) {
       if (e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status') this.status = e.value as ExecutionStatus;
-      if (e.kind === 'ObservationEvent' || e.kind === 'UserRejectObservation') answered.add(e.tool_call_id);
-      if (e.kind === 'AgentErrorEvent') answered.add(e.tool_call_id);
       if (e.kind === 'ObservationEvent' && e.observation.kind === 'TaskTrackerObservation') this.tasks = (e.observation.task_list as TaskItem[]) ?? [];
       if (e.kind === 'MessageEvent') e.activated_skills.forEach((s) => this.activatedSkills.add(s));
       if (e.kind === 'CondensationRequest') this.condenseRequested = true;
       if (e.kind === 'Condensation') this.condenseRequested = false;
     }
     this.updatedAt = events.at(-1)?.timestamp ?? this.createdAt;
-    const open = events.filter((e): e is ActionEvent => e.kind === 'ActionEvent' && e.action !== null && !answered.has(e.tool_call_id));
+    const open = this.unanswered();
     if (this.status === 'waiting_for_confirmation') {
       this.pending = open;
       return;
@@ -108,6 +108,15 @@ export class Conversation {
       }
       this.setStatus('paused');
     }
+  }
+
+  /** Actions no observation, rejection or error has answered yet. */
+  private unanswered(): ActionEvent[] {
+    const answered = new Set<string>();
+    for (const e of this.events) {
+      if (e.kind === 'ObservationEvent' || e.kind === 'UserRejectObservation' || e.kind === 'AgentErrorEvent') answered.add(e.tool_call_id);
+    }
+    return this.events.filter((e): e is ActionEvent => e.kind === 'ActionEvent' && !answered.has(e.tool_call_id));
   }
 
   info(): ConversationInfo {
@@ -145,6 +154,8 @@ export class Conversation {
     const hookRuns = await this.hooks('UserPromptSubmit', { conversation_id: this.id, prompt: body });
     const blocked = hookRuns.find((h) => h.blocked);
     if (blocked) throw new ConversationConflict(`the message was blocked by a UserPromptSubmit hook: ${blocked.reason}`);
+    // The loop may have stopped for a confirmation while the hooks ran.
+    if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict('the conversation waits for a confirmation of its pending actions; respond to it first');
     const skills = this.settings.skills.filter(
       (s) => s.triggers.length > 0 && !this.activatedSkills.has(s.name) && s.triggers.some((t) => body.toLowerCase().includes(t.toLowerCase())),
     );
@@ -156,7 +167,8 @@ export class Conversation {
       activated_skills: skills.map((s) => s.name),
       extended_content: [...skills.map((s) => text(`<skill name="${s.name}">\n${s.content}\n</skill>`)), ...hookRuns.flatMap((h) => (h.additional_context ? [text(h.additional_context)] : []))],
     });
-    if (run && !this.loop) this.startLoop(false);
+    if (run && this.loop) this.unseenMessage = true;
+    else if (run) this.startLoop(false);
   }
 
   run(): void {
@@ -204,13 +216,21 @@ export class Conversation {
 
   private startLoop(runPendingFirst: boolean): void {
     this.pauseRequested = false;
-    this.iterations = 0;
+    if (!runPendingFirst) this.iterations = 0; // an accepted confirmation goes on counting
     this.setStatus('running');
     this.loop = this.runLoop(runPendingFirst)
       .catch((e: Error) => {
         this.deps.log('the run loop failed', { err: e.message });
-        this.emit({ kind: 'ConversationErrorEvent', source: 'environment', code: e.name || 'Error', detail: e.message });
-        this.setStatus('error');
+        try {
+          // Calls left without an answer would make every later LLM request invalid: each gets one.
+          for (const a of this.unanswered()) this.emit({ kind: 'AgentErrorEvent', tool_name: a.tool_name, tool_call_id: a.tool_call_id, error: `Not run: the run loop failed (${e.message})` });
+          this.pending = [];
+          this.emit({ kind: 'ConversationErrorEvent', source: 'environment', code: e.name || 'Error', detail: e.message });
+          this.setStatus('error');
+        } catch (again) {
+          // Nothing can be recorded (a full disk): the runtime's log is all that is left.
+          this.deps.log('the failure could not be recorded', { err: (again as Error).message });
+        }
       })
       .finally(() => {
         this.loop = null;
@@ -242,18 +262,22 @@ export class Conversation {
   private async end(outcome: 'finished' | 'waiting' | 'interrupted'): Promise<void> {
     if (outcome === 'interrupted') return this.setStatus('paused');
     if (outcome === 'waiting') return this.setStatus('waiting_for_confirmation');
+    if (this.unseenMessage) return this.runLoop(false); // a message came in after the last LLM call
     const stop = (await this.hooks('Stop', { conversation_id: this.id })).find((h) => h.blocked);
     if (stop && this.iterations < this.settings.max_iterations) {
       // A Stop hook that blocks sends the agent back to work with its reason.
       this.emit({ kind: 'MessageEvent', source: 'hook', sender: 'Stop hook', llm_message: { role: 'user', content: [text(stop.reason ?? 'Continue.')] } });
       return this.runLoop(false);
     }
+    if (this.pauseRequested) return this.setStatus('paused'); // interrupted while the Stop hooks ran
+    if (this.unseenMessage) return this.runLoop(false); // it came in while the Stop hooks ran
     this.setStatus('finished');
   }
 
   /** One agent step: ask the LLM, record what it proposes, run it unless it must be confirmed. */
   private async step(): Promise<'continue' | 'finished' | 'waiting' | 'interrupted'> {
     if (!(await this.condenseIfNeeded())) return 'interrupted';
+    this.unseenMessage = false;
     const completion = await this.ask(toMessages(buildView(this.events)), AGENT_TOOLS.map(toolDefinition));
     if (!completion) return 'interrupted';
     this.iterations++;
@@ -267,6 +291,9 @@ export class Conversation {
       return 'finished';
     }
     const actions: ActionEvent[] = [];
+    const errors: { call: (typeof completion.tool_calls)[number]; error: string }[] = [];
+    // Every call of the response first, then the errors of the bad ones: the LLM's protocol wants all the
+    // calls of one answer in one assistant message, before any tool result.
     completion.tool_calls.forEach((call, i) => {
       const tool = toolByName(call.function.name);
       let error: string | null = null;
@@ -291,9 +318,10 @@ export class Conversation {
         tool_call: { id: call.id, name: call.function.name, arguments: call.function.arguments, origin: 'completion' },
         llm_response_id: completion.id,
       }) as ActionEvent;
-      if (error) this.emit({ kind: 'AgentErrorEvent', tool_name: call.function.name, tool_call_id: call.id, error });
+      if (error) errors.push({ call, error });
       else actions.push(action);
     });
+    for (const { call, error } of errors) this.emit({ kind: 'AgentErrorEvent', tool_name: call.function.name, tool_call_id: call.id, error });
     if (actions.length === 0) return 'continue';
     if (this.settings.confirmation_mode) {
       this.pending = actions;
@@ -318,7 +346,7 @@ export class Conversation {
         this.emit({
           kind: 'LLMCompletionLogEvent',
           filename: `${llm.model.replace(/[^A-Za-z0-9._-]+/g, '__')}-${Date.now()}-${completion.id}.json`,
-          log_data: JSON.stringify({ request: completion.request, response: completion.response, timestamp: Date.now() / 1000 }),
+          log_data: completionLog(completion),
           model_name: llm.model,
           usage_id: llm.usage_id,
         });
@@ -336,23 +364,30 @@ export class Conversation {
   private async execute(actions: ActionEvent[]): Promise<'continue' | 'finished' | 'interrupted'> {
     let finished = false;
     const abort = (this.stepAbort = new AbortController());
+    const interrupted = (a: ActionEvent) =>
+      this.emit({ kind: 'UserRejectObservation', tool_name: a.tool_name, tool_call_id: a.tool_call_id, rejection_reason: 'The step was interrupted before this action ran', rejection_source: 'user', action_id: a.id });
     for (const a of actions) {
       if (abort.signal.aborted) {
-        this.emit({ kind: 'UserRejectObservation', tool_name: a.tool_name, tool_call_id: a.tool_call_id, rejection_reason: 'The step was interrupted before this action ran', rejection_source: 'user', action_id: a.id });
+        interrupted(a);
         continue;
       }
       const tool = toolByName(a.tool_name)!;
       const { kind: _kind, ...args } = a.action as Record<string, unknown>;
-      const pre = await this.hooks('PreToolUse', { conversation_id: this.id, tool_name: a.tool_name, tool_input: args }, a);
+      const pre = await this.hooks('PreToolUse', { conversation_id: this.id, tool_name: a.tool_name, tool_input: args }, a, abort.signal);
       const blocked = pre.find((h) => h.blocked);
       if (blocked) {
         this.emit({ kind: 'UserRejectObservation', tool_name: a.tool_name, tool_call_id: a.tool_call_id, rejection_reason: blocked.reason ?? 'Blocked by a PreToolUse hook', rejection_source: 'hook', action_id: a.id });
         continue;
       }
-      const result = await tool.run(args, this.toolContext(abort.signal));
+      if (abort.signal.aborted) {
+        interrupted(a); // during the hooks
+        continue;
+      }
+      // A tool that throws (a path through a file, no permission) observes the error; the agent goes on.
+      const result = await tool.run(args, this.toolContext(abort.signal)).catch((e: Error) => ({ text: `The ${a.tool_name} tool failed: ${e.message}`, isError: true, fields: undefined, finish: false }));
       const observation = this.mask({ kind: tool.observationKind, content: [text(result.text)], is_error: result.isError, ...result.fields }) as Record<string, unknown>;
       this.emit({ kind: 'ObservationEvent', tool_name: a.tool_name, tool_call_id: a.tool_call_id, observation, action_id: a.id });
-      await this.hooks('PostToolUse', { conversation_id: this.id, tool_name: a.tool_name, tool_input: args, tool_response: observation }, a);
+      await this.hooks('PostToolUse', { conversation_id: this.id, tool_name: a.tool_name, tool_input: args, tool_response: observation }, a, abort.signal);
       finished ||= Boolean(result.finish);
     }
     this.stepAbort = null;
@@ -387,7 +422,7 @@ export class Conversation {
   // ---- events ----
 
   private emit(partial: NewEvent): Event {
-    const event = EventSchema.parse({ id: randomUUID(), timestamp: new Date().toISOString(), parent_id: this.events.at(-1)?.id ?? null, ...partial });
+    const event = EventSchema.parse(fitEvent({ id: randomUUID(), timestamp: new Date().toISOString(), parent_id: this.events.at(-1)?.id ?? null, ...partial }));
     this.deps.outbox.append(event);
     this.events.push(event);
     this.updatedAt = event.timestamp;
@@ -404,9 +439,10 @@ export class Conversation {
     this.emit({ kind: 'ConversationStateUpdateEvent', key: 'execution_status', value: status });
   }
 
-  private async hooks(type: HookEventType, input: Record<string, unknown>, action?: ActionEvent) {
-    const runs = await runHooks(this.settings.hooks, type, input, { cwd: this.deps.workspace, env: this.env(), toolName: action?.tool_name ?? null });
-    for (const r of runs) this.emit({ kind: 'HookExecutionEvent', ...r, stdout: this.mask(r.stdout), stderr: this.mask(r.stderr), action_id: action?.id ?? null });
+  /** Runs the hooks of a moment; what they report is masked like any tool output. */
+  private async hooks(type: HookEventType, input: Record<string, unknown>, action?: ActionEvent, signal?: AbortSignal) {
+    const runs = (await runHooks(this.settings.hooks, type, input, { cwd: this.deps.workspace, env: this.env(), toolName: action?.tool_name ?? null, signal })).map((r) => this.mask(r));
+    for (const r of runs) this.emit({ kind: 'HookExecutionEvent', ...r, action_id: action?.id ?? null });
     return runs;
   }
 
@@ -422,7 +458,8 @@ export class Conversation {
 
   /** Secret values never reach the LLM or the event log: every string of `value` has them masked. */
   private mask<T>(value: T): T {
-    const secrets = Object.values(this.settings.secrets).filter((s) => s.length >= 4);
+    // The conversation's secrets and its LLM key (readable in the sandbox, so it may show up in output).
+    const secrets = [...Object.values(this.settings.secrets), this.settings.agent.llm.api_key ?? ''].filter((s) => s.length >= 4);
     if (secrets.length === 0) return value;
     const walk = (v: unknown): unknown => {
       if (typeof v === 'string') return secrets.reduce((s, secret) => s.split(secret).join(SECRET_MASK), v);
@@ -432,6 +469,18 @@ export class Conversation {
     };
     return walk(value) as T;
   }
+}
+
+/**
+ * The log_data of an LLMCompletionLogEvent: the exchange as JSON. The request holds the whole history, so
+ * when it would not fit an event its messages are left out (the log stays valid JSON).
+ */
+function completionLog(c: Completion): string {
+  const timestamp = Date.now() / 1000;
+  const whole = JSON.stringify({ request: c.request, response: c.response, timestamp });
+  if (whole.length < MAX_EVENT_BYTES / 2) return whole;
+  const { messages, ...request } = c.request as { messages?: unknown[] };
+  return JSON.stringify({ request: { ...request, messages_left_out: messages?.length ?? 0 }, response: c.response, timestamp });
 }
 
 /** Where a conversation keeps its settings beside its outbox. */

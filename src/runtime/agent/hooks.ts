@@ -38,30 +38,40 @@ function matches(hook: Hook, toolName: string | null): boolean {
   }
 }
 
-function runOne(hook: Hook, input: Record<string, unknown>, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string; error: string | null }> {
+function runOne(hook: Hook, input: Record<string, unknown>, cwd: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<{ code: number; stdout: string; stderr: string; error: string | null }> {
   return new Promise((resolve) => {
     const child = spawn('bash', ['-c', hook.command], { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout = (stdout + d.toString('utf8')).slice(0, MAX_OUTPUT)));
     child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(0, MAX_OUTPUT)));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
+    const kill = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
       } catch {
         // gone
       }
+    };
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
     }, hook.timeout * 1000);
+    // An interrupted step does not wait for its hooks.
+    if (signal?.aborted) kill();
+    else signal?.addEventListener('abort', kill, { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', kill);
+    };
     child.stdin.on('error', () => undefined); // a hook that does not read its input
     child.stdin.end(JSON.stringify(input));
     child.on('error', (e) => {
-      clearTimeout(timer);
+      done();
       resolve({ code: -1, stdout, stderr, error: e.message });
     });
     child.on('close', (code) => {
-      clearTimeout(timer);
+      done();
       resolve({ code: timedOut ? -1 : (code ?? -1), stdout, stderr, error: timedOut ? `the hook did not finish within ${hook.timeout} s and was killed` : null });
     });
   });
@@ -82,14 +92,15 @@ export async function runHooks(
   hooks: Hooks,
   type: HookEventType,
   input: Record<string, unknown>,
-  opts: { cwd: string; env: NodeJS.ProcessEnv; toolName?: string | null },
+  opts: { cwd: string; env: NodeJS.ProcessEnv; toolName?: string | null; signal?: AbortSignal },
 ): Promise<HookRun[]> {
   const list = (hooks as Partial<Record<HookEventType, Hook[]>>)[type] ?? [];
   const runs: HookRun[] = [];
   const toolName = opts.toolName ?? null;
   for (const hook of list.filter((h) => matches(h, toolName))) {
     const hookInput = { hook_event_name: type, ...input };
-    const r = await runOne(hook, hookInput, opts.cwd, opts.env);
+    if (opts.signal?.aborted) break;
+    const r = await runOne(hook, hookInput, opts.cwd, opts.env, opts.signal);
     const d = r.code === 0 ? decision(r.stdout) : { deny: false, reason: null, additional: null };
     const blocked = r.code === 2 || d.deny;
     runs.push({

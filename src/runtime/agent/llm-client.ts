@@ -3,6 +3,8 @@
  * (server-sent events) and cancellation. It returns the assistant message plus what the events need:
  * the response id, token ids when the endpoint gives them, and the raw exchange for completion logs.
  */
+import { randomUUID } from 'node:crypto';
+
 export interface LlmSettings {
   model: string;
   base_url: string;
@@ -46,6 +48,9 @@ export class LlmError extends Error {
     this.name = 'LlmError';
   }
 }
+
+/** Some endpoints leave out call ids; the events and the next request need one. */
+const callId = (i: number) => `call_${randomUUID().replace(/-/g, '').slice(0, 20)}_${i}`;
 
 const endpoint = (baseUrl: string) => `${baseUrl.replace(/\/+$/, '')}/chat/completions`;
 
@@ -92,7 +97,7 @@ export async function complete(
       id: body.id ?? `resp-${Date.now()}`,
       content: choice.message.content ?? null,
       reasoning_content: choice.message.reasoning_content ?? null,
-      tool_calls: (choice.message.tool_calls ?? []).map((c) => ({ id: c.id, type: 'function', function: c.function })),
+      tool_calls: (choice.message.tool_calls ?? []).map((c, i) => ({ id: c.id || callId(i), type: 'function', function: c.function })),
       prompt_token_ids: body.prompt_token_ids ?? null,
       response_token_ids: choice.token_ids ?? null,
       request,
@@ -110,7 +115,7 @@ export async function complete(
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(part, { stream: true });
+    buffer += decoder.decode(part, { stream: true }).replace(/\r\n?/g, '\n'); // SSE allows CRLF and CR line ends
     let end: number;
     while ((end = buffer.indexOf('\n\n')) >= 0) {
       const frame = buffer.slice(0, end);
@@ -146,7 +151,7 @@ export async function complete(
     id: id || `resp-${Date.now()}`,
     content: content || null,
     reasoning_content: reasoning || null,
-    tool_calls: calls.filter(Boolean).map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    tool_calls: calls.filter(Boolean).map((c, i) => ({ id: c.id || callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } })),
     prompt_token_ids: promptTokenIds,
     response_token_ids: responseTokenIds,
     request,

@@ -26,6 +26,9 @@ const EVENTS_FILE = 'outbox.jsonl';
 const SENT_FILE = 'outbox.sent';
 const REJECTED_FILE = 'outbox.rejected.jsonl';
 
+/** Largest request body the sender makes (the api's MAX_BODY_BYTES is 5 MiB by default). */
+const MAX_BATCH_BYTES = 2 * 1024 * 1024;
+
 /** Statuses after which a batch can never be accepted as it is: set aside, not retried forever. */
 const PERMANENT = new Set([400, 409, 413, 422]);
 
@@ -49,7 +52,7 @@ export class EventOutbox {
     this.sent = Math.min(Number.isInteger(sent) ? sent : 0, whole.length);
     this.pending = whole.slice(this.sent);
     if (whole.length !== lines.filter((l) => l !== '').length) {
-      fs.writeFileSync(path.join(o.dir, EVENTS_FILE), whole.map((l) => `${l}\n`).join(''));
+      writeAtomically(path.join(o.dir, EVENTS_FILE), whole.map((l) => `${l}\n`).join(''));
     }
     this.kick();
   }
@@ -63,7 +66,7 @@ export class EventOutbox {
   written(): unknown[] {
     return readOr(path.join(this.o.dir, EVENTS_FILE), '')
       .split('\n')
-      .filter((l) => l !== '')
+      .filter(isJson) // a damaged line is skipped, not the whole conversation
       .map((l) => JSON.parse(l) as unknown);
   }
 
@@ -113,10 +116,22 @@ export class EventOutbox {
     });
   }
 
+  /** The next batch: up to batchSize events and MAX_BATCH_BYTES (always at least one event). */
+  private nextBatch(): string[] {
+    const batch: string[] = [];
+    let bytes = 0;
+    for (const line of this.pending.slice(0, this.o.batchSize ?? 100)) {
+      bytes += Buffer.byteLength(line) + 1;
+      if (batch.length > 0 && bytes > MAX_BATCH_BYTES) break;
+      batch.push(line);
+    }
+    return batch;
+  }
+
   private async run(): Promise<void> {
     let backoff = 100;
     while (!this.stopped && this.pending.length > 0) {
-      const batch = this.pending.slice(0, this.o.batchSize ?? 100);
+      const batch = this.nextBatch();
       let status: number;
       try {
         status = await this.post(`[${batch.join(',')}]`);
@@ -126,10 +141,15 @@ export class EventOutbox {
       }
       if (status === 200 || PERMANENT.has(status)) {
         // A refused batch is all or nothing: send its events one by one so only the bad ones are set aside.
-        if (status !== 200) await this.oneByOne(batch);
-        this.sent += batch.length;
-        this.pending.splice(0, batch.length);
-        writeAtomically(path.join(this.o.dir, SENT_FILE), String(this.sent));
+        const settled = status === 200 ? batch.length : await this.oneByOne(batch);
+        this.sent += settled;
+        this.pending.splice(0, settled);
+        try {
+          writeAtomically(path.join(this.o.dir, SENT_FILE), String(this.sent));
+        } catch (e) {
+          // Not fatal: without the count a restart resends these, and ingest stores them once.
+          this.o.onError?.(`cannot record what was sent: ${(e as Error).message}`);
+        }
         backoff = 100;
         continue;
       }
@@ -145,18 +165,27 @@ export class EventOutbox {
     }
   }
 
-  private async oneByOne(batch: readonly string[]): Promise<void> {
+  /** Sends the events one at a time; returns how many were settled (acknowledged or set aside) before a stop. */
+  private async oneByOne(batch: readonly string[]): Promise<number> {
+    let settled = 0;
     for (const line of batch) {
       let status = await this.post(`[${line}]`).catch(() => 0);
       for (let backoff = 100; status !== 200 && !PERMANENT.has(status) && !this.stopped; backoff = Math.min(backoff * 2, 5000)) {
         await new Promise((r) => setTimeout(r, backoff));
         status = await this.post(`[${line}]`).catch(() => 0);
       }
+      if (status !== 200 && !PERMANENT.has(status)) return settled; // stopped: the rest stays unsent
       if (PERMANENT.has(status)) {
-        fs.appendFileSync(path.join(this.o.dir, REJECTED_FILE), `${line}\n`);
+        try {
+          fs.appendFileSync(path.join(this.o.dir, REJECTED_FILE), `${line}\n`);
+        } catch {
+          // the event stays in outbox.jsonl in any case
+        }
         this.o.onError?.(`the control plane refused an event with ${status}; kept in ${REJECTED_FILE}`);
       }
+      settled++;
     }
+    return settled;
   }
 
   private async post(body: string): Promise<number> {

@@ -65,6 +65,7 @@ export const fileEditorTool = defineTool({
           const entries = listDir(target, ctx.workspace, 2);
           return { text: `Files and directories in ${shown} (two levels, hidden ones left out):\n${entries.join('\n')}`, isError: false, fields: base };
         }
+        if (!stat.isFile()) return fail(`${shown} is not a regular file`); // a FIFO would block the runtime
         if (stat.size > MAX_VIEW_BYTES) return fail(`${shown} has ${stat.size} bytes; view a range of it with view_range, or use the terminal`);
         const lines = fs.readFileSync(target, 'utf8').split('\n');
         const [from = 1, to = -1] = args.view_range ?? [];
