@@ -148,7 +148,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     /** One health check: what the provider says, then whether /alive answers; and when it was last used. */
     async checkSandboxRuntime(sandboxId: string): Promise<RuntimeCheck> {
       const r = await load(sandboxId);
-      const lastUsedAtMs = r.last_used_at.getTime();
+      const lastUsedAtMs = (await sandboxes.lastUsedAt(r)).getTime();
       if (!r.runtime) return { state: 'missing', detail: 'the sandbox has no runtime', lastUsedAtMs };
       const state = await provider(r).inspect(r.runtime);
       if (state.state === 'missing') return { state: 'missing', detail: state.detail, lastUsedAtMs };

@@ -3,6 +3,11 @@
  * the sandbox's workflow through its activities, so the workflow stays the one writer of the status.
  * The session key is kept sealed (it is shown to the owner while the sandbox runs) beside its hash (what
  * webhook authentication compares).
+ *
+ * Use (touch) is written to a document of its own in `sandbox_usage`, never to the record: it is written
+ * by the api on every ingested batch, and on FerretDB an update rewrites the whole document from what it
+ * read, so a touch racing a status write could put the old status back (seen: a resumed sandbox read
+ * back as ERROR).
  */
 import type { Db, Filter } from 'mongodb';
 import type { ExposedUrl, SandboxSpec, SandboxStatus } from '../schemas/sandboxes';
@@ -25,7 +30,7 @@ export interface SandboxRecord {
   runtime: RuntimeHandle | null;
   created_at: Date;
   updated_at: Date;
-  /** Last use (an API call about the sandbox, or events from its runtime): what idle auto-pause measures. */
+  /** When it was created; later use is in `sandbox_usage` (see lastUsedAt). */
   last_used_at: Date;
 }
 
@@ -111,7 +116,24 @@ export class SandboxesStore {
     await this.sandboxes.updateOne({ _id: id }, { $set: set });
   }
 
+  private get usage() {
+    return this.db.collection<{ _id: string; last_used_at: Date }>('sandbox_usage');
+  }
+
+  /** Records use of the sandbox (an API call about it, events from its runtime). */
   async touch(id: string, at = new Date()): Promise<void> {
-    await this.sandboxes.updateOne({ _id: id }, { $set: { last_used_at: at } });
+    try {
+      await this.usage.updateOne({ _id: id }, { $set: { last_used_at: at } }, { upsert: true });
+    } catch (e) {
+      // Two first touches raced to insert: the other one's document exists now.
+      if ((e as { code?: number }).code !== 11000) throw e;
+      await this.usage.updateOne({ _id: id }, { $set: { last_used_at: at } });
+    }
+  }
+
+  /** Last use: what idle auto-pause measures (the creation time until the first touch). */
+  async lastUsedAt(record: SandboxRecord): Promise<Date> {
+    const u = await this.usage.findOne({ _id: record.id });
+    return u?.last_used_at ?? record.last_used_at;
   }
 }
