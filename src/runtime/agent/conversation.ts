@@ -18,8 +18,8 @@ import { complete, type Completion } from './llm-client';
 import { buildView, toMessages } from './llm-view';
 import type { EventOutbox } from './outbox';
 import { systemPrompt } from './system-prompt';
-import { toolByName, AGENT_TOOLS } from './tools';
-import { toolDefinition, type TaskItem, type ToolContext } from './tools/tool';
+import { toolByName, AGENT_TOOL_DEFINITIONS, AGENT_TOOLS } from './tools';
+import type { TaskItem, ToolContext } from './tools/tool';
 
 /** A call the API refuses because of the conversation's state (answered 409). */
 export class ConversationConflict extends Error {}
@@ -69,7 +69,7 @@ export class Conversation {
 
   /** A new conversation: the system prompt, the SessionStart hooks, then the initial message (and run). */
   async begin(): Promise<void> {
-    const tools = AGENT_TOOLS.map(toolDefinition);
+    const tools = AGENT_TOOL_DEFINITIONS;
     const prompt = systemPrompt(this.settings, this.deps.workspace);
     this.emit({ kind: 'SystemPromptEvent', system_prompt: text(prompt.static), tools, dynamic_context: text(prompt.dynamic) });
     this.setStatus('idle');
@@ -278,7 +278,7 @@ export class Conversation {
   private async step(): Promise<'continue' | 'finished' | 'waiting' | 'interrupted'> {
     if (!(await this.condenseIfNeeded())) return 'interrupted';
     this.unseenMessage = false;
-    const completion = await this.ask(toMessages(buildView(this.events)), AGENT_TOOLS.map(toolDefinition));
+    const completion = await this.ask(toMessages(buildView(this.events)), AGENT_TOOL_DEFINITIONS);
     if (!completion) return 'interrupted';
     this.iterations++;
     if (completion.tool_calls.length === 0) {

@@ -26,6 +26,9 @@ const EVENTS_FILE = 'outbox.jsonl';
 const SENT_FILE = 'outbox.sent';
 const REJECTED_FILE = 'outbox.rejected.jsonl';
 
+/** How often, at most, the acknowledged count is written. */
+const SENT_WRITE_MS = 200;
+
 /** Largest request body the sender makes (the api's MAX_BODY_BYTES is 5 MiB by default). */
 const MAX_BATCH_BYTES = 2 * 1024 * 1024;
 
@@ -37,6 +40,7 @@ export class EventOutbox {
   private sent = 0;
   private sending: Promise<void> | null = null;
   private transient: string[] = [];
+  private sentTimer: NodeJS.Timeout | undefined;
   private transientSending: Promise<void> | null = null;
   private stopped = false;
   private wake: (() => void) | null = null;
@@ -93,15 +97,38 @@ export class EventOutbox {
     })();
   }
 
-  /** Resolves once every appended event is acknowledged (or the outbox stops). */
+  /** Resolves once every appended event is acknowledged and recorded (or the outbox stops). */
   async flushed(): Promise<void> {
     while (!this.stopped && this.pending.length > 0) await (this.sending ?? Promise.resolve());
+    if (this.sentTimer) this.writeSent(); // and the count recorded now
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
     await this.sending;
+    this.writeSent();
+  }
+
+  /**
+   * Keeps the acknowledged count on disk, at most every SENT_WRITE_MS: events trickle out one or two per
+   * request, and a file write per request would cost more than the request. A crash loses at most that
+   * much of the count, so a restart resends a few events, which ingest stores once.
+   */
+  private recordSent(): void {
+    if (this.sentTimer) return;
+    this.sentTimer = setTimeout(() => this.writeSent(), SENT_WRITE_MS);
+  }
+
+  private writeSent(): void {
+    clearTimeout(this.sentTimer);
+    this.sentTimer = undefined;
+    try {
+      writeAtomically(path.join(this.o.dir, SENT_FILE), String(this.sent));
+    } catch (e) {
+      // Not fatal: without the count a restart resends these, and ingest stores them once.
+      this.o.onError?.(`cannot record what was sent: ${(e as Error).message}`);
+    }
   }
 
   private kick(): void {
@@ -144,12 +171,7 @@ export class EventOutbox {
         const settled = status === 200 ? batch.length : await this.oneByOne(batch);
         this.sent += settled;
         this.pending.splice(0, settled);
-        try {
-          writeAtomically(path.join(this.o.dir, SENT_FILE), String(this.sent));
-        } catch (e) {
-          // Not fatal: without the count a restart resends these, and ingest stores them once.
-          this.o.onError?.(`cannot record what was sent: ${(e as Error).message}`);
-        }
+        this.recordSent();
         backoff = 100;
         continue;
       }

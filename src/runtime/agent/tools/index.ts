@@ -4,8 +4,11 @@ import { finishTool } from './finish';
 import { taskTrackerTool } from './task-tracker';
 import { terminalTool } from './terminal';
 import { thinkTool } from './think';
-import type { AgentTool } from './tool';
+import { toolDefinition, type AgentTool } from './tool';
 
 export const AGENT_TOOLS: readonly AgentTool[] = [terminalTool, fileEditorTool, thinkTool, taskTrackerTool, finishTool];
 
 export const toolByName = (name: string): AgentTool | undefined => AGENT_TOOLS.find((t) => t.name === name);
+
+/** Their definitions as the LLM gets them (built once: turning a schema into JSON Schema is not free). */
+export const AGENT_TOOL_DEFINITIONS = AGENT_TOOLS.map(toolDefinition);

@@ -1,0 +1,181 @@
+/**
+ * Agent runtime benchmark (on demand, never part of the tests): `npm run bench:agent [-- --steps 200 --runs 3]`.
+ *
+ * Starts FerretDB and the Temporal dev server in a temporary directory, the api and one runtime as their
+ * own processes, and the scripted LLM in this process. Each run, alternating the two so drift hits both:
+ *   - agent: a conversation of N steps (each a `true` command) and a finish, from POST /api/conversations
+ *     to `finished`, then until every event it wrote is in the log;
+ *   - raw: the same work without the agent: the LLM requests the agent made, replayed as they were sent,
+ *     each followed by the same command through the runtime's bash endpoint; then the conversation's
+ *     events POSTed to the ingest endpoint in batches of 100.
+ * Prints the medians, the agent's share over the raw work, early vs late step times (the view is rebuilt
+ * every step) and the runtime's memory.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SecretBox } from '../src/auth/secret-box';
+import type { ConversationInfo } from '../src/runtime/agent/conversation-schemas';
+import { ScriptedLlm, type ScriptStep } from '../src/llm/scripted-llm';
+import { freePort } from '../src/process/net';
+import { ConversationsStore } from '../src/store/conversations-store';
+import { openDatabase } from '../src/store/mongo';
+import { UsersStore } from '../src/store/users-store';
+import { startBenchServers } from './servers';
+
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const STEPS = arg('steps', 200);
+const RUNS = arg('runs', 3);
+const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.now();
+const progress = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+const COMMAND = 'true';
+const script = (): ScriptStep[] => [
+  ...Array.from({ length: STEPS }, (_, i) => ({ content: `Step ${i + 1}.`, tool_calls: [{ name: 'terminal', arguments: { command: COMMAND } }] })),
+  { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
+];
+
+async function main(): Promise<void> {
+  const servers = await startBenchServers('agent');
+  const apiPort = await freePort();
+  const runtimePort = await freePort();
+  const base = `http://127.0.0.1:${apiPort}`;
+  const runtime = `http://127.0.0.1:${runtimePort}`;
+  const sessionKey = `bench-session-${randomUUID()}`;
+  const workspace = path.join(servers.dir, 'workspace');
+  const stateDir = path.join(servers.dir, 'runtime-state');
+  const children = [
+    spawn(process.execPath, [dist('src', 'api', 'main.js')], {
+      env: {
+        ...process.env,
+        MONGODB_URI: servers.mongoUri,
+        MONGODB_DB: 'bench',
+        TEMPORAL_ADDRESS: servers.temporalAddress,
+        API_PORT: String(apiPort),
+        LOG_LEVEL: 'warn',
+        LOG_FORMAT: 'json',
+        SECRETS_KEY: SecretBox.generateKey(),
+        AGENT_CONTROL_PARENT_PID: String(process.pid),
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    }),
+    spawn(process.execPath, [dist('src', 'runtime', 'main.js')], {
+      env: { PATH: process.env.PATH, RUNTIME_PORT: String(runtimePort), SESSION_API_KEY: sessionKey, RUNTIME_WORKING_DIR: workspace, RUNTIME_STATE_DIR: stateDir, CONTROL_PLANE_URL: base, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    }),
+  ];
+  const database = openDatabase(servers.mongoUri, 'bench');
+  const llm = await new ScriptedLlm([]).start();
+  const rt = (method: string, p: string, body?: unknown) =>
+    fetch(runtime + p, { method, headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }).then(async (r) => {
+      if (!r.ok) throw new Error(`${method} ${p} answered ${r.status}: ${await r.text()}`);
+      return r.json() as Promise<ConversationInfo>;
+    });
+  try {
+    for (let i = 0; i < 300; i++) {
+      const [a, b] = await Promise.all([fetch(`${base}/ready`).catch(() => null), fetch(`${runtime}/alive`).catch(() => null)]);
+      if (a?.status === 200 && b?.status === 200) break;
+      await sleep(100);
+    }
+    const user = await new UsersStore(database.db).create('bench@example.com');
+    const conversations = new ConversationsStore(database.db);
+    const events = database.db.collection('events');
+
+    const agentRun = async () => {
+      const conv = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
+      llm.load(script());
+      const first = llm.requests.length;
+      const t0 = now();
+      await rt('POST', '/api/conversations', { conversation_id: conv.id, agent: { llm: { model: 'bench', base_url: llm.url } }, initial_message: { content: [{ text: 'Run true many times.' }] }, max_iterations: STEPS + 5 });
+      let info: ConversationInfo;
+      do {
+        await sleep(2);
+        info = await rt('GET', `/api/conversations/${conv.id}`);
+      } while (info.execution_status === 'running' || info.execution_status === 'idle');
+      if (info.execution_status !== 'finished') throw new Error(`the conversation ended ${info.execution_status}`);
+      const finishedMs = now() - t0;
+      while ((await rt('GET', `/api/conversations/${conv.id}`)).unsent_events > 0 || (await events.countDocuments({ conversation_id: conv.id })) < info.events) await sleep(2);
+      const deliveredMs = now() - t0;
+      // Step times from the log: from one ActionEvent to the next (LLM call, command, events).
+      const actions = await events.find({ conversation_id: conv.id, kind: 'ActionEvent' }).sort({ seq: 1 }).project({ timestamp: 1 }).toArray();
+      const times = actions.map((a) => new Date(a.timestamp as string | Date).getTime());
+      const gaps = times.slice(1).map((t, i) => t - times[i]!);
+      return { conv, finishedMs, deliveredMs, lagMs: deliveredMs - finishedMs, events: info.events, requests: llm.requests.slice(first).map((r) => r.body), early: median(gaps.slice(0, 20)), late: median(gaps.slice(-20)) };
+    };
+
+    const rawRun = async (requests: unknown[], conversationId: string) => {
+      llm.load(script());
+      const t0 = now();
+      for (let i = 0; i < requests.length; i++) {
+        const r = await fetch(`${llm.url}/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(requests[i]) });
+        await r.json();
+        if (i < STEPS) await rt('POST', '/api/bash/execute_bash_command', { command: COMMAND, cwd: workspace, timeout: 120 });
+      }
+      const workMs = now() - t0;
+      // The same events, straight to ingest under a new conversation id.
+      const dir = fs.readdirSync(stateDir).find((d) => Buffer.from(d, 'base64url').toString() === conversationId)!;
+      const lines = fs.readFileSync(path.join(stateDir, dir, 'outbox.jsonl'), 'utf8').trim().split('\n');
+      const target = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
+      const t1 = now();
+      for (let i = 0; i < lines.length; i += 100) {
+        const r = await fetch(`${base}/api/v1/webhooks/events/${target.id}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey }, body: `[${lines.slice(i, i + 100).join(',')}]` });
+        if (r.status !== 200) throw new Error(`ingest answered ${r.status}: ${await r.text()}`);
+      }
+      return { workMs, ingestMs: now() - t1 };
+    };
+
+    progress('warming up');
+    const warm = await agentRun();
+    await rawRun(warm.requests, warm.conv.id);
+    const agent: Awaited<ReturnType<typeof agentRun>>[] = [];
+    const raw: Awaited<ReturnType<typeof rawRun>>[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const a = await agentRun();
+      agent.push(a);
+      raw.push(await rawRun(a.requests, a.conv.id));
+      progress(`run ${i + 1}/${RUNS}: agent ${a.finishedMs.toFixed(0)} ms, raw ${raw.at(-1)!.workMs.toFixed(0)} ms`);
+    }
+    const rss = fs.readFileSync(`/proc/${children[1]!.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1];
+
+    const m = (xs: number[]) => median(xs);
+    const f = (ms: number) => `${ms.toFixed(0)} ms`;
+    const per = (ms: number) => `${(ms / (STEPS + 1)).toFixed(2)} ms`;
+    const agentMs = m(agent.map((a) => a.finishedMs));
+    const rawMs = m(raw.map((r) => r.workMs));
+    const rows = [
+      ['what', 'total', 'per step'],
+      [`agent: POST conversation -> finished (${STEPS} steps + finish)`, f(agentMs), per(agentMs)],
+      ['raw: the same LLM requests replayed + the same commands', f(rawMs), per(rawMs)],
+      ['agent: steps 2-21 vs the last 20 (median gap between actions)', `${m(agent.map((a) => a.early)).toFixed(1)} / ${m(agent.map((a) => a.late)).toFixed(1)} ms`, ''],
+      [`agent: ${agent[0]!.events} events written -> all in the log, after finished`, f(m(agent.map((a) => a.lagMs))), ''],
+      ['raw: the same events POSTed to ingest, batches of 100', f(m(raw.map((r) => r.ingestMs))), ''],
+      ['runtime resident memory after the runs', `${(Number(rss) / 1024).toFixed(0)} MiB`, ''],
+    ];
+    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+    console.log(`\nAgent runtime, ${RUNS} runs (medians), scripted LLM on loopback, FerretDB\n`);
+    for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join('  '));
+    console.log(`\nthe agent adds ${((agentMs / rawMs - 1) * 100).toFixed(0)}% over the raw LLM and command calls (events, view, tools, outbox)`);
+  } finally {
+    await llm.close();
+    await database.close();
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null ? c.once('exit', r) : r(null)))));
+    await servers.stop();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
