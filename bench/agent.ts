@@ -22,23 +22,14 @@ import { freePort } from '../src/process/net';
 import { ConversationsStore } from '../src/store/conversations-store';
 import { openDatabase } from '../src/store/mongo';
 import { UsersStore } from '../src/store/users-store';
-import { startBenchServers } from './servers';
+import { arg, median, printTable, progress } from './report';
+import { startBenchServers, stopProcesses } from './servers';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const STEPS = arg('steps', 200);
 const RUNS = arg('runs', 3);
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
-const progress = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 const COMMAND = 'true';
 const script = (): ScriptStep[] => [
@@ -148,7 +139,7 @@ async function main(): Promise<void> {
     }
     const rss = fs.readFileSync(`/proc/${children[1]!.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1];
 
-    const m = (xs: number[]) => median(xs);
+    const m = median;
     const f = (ms: number) => `${ms.toFixed(0)} ms`;
     const per = (ms: number) => `${(ms / (STEPS + 1)).toFixed(2)} ms`;
     const agentMs = m(agent.map((a) => a.finishedMs));
@@ -162,15 +153,12 @@ async function main(): Promise<void> {
       ['raw: the same events POSTed to ingest, batches of 100', f(m(raw.map((r) => r.ingestMs))), ''],
       ['runtime resident memory after the runs', `${(Number(rss) / 1024).toFixed(0)} MiB`, ''],
     ];
-    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-    console.log(`\nAgent runtime, ${RUNS} runs (medians), scripted LLM on loopback, FerretDB\n`);
-    for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join('  '));
+    printTable(`Agent runtime, ${RUNS} runs (medians), scripted LLM on loopback, FerretDB`, rows);
     console.log(`\nthe agent adds ${((agentMs / rawMs - 1) * 100).toFixed(0)}% over the raw LLM and command calls (events, view, tools, outbox)`);
   } finally {
     await llm.close();
     await database.close();
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null ? c.once('exit', r) : r(null)))));
+    await stopProcesses(children);
     await servers.stop();
   }
 }

@@ -15,30 +15,17 @@ import { Client, Connection } from '@temporalio/client';
 import { SecretBox } from '../src/auth/secret-box';
 import { sandboxWorkflowId } from '../src/temporal/shared';
 import { freePort } from '../src/process/net';
-import { startBenchServers } from './servers';
+import { arg, median, pct, printTable, progress } from './report';
+import { startBenchServers, stopProcesses } from './servers';
 import { ApiKeysStore } from '../src/store/api-keys-store';
 import { openDatabase } from '../src/store/mongo';
 import { UsersStore } from '../src/store/users-store';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
 const RUNS = arg('runs', 20);
 const POLL_MS = 10;
 
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const progress = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 async function directStart(dir: string): Promise<number> {
   const port = await freePort();
@@ -154,16 +141,13 @@ async function main(): Promise<void> {
       ['spawn runtime directly, poll /alive', f(median(direct)), f(pct(direct, 90)), f(Math.min(...direct))],
       ['POST /api/v1/sandboxes -> RUNNING', f(median(service)), f(pct(service, 90)), f(Math.min(...service))],
     ];
-    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-    console.log(`\nSandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms)\n`);
-    for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join('  '));
+    printTable(`Sandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms)`, rows);
     const share = median(service) / median(direct) - 1;
     await explain(servers.temporalAddress, lastSandboxId, lastPostMs);
     console.log(`\norchestration adds ${(share * 100).toFixed(0)}% to the median (${f(median(service) - median(direct))}); goal <= 20%`);
   } finally {
     await database.close();
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null ? c.once('exit', r) : r(null)))));
+    await stopProcesses(children);
     await servers.stop();
   }
 }

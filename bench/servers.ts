@@ -1,4 +1,5 @@
 /** Starts FerretDB and the Temporal dev server for one benchmark run, in its own temporary directory. */
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,4 +28,10 @@ export async function startBenchServers(name: string) {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Stops a benchmark's own processes (api, worker, runtime) and waits until they are gone. */
+export async function stopProcesses(children: ChildProcess[]): Promise<void> {
+  for (const c of children) c.kill('SIGTERM');
+  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null ? c.once('exit', r) : r(null)))));
 }

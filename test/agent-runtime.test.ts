@@ -384,16 +384,27 @@ describe('agent runtime through the control plane', () => {
     await llm.close();
   });
 
-  it('keeps every event when the api stops mid-run and comes back: all arrive, none doubled', async () => {
-    const script = Array.from({ length: 8 }, (_, i) => ({ tool_calls: [{ name: 'terminal', arguments: { command: `echo step ${i}; sleep 0.1` } }] }));
-    script.push({ tool_calls: [{ name: 'finish', arguments: { message: 'done' } } as any] });
-    const c = await startAgentConversation(t, user, rt, script);
-    await sleep(300);
-    await t.api.close(); // the control plane goes away mid-run
-    await waitForExecution(c, 'finished', 30_000);
-    const info = await conversationInfo(c);
-    expect(info.unsent_events).toBeGreaterThan(0);
+  /** Restarts the api in this test process (the runtime reports to the same port). */
+  const restartApi = async () => {
     t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+  };
+
+  it('keeps every event when the api stops mid-run and comes back: all arrive, none doubled', async () => {
+    const step = (i: number) => ({ tool_calls: [{ name: 'terminal', arguments: { command: `echo step ${i}` } }] });
+    // Step 5 is a slow answer: the api is stopped while the agent waits for it, so what follows has nowhere to go.
+    const script = [step(1), step(2), step(3), step(4), { ...step(5), delay_ms: 3000 }, step(6), step(7), step(8), { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }];
+    const c = await startAgentConversation(t, user, rt, script);
+    while (c.llm.requests.length < 5) await sleep(20);
+    let info: any;
+    try {
+      await t.api.close(); // the control plane goes away mid-run
+      expect((await conversationInfo(c)).execution_status).toBe('running');
+      await waitForExecution(c, 'finished', 30_000);
+      info = await conversationInfo(c);
+      expect(info.unsent_events).toBeGreaterThan(0);
+    } finally {
+      await restartApi();
+    }
     const log = await settledLog(t, user.key, c, 30_000);
     expect(log).toHaveLength(info.events);
     expect(new Set(log.map((e) => e.id)).size).toBe(log.length);
@@ -402,6 +413,7 @@ describe('agent runtime through the control plane', () => {
     expect(kinds(log).at(-1)).toBe('ConversationStateUpdateEvent');
     await c.llm.close();
   });
+
   it('a requested condensation (CondensationRequest) happens at the next step, without a condenser', async () => {
     const c = await startAgentConversation(t, user, rt, [
       { tool_calls: [{ name: 'think', arguments: { thought: 'one' } }] },
@@ -463,15 +475,18 @@ describe('agent runtime through the control plane', () => {
     const script = Array.from({ length: 30 }, (_, i) => ({ tool_calls: [{ name: 'terminal', arguments: { command: `echo step ${i}; sleep 0.1` } }] }));
     const c = await startAgentConversation(t, user, rt, [...script, { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }]);
     await sleep(400);
-    await t.api.close(); // events now wait in the outbox
-    await sleep(600);
-    const before = await conversationInfo(c);
-    expect(before.execution_status).toBe('running');
-    expect(before.unsent_events).toBeGreaterThan(0);
     const sandboxDir = path.join(dataDir, 'sandboxes', rt.sandboxId);
-    const [pid] = runtimesUnder(sandboxDir);
-    process.kill(pid!, 'SIGKILL');
-    t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    try {
+      await t.api.close(); // events now wait in the outbox
+      await sleep(600);
+      const before = await conversationInfo(c);
+      expect(before.execution_status).toBe('running');
+      expect(before.unsent_events).toBeGreaterThan(0);
+      const [pid] = runtimesUnder(sandboxDir);
+      process.kill(pid!, 'SIGKILL');
+    } finally {
+      await restartApi();
+    }
     await waitForStatus(t, user.key, rt.sandboxId, 'ERROR', 15_000);
     const resumed = await t.request('POST', `/api/v1/sandboxes/${rt.sandboxId}/resume`, { key: user.key });
     expect(resumed).toMatchObject({ status: 200, body: { status: 'RUNNING' } });

@@ -49,4 +49,30 @@ describe('health and readiness', () => {
       await t.close();
     }
   });
+
+  it('closes at once while clients keep their connections busy (answers end their connection while closing)', async () => {
+    const t = await startTestApi(testConfig());
+    let stop = false;
+    let served = 0;
+    // Keep-alive connections that are never idle: what runtimes' outboxes look like to the api.
+    const client = async () => {
+      while (!stop) {
+        const r = await fetch(`${t.url}/api/v1/webhooks/events/c1`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': 'k' }, body: '[]' }).catch(() => null);
+        if (!r) break;
+        await r.text();
+        served++;
+      }
+    };
+    const busy = Promise.all([client(), client(), client(), client()]);
+    try {
+      while (served < 20) await new Promise((r) => setTimeout(r, 5));
+      const started = Date.now();
+      await t.api.close();
+      expect(Date.now() - started).toBeLessThan(2000); // without it: the whole grace period
+    } finally {
+      stop = true;
+      await busy;
+      await t.database.close();
+    }
+  });
 });

@@ -130,6 +130,11 @@ export async function startApiServer(
 
   const server = http.createServer(app.koa.callback());
   server.requestTimeout = 0; // stream-start keeps its connection open until the start ends
+  // While closing, each answer ends its connection: a client that keeps one busy (a runtime's outbox)
+  // would otherwise hold the close for the whole grace period, and should go to another replica anyway.
+  server.on('request', (_req, res: http.ServerResponse) => {
+    if (closing) res.setHeader('Connection', 'close');
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.api.port, config.api.host, () => resolve());
@@ -147,8 +152,10 @@ export async function startApiServer(
       await closeSockets();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      const idle = setInterval(() => server.closeIdleConnections(), 50); // those that went idle since
       const grace = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
       await closed;
+      clearInterval(idle);
       clearTimeout(grace);
       await preparing;
       await live.stop();

@@ -4,6 +4,7 @@
  * group. Background processes the command leaves behind keep running, as in a terminal.
  */
 import { spawn } from 'node:child_process';
+import { groupDeadline } from './process-group';
 
 export interface BashResult {
   exit_code: number;
@@ -42,40 +43,21 @@ export function executeBash(o: BashOptions): Promise<BashResult> {
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
 
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup();
-    }, o.timeoutMs);
-    let aborted = false;
-    const onAbort = () => {
-      aborted = true;
-      killGroup();
-    };
-    if (o.signal?.aborted) onAbort(); // aborted before it started: a listener added now would never fire
-    else o.signal?.addEventListener('abort', onAbort, { once: true });
+    const deadline = groupDeadline(child, o.timeoutMs, o.signal);
 
     let settled = false;
     const finish = (code: number | null, error?: Error) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
-      o.signal?.removeEventListener('abort', onAbort);
+      deadline.clear();
       child.stdout.destroy();
       child.stderr.destroy();
       let output = Buffer.concat(chunks).toString('utf8');
       if (dropped > 0) output += `\n[output truncated: ${dropped} more bytes]`;
-      if (timedOut) output += `\n[command timed out after ${o.timeoutMs / 1000} s and was killed]`;
-      if (aborted) output += '\n[command interrupted and killed]';
+      if (deadline.timedOut) output += `\n[command timed out after ${o.timeoutMs / 1000} s and was killed]`;
+      if (deadline.aborted) output += '\n[command interrupted and killed]';
       if (error) output += `\n[could not run the command: ${error.message}]`;
-      resolve({ exit_code: timedOut || code === null ? -1 : code, output, timed_out: timedOut });
+      resolve({ exit_code: deadline.timedOut || code === null ? -1 : code, output, timed_out: deadline.timedOut });
     };
     child.on('error', (e) => finish(null, e));
     child.on('close', (code) => finish(code));

@@ -6,6 +6,7 @@
  * does not block. Every run is reported as a HookExecutionEvent.
  */
 import { spawn } from 'node:child_process';
+import { groupDeadline } from '../process-group';
 import type { HOOK_EVENT_TYPES } from '../../schemas/events';
 import type { Hook, Hooks } from './conversation-schemas';
 
@@ -45,34 +46,16 @@ function runOne(hook: Hook, input: Record<string, unknown>, cwd: string, env: No
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout = (stdout + d.toString('utf8')).slice(0, MAX_OUTPUT)));
     child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(0, MAX_OUTPUT)));
-    const kill = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    };
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, hook.timeout * 1000);
-    // An interrupted step does not wait for its hooks.
-    if (signal?.aborted) kill();
-    else signal?.addEventListener('abort', kill, { once: true });
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', kill);
-    };
+    const deadline = groupDeadline(child, hook.timeout * 1000, signal); // an interrupted step does not wait for its hooks
     child.stdin.on('error', () => undefined); // a hook that does not read its input
     child.stdin.end(JSON.stringify(input));
     child.on('error', (e) => {
-      done();
+      deadline.clear();
       resolve({ code: -1, stdout, stderr, error: e.message });
     });
     child.on('close', (code) => {
-      done();
-      resolve({ code: timedOut ? -1 : (code ?? -1), stdout, stderr, error: timedOut ? `the hook did not finish within ${hook.timeout} s and was killed` : null });
+      deadline.clear();
+      resolve({ code: deadline.timedOut ? -1 : (code ?? -1), stdout, stderr, error: deadline.timedOut ? `the hook did not finish within ${hook.timeout} s and was killed` : null });
     });
   });
 }
