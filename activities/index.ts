@@ -5,12 +5,14 @@
 import type { Db } from 'mongodb';
 import type { DiagnosticsResult } from '../src/temporal/shared';
 import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
+import { createStartTaskActivities, type StartTaskActivityDeps } from './start-task-activities';
 
 export interface ActivityDeps {
   db: Db;
   identity: string;
   taskQueue: string;
   sandbox: SandboxActivityDeps;
+  startTask: StartTaskActivityDeps;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -30,6 +32,7 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     ...createSandboxActivities(deps.sandbox),
+    ...createStartTaskActivities(deps.startTask),
   };
 }
 

@@ -111,6 +111,12 @@ export const envSchema = z.object({
   SANDBOX_START_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   /** Where sandbox runtimes report conversation events (the api as they reach it); default PUBLIC_BASE_URL. */
   SANDBOX_CONTROL_PLANE_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
+  /** How long a start waits for its sandbox to run (ms): 10 minutes, not the reference service's fixed 120 s. */
+  START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
+  /** Bound of a repository's setup script (.agents/setup.sh) in a start (ms). */
+  START_SETUP_TIMEOUT_MS: positiveInt('milliseconds').default(10 * 60_000),
+  /** Where a start clones `owner/repo` repositories from. */
+  GIT_CLONE_BASE_URL: z.url({ error: 'an absolute URL' }).default('https://github.com'),
   /** A sandbox workflow continues as new past this many history events; 0: when Temporal suggests it. */
   SANDBOX_HISTORY_LIMIT: nonNegativeInt('history events; 0 follows Temporal').default(0),
   /** Docker Engine API of the docker provider: unix:///path/to/docker.sock, tcp://host:port or http(s)://host:port. */
@@ -143,6 +149,7 @@ export interface Config {
   live: { pollMs: number; retainSlots: number };
   readyTimeoutMs: number;
   shutdownGraceMs: number;
+  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; gitCloneBaseUrl: string };
   sandboxes: {
     specsFile: string | undefined;
     defaultSpecId: string;
@@ -206,6 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     live: { pollMs: e.LIVE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, '') },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),
       defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,

@@ -1,4 +1,5 @@
 /** agent-control-admin, run as the built command against the real servers. */
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { openDatabase, type Database } from '../src/store/mongo';
 import { createWorker } from '../worker/worker';
@@ -105,6 +106,7 @@ describe('admin CLI', () => {
     const connection = await NativeConnection.connect({ address: env.temporalAddress });
     const worker = await createWorker({
       connection,
+      client: new Client({ connection: Connection.lazy({ address: env.temporalAddress }), namespace: env.namespace }),
       namespace: env.namespace,
       taskQueue: vars.TEMPORAL_TASK_QUEUE,
       db: database.db,

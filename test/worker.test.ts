@@ -21,6 +21,7 @@ describe('worker', () => {
     const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
     const worker = await createWorker({
       connection: nativeConnection,
+      client: new Client({ connection: Connection.lazy({ address: env.temporalAddress }), namespace: env.namespace }),
       namespace: env.namespace,
       taskQueue,
       db: database.db,

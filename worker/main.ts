@@ -1,4 +1,5 @@
 /** Worker process entry point: connect, register search attributes, run until SIGTERM or SIGINT. */
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -50,8 +51,10 @@ async function main(): Promise<void> {
   const added = await ensureSearchAttributes(connection, config.temporal.namespace);
   if (added.length > 0) logger.info({ added }, 'registered search attributes');
 
+  const clientConnection = Connection.lazy({ address: temporalAddress });
   const worker = await createWorker({
     connection,
+    client: new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db: database.db,
@@ -65,6 +68,7 @@ async function main(): Promise<void> {
   logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
   await worker.run();
   await connection.close();
+  await clientConnection.close();
   await database.close();
   logger.info('worker stopped');
 }

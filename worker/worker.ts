@@ -1,4 +1,5 @@
 /** Builds the Temporal worker: the prebuilt workflow bundle plus the activities over their dependencies. */
+import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Db } from 'mongodb';
 import os from 'node:os';
@@ -6,17 +7,28 @@ import { createActivities } from '../activities';
 import { createProviders } from '../activities/sandbox-providers';
 import { SecretBox } from '../src/auth/secret-box';
 import type { Config } from '../src/config';
+import { StartSettingsResolver } from '../src/orgs/start-settings';
+import { SandboxService, sandboxWorkflowSettings } from '../src/sandboxes/sandbox-service';
+import { AppConversationsStore } from '../src/store/app-conversations-store';
+import { ConversationsStore } from '../src/store/conversations-store';
+import { OrganizationsStore } from '../src/store/organizations-store';
+import { SandboxSpecsStore } from '../src/store/sandbox-specs-store';
 import { SandboxesStore } from '../src/store/sandboxes-store';
+import { StartTasksStore } from '../src/store/start-tasks-store';
+import { UserSecretsStore } from '../src/store/user-secrets-store';
+import { UsersStore } from '../src/store/users-store';
 
 export interface WorkerDeps {
   connection: NativeConnection;
+  /** A client of the same namespace: starts create and resume sandboxes through their workflows. */
+  client: Client;
   namespace: string;
   taskQueue: string;
   db: Db;
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
   /** Where sandboxes live and how providers reach their backends. */
-  config: Pick<Config, 'dataDir' | 'sandboxes'>;
+  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts'>;
   secretsKey: string;
   identity?: string;
   shutdownGraceMs?: number;
@@ -25,16 +37,39 @@ export interface WorkerDeps {
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const identity = deps.identity ?? `${process.pid}@${os.hostname()}`;
   const workflowBundle: WorkflowBundleOption = { codePath: deps.workflowBundlePath };
+  const box = new SecretBox(deps.secretsKey);
+  const sandboxes = new SandboxesStore(deps.db);
+  const conversations = new ConversationsStore(deps.db);
+  const users = new UsersStore(deps.db);
   const activities = createActivities({
     db: deps.db,
     identity,
     taskQueue: deps.taskQueue,
     sandbox: {
-      sandboxes: new SandboxesStore(deps.db),
-      box: new SecretBox(deps.secretsKey),
+      sandboxes,
+      box,
       providers: createProviders(deps.config),
       startTimeoutMs: deps.config.sandboxes.startTimeoutMs,
       controlPlaneUrl: deps.config.sandboxes.controlPlaneUrl,
+    },
+    startTask: {
+      startTasks: new StartTasksStore(deps.db),
+      appConversations: new AppConversationsStore(deps.db),
+      conversations,
+      sandboxes,
+      sandboxService: new SandboxService({
+        sandboxes,
+        specs: new SandboxSpecsStore(deps.db),
+        conversations,
+        box,
+        temporal: deps.client,
+        taskQueue: deps.taskQueue,
+        defaultSpecId: deps.config.sandboxes.defaultSpecId,
+        settings: sandboxWorkflowSettings(deps.config.sandboxes),
+      }),
+      settings: new StartSettingsResolver({ users, organizations: new OrganizationsStore(deps.db), userSecrets: new UserSecretsStore(deps.db, box), box }),
+      box,
+      gitCloneBaseUrl: deps.config.starts.gitCloneBaseUrl,
     },
   });
   return Worker.create({

@@ -27,3 +27,28 @@ export const SANDBOX_ACTIVITY_OPTIONS = {
     retry: { initialInterval: '500 milliseconds', maximumAttempts: 2 },
   },
 } as const satisfies Record<string, ActivityOptions>;
+
+/** Start-task activities: bookkeeping, quick steps in the sandbox, and long ones that heartbeat. */
+export const START_TASK_ACTIVITY_OPTIONS = {
+  /** The status write, local: no round trip through the server between statuses. */
+  record: {
+    startToCloseTimeout: '10 seconds',
+    retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
+  },
+  /** A step that calls the database or the runtime once or twice. */
+  step: {
+    startToCloseTimeout: '2 minutes',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['StartInputError'] },
+  },
+  /** Waiting for a sandbox, cloning, a setup script: long, heartbeating, so a dead worker is noticed in seconds. */
+  long: {
+    startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['StartInputError'] },
+  },
+} as const satisfies Record<string, ActivityOptions>;
+
+/** The preset with a start-to-close timeout of `ms` plus a minute of slack (the activity keeps the exact bound). */
+export function withTimeout(options: ActivityOptions, ms: number): ActivityOptions {
+  return { ...options, startToCloseTimeout: ms + 60_000 };
+}

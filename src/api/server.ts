@@ -22,7 +22,10 @@ import { OrganizationsService } from '../orgs/organizations-service';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
-import { SandboxService } from '../sandboxes/sandbox-service';
+import { StartTaskService } from '../app-conversations/start-task-service';
+import { AppConversationsStore } from '../store/app-conversations-store';
+import { StartTasksStore } from '../store/start-tasks-store';
+import { SandboxService, sandboxWorkflowSettings } from '../sandboxes/sandbox-service';
 import { loadSandboxSpecs } from '../sandboxes/spec-file';
 import { SandboxSpecsStore } from '../store/sandbox-specs-store';
 import { SandboxesStore } from '../store/sandboxes-store';
@@ -97,20 +100,24 @@ export async function startApiServer(
     box,
   });
   const sandboxes = new SandboxesStore(database.db);
+  const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace });
+  const startTasks = new StartTasksStore(database.db);
+  const starts = new StartTaskService({
+    startTasks,
+    box,
+    temporal: temporalClient,
+    taskQueue: config.temporal.taskQueue,
+    settings: { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs },
+  });
   const sandboxService = new SandboxService({
     sandboxes,
     specs: sandboxSpecs,
     conversations,
     box,
-    temporal: new Client({ connection: temporal, namespace: config.temporal.namespace }),
+    temporal: temporalClient,
     taskQueue: config.temporal.taskQueue,
     defaultSpecId: config.sandboxes.defaultSpecId,
-    settings: {
-      healthIntervalMs: config.sandboxes.healthIntervalMs,
-      healthGraceMs: config.sandboxes.healthGraceMs,
-      idleTimeoutMs: config.sandboxes.idleTimeoutMs,
-      historyLimit: config.sandboxes.historyLimit,
-    },
+    settings: sandboxWorkflowSettings(config.sandboxes),
   });
   const app = createApp({
     config,
@@ -126,6 +133,9 @@ export async function startApiServer(
     sandboxService,
     sandboxes,
     sandboxSpecs,
+    starts,
+    startTasks,
+    appConversations: new AppConversationsStore(database.db),
   });
 
   const server = http.createServer(app.koa.callback());

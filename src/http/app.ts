@@ -29,6 +29,10 @@ import { eventsRoutes } from './routers/events.router';
 import { organizationsRoutes } from './routers/organizations.router';
 import { sandboxSpecsRoutes } from './routers/sandbox-specs.router';
 import { sandboxesRoutes } from './routers/sandboxes.router';
+import { appConversationsRoutes } from './routers/app-conversations.router';
+import type { StartTaskService } from '../app-conversations/start-task-service';
+import type { AppConversationsStore } from '../store/app-conversations-store';
+import type { StartTasksStore } from '../store/start-tasks-store';
 import { healthRoutes } from './routers/health.router';
 import { usersRoutes } from './routers/users.router';
 import { webhooksRoutes } from './routers/webhooks.router';
@@ -48,6 +52,9 @@ export interface AppDeps {
   sandboxService: SandboxService;
   sandboxes: SandboxesStore;
   sandboxSpecs: SandboxSpecsStore;
+  starts: StartTaskService;
+  startTasks: StartTasksStore;
+  appConversations: AppConversationsStore;
 }
 
 export interface App {
@@ -72,6 +79,7 @@ export function createApp(deps: AppDeps): App {
     webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService),
     sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),
     sandboxSpecsRoutes(router('/api/v1/sandbox-specs', 'sandbox-specs'), deps.sandboxSpecs),
+    appConversationsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
     organizationsRoutes(router('/api/organizations', 'organizations'), deps.organizations),
   ];
 

@@ -3,10 +3,11 @@
  * delete to its workflow as Updates and answering with the resulting sandbox, and counting use for
  * idle auto-pause. The workflow owns the status; this module only reads it.
  */
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
 import type { SecretBox } from '../auth/secret-box';
+import type { Config } from '../config';
 import { HttpError, notFound, RequestValidationError } from '../http/errors';
 import type { SandboxView } from '../schemas/sandboxes';
 import type { ConversationsStore } from '../store/conversations-store';
@@ -34,6 +35,14 @@ export interface SandboxServiceDeps {
   settings: SandboxWorkflowSettings;
 }
 
+/** The sandbox workflow's settings, from the config (the api and the worker start sandbox workflows). */
+export const sandboxWorkflowSettings = (c: Config['sandboxes']): SandboxWorkflowSettings => ({
+  healthIntervalMs: c.healthIntervalMs,
+  healthGraceMs: c.healthGraceMs,
+  idleTimeoutMs: c.idleTimeoutMs,
+  historyLimit: c.historyLimit,
+});
+
 /** Where a spec id came from, for the 422's loc. */
 export type SpecIdSource = 'body' | 'query';
 
@@ -47,7 +56,18 @@ export class SandboxService {
     this.touchEveryMs = idle > 0 ? Math.min(10_000, Math.floor(idle / 4)) : 10_000;
   }
 
-  async create(userId: string, specId: string | undefined, source: SpecIdSource): Promise<SandboxView> {
+  /**
+   * A new sandbox: its record (STARTING), then its workflow. With `sandboxId` (a start task's retried step)
+   * an existing record of that id is kept and only its workflow is made sure of.
+   */
+  async create(userId: string, specId: string | undefined, source: SpecIdSource, sandboxId?: string): Promise<SandboxView> {
+    if (sandboxId) {
+      const existing = await this.deps.sandboxes.get(sandboxId);
+      if (existing) {
+        await this.startWorkflow(existing.id, userId);
+        return sandboxView(existing, this.deps.box);
+      }
+    }
     const id = specId ?? this.deps.defaultSpecId;
     const spec = await this.deps.specs.get(id);
     if (!spec) {
@@ -65,7 +85,7 @@ export class SandboxService {
     const key = generateApiKey();
     const now = new Date();
     const record = {
-      id: randomUUID(),
+      id: sandboxId ?? randomUUID(),
       created_by_user_id: userId,
       sandbox_spec_id: spec.id,
       spec: specFields,
@@ -80,18 +100,23 @@ export class SandboxService {
       last_used_at: now,
     };
     await this.deps.sandboxes.insert(record);
-    const input: SandboxWorkflowInput = { sandboxId: record.id, ownerUserId: userId, settings: this.deps.settings };
     try {
-      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.sandbox, {
-        workflowId: sandboxWorkflowId(record.id),
-        taskQueue: this.deps.taskQueue,
-        args: [input],
-      });
+      await this.startWorkflow(record.id, userId);
     } catch (e) {
       await this.deps.sandboxes.setStatus(record.id, 'ERROR', `its workflow could not be started: ${(e as Error).message}`);
       throw new HttpError(503, 'The workflow service did not accept the sandbox; try again shortly', { 'Retry-After': '5' });
     }
     return sandboxView(record, this.deps.box);
+  }
+
+  /** Starts the sandbox's workflow; one that runs already is left alone. */
+  private async startWorkflow(sandboxId: string, userId: string): Promise<void> {
+    const input: SandboxWorkflowInput = { sandboxId, ownerUserId: userId, settings: this.deps.settings };
+    try {
+      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.sandbox, { workflowId: sandboxWorkflowId(sandboxId), taskQueue: this.deps.taskQueue, args: [input] });
+    } catch (e) {
+      if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+    }
   }
 
   async getMany(userId: string, ids: readonly string[]): Promise<(SandboxView | null)[]> {

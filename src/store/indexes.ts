@@ -7,6 +7,8 @@ import { userSecretsIndexes } from './user-secrets-store';
 import type { CollectionIndexes } from './mongo';
 import { usersIndexes } from './users-store';
 import { sandboxesIndexes } from './sandboxes-store';
+import { startTasksIndexes } from './start-tasks-store';
+import { appConversationsIndexes } from './app-conversations-store';
 
 /** Every index the service relies on, created at start-up. */
 export const ALL_INDEXES: readonly CollectionIndexes[] = [
@@ -18,4 +20,6 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   membershipsIndexes,
   userSecretsIndexes,
   sandboxesIndexes,
+  startTasksIndexes,
+  appConversationsIndexes,
 ];

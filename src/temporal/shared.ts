@@ -7,6 +7,7 @@ import type { SandboxStatus } from '../schemas/sandboxes';
 export const WORKFLOW_TYPES = {
   diagnostics: 'diagnosticsWorkflow',
   sandbox: 'sandboxWorkflow',
+  startTask: 'startTaskWorkflow',
 } as const;
 
 /** Result of the diagnostics workflow: proof that a worker polls the queue and reaches the database. */
@@ -56,3 +57,46 @@ export interface SandboxWorkflowInput {
   /** Set when the workflow continued as new: where the previous run left off. */
   carried?: SandboxState & { failingSinceMs: number | null };
 }
+
+/** One workflow per start task; the task id is the conversation's id, so a second start of it joins the first. */
+export const startTaskWorkflowId = (taskId: string) => `start-task-${taskId}`;
+
+/** Query of the start-task workflow: every snapshot so far, oldest first (a reader never misses a status). */
+export const START_TASK_SNAPSHOTS_QUERY = 'snapshots';
+
+/** A start task as the api serves it (SPEC 2.3); dates as ISO strings. */
+export interface StartTaskSnapshot {
+  id: string;
+  created_by_user_id: string;
+  status: string;
+  detail: string | null;
+  request: Record<string, unknown>;
+  app_conversation_id: string | null;
+  sandbox_id: string | null;
+  agent_server_url: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface StartTaskSettings {
+  /** How long the start waits for its sandbox to run (ms). */
+  sandboxWaitMs: number;
+  /** Bound of the repository's setup script (ms). */
+  setupScriptTimeoutMs: number;
+}
+
+/** What the start-task workflow gets: never a secret (they stay sealed in MongoDB, read by activities). */
+export interface StartTaskWorkflowInput {
+  taskId: string;
+  userId: string;
+  /** The echoed request: secrets masked. */
+  request: {
+    sandbox_id?: string;
+    selected_repository?: string;
+    selected_branch?: string;
+    git_provider?: string | null;
+    plugins?: { source: string; ref?: string; repo_path?: string }[];
+  } & Record<string, unknown>;
+  settings: StartTaskSettings;
+}
+

@@ -1,4 +1,5 @@
 /** Runs the real worker (bundled workflows, real activities) in this process for a test file. */
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Config } from '../../src/config';
 import { openDatabase } from '../../src/store/mongo';
@@ -16,8 +17,10 @@ export async function startTestWorker(config: Config): Promise<TestWorker> {
   const env = testEnv();
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
   const connection = await NativeConnection.connect({ address: config.temporal.address! });
+  const clientConnection = await Connection.connect({ address: config.temporal.address! });
   const worker = await createWorker({
     connection,
+    client: new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db: database.db,
@@ -33,6 +36,7 @@ export async function startTestWorker(config: Config): Promise<TestWorker> {
       worker.shutdown();
       await running;
       await connection.close();
+      await clientConnection.close();
       await database.close();
     },
   };

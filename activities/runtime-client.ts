@@ -1,0 +1,73 @@
+/**
+ * The start's way into a sandbox: its runtime's HTTP API (bash commands, conversation creation), with
+ * the session key read from the sandbox record. Long calls heartbeat so a dead worker is noticed.
+ */
+import { Context } from '@temporalio/activity';
+import type { SecretBox } from '../src/auth/secret-box';
+import { AGENT_SERVER } from '../src/schemas/sandboxes';
+import type { SandboxRecord } from '../src/store/sandboxes-store';
+
+export interface BashResult {
+  exit_code: number;
+  output: string;
+  timed_out: boolean;
+}
+
+/** Heartbeats every two seconds while `work` runs, when called inside an activity. */
+async function heartbeating<T>(work: Promise<T>): Promise<T> {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    ctx = undefined; // not in an activity
+  }
+  const timer = ctx ? setInterval(() => ctx!.heartbeat(), 2000) : undefined;
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export class SandboxRuntime {
+  private constructor(
+    readonly url: string,
+    private readonly key: string,
+  ) {}
+
+  static of(record: SandboxRecord, box: SecretBox): SandboxRuntime {
+    const url = record.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url;
+    if (!url) throw new Error(`sandbox ${record.id} exposes no ${AGENT_SERVER} url (status ${record.status})`);
+    return new SandboxRuntime(url, box.open(record.session_key_sealed));
+  }
+
+  private async call(method: string, path: string, body: unknown, timeoutMs: number): Promise<{ status: number; body: unknown }> {
+    const res = await fetch(this.url + path, {
+      method,
+      headers: { 'X-Session-API-Key': this.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed };
+  }
+
+  /** Runs a bash command in the sandbox (cwd relative to its working directory). */
+  async bash(command: string, opts: { cwd?: string; timeoutS?: number } = {}): Promise<BashResult> {
+    const timeoutS = opts.timeoutS ?? 120;
+    const r = await heartbeating(this.call('POST', '/api/bash/execute_bash_command', { command, cwd: opts.cwd ?? '.', timeout: timeoutS }, (timeoutS + 30) * 1000));
+    if (r.status !== 200) throw new Error(`the runtime refused the command (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}`);
+    return r.body as BashResult;
+  }
+
+  /** Creates a conversation in the runtime; answers its status and body (409 when it exists already). */
+  createConversation(body: object): Promise<{ status: number; body: unknown }> {
+    return this.call('POST', '/api/conversations', body, 60_000);
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * The start-task workflow's side effects, one activity per step. Input errors (a foreign sandbox, a
+ * repository that cannot be cloned, a failing setup script, no LLM configured) are StartInputError:
+ * not retried, and their message is the ERROR detail the client sees. Secrets never pass through the
+ * workflow: they are read here, from the task's sealed copy and the user's stores.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { SecretBox } from '../src/auth/secret-box';
+import type { EchoedStartRequest } from '../src/schemas/app-conversations';
+import type { StartSettingsResolver } from '../src/orgs/start-settings';
+import type { SandboxService } from '../src/sandboxes/sandbox-service';
+import type { AppConversationsStore } from '../src/store/app-conversations-store';
+import type { ConversationsStore } from '../src/store/conversations-store';
+import type { SandboxesStore } from '../src/store/sandboxes-store';
+import type { StartTaskChange, StartTasksStore } from '../src/store/start-tasks-store';
+import type { StartTaskSnapshot } from '../src/temporal/shared';
+import {
+  cloneCommand,
+  cloneUrl,
+  HOOK_COMMAND,
+  lastLines,
+  parseSkillFiles,
+  repositoryDir,
+  SETUP_SCRIPT,
+  SKILLS_DIR,
+  skillFilesCommand,
+  type RuntimeSkill,
+} from './repository-steps';
+import { SandboxRuntime } from './runtime-client';
+
+export interface StartTaskActivityDeps {
+  startTasks: StartTasksStore;
+  appConversations: AppConversationsStore;
+  conversations: ConversationsStore;
+  sandboxes: SandboxesStore;
+  sandboxService: SandboxService;
+  settings: StartSettingsResolver;
+  box: SecretBox;
+  /** Where `owner/repo` repositories are cloned from (GIT_CLONE_BASE_URL). */
+  gitCloneBaseUrl: string;
+}
+
+export const START_INPUT_ERROR = 'StartInputError';
+const inputError = (message: string) => ApplicationFailure.nonRetryable(message, START_INPUT_ERROR);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Told to the agent when the start asks for a plan (agent_type plan). */
+const PLAN_SUFFIX = 'Plan only: study the task and the repository and write a plan; do not change files.';
+
+export function createStartTaskActivities(deps: StartTaskActivityDeps) {
+  const { startTasks, sandboxes, box } = deps;
+
+  const task = async (taskId: string) => {
+    const t = await startTasks.get(taskId);
+    if (!t) throw inputError(`start task ${taskId} has no record`);
+    return t;
+  };
+  const requestSecrets = async (taskId: string): Promise<Record<string, string>> => {
+    const sealed = await startTasks.sealedSecrets(taskId);
+    return sealed ? (JSON.parse(box.open(sealed)) as Record<string, string>) : {};
+  };
+  const runtime = async (sandboxId: string) => {
+    const r = await sandboxes.get(sandboxId);
+    if (!r) throw inputError(`sandbox ${sandboxId} does not exist`);
+    return SandboxRuntime.of(r, box);
+  };
+  /** Hides secret values in what a command printed, before it becomes an error detail. */
+  const masked = (text: string, secrets: Record<string, string>) =>
+    Object.values(secrets)
+      .filter((v) => v.length >= 4)
+      .reduce((t, v) => t.split(v).join('**********'), text);
+
+  const readSkills = async (rt: SandboxRuntime, dir: string, cwd: string): Promise<RuntimeSkill[]> => {
+    const r = await rt.bash(skillFilesCommand(dir), { cwd, timeoutS: 60 });
+    return parseSkillFiles(r.output);
+  };
+
+  return {
+    /** Records a status of the task; answers the snapshot as stored (what the query returns). */
+    async recordStartTask(taskId: string, change: StartTaskChange): Promise<StartTaskSnapshot> {
+      const t = await startTasks.record(taskId, change);
+      if (!t) throw new Error(`start task ${taskId} has no record`);
+      const { conversation_id: _c, ...rest } = t;
+      return { ...rest, created_at: t.created_at.toISOString(), updated_at: t.updated_at.toISOString() };
+    },
+
+    /** The caller's sandbox (resumed when paused), or a new one with the id the workflow chose. */
+    async acquireSandbox(a: { taskId: string; userId: string; sandboxId?: string; newSandboxId: string }): Promise<string> {
+      if (!a.sandboxId) {
+        const created = await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId);
+        return created.id;
+      }
+      const r = await sandboxes.getOwned(a.sandboxId, a.userId);
+      if (!r) throw inputError(`Sandbox ${a.sandboxId} not found: sandbox_id must name one of your sandboxes`);
+      if (r.status === 'DELETED') throw inputError(`Sandbox ${a.sandboxId} was deleted; start without sandbox_id to get a new one`);
+      if (r.status !== 'RUNNING' && r.status !== 'STARTING') {
+        try {
+          await deps.sandboxService.operate(a.userId, a.sandboxId, 'resume');
+        } catch (e) {
+          throw inputError(`Sandbox ${a.sandboxId} (${r.status}) could not be resumed: ${(e as Error).message}`);
+        }
+      }
+      return r.id;
+    },
+
+    /** Waits until the sandbox runs; answers its agent server URL. */
+    async waitForSandbox(a: { userId: string; sandboxId: string; timeoutMs: number }): Promise<string> {
+      const deadline = Date.now() + a.timeoutMs;
+      for (;;) {
+        const r = await sandboxes.get(a.sandboxId);
+        if (!r) throw inputError(`sandbox ${a.sandboxId} does not exist`);
+        if (r.status === 'RUNNING') return SandboxRuntime.of(r, box).url;
+        if (r.status === 'ERROR' || r.status === 'DELETED' || r.status === 'MISSING') {
+          throw inputError(`Sandbox ${a.sandboxId} is ${r.status}${r.status_detail ? `: ${r.status_detail}` : ''}`);
+        }
+        if (Date.now() > deadline) {
+          throw inputError(`Sandbox ${a.sandboxId} did not run within ${Math.round(a.timeoutMs / 1000)} s (it is ${r.status}); START_SANDBOX_WAIT_MS sets the wait`);
+        }
+        Context.current().heartbeat();
+        await sleep(200);
+      }
+    },
+
+    /** Clones the repository into the sandbox (or makes an empty git workspace); answers its directory. */
+    async prepareRepository(a: { taskId: string; sandboxId: string; repository?: string; branch?: string; gitProvider: string | null }): Promise<string> {
+      const t = await task(a.taskId);
+      const { secrets } = await deps.settings.resolve(t.created_by_user_id, await requestSecrets(a.taskId));
+      const providerToken = a.gitProvider ? secrets[`${a.gitProvider.toUpperCase()}_TOKEN`] : undefined;
+      const token = providerToken ?? secrets.GIT_TOKEN;
+      const dir = repositoryDir(a.repository);
+      const url = a.repository ? cloneUrl(a.repository, deps.gitCloneBaseUrl, token) : null;
+      const rt = await runtime(a.sandboxId);
+      const r = await rt.bash(cloneCommand(dir, url, a.branch), { timeoutS: 900 });
+      if (r.exit_code !== 0) {
+        const what = a.repository ? `Cloning ${a.repository}${a.branch ? ` at ${a.branch}` : ''} failed` : 'Making the workspace failed';
+        throw inputError(`${what} (exit ${r.exit_code}):\n${masked(lastLines(r.output), secrets)}`);
+      }
+      return dir;
+    },
+
+    /** Runs the repository's setup script, if it has one. */
+    async runSetupScript(a: { sandboxId: string; workingDir: string; timeoutMs: number }): Promise<boolean> {
+      const rt = await runtime(a.sandboxId);
+      const has = await rt.bash(`test -f ${SETUP_SCRIPT}`, { cwd: a.workingDir, timeoutS: 30 });
+      if (has.exit_code !== 0) return false;
+      const timeoutS = Math.max(1, Math.round(a.timeoutMs / 1000));
+      const r = await rt.bash(`bash ${SETUP_SCRIPT} 2>&1`, { cwd: a.workingDir, timeoutS });
+      if (r.timed_out) throw inputError(`The setup script ${SETUP_SCRIPT} did not finish within ${timeoutS} s:\n${lastLines(r.output)}`);
+      if (r.exit_code !== 0) throw inputError(`The setup script ${SETUP_SCRIPT} failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
+      return true;
+    },
+
+    /** Installs the repository's pre-commit script as its hook, if it has one. */
+    async setUpGitHooks(a: { sandboxId: string; workingDir: string }): Promise<boolean> {
+      const r = await (await runtime(a.sandboxId)).bash(HOOK_COMMAND, { cwd: a.workingDir, timeoutS: 60 });
+      if (r.exit_code !== 0) throw inputError(`Installing the git hook failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
+      return r.output.includes('installed');
+    },
+
+    /** The organization's skills, the repository's and the plugins'. */
+    async loadSkills(a: { taskId: string; userId: string; sandboxId: string; workingDir: string; plugins: { source: string; ref?: string; repo_path?: string }[] }): Promise<RuntimeSkill[]> {
+      const { agent_settings } = await deps.settings.resolve(a.userId);
+      const context = agent_settings.agent_kind === 'platform' ? agent_settings.agent_context : undefined;
+      const disabled = new Set(context?.disabled_skills ?? []);
+      const skills: RuntimeSkill[] = (context?.skills ?? []).map((s) => ({ name: s.name, content: s.content ?? '', triggers: s.trigger?.keywords ?? [] }));
+      const rt = await runtime(a.sandboxId);
+      skills.push(...(await readSkills(rt, SKILLS_DIR, a.workingDir)));
+      for (const [i, plugin] of a.plugins.entries()) {
+        const dir = `.plugins/${i}`;
+        const r = await rt.bash(cloneCommand(dir, plugin.source, plugin.ref), { timeoutS: 300 });
+        if (r.exit_code !== 0) throw inputError(`Loading the plugin ${plugin.source} failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
+        skills.push(...(await readSkills(rt, `${plugin.repo_path ?? '.'}/skills`, dir)));
+      }
+      // A later skill of the same name (the repository's, a plugin's) replaces an earlier one.
+      const byName = new Map(skills.filter((s) => !disabled.has(s.name)).map((s) => [s.name, s]));
+      return [...byName.values()];
+    },
+
+    /** Records the conversation and creates it in the runtime with the effective settings; answers its id. */
+    async startConversation(a: { taskId: string; userId: string; sandboxId: string; workingDir: string; skills: RuntimeSkill[] }): Promise<string> {
+      const t = await task(a.taskId);
+      const req = t.request as EchoedStartRequest; // validated when the task was accepted
+      const effective = await deps.settings.resolve(a.userId, await requestSecrets(a.taskId));
+      const agent = effective.agent_settings;
+      if (agent.agent_kind === 'acp') throw inputError('The organization uses an ACP agent, which this runtime cannot run; set agent_settings.agent_kind to platform or llm');
+      const llm = agent.llm;
+      const model = req.llm_model ?? llm.model;
+      if (!model || !llm.base_url) {
+        throw inputError(`No LLM is configured: set agent_settings.llm.model and base_url of organization ${effective.organization_id} (PATCH /api/organizations/${effective.organization_id})`);
+      }
+      const contextSuffix = agent.agent_kind === 'platform' ? agent.agent_context.system_message_suffix : agent.system_message_suffix;
+      const suffix = [contextSuffix, req.system_message_suffix, req.agent_type === 'plan' ? PLAN_SUFFIX : undefined].filter(Boolean).join('\n\n');
+
+      const rt = await runtime(a.sandboxId);
+      const sandbox = (await sandboxes.get(a.sandboxId))!;
+      const sessionApiKey = box.open(sandbox.session_key_sealed);
+      // The event log's record first: the runtime reports events from its first step on.
+      await deps.conversations.create({ id: t.id, userId: a.userId, sandboxId: a.sandboxId, sessionApiKey }).catch((e: { code?: number }) => {
+        if (e.code !== 11000) throw e;
+      });
+      const processors: Record<string, unknown>[] = [...req.processors];
+      if (!processors.some((p) => p.kind === 'SetTitleCallbackProcessor')) processors.push({ kind: 'SetTitleCallbackProcessor' });
+      const now = new Date();
+      await deps.appConversations.create({
+        id: t.id,
+        created_by_user_id: a.userId,
+        sandbox_id: a.sandboxId,
+        title: req.title ?? null,
+        selected_repository: req.selected_repository ?? null,
+        selected_branch: req.selected_branch ?? null,
+        git_provider: req.git_provider ?? null,
+        trigger: req.trigger ?? null,
+        agent_server_url: rt.url,
+        start_task_id: t.id,
+        processors,
+        created_at: now,
+        updated_at: now,
+      });
+      const created = await rt.createConversation({
+        conversation_id: t.id,
+        agent: {
+          llm: {
+            model,
+            base_url: llm.base_url,
+            api_key: llm.api_key || null,
+            temperature: llm.temperature ?? null,
+            top_p: llm.top_p ?? null,
+            max_output_tokens: llm.max_output_tokens ?? null,
+            stream: llm.stream ?? false,
+            log_completions: llm.log_completions ?? false,
+            ...(llm.timeout ? { timeout_s: Math.min(llm.timeout, 3600) } : {}),
+            ...(llm.usage_id ? { usage_id: llm.usage_id } : {}),
+          },
+          system_message_suffix: suffix || null,
+        },
+        workspace: { working_dir: a.workingDir },
+        initial_message: req.initial_message ?? null,
+        max_iterations: effective.conversation_settings.max_iterations,
+        confirmation_mode: effective.conversation_settings.confirmation_mode,
+        secrets: Object.fromEntries(Object.entries(effective.secrets).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))),
+        skills: a.skills,
+      });
+      // 409: a retried step finds the conversation it created.
+      if (created.status !== 201 && created.status !== 409) {
+        throw inputError(`The runtime did not create the conversation (${created.status}): ${JSON.stringify(created.body).slice(0, 500)}`);
+      }
+      return t.id;
+    },
+  };
+}

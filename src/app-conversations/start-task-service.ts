@@ -1,0 +1,91 @@
+/**
+ * The api's side of starts: accepting a start request (its task record, then its workflow), joining a
+ * start of the same conversation, and reading the task's snapshots from the workflow's query (every
+ * status so far) or, once the workflow is gone, from MongoDB.
+ */
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import type { SecretBox } from '../auth/secret-box';
+import { HttpError } from '../http/errors';
+import { echoRequest, type StartRequest } from '../schemas/app-conversations';
+import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
+import {
+  START_TASK_SNAPSHOTS_QUERY,
+  startTaskWorkflowId,
+  WORKFLOW_TYPES,
+  type StartTaskSettings,
+  type StartTaskSnapshot,
+  type StartTaskWorkflowInput,
+} from '../temporal/shared';
+
+export interface StartTaskServiceDeps {
+  startTasks: StartTasksStore;
+  box: SecretBox;
+  temporal: Client;
+  taskQueue: string;
+  settings: StartTaskSettings;
+}
+
+export const TERMINAL_STATUSES: readonly string[] = ['READY', 'ERROR'];
+
+export const snapshotOf = ({ conversation_id: _c, ...t }: StartTaskRecord): StartTaskSnapshot => ({
+  ...t,
+  created_at: t.created_at.toISOString(),
+  updated_at: t.updated_at.toISOString(),
+});
+
+export class StartTaskService {
+  constructor(private readonly deps: StartTaskServiceDeps) {}
+
+  /**
+   * Accepts a start; answers its task id. The task id is the conversation id, so the same conversation_id
+   * sent again joins the first start instead of starting a second conversation.
+   */
+  async start(userId: string, request: StartRequest): Promise<string> {
+    const id = request.conversation_id ?? randomUUID();
+    const secrets = Object.keys(request.secrets).length > 0 ? this.deps.box.seal(JSON.stringify(request.secrets)) : null;
+    const echoed = echoRequest(request) as Record<string, unknown>;
+    const fresh = await this.deps.startTasks.create(
+      { id, created_by_user_id: userId, conversation_id: id, status: 'WORKING', detail: null, request: echoed, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
+      secrets,
+    );
+    if (!fresh) {
+      const existing = await this.deps.startTasks.get(id);
+      if (existing?.created_by_user_id !== userId) throw new HttpError(409, `conversation_id ${id} is already in use`);
+    }
+    const input: StartTaskWorkflowInput = { taskId: id, userId, request: echoed, settings: this.deps.settings };
+    try {
+      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.startTask, { workflowId: startTaskWorkflowId(id), taskQueue: this.deps.taskQueue, args: [input] });
+    } catch (e) {
+      if (e instanceof WorkflowExecutionAlreadyStartedError) return id; // joined
+      if (fresh) await this.deps.startTasks.record(id, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+      throw new HttpError(503, 'The workflow service did not accept the start; try again shortly', { 'Retry-After': '5' });
+    }
+    return id;
+  }
+
+  /** Every snapshot of the task so far: from its workflow while it is known, else the stored task. */
+  async snapshots(taskId: string): Promise<StartTaskSnapshot[]> {
+    try {
+      return await this.deps.temporal.workflow.getHandle(startTaskWorkflowId(taskId)).query<StartTaskSnapshot[]>(START_TASK_SNAPSHOTS_QUERY);
+    } catch {
+      const stored = await this.deps.startTasks.get(taskId);
+      return stored ? [snapshotOf(stored)] : [];
+    }
+  }
+
+  /**
+   * Calls `write` with each new snapshot, in order, until the task is READY or ERROR (or `closed` says
+   * the client went away: the start goes on without it).
+   */
+  async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100): Promise<void> {
+    let sent = 0;
+    for (;;) {
+      const all = await this.snapshots(taskId);
+      for (const s of all.slice(sent)) write(s);
+      sent = Math.max(sent, all.length);
+      if (closed() || TERMINAL_STATUSES.includes(all.at(-1)?.status ?? '')) return;
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * /api/v1/app-conversations (SPEC 4.2, 4.5): starting conversations (streamed or not), their start
+ * tasks, and the caller's conversations. Everything is scoped to the caller.
+ */
+import { PassThrough } from 'node:stream';
+import { z } from 'zod';
+import { snapshotOf, type StartTaskService } from '../../app-conversations/start-task-service';
+import {
+  APP_CONVERSATIONS_LISTING,
+  AppConversationCountQuerySchema,
+  AppConversationPageSchema,
+  AppConversationSchema,
+  AppConversationSearchQuerySchema,
+  START_TASKS_LISTING,
+  StartRequestSchema,
+  StartTaskCountQuerySchema,
+  StartTaskPageSchema,
+  StartTaskSchema,
+  StartTaskSearchQuerySchema,
+} from '../../schemas/app-conversations';
+import type { AppConversationRecord, AppConversationsStore } from '../../store/app-conversations-store';
+import type { StartTasksStore } from '../../store/start-tasks-store';
+import { encodeCursor } from '../page-cursor';
+import type { ApiRouter } from '../route';
+
+const IdsSchema = z.object({ ids: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }) });
+const date = (v: string | undefined) => (v === undefined ? undefined : new Date(v));
+
+const appConversationView = ({ processors: _p, ...r }: AppConversationRecord) => ({
+  ...r,
+  created_at: r.created_at.toISOString(),
+  updated_at: r.updated_at.toISOString(),
+});
+
+const startTaskFilters = (q: z.output<typeof StartTaskCountQuerySchema>) => ({
+  conversationId: q.conversation_id__eq,
+  createdAtGte: date(q.created_at__gte),
+  createdAtLt: date(q.created_at__lt),
+});
+
+const conversationFilters = (q: z.output<typeof AppConversationCountQuerySchema>) => ({
+  titleContains: q.title__contains,
+  sandboxId: q.sandbox_id__eq,
+  createdAtGte: date(q.created_at__gte),
+  createdAtLt: date(q.created_at__lt),
+  updatedAtGte: date(q.updated_at__gte),
+  updatedAtLt: date(q.updated_at__lt),
+});
+
+export function appConversationsRoutes(
+  router: ApiRouter,
+  deps: { starts: StartTaskService; startTasks: StartTasksStore; appConversations: AppConversationsStore },
+): ApiRouter {
+  const { starts, startTasks, appConversations } = deps;
+  return router
+    .route(
+      {
+        method: 'post',
+        path: '/stream-start',
+        operationId: 'streamStartAppConversation',
+        summary: 'Start a conversation and stream its start task until READY or ERROR',
+        description:
+          'The answer is a JSON array written as the start goes: `[`, each snapshot of the task as it happens, `]` at READY or ERROR. ' +
+          'A client that goes away does not stop the start; read the task again with GET start-tasks?ids=. ' +
+          'The same conversation_id sent again joins the first start.',
+        security: 'APIKeyHeader',
+        body: StartRequestSchema,
+        responses: { 200: { description: "The task's successive snapshots", schema: z.array(StartTaskSchema) }, 409: { description: 'conversation_id belongs to another user' } },
+      },
+      async (ctx, { body }) => {
+        const id = await starts.start(ctx.state.caller!.userId, body);
+        const stream = new PassThrough();
+        let closed = false;
+        ctx.res.once('close', () => (closed = true));
+        ctx.status = 200;
+        ctx.type = 'application/json';
+        ctx.body = stream;
+        stream.write('[');
+        let first = true;
+        void starts
+          .follow(
+            id,
+            (s) => {
+              stream.write(`${first ? '' : ','}${JSON.stringify(s)}`);
+              first = false;
+            },
+            () => closed,
+          )
+          .catch((e: Error) => ctx.state.log?.error({ err: e.message, task_id: id }, 'following a start failed'))
+          .finally(() => stream.end(']'));
+      },
+    )
+    .route(
+      {
+        method: 'post',
+        path: '',
+        operationId: 'startAppConversation',
+        summary: 'Start a conversation; answers its start task at once, and the start goes on',
+        security: 'APIKeyHeader',
+        body: StartRequestSchema,
+        responses: { 200: { description: 'The start task as accepted', schema: StartTaskSchema }, 409: { description: 'conversation_id belongs to another user' } },
+      },
+      async (ctx, { body }) => {
+        const id = await starts.start(ctx.state.caller!.userId, body);
+        ctx.body = snapshotOf((await startTasks.get(id))!);
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/start-tasks',
+        operationId: 'getStartTasks',
+        summary: 'Start tasks by id',
+        description: "One entry per id, in order: null for an id that does not exist or is not the caller's.",
+        security: 'APIKeyHeader',
+        query: IdsSchema,
+        responses: { 200: { description: 'The tasks', schema: z.array(StartTaskSchema.nullable()) } },
+      },
+      async (ctx, { query }) => {
+        const found = await startTasks.getManyOwned(query.ids, ctx.state.caller!.userId);
+        ctx.body = query.ids.map((id) => {
+          const t = found.get(id);
+          return t ? snapshotOf(t) : null;
+        });
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/start-tasks/search',
+        operationId: 'searchStartTasks',
+        summary: "Search the caller's start tasks",
+        security: 'APIKeyHeader',
+        query: StartTaskSearchQuerySchema,
+        responses: { 200: { description: 'A page of tasks', schema: StartTaskPageSchema } },
+      },
+      async (ctx, { query }) => {
+        const page = await startTasks.search(ctx.state.caller!.userId, startTaskFilters(query), query.sort_order === 'CREATED_AT' ? 'asc' : 'desc', query.limit, query.page_id);
+        ctx.body = { items: page.items.map(snapshotOf), next_page_id: page.last && encodeCursor(START_TASKS_LISTING, page.last) };
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/start-tasks/count',
+        operationId: 'countStartTasks',
+        summary: "Count the caller's start tasks",
+        security: 'APIKeyHeader',
+        query: StartTaskCountQuerySchema,
+        responses: { 200: { description: 'How many', schema: z.number().int() } },
+      },
+      async (ctx, { query }) => {
+        ctx.body = await startTasks.count(ctx.state.caller!.userId, startTaskFilters(query));
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/search',
+        operationId: 'searchAppConversations',
+        summary: "Search the caller's conversations",
+        security: 'APIKeyHeader',
+        query: AppConversationSearchQuerySchema,
+        responses: { 200: { description: 'A page of conversations', schema: AppConversationPageSchema } },
+      },
+      async (ctx, { query }) => {
+        const [field, order] = query.sort_order.startsWith('UPDATED_AT') ? (['updated_at', query.sort_order.endsWith('DESC') ? 'desc' : 'asc'] as const) : (['created_at', query.sort_order.endsWith('DESC') ? 'desc' : 'asc'] as const);
+        const page = await appConversations.search(ctx.state.caller!.userId, conversationFilters(query), { field, order }, query.limit, query.page_id);
+        ctx.body = { items: page.items.map(appConversationView), next_page_id: page.last && encodeCursor(APP_CONVERSATIONS_LISTING, page.last) };
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '/count',
+        operationId: 'countAppConversations',
+        summary: "Count the caller's conversations",
+        security: 'APIKeyHeader',
+        query: AppConversationCountQuerySchema,
+        responses: { 200: { description: 'How many', schema: z.number().int() } },
+      },
+      async (ctx, { query }) => {
+        ctx.body = await appConversations.count(ctx.state.caller!.userId, conversationFilters(query));
+      },
+    )
+    .route(
+      {
+        method: 'get',
+        path: '',
+        operationId: 'getAppConversations',
+        summary: 'Conversations by id',
+        description: "One entry per id, in order: null for an id that does not exist or is not the caller's. The search lists them.",
+        security: 'APIKeyHeader',
+        query: IdsSchema,
+        responses: { 200: { description: 'The conversations', schema: z.array(AppConversationSchema.nullable()) } },
+      },
+      async (ctx, { query }) => {
+        const found = await appConversations.getManyOwned(query.ids, ctx.state.caller!.userId);
+        ctx.body = query.ids.map((id) => {
+          const c = found.get(id);
+          return c ? appConversationView(c) : null;
+        });
+      },
+    );
+}

@@ -1,0 +1,312 @@
+/**
+ * App conversations and their start tasks (SPEC 2.3, 2.4, 3.1): the start request with its enums and
+ * callback processors, the echo of the request kept in the start task, the views, and the query
+ * parameters of the search, count and batch-get endpoints.
+ */
+import { z } from 'zod';
+import { pageIdParam } from '../http/page-cursor';
+import { dateTimeQuery, pageLimit, uuidString } from './common';
+import { TextContentSchema } from './events';
+import { SECRET_MASK } from './organizations';
+
+// ---- enums ----
+
+/** SPEC 2.4: the first six are neutral stand-ins for code hosting providers. */
+export const GIT_PROVIDERS = ['git_host_a', 'git_host_b', 'git_host_c', 'git_host_d', 'git_host_e', 'git_host_f', 'enterprise_sso'] as const;
+export const GitProviderSchema = z.enum(GIT_PROVIDERS).meta({ id: 'GitProvider' });
+export type GitProvider = z.infer<typeof GitProviderSchema>;
+
+export const TRIGGERS = [
+  'resolver',
+  'gui',
+  'suggested_task',
+  'platform_api',
+  'chat',
+  'microagent_management',
+  'issue_tracker_a',
+  'issue_tracker_b',
+  'issue_tracker_c',
+  'git_host_a',
+  'automation',
+] as const;
+export const TriggerSchema = z.enum(TRIGGERS).meta({ id: 'ConversationTrigger' });
+export type Trigger = z.infer<typeof TriggerSchema>;
+
+export const AGENT_TYPES = ['default', 'plan'] as const;
+export const AgentTypeSchema = z.enum(AGENT_TYPES).meta({ id: 'AgentType' });
+export type AgentType = z.infer<typeof AgentTypeSchema>;
+
+/** The reference service's task types (SPEC 2.4 names MERGE_CONFLICTS). */
+export const SUGGESTED_TASK_TYPES = ['MERGE_CONFLICTS', 'FAILING_CHECKS', 'UNRESOLVED_COMMENTS', 'OPEN_ISSUE', 'OPEN_PR', 'CREATE_MICROAGENT'] as const;
+export const SuggestedTaskTypeSchema = z.enum(SUGGESTED_TASK_TYPES).meta({ id: 'SuggestedTaskType' });
+export type SuggestedTaskType = z.infer<typeof SuggestedTaskTypeSchema>;
+
+/** SPEC 3.1; app_conversation_id, sandbox_id and agent_server_url are set once READY. */
+export const START_TASK_STATUSES = [
+  'WORKING',
+  'WAITING_FOR_SANDBOX',
+  'PREPARING_REPOSITORY',
+  'RUNNING_SETUP_SCRIPT',
+  'SETTING_UP_GIT_HOOKS',
+  'SETTING_UP_SKILLS',
+  'STARTING_CONVERSATION',
+  'READY',
+  'ERROR',
+] as const;
+export const StartTaskStatusSchema = z.enum(START_TASK_STATUSES).meta({ id: 'AppConversationStartTaskStatus' });
+export type StartTaskStatus = z.infer<typeof StartTaskStatusSchema>;
+
+// ---- callback processors (SPEC 2.4) ----
+
+export const CALLBACK_PROCESSOR_KINDS = [
+  'GitHostAV1CallbackProcessor',
+  'GitHostBV1CallbackProcessor',
+  'GitHostCV1CallbackProcessor',
+  'IssueTrackerAV1CallbackProcessor',
+  'IssueTrackerBV1CallbackProcessor',
+  'ChatV1CallbackProcessor',
+  'LoggingCallbackProcessor',
+  'SetTitleCallbackProcessor',
+] as const;
+export type CallbackProcessorKind = (typeof CALLBACK_PROCESSOR_KINDS)[number];
+
+/** A processor whose fields the spec omits: its kind alone. */
+const bareProcessor = <K extends CallbackProcessorKind>(kind: K) => z.strictObject({ kind: z.literal(kind) }).meta({ id: kind });
+
+export const CallbackProcessorSchema = z
+  .discriminatedUnion('kind', [
+    z
+      .strictObject({
+        kind: z.literal('GitHostAV1CallbackProcessor'),
+        git_host_a_view_data: z.record(z.string(), z.unknown()).default({}).meta({ description: 'What identifies the originating pull request.' }),
+        should_request_summary: z.boolean().default(true),
+      })
+      .meta({ id: 'GitHostAV1CallbackProcessor', description: 'Posts a summary comment to the originating pull request when the agent finishes successfully.' }),
+    bareProcessor('GitHostBV1CallbackProcessor'),
+    bareProcessor('GitHostCV1CallbackProcessor'),
+    bareProcessor('IssueTrackerAV1CallbackProcessor'),
+    bareProcessor('IssueTrackerBV1CallbackProcessor'),
+    bareProcessor('ChatV1CallbackProcessor'),
+    z
+      .strictObject({
+        kind: z.literal('LoggingCallbackProcessor'),
+        level: z.enum(['debug', 'info', 'warning', 'error']).default('info'),
+      })
+      .meta({ id: 'LoggingCallbackProcessor' }),
+    bareProcessor('SetTitleCallbackProcessor'),
+  ])
+  .meta({ id: 'CallbackProcessor' });
+export type CallbackProcessor = z.output<typeof CallbackProcessorSchema>;
+
+// ---- observability metadata: OpenTelemetry attribute values ----
+
+/** Why `v` is not an OpenTelemetry attribute value, or null when it is one. */
+function attributeProblem(v: unknown): string | null {
+  const scalar = (x: unknown) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
+  if (scalar(v)) return null;
+  if (!Array.isArray(v)) return `a value is a string, number, boolean or a list of one of those, not ${v === null ? 'null' : typeof v}`;
+  if (!v.every(scalar)) return 'a list may hold only strings, numbers or booleans (no null, object or list)';
+  const types = [...new Set(v.map((x) => typeof x))];
+  return types.length > 1 ? `a list must hold values of one type, found ${types.join(' and ')}` : null;
+}
+
+const attributeValue = z.preprocess(
+  (v, ctx) => {
+    const problem = attributeProblem(v);
+    if (problem === null) return v;
+    ctx.addIssue({ code: 'custom', message: problem, input: v });
+    return z.NEVER;
+  },
+  z.union([z.string(), z.number(), z.boolean(), z.array(z.string()), z.array(z.number()), z.array(z.boolean())]),
+);
+
+export const ObservabilityMetadataSchema = z
+  .record(z.string().min(1), attributeValue)
+  .meta({ description: 'Trace-level metadata: scalars (string, number, boolean) or homogeneous lists of one scalar type.' });
+
+// ---- the start request ----
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SPAN_NAME = /^[A-Za-z0-9._/ -]+$/;
+
+export const InitialMessageSchema = z
+  .strictObject({
+    role: z.literal('user').default('user'),
+    content: z.array(TextContentSchema).min(1),
+    run: z.boolean().default(true).meta({ description: 'Start the agent on this message at once.' }),
+  })
+  .meta({ id: 'AppConversationInitialMessage' });
+
+const suggestedTaskShape = {
+  git_provider: GitProviderSchema.optional(),
+  task_type: SuggestedTaskTypeSchema.optional(),
+  repo: z.string().optional(),
+  issue_number: z.number().int().gte(0).optional(),
+  title: z.string().optional(),
+};
+export const SuggestedTaskSchema = z.strictObject(suggestedTaskShape).meta({ id: 'SuggestedTask' });
+
+export const PluginSchema = z
+  .strictObject({
+    source: z.string().min(1),
+    ref: z.string().optional(),
+    repo_path: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).default({}),
+  })
+  .meta({ id: 'PluginSpec', description: 'Loaded for the conversation; its skills and tool-server config are merged into the agent.' });
+
+const startRequestShape = {
+  sandbox_id: z.string().optional().meta({ description: 'An existing sandbox to use.' }),
+  conversation_id: uuidString().optional(),
+  initial_message: InitialMessageSchema.optional(),
+  system_message_suffix: z.string().optional(),
+  processors: z.array(CallbackProcessorSchema).default([]),
+  llm_model: z.string().optional(),
+  agent_profile_id: z.string().optional(),
+  selected_repository: z.string().min(1).optional().meta({ description: 'owner/repo, a URL or a local path.' }),
+  selected_branch: z.string().optional(),
+  git_provider: GitProviderSchema.optional(),
+  suggested_task: SuggestedTaskSchema.optional(),
+  title: z.string().optional(),
+  trigger: TriggerSchema.optional(),
+  pr_number: z.array(z.number().int().gte(0)).default([]),
+  parent_conversation_id: uuidString().optional(),
+  agent_type: AgentTypeSchema.default('default'),
+  public: z.boolean().optional(),
+  observability_metadata: ObservabilityMetadataSchema.optional(),
+  observability_tags: z.array(z.string().min(1)).optional().meta({ description: 'Tags for the conversation root span.' }),
+  observability_span_name: z
+    .string()
+    .min(1)
+    .max(100)
+    .regex(SPAN_NAME, { error: 'a stable, low-cardinality name: letters, digits, ".", "_", "-", "/" and spaces' })
+    .optional()
+    .meta({ description: 'A named child span under the root span.' }),
+  plugins: z.array(PluginSchema).optional(),
+  secrets: z
+    .record(z.string().regex(ENV_NAME, { error: 'a secret name: letters, digits and "_", not starting with a digit' }), z.string())
+    .default({})
+    .meta({ description: 'Merged over the stored secrets; a request secret wins on an equal name.', writeOnly: true }),
+};
+
+export const StartRequestSchema = z.strictObject(startRequestShape).meta({ id: 'AppConversationStartRequest' });
+export type StartRequest = z.output<typeof StartRequestSchema>;
+
+/** The request as the start task keeps and shows it (SPEC 2.3): defaults and filled-in fields present, secrets masked. */
+export const EchoedStartRequestSchema = z
+  .strictObject({
+    ...startRequestShape,
+    processors: z.array(CallbackProcessorSchema),
+    pr_number: z.array(z.number().int()),
+    agent_type: AgentTypeSchema,
+    git_provider: GitProviderSchema.nullable(),
+    trigger: TriggerSchema.nullable(),
+    suggested_task: z
+      .strictObject({ ...suggestedTaskShape, git_provider: GitProviderSchema.nullable(), task_type: SuggestedTaskTypeSchema.nullable() })
+      .optional(),
+    secrets: z.record(z.string(), z.string()).meta({ description: `Secret names; every value is "${SECRET_MASK}".` }),
+  })
+  .meta({ id: 'AppConversationStartRequestEcho' });
+export type EchoedStartRequest = z.output<typeof EchoedStartRequestSchema>;
+
+/** The echo of a parsed request: git_provider and trigger filled in (trigger defaults to platform_api), secret values masked. */
+export function echoRequest(req: StartRequest): EchoedStartRequest {
+  const { suggested_task: task, ...rest } = req;
+  return {
+    ...rest,
+    git_provider: req.git_provider ?? null,
+    trigger: req.trigger ?? 'platform_api',
+    ...(task ? { suggested_task: { ...task, git_provider: task.git_provider ?? null, task_type: task.task_type ?? null } } : {}),
+    secrets: Object.fromEntries(Object.keys(req.secrets).map((name) => [name, SECRET_MASK])),
+  };
+}
+
+// ---- views ----
+
+const nullableString = (description?: string) => z.string().nullable().meta(description ? { description } : {});
+
+export const StartTaskSchema = z
+  .object({
+    id: z.string(),
+    created_by_user_id: z.string(),
+    status: StartTaskStatusSchema,
+    detail: nullableString('What the task is doing, or why it failed.'),
+    request: EchoedStartRequestSchema,
+    app_conversation_id: nullableString('Set once READY.'),
+    sandbox_id: nullableString('Set once READY.'),
+    agent_server_url: nullableString('Set once READY.'),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'AppConversationStartTask' });
+export type StartTask = z.output<typeof StartTaskSchema>;
+
+export const StartTaskPageSchema = z
+  .object({ items: z.array(StartTaskSchema), next_page_id: z.string().nullable() })
+  .meta({ id: 'AppConversationStartTaskPage' });
+
+export const AppConversationSchema = z
+  .object({
+    id: z.string(),
+    created_by_user_id: z.string(),
+    sandbox_id: nullableString(),
+    title: nullableString(),
+    selected_repository: nullableString(),
+    selected_branch: nullableString(),
+    git_provider: GitProviderSchema.nullable(),
+    trigger: TriggerSchema.nullable(),
+    agent_server_url: nullableString(),
+    start_task_id: nullableString('The start task that started it.'),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'AppConversation' });
+export type AppConversation = z.output<typeof AppConversationSchema>;
+
+export const AppConversationPageSchema = z
+  .object({ items: z.array(AppConversationSchema), next_page_id: z.string().nullable() })
+  .meta({ id: 'AppConversationPage' });
+
+// ---- query parameters ----
+
+export const START_TASKS_LISTING = 'app-conversation-start-tasks';
+export const APP_CONVERSATIONS_LISTING = 'app-conversations';
+/** A page cursor's key: the sort time (epoch ms) of the last item, then its id (ties). */
+const pageKey = z.tuple([z.number().int(), z.string()]);
+const pageId = (listing: string) =>
+  pageIdParam(listing, pageKey).optional().meta({ type: 'string', description: 'The next_page_id of the previous page (an opaque cursor).' });
+
+export const START_TASK_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC'] as const;
+export const APP_CONVERSATION_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
+
+export const StartTaskCountQuerySchema = z.object({
+  conversation_id__eq: uuidString().optional().meta({ description: 'Keep only the tasks that started this conversation.' }),
+  created_at__gte: dateTimeQuery('Created at or after this time.'),
+  created_at__lt: dateTimeQuery('Created before this time.'),
+});
+
+export const StartTaskSearchQuerySchema = StartTaskCountQuerySchema.extend({
+  sort_order: z.enum(START_TASK_SORT_ORDERS).default('CREATED_AT_DESC'),
+  page_id: pageId(START_TASKS_LISTING),
+  limit: pageLimit(),
+});
+
+export const AppConversationCountQuerySchema = z.object({
+  title__contains: z.string().min(1).max(200).optional().meta({ description: 'Keep titles containing this text (case-insensitive).' }),
+  created_at__gte: dateTimeQuery('Created at or after this time.'),
+  created_at__lt: dateTimeQuery('Created before this time.'),
+  updated_at__gte: dateTimeQuery('Updated at or after this time.'),
+  updated_at__lt: dateTimeQuery('Updated before this time.'),
+  sandbox_id__eq: z.string().min(1).max(100).optional(),
+});
+
+export const AppConversationSearchQuerySchema = AppConversationCountQuerySchema.extend({
+  sort_order: z.enum(APP_CONVERSATION_SORT_ORDERS).default('CREATED_AT_DESC'),
+  page_id: pageId(APP_CONVERSATIONS_LISTING),
+  limit: pageLimit(),
+});
+
+/** `?id=a&id=b`: a plain array, so the router keeps every repeated value (as for events). */
+export const IdsQuerySchema = z.object({
+  id: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }),
+});

@@ -1,0 +1,124 @@
+/**
+ * Start tasks (SPEC 2.3): one document per start, written by the start-task workflow alone (through its
+ * record activity) at every status, so a task can be read, searched and counted after its workflow's
+ * retention, and read back by a client that lost its stream.
+ */
+import type { Db, Filter } from 'mongodb';
+import type { CollectionIndexes } from './mongo';
+
+export interface StartTaskRecord {
+  id: string;
+  created_by_user_id: string;
+  /** The conversation the task starts (the request's conversation_id, or one the task chose). */
+  conversation_id: string;
+  status: string;
+  detail: string | null;
+  /** The request as echoed (secrets masked). */
+  request: Record<string, unknown>;
+  app_conversation_id: string | null;
+  sandbox_id: string | null;
+  agent_server_url: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The request's secrets (merged over nothing yet), sealed: read only by the start's activities, never shown. */
+type StartTaskDoc = Omit<StartTaskRecord, 'id'> & { _id: string; secrets_sealed?: string | null };
+
+/** What each status of a start changes. */
+export type StartTaskChange = Pick<StartTaskRecord, 'status' | 'detail' | 'app_conversation_id' | 'sandbox_id' | 'agent_server_url'>;
+
+export interface StartTaskFilters {
+  conversationId?: string;
+  createdAtGte?: Date;
+  createdAtLt?: Date;
+}
+
+export const startTasksIndexes: CollectionIndexes = {
+  collection: 'start_tasks',
+  indexes: [
+    { key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_newest_first' },
+    { key: { created_by_user_id: 1, conversation_id: 1 }, name: 'by_owner_conversation' },
+  ],
+};
+
+const toRecord = ({ _id, secrets_sealed: _secrets, ...rest }: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest });
+
+export class StartTasksStore {
+  constructor(private readonly db: Db) {}
+
+  private get tasks() {
+    return this.db.collection<StartTaskDoc>('start_tasks');
+  }
+
+  /**
+   * Creates the task as the api accepted it (WORKING), with its request's secrets sealed. False when a
+   * task with this id exists already (the same conversation_id sent again: the caller joins that one).
+   */
+  async create(task: Omit<StartTaskRecord, 'created_at' | 'updated_at'>, secretsSealed: string | null, at = new Date()): Promise<boolean> {
+    const { id, ...fields } = task;
+    try {
+      await this.tasks.insertOne({ _id: id, ...fields, secrets_sealed: secretsSealed, created_at: at, updated_at: at });
+      return true;
+    } catch (e) {
+      if ((e as { code?: number }).code === 11000) return false;
+      throw e;
+    }
+  }
+
+  async sealedSecrets(id: string): Promise<string | null> {
+    const d = await this.tasks.findOne({ _id: id }, { projection: { secrets_sealed: 1 } });
+    return d?.secrets_sealed ?? null;
+  }
+
+  /** Writes the task's new status (the start-task workflow's record step). Returns the task as stored. */
+  async record(id: string, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
+    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at } }, { returnDocument: 'after' });
+    return doc && toRecord(doc);
+  }
+
+  async get(id: string): Promise<StartTaskRecord | null> {
+    const d = await this.tasks.findOne({ _id: id });
+    return d && toRecord(d);
+  }
+
+  async getManyOwned(ids: readonly string[], userId: string): Promise<Map<string, StartTaskRecord>> {
+    const docs = await this.tasks.find({ _id: { $in: [...ids] }, created_by_user_id: userId }).toArray();
+    return new Map(docs.map((d) => [d._id, toRecord(d)]));
+  }
+
+  private filter(userId: string, f: StartTaskFilters): Filter<StartTaskDoc> {
+    const filter: Filter<StartTaskDoc> = { created_by_user_id: userId };
+    if (f.conversationId !== undefined) filter.conversation_id = f.conversationId;
+    const created: { $gte?: Date; $lt?: Date } = {};
+    if (f.createdAtGte) created.$gte = f.createdAtGte;
+    if (f.createdAtLt) created.$lt = f.createdAtLt;
+    if (created.$gte || created.$lt) filter.created_at = created;
+    return filter;
+  }
+
+  /** The user's tasks in created_at order (ties by id), `limit` at a time after the (created_at ms, id) of the last seen. */
+  async search(
+    userId: string,
+    filters: StartTaskFilters,
+    order: 'asc' | 'desc',
+    limit: number,
+    after?: readonly [createdAtMs: number, id: string],
+  ): Promise<{ items: StartTaskRecord[]; last: [number, string] | null }> {
+    const filter = this.filter(userId, filters);
+    const dir = order === 'asc' ? 1 : -1;
+    if (after) {
+      const at = new Date(after[0]);
+      const beyond = order === 'asc' ? '$gt' : '$lt';
+      filter.$or = [{ created_at: { [beyond]: at } }, { created_at: at, _id: { [beyond]: after[1] } }];
+    }
+    const docs = await this.tasks.find(filter).sort({ created_at: dir, _id: dir }).limit(limit + 1).toArray();
+    const items = docs.slice(0, limit).map(toRecord);
+    const last = docs.length > limit ? items.at(-1)! : null;
+    return { items, last: last ? [last.created_at.getTime(), last.id] : null };
+  }
+
+  async count(userId: string, filters: StartTaskFilters): Promise<number> {
+    return this.tasks.countDocuments(this.filter(userId, filters));
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The start flow end to end: stream-start through the api, the start-task workflow on a real worker, a
+ * process sandbox with its runtime, a local bare repository with a setup script, a pre-commit hook and a
+ * skill, and the scripted LLM as the organization's model; then the conversation's events in the log.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ScriptedLlm } from '../src/llm/scripted-llm';
+import { freePort } from '../src/process/net';
+import { loggedEvents, states } from './helpers/agent';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig } from './helpers/env';
+import { killRuntimesUnder } from './helpers/sandboxes';
+import { startTestWorker, type TestWorker } from './helpers/worker';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const STATUSES = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'SETTING_UP_SKILLS', 'STARTING_CONVERSATION'];
+
+function git(cwd: string, ...args: string[]): void {
+  execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, stdio: 'ignore' });
+}
+
+/** A bare repository with the given files committed on main. */
+function bareRepo(root: string, name: string, files: Record<string, string>): string {
+  const work = path.join(root, `${name}-work`);
+  const bare = path.join(root, `${name}.git`);
+  fs.mkdirSync(work, { recursive: true });
+  git(work, 'init', '-q', '-b', 'main');
+  for (const [file, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
+    fs.writeFileSync(path.join(work, file), text);
+  }
+  git(work, 'add', '-A');
+  git(work, 'commit', '-q', '-m', 'initial');
+  git(root, 'clone', '-q', '--bare', work, bare);
+  return bare;
+}
+
+describe('app conversation starts', () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dataDir: string;
+  let llm: ScriptedLlm;
+  let user: { userId: string; key: string };
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-'));
+    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0', START_SETUP_TIMEOUT_MS: '20000' });
+    t = await startTestApi(config);
+    worker = await startTestWorker(config);
+    llm = await new ScriptedLlm([]).start();
+    user = await t.newUser();
+    const me = await t.request('GET', '/api/v1/users/me', { key: user.key });
+    const patched = await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, {
+      key: user.key,
+      body: { agent_settings: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' } } },
+    });
+    expect(patched.status).toBe(200);
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await t?.close();
+    await llm?.close();
+    killRuntimesUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** POSTs stream-start and reads the whole JSON array it streams. */
+  const streamStart = async (body: object, key = user.key) => {
+    const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, { method: 'POST', headers: { 'X-Access-Token': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const text = await res.text();
+    return { status: res.status, body: JSON.parse(text) };
+  };
+
+  it('a full start with a repository, setup script, hook and skills reaches READY with every status in order; the agent runs and its events are searchable', async () => {
+    const repo = bareRepo(dataDir, 'demo', {
+      'README.md': '# demo\n',
+      '.agents/setup.sh': 'echo "setting up $(basename "$PWD")"\necho ran > setup-ran.txt\nprintf "#!/bin/sh\\necho local hook\\n" > .git/hooks/pre-commit\nchmod +x .git/hooks/pre-commit\n',
+      '.agents/pre-commit.sh': 'echo "repository hook"\n',
+      '.agents/skills/testing.md': '---\nname: testing\ntriggers: [tests, pytest]\n---\nRun the tests with `make test`.\n',
+      '.agents/skills/style.md': 'Keep lines short.\n',
+    });
+    llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'ls -a' } }] }, { tool_calls: [{ name: 'finish', arguments: { message: 'listed' } }] }]);
+    const requestsBefore = llm.requests.length;
+    const started = await streamStart({
+      selected_repository: repo,
+      selected_branch: 'main',
+      initial_message: { content: [{ text: 'List the files and run the tests.' }] },
+      system_message_suffix: 'Be brief.',
+      secrets: { DEPLOY_TOKEN: 'tok-start-secret' },
+      title: 'Demo start',
+    });
+    expect(started.status).toBe(200);
+    const tasks = started.body as any[];
+    expect(tasks.map((s) => s.status)).toEqual([...STATUSES, 'READY']);
+    expect(new Set(tasks.map((s) => s.id)).size).toBe(1);
+    const ready = tasks.at(-1);
+    expect(ready).toMatchObject({ created_by_user_id: user.userId, app_conversation_id: ready.id, sandbox_id: expect.any(String), agent_server_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
+    expect(ready.request).toMatchObject({ git_provider: null, trigger: 'platform_api', secrets: { DEPLOY_TOKEN: '**********' } });
+    expect(JSON.stringify(tasks)).not.toContain('tok-start-secret');
+
+    // The repository as the start left it.
+    const workspace = path.join(dataDir, 'sandboxes', ready.sandbox_id, 'workspace', 'demo');
+    expect(fs.readFileSync(path.join(workspace, 'setup-ran.txt'), 'utf8')).toBe('ran\n');
+    expect(fs.readFileSync(path.join(workspace, '.git', 'hooks', 'pre-commit'), 'utf8')).toContain('agent-control pre-commit');
+    expect(fs.readFileSync(path.join(workspace, '.git', 'hooks', 'pre-commit.local'), 'utf8')).toContain('local hook');
+    const hook = execFileSync(path.join(workspace, '.git', 'hooks', 'pre-commit'), { cwd: workspace, encoding: 'utf8' });
+    expect(hook).toBe('local hook\nrepository hook\n');
+
+    // The agent ran with the organization's LLM, the repository's skills and the request's suffix.
+    let log: any[] = [];
+    for (let i = 0; i < 100 && states(log).at(-1) !== 'finished'; i++) {
+      await sleep(100);
+      log = await loggedEvents(t, user.key, ready.app_conversation_id);
+    }
+    expect(states(log).at(-1)).toBe('finished');
+    const first = llm.requests[requestsBefore]!;
+    expect(first.authorization).toBe('Bearer sk-org');
+    const system = (first.body.messages as any[])[0].content as string;
+    expect(system).toContain('Keep lines short.'); // a skill without triggers is always on
+    expect(system).toContain('Be brief.');
+    const message = log.find((e) => e.kind === 'MessageEvent');
+    expect(message.activated_skills).toEqual(['testing']); // triggered by "tests"
+    const listing = log.find((e) => e.kind === 'ObservationEvent');
+    expect(listing.observation.content[0].text).toContain('setup-ran.txt'); // it worked in the repository
+
+    // Read back by id, searched and counted; the conversation is listed with its metadata.
+    const byId = await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${ready.id}&ids=${randomUUID()}`, { key: user.key });
+    expect(byId.body).toEqual([expect.objectContaining({ id: ready.id, status: 'READY' }), null]);
+    const search = await t.request('GET', `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${ready.id}`, { key: user.key });
+    expect(search.body.items.map((s: any) => s.id)).toEqual([ready.id]);
+    expect((await t.request('GET', '/api/v1/app-conversations/start-tasks/count', { key: user.key })).body).toBeGreaterThanOrEqual(1);
+    const conversations = await t.request('GET', `/api/v1/app-conversations?ids=${ready.id}`, { key: user.key });
+    expect(conversations.body).toEqual([expect.objectContaining({ id: ready.id, title: 'Demo start', selected_repository: repo, selected_branch: 'main', sandbox_id: ready.sandbox_id, trigger: 'platform_api' })]);
+    const titled = await t.request('GET', '/api/v1/app-conversations/search?title__contains=demo', { key: user.key });
+    expect(titled.body.items.map((c: any) => c.id)).toContain(ready.id);
+    const other = await t.newUser();
+    expect((await t.request('GET', `/api/v1/app-conversations?ids=${ready.id}`, { key: other.key })).body).toEqual([null]);
+  }, 90_000);
+
+  it('a failing setup script gives ERROR with the end of its output', async () => {
+    const repo = bareRepo(dataDir, 'broken', { '.agents/setup.sh': 'echo "installing dependencies"\necho "error: no such package: left-pad" >&2\nexit 3\n' });
+    const started = await streamStart({ selected_repository: repo });
+    const statuses = started.body.map((s: any) => s.status);
+    expect(statuses).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'ERROR']);
+    const error = started.body.at(-1);
+    expect(error.detail).toMatch(/setup script \.agents\/setup\.sh failed \(exit 3\)/);
+    expect(error.detail).toContain('error: no such package: left-pad');
+  }, 60_000);
+
+  it("refuses another user's sandbox: ERROR saying it was not found", async () => {
+    const other = await t.newUser();
+    const theirs = await t.request('POST', '/api/v1/sandboxes', { key: other.key, body: {} });
+    const started = await streamStart({ sandbox_id: theirs.body.id });
+    expect(started.body.map((s: any) => s.status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'ERROR']);
+    expect(started.body.at(-1).detail).toMatch(/Sandbox .* not found/);
+  });
+
+  it('the same conversation_id sent twice joins the first start: one task, one conversation', async () => {
+    llm.load([{ content: 'Nothing to do.' }]);
+    const conversationId = randomUUID();
+    const [a, b] = await Promise.all([
+      t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: conversationId } }),
+      t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: conversationId } }),
+    ]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.body.id).toBe(conversationId);
+    expect(b.body.id).toBe(conversationId);
+    const joined = await streamStart({ conversation_id: conversationId });
+    expect(joined.body.at(-1)).toMatchObject({ id: conversationId, status: 'READY' });
+    expect(await t.database.db.collection('app_conversations').countDocuments({ _id: conversationId as any })).toBe(1);
+    expect(await t.database.db.collection('start_tasks').countDocuments({ conversation_id: conversationId })).toBe(1);
+    // Another user cannot take the id.
+    const other = await t.newUser();
+    expect((await t.request('POST', '/api/v1/app-conversations', { key: other.key, body: { conversation_id: conversationId } })).status).toBe(409);
+  }, 60_000);
+
+  it('answers 422 for a bad request and starts nothing', async () => {
+    const before = await t.database.db.collection('start_tasks').countDocuments();
+    const bad = await t.request('POST', '/api/v1/app-conversations/stream-start', { key: user.key, body: { git_provider: 'sourceforge', trigger: 'nope', observability_metadata: { mixed: [1, 'a'] } } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail.map((d: any) => d.loc.join('.'))).toEqual(expect.arrayContaining(['body.git_provider', 'body.trigger']));
+    expect(await t.database.db.collection('start_tasks').countDocuments()).toBe(before);
+  });
+});

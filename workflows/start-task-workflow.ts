@@ -1,0 +1,67 @@
+/**
+ * The start-task workflow (`start-task-<task id>`): one start of an app conversation, status by status
+ * as SPEC 3.1 lists them. Every status is reported, also when its step has nothing to do, so a client
+ * sees the same sequence every time; each snapshot is written to MongoDB and kept for the query.
+ *
+ *   WORKING -> WAITING_FOR_SANDBOX -> PREPARING_REPOSITORY -> RUNNING_SETUP_SCRIPT -> SETTING_UP_GIT_HOOKS
+ *   -> SETTING_UP_SKILLS -> STARTING_CONVERSATION -> READY        (or ERROR, with a detail to act on)
+ */
+import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, setHandler, defineQuery, uuid4 } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { START_TASK_SNAPSHOTS_QUERY, type StartTaskSnapshot, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
+
+export const snapshotsQuery = defineQuery<StartTaskSnapshot[]>(START_TASK_SNAPSHOTS_QUERY);
+
+const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
+const { acquireSandbox, setUpGitHooks, loadSkills, startConversation } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
+
+/** What a person can act on: the message of the failure that stopped the start. */
+function detailOf(e: unknown): string {
+  let cause: unknown = e;
+  while (cause instanceof ActivityFailure && cause.cause) cause = cause.cause;
+  if (cause instanceof ApplicationFailure) return cause.message;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<StartTaskSnapshot[]> {
+  const { taskId, userId, request, settings } = input;
+  const { waitForSandbox } = proxyActivities<Activities>(withTimeout(START_TASK_ACTIVITY_OPTIONS.long, settings.sandboxWaitMs));
+  const { prepareRepository } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long);
+  const { runSetupScript } = proxyActivities<Activities>(withTimeout(START_TASK_ACTIVITY_OPTIONS.long, settings.setupScriptTimeoutMs));
+
+  const snapshots: StartTaskSnapshot[] = [];
+  setHandler(snapshotsQuery, () => snapshots);
+  const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
+  const report = async (status: string, detail: string | null = null) => {
+    snapshots.push(await recordStartTask(taskId, { status, detail, ...where }));
+  };
+
+  try {
+    await report('WORKING');
+    await report('WAITING_FOR_SANDBOX');
+    const sandboxId = await acquireSandbox({ taskId, userId, sandboxId: request.sandbox_id, newSandboxId: uuid4() });
+    where.sandbox_id = sandboxId;
+    where.agent_server_url = await waitForSandbox({ userId, sandboxId, timeoutMs: settings.sandboxWaitMs });
+
+    await report('PREPARING_REPOSITORY');
+    const workingDir = await prepareRepository({ taskId, sandboxId, repository: request.selected_repository, branch: request.selected_branch, gitProvider: request.git_provider ?? null });
+
+    await report('RUNNING_SETUP_SCRIPT');
+    await runSetupScript({ sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs });
+
+    await report('SETTING_UP_GIT_HOOKS');
+    await setUpGitHooks({ sandboxId, workingDir });
+
+    await report('SETTING_UP_SKILLS');
+    const skills = await loadSkills({ taskId, userId, sandboxId, workingDir, plugins: request.plugins ?? [] });
+
+    await report('STARTING_CONVERSATION');
+    where.app_conversation_id = await startConversation({ taskId, userId, sandboxId, workingDir, skills });
+
+    await report('READY');
+  } catch (e) {
+    await report('ERROR', detailOf(e));
+  }
+  return snapshots;
+}
