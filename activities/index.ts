@@ -6,6 +6,7 @@ import type { Db } from 'mongodb';
 import type { DiagnosticsResult } from '../src/temporal/shared';
 import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
 import { createStartTaskActivities, type StartTaskActivityDeps } from './start-task-activities';
+import { createCallbackActivities, type CallbackActivityDeps } from './callback-activities';
 
 export interface ActivityDeps {
   db: Db;
@@ -13,6 +14,7 @@ export interface ActivityDeps {
   taskQueue: string;
   sandbox: SandboxActivityDeps;
   startTask: StartTaskActivityDeps;
+  callbacks: CallbackActivityDeps;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -33,6 +35,7 @@ export function createActivities(deps: ActivityDeps) {
 
     ...createSandboxActivities(deps.sandbox),
     ...createStartTaskActivities(deps.startTask),
+    ...createCallbackActivities(deps.callbacks),
   };
 }
 

@@ -115,6 +115,8 @@ export const envSchema = z.object({
   START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
   /** Bound of a repository's setup script (.agents/setup.sh) in a start (ms). */
   START_SETUP_TIMEOUT_MS: positiveInt('milliseconds').default(10 * 60_000),
+  /** REST API of git host A, where GitHostAV1CallbackProcessor posts its summary comments. */
+  GIT_HOST_A_API_URL: z.url({ error: 'an absolute URL' }).default('https://api.github.com'),
   /** Where a start clones `owner/repo` repositories from. */
   GIT_CLONE_BASE_URL: z.url({ error: 'an absolute URL' }).default('https://github.com'),
   /** A sandbox workflow continues as new past this many history events; 0: when Temporal suggests it. */
@@ -149,7 +151,7 @@ export interface Config {
   live: { pollMs: number; retainSlots: number };
   readyTimeoutMs: number;
   shutdownGraceMs: number;
-  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; gitCloneBaseUrl: string };
+  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
   sandboxes: {
     specsFile: string | undefined;
     defaultSpecId: string;
@@ -213,7 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     live: { pollMs: e.LIVE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
-    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, '') },
+    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),
       defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,

@@ -14,6 +14,7 @@ import { loggedEvents, states } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { killRuntimesUnder } from './helpers/sandboxes';
+import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -45,10 +46,12 @@ describe('app conversation starts', () => {
   let dataDir: string;
   let llm: ScriptedLlm;
   let user: { userId: string; key: string };
+  let gitHost: GitHostStandIn;
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-'));
-    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0', START_SETUP_TIMEOUT_MS: '20000' });
+    gitHost = await new GitHostStandIn().start();
+    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0', START_SETUP_TIMEOUT_MS: '20000', GIT_HOST_A_API_URL: gitHost.url });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
     llm = await new ScriptedLlm([]).start();
@@ -65,6 +68,7 @@ describe('app conversation starts', () => {
     await worker?.stop();
     await t?.close();
     await llm?.close();
+    await gitHost?.close();
     killRuntimesUnder(dataDir);
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
@@ -186,4 +190,70 @@ describe('app conversation starts', () => {
     expect(bad.body.detail.map((d: any) => d.loc.join('.'))).toEqual(expect.arrayContaining(['body.git_provider', 'body.trigger']));
     expect(await t.database.db.collection('start_tasks').countDocuments()).toBe(before);
   });
+
+  /** Polls until `check` returns something truthy. */
+  const eventually = async <T>(check: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 20_000): Promise<T> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await check();
+      if (v) return v;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await sleep(100);
+    }
+  };
+  const results = (conversationId: string) => t.database.db.collection('callback_results').find({ conversation_id: conversationId }).sort({ processor_index: 1, to_seq: 1 }).toArray();
+
+  it('callback processors run on ingested events: a title is set, a failing git host is retried until the summary comment is posted once', async () => {
+    gitHost.failNext = 2;
+    llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'Fixed the flaky test in widgets.' } }] }, { content: 'Still fixed.' }]);
+    const started = await streamStart({
+      initial_message: { content: [{ text: 'Fix the flaky test\nIt fails one run in ten.' }] },
+      processors: [{ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: { repo: 'acme/widgets', pr_number: 7 } }, { kind: 'LoggingCallbackProcessor' }],
+      secrets: { GIT_HOST_A_TOKEN: 'ghs-test-token' },
+    });
+    const ready = started.body.at(-1);
+    expect(ready.status).toBe('READY');
+    const id = ready.app_conversation_id;
+
+    const posted = await eventually(async () => gitHost.comments.find((c) => c.repo === 'acme/widgets'), 'the summary comment');
+    expect(posted).toEqual({ repo: 'acme/widgets', number: 7, body: 'The agent finished:\n\nFixed the flaky test in widgets.', authorization: 'Bearer ghs-test-token' });
+    const app = await eventually(async () => ((await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0]?.title ? (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0] : null), 'the title');
+    expect(app.title).toBe('Fix the flaky test');
+    const recorded = await eventually(async () => {
+      const r = await results(id);
+      return r.some((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.status === 'ok' && x.actions.includes('comment-posted')) ? r : null;
+    }, 'the recorded callback');
+    const comment = recorded.find((x) => x.actions.includes('comment-posted'))!;
+    expect(comment.attempts).toBe(3); // two 500s, then posted
+    expect(recorded.filter((x) => x.kind === 'LoggingCallbackProcessor').every((x) => x.status === 'ok')).toBe(true);
+    expect(recorded.map((x) => x.kind)).toContain('SetTitleCallbackProcessor'); // always registered
+
+    // The agent finishes again: the comment is not posted twice.
+    const rt = { url: ready.agent_server_url };
+    const sandbox = (await t.request('GET', `/api/v1/sandboxes?id=${ready.sandbox_id}`, { key: user.key })).body[0];
+    const again = await fetch(`${rt.url}/api/conversations/${id}/events`, { method: 'POST', headers: { 'X-Session-API-Key': sandbox.session_api_key, 'Content-Type': 'application/json' }, body: JSON.stringify({ content: [{ text: 'Anything else?' }] }) });
+    expect(again.status).toBe(200);
+    await eventually(async () => (await results(id)).filter((x) => x.kind === 'GitHostAV1CallbackProcessor').length >= 2, 'a second round');
+    await sleep(500);
+    expect(gitHost.comments.filter((c) => c.repo === 'acme/widgets')).toHaveLength(1);
+  }, 90_000);
+
+  it('a git host that refuses the comment: the failure is recorded, nothing is retried forever, the log is whole', async () => {
+    gitHost.refuseWith = 403;
+    try {
+      llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }]);
+      const started = await streamStart({
+        initial_message: { content: [{ text: 'Do it' }] },
+        processors: [{ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: { repo: 'acme/refused', pr_number: 1 } }],
+      });
+      const id = started.body.at(-1).app_conversation_id;
+      const failed = await eventually(async () => (await results(id)).find((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.status === 'failed'), 'the recorded failure');
+      expect(failed.detail).toMatch(/refused the comment on acme\/refused#1 \(403\)/);
+      expect(failed.attempts).toBe(1); // a refusal is not retried
+      const log = await loggedEvents(t, user.key, id);
+      expect(states(log).at(-1)).toBe('finished');
+    } finally {
+      gitHost.refuseWith = null;
+    }
+  }, 60_000);
 });

@@ -10,6 +10,8 @@ import type { Config } from '../src/config';
 import { StartSettingsResolver } from '../src/orgs/start-settings';
 import { SandboxService, sandboxWorkflowSettings } from '../src/sandboxes/sandbox-service';
 import { AppConversationsStore } from '../src/store/app-conversations-store';
+import { CallbacksStore } from '../src/store/callbacks-store';
+import { EventsStore } from '../src/store/events-store';
 import { ConversationsStore } from '../src/store/conversations-store';
 import { OrganizationsStore } from '../src/store/organizations-store';
 import { SandboxSpecsStore } from '../src/store/sandbox-specs-store';
@@ -41,6 +43,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const sandboxes = new SandboxesStore(deps.db);
   const conversations = new ConversationsStore(deps.db);
   const users = new UsersStore(deps.db);
+  const startTasks = new StartTasksStore(deps.db);
+  const appConversations = new AppConversationsStore(deps.db);
+  const settings = new StartSettingsResolver({ users, organizations: new OrganizationsStore(deps.db), userSecrets: new UserSecretsStore(deps.db, box), box });
   const activities = createActivities({
     db: deps.db,
     identity,
@@ -53,8 +58,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       controlPlaneUrl: deps.config.sandboxes.controlPlaneUrl,
     },
     startTask: {
-      startTasks: new StartTasksStore(deps.db),
-      appConversations: new AppConversationsStore(deps.db),
+      startTasks,
+      appConversations,
       conversations,
       sandboxes,
       sandboxService: new SandboxService({
@@ -67,9 +72,19 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
         defaultSpecId: deps.config.sandboxes.defaultSpecId,
         settings: sandboxWorkflowSettings(deps.config.sandboxes),
       }),
-      settings: new StartSettingsResolver({ users, organizations: new OrganizationsStore(deps.db), userSecrets: new UserSecretsStore(deps.db, box), box }),
+      settings,
       box,
       gitCloneBaseUrl: deps.config.starts.gitCloneBaseUrl,
+    },
+    callbacks: {
+      appConversations,
+      conversations,
+      events: new EventsStore(deps.db),
+      callbacks: new CallbacksStore(deps.db),
+      startTasks,
+      settings,
+      box,
+      gitHostAApiUrl: deps.config.starts.gitHostAApiUrl,
     },
   });
   return Worker.create({

@@ -52,3 +52,15 @@ export const START_TASK_ACTIVITY_OPTIONS = {
 export function withTimeout(options: ActivityOptions, ms: number): ActivityOptions {
   return { ...options, startToCloseTimeout: ms + 60_000 };
 }
+
+/** Callback processors: bookkeeping is quick; a target (a git host's API) is retried with backoff, then given up. */
+export const CALLBACK_ACTIVITY_OPTIONS = {
+  bookkeeping: {
+    startToCloseTimeout: '30 seconds',
+    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+  },
+  target: {
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
+  },
+} as const satisfies Record<string, ActivityOptions>;

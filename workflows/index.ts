@@ -2,3 +2,4 @@
 export { diagnosticsWorkflow } from './diagnostics-workflow';
 export { sandboxWorkflow } from './sandbox-workflow';
 export { startTaskWorkflow } from './start-task-workflow';
+export { conversationCallbacksWorkflow } from './callbacks-workflow';

@@ -23,6 +23,7 @@ import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
 import { StartTaskService } from '../app-conversations/start-task-service';
+import { CallbackDispatch } from '../app-conversations/callback-dispatch';
 import { AppConversationsStore } from '../store/app-conversations-store';
 import { StartTasksStore } from '../store/start-tasks-store';
 import { SandboxService, sandboxWorkflowSettings } from '../sandboxes/sandbox-service';
@@ -102,6 +103,7 @@ export async function startApiServer(
   const sandboxes = new SandboxesStore(database.db);
   const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace });
   const startTasks = new StartTasksStore(database.db);
+  const appConversations = new AppConversationsStore(database.db);
   const starts = new StartTaskService({
     startTasks,
     box,
@@ -135,7 +137,8 @@ export async function startApiServer(
     sandboxSpecs,
     starts,
     startTasks,
-    appConversations: new AppConversationsStore(database.db),
+    appConversations,
+    callbacks: new CallbackDispatch({ temporal: temporalClient, taskQueue: config.temporal.taskQueue, appConversations, log: logger }),
   });
 
   const server = http.createServer(app.koa.callback());

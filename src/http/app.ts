@@ -31,6 +31,7 @@ import { sandboxSpecsRoutes } from './routers/sandbox-specs.router';
 import { sandboxesRoutes } from './routers/sandboxes.router';
 import { appConversationsRoutes } from './routers/app-conversations.router';
 import type { StartTaskService } from '../app-conversations/start-task-service';
+import type { CallbackDispatch } from '../app-conversations/callback-dispatch';
 import type { AppConversationsStore } from '../store/app-conversations-store';
 import type { StartTasksStore } from '../store/start-tasks-store';
 import { healthRoutes } from './routers/health.router';
@@ -53,6 +54,7 @@ export interface AppDeps {
   sandboxes: SandboxesStore;
   sandboxSpecs: SandboxSpecsStore;
   starts: StartTaskService;
+  callbacks: CallbackDispatch;
   startTasks: StartTasksStore;
   appConversations: AppConversationsStore;
 }
@@ -76,7 +78,7 @@ export function createApp(deps: AppDeps): App {
     usersRoutes(router('/api/v1/users', 'users'), deps.users),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
-    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService),
+    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks),
     sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),
     sandboxSpecsRoutes(router('/api/v1/sandbox-specs', 'sandbox-specs'), deps.sandboxSpecs),
     appConversationsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),

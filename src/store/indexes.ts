@@ -9,6 +9,7 @@ import { usersIndexes } from './users-store';
 import { sandboxesIndexes } from './sandboxes-store';
 import { startTasksIndexes } from './start-tasks-store';
 import { appConversationsIndexes } from './app-conversations-store';
+import { callbacksIndexes } from './callbacks-store';
 
 /** Every index the service relies on, created at start-up. */
 export const ALL_INDEXES: readonly CollectionIndexes[] = [
@@ -22,4 +23,5 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   sandboxesIndexes,
   startTasksIndexes,
   appConversationsIndexes,
+  callbacksIndexes,
 ];

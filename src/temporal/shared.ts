@@ -8,6 +8,7 @@ export const WORKFLOW_TYPES = {
   diagnostics: 'diagnosticsWorkflow',
   sandbox: 'sandboxWorkflow',
   startTask: 'startTaskWorkflow',
+  callbacks: 'conversationCallbacksWorkflow',
 } as const;
 
 /** Result of the diagnostics workflow: proof that a worker polls the queue and reaches the database. */
@@ -98,5 +99,22 @@ export interface StartTaskWorkflowInput {
     plugins?: { source: string; ref?: string; repo_path?: string }[];
   } & Record<string, unknown>;
   settings: StartTaskSettings;
+}
+
+/** One callbacks workflow per conversation: it runs the conversation's callback processors on new events. */
+export const callbacksWorkflowId = (conversationId: string) => `conversation-callbacks-${conversationId}`;
+
+/** Signal to the callbacks workflow: events were stored; it processes all not yet processed. */
+export const CALLBACKS_EVENTS_SIGNAL = 'events';
+
+export interface CallbacksWorkflowInput {
+  conversationId: string;
+}
+
+/** The events a round of callbacks covers: seq in (fromSeq, toSeq]; `processors` is how many are registered. */
+export interface CallbackRange {
+  fromSeq: number;
+  toSeq: number;
+  processors: number;
 }
 

@@ -1,3 +1,4 @@
+import type { CallbackDispatch } from '../../app-conversations/callback-dispatch';
 import type { EventIngest } from '../../events/ingest';
 import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { EventBatchSchema } from '../../schemas/events';
@@ -6,7 +7,12 @@ import { ErrorResponseSchema } from '../../schemas/errors';
 import type { ApiRouter } from '../route';
 
 /** /api/v1/webhooks: what runtimes in sandboxes report, with their session key. */
-export function webhooksRoutes(router: ApiRouter, ingest: EventIngest, sandboxes: Pick<SandboxService, 'touchConversation'>): ApiRouter {
+export function webhooksRoutes(
+  router: ApiRouter,
+  ingest: EventIngest,
+  sandboxes: Pick<SandboxService, 'touchConversation'>,
+  callbacks: Pick<CallbackDispatch, 'notify'>,
+): ApiRouter {
   return router.route(
     {
       method: 'post',
@@ -26,8 +32,10 @@ export function webhooksRoutes(router: ApiRouter, ingest: EventIngest, sandboxes
       },
     },
     async (ctx, { params, body }) => {
-      ctx.body = await ingest.ingest(params.conversation_id, body);
+      const result = await ingest.ingest(params.conversation_id, body);
+      ctx.body = result;
       sandboxes.touchConversation(params.conversation_id); // events are use: no idle auto-pause
+      if (result.stored > 0) callbacks.notify(params.conversation_id); // its processors run in the callbacks workflow
     },
   );
 }

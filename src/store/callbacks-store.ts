@@ -1,0 +1,66 @@
+/**
+ * Callback processors' bookkeeping: how far each conversation's events were processed (callback_state),
+ * and what each processor did, or why it failed, on each range of events (callback_results).
+ */
+import type { Db } from 'mongodb';
+import type { CollectionIndexes } from './mongo';
+
+export interface CallbackResult {
+  conversation_id: string;
+  processor_index: number;
+  kind: string;
+  from_seq: number;
+  to_seq: number;
+  status: 'ok' | 'failed';
+  /** What it did (title set, comment posted), or nothing for a range that asked for nothing. */
+  actions: string[];
+  detail: string | null;
+  attempts: number;
+  updated_at: Date;
+}
+
+export const callbacksIndexes: CollectionIndexes = {
+  collection: 'callback_results',
+  indexes: [{ key: { conversation_id: 1, processor_index: 1, to_seq: 1 }, name: 'by_conversation' }],
+};
+
+export class CallbacksStore {
+  constructor(private readonly db: Db) {}
+
+  private get state() {
+    return this.db.collection<{ _id: string; processed_seq: number }>('callback_state');
+  }
+
+  private get results() {
+    return this.db.collection<CallbackResult & { _id: string }>('callback_results');
+  }
+
+  async processedSeq(conversationId: string): Promise<number> {
+    return (await this.state.findOne({ _id: conversationId }))?.processed_seq ?? 0;
+  }
+
+  /** Moves the processed mark forward (never back). */
+  async markProcessed(conversationId: string, seq: number): Promise<void> {
+    try {
+      await this.state.updateOne({ _id: conversationId }, { $max: { processed_seq: seq } }, { upsert: true });
+    } catch (e) {
+      if ((e as { code?: number }).code !== 11000) throw e; // a concurrent first mark: retry as an update
+      await this.state.updateOne({ _id: conversationId }, { $max: { processed_seq: seq } });
+    }
+  }
+
+  async record(result: Omit<CallbackResult, 'updated_at'>): Promise<void> {
+    const _id = `${result.conversation_id}/${result.processor_index}/${result.to_seq}`;
+    await this.results.replaceOne({ _id }, { ...result, updated_at: new Date() }, { upsert: true });
+  }
+
+  /** True when the processor already did `action` for the conversation (a side effect is never repeated). */
+  async done(conversationId: string, processorIndex: number, action: string): Promise<boolean> {
+    return (await this.results.countDocuments({ conversation_id: conversationId, processor_index: processorIndex, status: 'ok', actions: action }, { limit: 1 })) > 0;
+  }
+
+  async list(conversationId: string): Promise<CallbackResult[]> {
+    const docs = await this.results.find({ conversation_id: conversationId }).sort({ processor_index: 1, to_seq: 1 }).toArray();
+    return docs.map(({ _id, ...r }) => r);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The callbacks workflow (`conversation-callbacks-<conversation id>`): runs the conversation's callback
+ * processors on the events stored since the last round. Ingest only signals it, so a slow or failing
+ * target never slows ingest; each processor is an activity of its own with its own retries, so one
+ * failing target does not hold the others back. What was processed is kept in MongoDB, so a new run
+ * (after a quiet hour ended the last one) goes on from there.
+ */
+import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { CALLBACKS_EVENTS_SIGNAL, type CallbacksWorkflowInput } from '../src/temporal/shared';
+import { CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
+
+export const eventsSignal = defineSignal(CALLBACKS_EVENTS_SIGNAL);
+
+const { callbackRange, markCallbacksProcessed } = proxyActivities<Activities>(CALLBACK_ACTIVITY_OPTIONS.bookkeeping);
+const { runCallback } = proxyActivities<Activities>(CALLBACK_ACTIVITY_OPTIONS.target);
+
+export async function conversationCallbacksWorkflow(input: CallbacksWorkflowInput): Promise<void> {
+  let pending = true; // started by a signal: something is new
+  setHandler(eventsSignal, () => void (pending = true));
+  for (;;) {
+    if (!(await condition(() => pending, '1 hour'))) return; // quiet: the next stored event starts a new run
+    pending = false;
+    const range = await callbackRange(input.conversationId);
+    if (range.toSeq > range.fromSeq) {
+      const rounds = Array.from({ length: range.processors }, (_, i) =>
+        // A processor that still fails after its retries has its failure recorded by the activity; the others go on.
+        runCallback(input.conversationId, i, range.fromSeq, range.toSeq).catch(() => undefined),
+      );
+      await Promise.all(rounds);
+      await markCallbacksProcessed(input.conversationId, range.toSeq);
+    }
+    if (workflowInfo().continueAsNewSuggested && !pending) return continueAsNew<typeof conversationCallbacksWorkflow>(input);
+  }
+}
