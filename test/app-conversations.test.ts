@@ -15,30 +15,11 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { GitHostStandIn } from './helpers/git-host-stand-in';
+import { bareRepo } from './helpers/git-repo';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const STATUSES = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'SETTING_UP_SKILLS', 'STARTING_CONVERSATION'];
-
-function git(cwd: string, ...args: string[]): void {
-  execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', ...args], { cwd, stdio: 'ignore' });
-}
-
-/** A bare repository with the given files committed on main. */
-function bareRepo(root: string, name: string, files: Record<string, string>): string {
-  const work = path.join(root, `${name}-work`);
-  const bare = path.join(root, `${name}.git`);
-  fs.mkdirSync(work, { recursive: true });
-  git(work, 'init', '-q', '-b', 'main');
-  for (const [file, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
-    fs.writeFileSync(path.join(work, file), text);
-  }
-  git(work, 'add', '-A');
-  git(work, 'commit', '-q', '-m', 'initial');
-  git(root, 'clone', '-q', '--bare', work, bare);
-  return bare;
-}
 
 describe('app conversation starts', () => {
   let t: TestApi;

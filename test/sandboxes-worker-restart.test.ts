@@ -3,44 +3,14 @@
  * starting), start a new one, and everything is still RUNNING and controllable, with one runtime per
  * sandbox.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Config } from '../src/config';
 import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig, testEnv, TEST_SECRETS_KEY } from './helpers/env';
-import { distPath } from './helpers/run';
+import { testConfig } from './helpers/env';
+import { startWorkerProcess } from './helpers/worker';
 import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForStatus } from './helpers/sandboxes';
-
-function startWorkerProcess(config: Config, dataDir: string): { child: ChildProcess; ready: Promise<void> } {
-  const child = spawn(process.execPath, [distPath('worker', 'main.js')], {
-    env: {
-      ...process.env,
-      MONGODB_URI: config.mongo.uri,
-      MONGODB_DB: config.mongo.db,
-      TEMPORAL_ADDRESS: config.temporal.address,
-      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
-      WORKFLOW_BUNDLE_PATH: testEnv().workflowBundlePath,
-      SECRETS_KEY: TEST_SECRETS_KEY,
-      DATA_DIR: dataDir,
-      LOG_FORMAT: 'json',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const ready = new Promise<void>((resolve, reject) => {
-    const look = (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('worker polling')) resolve();
-    };
-    child.stdout!.on('data', look);
-    child.stderr!.on('data', look);
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${out}`)));
-  });
-  return { child, ready };
-}
 
 describe('sandboxes across a worker crash', () => {
   let t: TestApi;

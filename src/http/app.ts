@@ -90,6 +90,11 @@ export function createApp(deps: AppDeps): App {
   routers.push(docsRoutes(router('', 'docs'), openapi));
 
   const koa = new Koa({ proxy: false });
+  // Errors after the answer began (a streamed body): a client that went away is not a server error.
+  koa.on('error', (err: Error & { code?: string }) => {
+    if (err.code === 'ERR_STREAM_PREMATURE_CLOSE' || err.code === 'ECONNRESET' || err.code === 'EPIPE') return;
+    deps.logger.error({ err }, 'error while answering');
+  });
   koa.use(requestContext(deps.logger));
   koa.use(errorMiddleware());
   koa.use(jsonBody(deps.config.limits.maxBodyBytes));

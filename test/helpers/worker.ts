@@ -1,10 +1,12 @@
 /** Runs the real worker (bundled workflows, real activities) in this process for a test file. */
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Config } from '../../src/config';
 import { openDatabase } from '../../src/store/mongo';
 import { createWorker } from '../../worker/worker';
 import { testEnv, TEST_SECRETS_KEY } from './env';
+import { distPath } from './run';
 import { quietTemporalRuntime } from './temporal-runtime';
 
 export interface TestWorker {
@@ -40,4 +42,36 @@ export async function startTestWorker(config: Config): Promise<TestWorker> {
       await database.close();
     },
   };
+}
+
+/** The built worker as a process of its own (so a test can kill -9 it); `ready` once it polls. */
+export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
+  const child = spawn(process.execPath, [distPath('worker', 'main.js')], {
+    env: {
+      ...process.env,
+      MONGODB_URI: config.mongo.uri,
+      MONGODB_DB: config.mongo.db,
+      TEMPORAL_ADDRESS: config.temporal.address,
+      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+      WORKFLOW_BUNDLE_PATH: testEnv().workflowBundlePath,
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      DATA_DIR: dataDir,
+      API_PORT: String(config.api.port),
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+      ...extraEnv,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    const look = (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('worker polling')) resolve();
+    };
+    child.stdout!.on('data', look);
+    child.stderr!.on('data', look);
+    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${out}`)));
+  });
+  return { child, ready };
 }

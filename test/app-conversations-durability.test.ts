@@ -1,0 +1,126 @@
+/**
+ * Starts survive their processes: kill -9 of the worker during the setup script, a restart of the api
+ * during a stream, and 50 starts at once. The worker runs as its own process here, so it can be killed.
+ */
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { startApiServer } from '../src/api/server';
+import { freePort } from '../src/process/net';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig } from './helpers/env';
+import { bareRepo } from './helpers/git-repo';
+import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
+import { startWorkerProcess } from './helpers/worker';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('starts across process failures', () => {
+  let t: TestApi;
+  let dataDir: string;
+  let user: { userId: string; key: string };
+  const workers: ChildProcess[] = [];
+
+  const newWorker = async () => {
+    const w = startWorkerProcess(t.config, dataDir);
+    workers.push(w.child);
+    await w.ready;
+    return w.child;
+  };
+  const task = async (id: string) => (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key: user.key })).body[0];
+  const waitForTask = async (id: string, done: (s: any) => boolean, timeoutMs = 60_000) => {
+    const deadline = Date.now() + timeoutMs;
+    let last: any;
+    while (Date.now() < deadline) {
+      last = await task(id);
+      if (last && done(last)) return last;
+      await sleep(100);
+    }
+    throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
+  };
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-durable-'));
+    t = await startTestApi(testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' }));
+    user = await t.newUser();
+    // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
+    const me = await t.request('GET', '/api/v1/users/me', { key: user.key });
+    const llm = { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' };
+    expect((await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key: user.key, body: { agent_settings: { agent_kind: 'platform', llm } } })).status).toBe(200);
+    await newWorker();
+  });
+
+  afterAll(async () => {
+    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+    await t?.close();
+    killRuntimesUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('kill -9 of the worker during the setup script: a new worker brings the same task to READY', async () => {
+    const repo = bareRepo(dataDir, 'slow', { '.agents/setup.sh': 'echo started >> setup.log\nsleep 3\necho done >> setup.log\n' });
+    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { selected_repository: repo } });
+    expect(accepted.status).toBe(200);
+    const running = await waitForTask(accepted.body.id, (s) => s.status === 'RUNNING_SETUP_SCRIPT');
+    const log = path.join(dataDir, 'sandboxes', running.sandbox_id, 'workspace', 'slow', 'setup.log');
+    while (!fs.existsSync(log)) await sleep(50);
+    const first = workers.at(-1)!;
+    first.kill('SIGKILL');
+    await new Promise((r) => first.once('exit', r));
+
+    await newWorker();
+    const ready = await waitForTask(accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR');
+    expect(ready).toMatchObject({ status: 'READY', sandbox_id: running.sandbox_id, app_conversation_id: accepted.body.id });
+    // The interrupted step was run again to its end (the setup script says so twice at most).
+    expect(fs.readFileSync(log, 'utf8')).toMatch(/done\n$/);
+  }, 90_000);
+
+  it('the api restarts during a stream: the stream is cut, the task goes on and is read back by id', async () => {
+    const repo = bareRepo(dataDir, 'streamed', { '.agents/setup.sh': 'sleep 2\n' });
+    const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, {
+      method: 'POST',
+      headers: { 'X-Access-Token': user.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ selected_repository: repo }),
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('RUNNING_SETUP_SCRIPT')) text += new TextDecoder().decode((await reader.read()).value);
+    const id = /"id":"([^"]+)"/.exec(text)![1]!;
+    // The api goes away mid-stream (its connections cut), and comes back.
+    t.api.server.closeAllConnections();
+    await t.api.close();
+    await reader.read().catch(() => undefined);
+    t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    const ready = await waitForTask(id, (s) => s.status === 'READY' || s.status === 'ERROR');
+    expect(ready.status).toBe('READY');
+    // Joining the stream again replays every status, in order.
+    const again = await t.request('POST', '/api/v1/app-conversations/stream-start', { key: user.key, body: { conversation_id: id, selected_repository: repo } });
+    expect(again.body.map((s: any) => s.status)).toEqual([
+      'WORKING',
+      'WAITING_FOR_SANDBOX',
+      'PREPARING_REPOSITORY',
+      'RUNNING_SETUP_SCRIPT',
+      'SETTING_UP_GIT_HOOKS',
+      'SETTING_UP_SKILLS',
+      'STARTING_CONVERSATION',
+      'READY',
+    ]);
+  }, 90_000);
+
+  it('50 concurrent starts in one sandbox all reach READY, none lost', async () => {
+    const sandbox = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
+    await waitForStatus(t, user.key, sandbox.id, 'RUNNING');
+    const accepted = await Promise.all(
+      Array.from({ length: 50 }, () => t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { sandbox_id: sandbox.id } })),
+    );
+    expect(accepted.map((r) => r.status)).toEqual(Array(50).fill(200));
+    const ids = accepted.map((r) => r.body.id as string);
+    expect(new Set(ids).size).toBe(50);
+    const finals = await Promise.all(ids.map((id) => waitForTask(id, (s) => s.status === 'READY' || s.status === 'ERROR', 120_000)));
+    expect(finals.map((s) => s.status)).toEqual(Array(50).fill('READY'));
+    expect(await t.database.db.collection('app_conversations').countDocuments({ _id: { $in: ids as any[] } })).toBe(50);
+  }, 150_000);
+});
