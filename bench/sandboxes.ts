@@ -11,12 +11,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { SecretBox } from '../src/auth/secret-box';
 import { sandboxWorkflowId } from '../src/temporal/shared';
 import { freePort } from '../src/process/net';
 import { arg, median, pct, printTable, progress } from './report';
-import { startBenchServers, stopProcesses } from './servers';
+import { printHistory, startBenchServers, stopProcesses } from './servers';
 import { ApiKeysStore } from '../src/store/api-keys-store';
 import { openDatabase } from '../src/store/mongo';
 import { UsersStore } from '../src/store/users-store';
@@ -75,23 +74,6 @@ async function serviceStart(base: string, key: string): Promise<number> {
 }
 
 /** Where the last service start spent its time, from its workflow history. */
-async function explain(address: string, sandboxId: string, postMs: number): Promise<void> {
-  const connection = await Connection.connect({ address });
-  try {
-    const history = await new Client({ connection }).workflow.getHandle(sandboxWorkflowId(sandboxId)).fetchHistory();
-    const events = history.events ?? [];
-    const t = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
-    const start = t(events[0]!);
-    console.log(`\nlast service start: POST answered in ${postMs.toFixed(0)} ms; its workflow history (ms after start):`);
-    for (const e of events.slice(0, 16)) {
-      const type = Object.keys(e).find((k) => k.endsWith('Attributes')) ?? String(e.eventType);
-      console.log(`  ${String(t(e) - start).padStart(5)}  ${type.replace(/EventAttributes$/, '')}`);
-    }
-  } finally {
-    await connection.close();
-  }
-}
-
 async function main(): Promise<void> {
   const servers = await startBenchServers('sandboxes');
   const dir = servers.dir;
@@ -143,7 +125,8 @@ async function main(): Promise<void> {
     ];
     printTable(`Sandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms)`, rows);
     const share = median(service) / median(direct) - 1;
-    await explain(servers.temporalAddress, lastSandboxId, lastPostMs);
+    console.log(`\nlast service start: POST answered in ${lastPostMs.toFixed(0)} ms`);
+    await printHistory(servers.temporalAddress, sandboxWorkflowId(lastSandboxId), 16);
     console.log(`\norchestration adds ${(share * 100).toFixed(0)}% to the median (${f(median(service) - median(direct))}); goal <= 20%`);
   } finally {
     await database.close();

@@ -1,4 +1,5 @@
 /** Starts FerretDB and the Temporal dev server for one benchmark run, in its own temporary directory. */
+import { Client, Connection } from '@temporalio/client';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,3 +36,24 @@ export async function stopProcesses(children: ChildProcess[]): Promise<void> {
   for (const c of children) c.kill('SIGTERM');
   await Promise.all(children.map((c) => new Promise((r) => (c.exitCode === null ? c.once('exit', r) : r(null)))));
 }
+
+/** Prints a workflow's history as ms after its start, with the activity of each scheduled step: where the time goes. */
+export async function printHistory(address: string, workflowId: string, max = 200): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const history = await new Client({ connection }).workflow.getHandle(workflowId).fetchHistory();
+    const events = history.events ?? [];
+    const t = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
+    const start = t(events[0]!);
+    console.log(`\n${workflowId}: its history (ms after start)`);
+    for (const e of events.slice(0, max)) {
+      const type = (Object.keys(e).find((k) => k.endsWith('Attributes')) ?? String(e.eventType)).replace(/EventAttributes$/, '');
+      const activity = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      const marker = e.markerRecordedEventAttributes ? 'local activity' : '';
+      console.log(`  ${String(t(e) - start).padStart(5)}  ${type}${activity ? ` ${activity}` : ''}${marker ? ` (${marker})` : ''}`);
+    }
+  } finally {
+    await connection.close();
+  }
+}
+

@@ -35,7 +35,12 @@ export const START_TASK_ACTIVITY_OPTIONS = {
     startToCloseTimeout: '10 seconds',
     retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
   },
-  /** A step that calls the database or the runtime once or twice. */
+  /** A step of a few quick calls, run as a local activity. */
+  quick: {
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['StartInputError'] },
+  },
+  /** A step that calls the database or the runtime, or may wait on a sandbox's resume. */
   step: {
     startToCloseTimeout: '2 minutes',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['StartInputError'] },

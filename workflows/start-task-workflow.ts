@@ -14,7 +14,10 @@ import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
 export const snapshotsQuery = defineQuery<StartTaskSnapshot[]>(START_TASK_SNAPSHOTS_QUERY);
 
 const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
-const { acquireSandbox, setUpGitHooks, loadSkills, startConversation } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
+// Steps that take a call or two (to the database, to the runtime) run as local activities: no round trip
+// through the server each. Steps that can take minutes (a sandbox, a clone, a setup script, plugins) do not.
+const { setUpGitHooks, startConversation } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
+const { acquireSandbox, loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
 
 /** What a person can act on: the message of the failure that stopped the start. */
 function detailOf(e: unknown): string {

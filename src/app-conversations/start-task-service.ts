@@ -10,7 +10,6 @@ import { HttpError } from '../http/errors';
 import { echoRequest, type StartRequest } from '../schemas/app-conversations';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
 import {
-  START_TASK_SNAPSHOTS_QUERY,
   startTaskWorkflowId,
   WORKFLOW_TYPES,
   type StartTaskSettings,
@@ -64,19 +63,18 @@ export class StartTaskService {
     return id;
   }
 
-  /** Every snapshot of the task so far: from its workflow while it is known, else the stored task. */
+  /** Every snapshot of the task so far, oldest first, from its stored history (the workflow appends each status). */
   async snapshots(taskId: string): Promise<StartTaskSnapshot[]> {
-    try {
-      return await this.deps.temporal.workflow.getHandle(startTaskWorkflowId(taskId)).query<StartTaskSnapshot[]>(START_TASK_SNAPSHOTS_QUERY);
-    } catch {
-      const stored = await this.deps.startTasks.get(taskId);
-      return stored ? [snapshotOf(stored)] : [];
-    }
+    const found = await this.deps.startTasks.withHistory(taskId);
+    if (!found) return [];
+    const { conversation_id: _c, ...task } = found.task;
+    return found.history.map(({ at, ...step }) => ({ ...task, ...step, created_at: task.created_at.toISOString(), updated_at: at.toISOString() }));
   }
 
   /**
    * Calls `write` with each new snapshot, in order, until the task is READY or ERROR (or `closed` says
-   * the client went away: the start goes on without it).
+   * the client went away: the start goes on without it). It reads MongoDB, one `_id` lookup per poll,
+   * rather than querying the workflow: a query runs on a worker, beside the starts themselves.
    */
   async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100): Promise<void> {
     let sent = 0;

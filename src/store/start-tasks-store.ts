@@ -22,8 +22,14 @@ export interface StartTaskRecord {
   updated_at: Date;
 }
 
-/** The request's secrets (merged over nothing yet), sealed: read only by the start's activities, never shown. */
-type StartTaskDoc = Omit<StartTaskRecord, 'id'> & { _id: string; secrets_sealed?: string | null };
+/** One status of the task as it was reached (the snapshots a stream sends). */
+export type StartTaskStep = StartTaskChange & { at: Date };
+
+/**
+ * `secrets_sealed`: the request's secrets, sealed; read only by the start's activities, never shown.
+ * `history`: every status so far, appended by the workflow's record step (its only writer).
+ */
+type StartTaskDoc = Omit<StartTaskRecord, 'id'> & { _id: string; secrets_sealed?: string | null; history?: StartTaskStep[] };
 
 /** What each status of a start changes. */
 export type StartTaskChange = Pick<StartTaskRecord, 'status' | 'detail' | 'app_conversation_id' | 'sandbox_id' | 'agent_server_url'>;
@@ -42,7 +48,7 @@ export const startTasksIndexes: CollectionIndexes = {
   ],
 };
 
-const toRecord = ({ _id, secrets_sealed: _secrets, ...rest }: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest });
+const toRecord = ({ _id, secrets_sealed: _secrets, history: _history, ...rest }: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest });
 
 export class StartTasksStore {
   constructor(private readonly db: Db) {}
@@ -58,7 +64,7 @@ export class StartTasksStore {
   async create(task: Omit<StartTaskRecord, 'created_at' | 'updated_at'>, secretsSealed: string | null, at = new Date()): Promise<boolean> {
     const { id, ...fields } = task;
     try {
-      await this.tasks.insertOne({ _id: id, ...fields, secrets_sealed: secretsSealed, created_at: at, updated_at: at });
+      await this.tasks.insertOne({ _id: id, ...fields, secrets_sealed: secretsSealed, history: [], created_at: at, updated_at: at });
       return true;
     } catch (e) {
       if ((e as { code?: number }).code === 11000) return false;
@@ -73,8 +79,14 @@ export class StartTasksStore {
 
   /** Writes the task's new status (the start-task workflow's record step). Returns the task as stored. */
   async record(id: string, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
-    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at } }, { returnDocument: 'after' });
+    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at }, $push: { history: { ...change, at } } }, { returnDocument: 'after' });
     return doc && toRecord(doc);
+  }
+
+  /** The task and every status it reached, in order (one `_id` lookup). */
+  async withHistory(id: string): Promise<{ task: StartTaskRecord; history: StartTaskStep[] } | null> {
+    const d = await this.tasks.findOne({ _id: id }, { projection: { secrets_sealed: 0 } });
+    return d && { task: toRecord(d), history: d.history ?? [] };
   }
 
   async get(id: string): Promise<StartTaskRecord | null> {

@@ -1,0 +1,170 @@
+/**
+ * Start benchmark (on demand, never part of the tests): `npm run bench:starts [-- --starts 200 --single 15]`.
+ *
+ * Starts FerretDB, the Temporal dev server, the api and one worker as processes, and one sandbox that
+ * the starts use (no repository: each start makes an empty git workspace), then:
+ *   - concurrency: N stream-starts at once, each read to its end: all READY? starts per second, p50/p99
+ *     from the request to READY;
+ *   - one start at a time, alternating with the same steps made raw (the runtime's bash calls the steps
+ *     make, the conversation created in the runtime, and the status and record writes with the driver):
+ *     the orchestration share of one start (goal <= 20% over the raw steps).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { cloneCommand, HOOK_COMMAND, SETUP_SCRIPT, SKILLS_DIR, skillFilesCommand } from '../activities/repository-steps';
+import { SecretBox } from '../src/auth/secret-box';
+import { AGENT_SERVER, type SandboxView } from '../src/schemas/sandboxes';
+import { freePort } from '../src/process/net';
+import { ApiKeysStore } from '../src/store/api-keys-store';
+import { openDatabase } from '../src/store/mongo';
+import { UsersStore } from '../src/store/users-store';
+import { OrganizationsService } from '../src/orgs/organizations-service';
+import { MembershipsStore } from '../src/store/memberships-store';
+import { OrganizationsStore } from '../src/store/organizations-store';
+import { arg, median, pct, printTable, progress } from './report';
+import { printHistory, startBenchServers, stopProcesses } from './servers';
+import { startTaskWorkflowId } from '../src/temporal/shared';
+
+const STARTS = arg('starts', 200);
+const SINGLE = arg('single', 15);
+const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const STATUSES = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'SETTING_UP_SKILLS', 'STARTING_CONVERSATION', 'READY'];
+
+async function main(): Promise<void> {
+  const servers = await startBenchServers('starts');
+  const secretsKey = SecretBox.generateKey();
+  const apiPort = await freePort();
+  const base = `http://127.0.0.1:${apiPort}`;
+  const env = {
+    ...process.env,
+    MONGODB_URI: servers.mongoUri,
+    MONGODB_DB: 'bench',
+    TEMPORAL_ADDRESS: servers.temporalAddress,
+    API_PORT: String(apiPort),
+    DATA_DIR: path.join(servers.dir, 'data'),
+    LOG_LEVEL: 'warn',
+    LOG_FORMAT: 'json',
+    SECRETS_KEY: secretsKey,
+    SANDBOX_IDLE_TIMEOUT_MS: '0',
+    AGENT_CONTROL_PARENT_PID: String(process.pid),
+  };
+  const children: ChildProcess[] = [
+    spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
+    spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
+  ];
+  const database = openDatabase(servers.mongoUri, 'bench');
+  try {
+    for (let i = 0; i < 300; i++) {
+      if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
+      await sleep(100);
+    }
+    const users = new UsersStore(database.db);
+    const orgs = new OrganizationsService({ users, organizations: new OrganizationsStore(database.db), memberships: new MembershipsStore(database.db), box: new SecretBox(secretsKey) });
+    const user = await orgs.createUser('bench@example.com'); // with a personal organization, as the service makes them
+    const { raw: key } = await new ApiKeysStore(database.db).create(user.id, 'bench');
+    const headers = { 'X-Access-Token': key, 'Content-Type': 'application/json' };
+    const api = async <T>(method: string, p: string, body?: unknown): Promise<T> => {
+      const r = await fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (!r.ok) throw new Error(`${method} ${p} answered ${r.status}: ${await r.text()}`);
+      return r.json() as Promise<T>;
+    };
+    const me = await api<{ current_org_id: string }>('GET', '/api/v1/users/me');
+    await api('PATCH', `/api/organizations/${me.current_org_id}`, { agent_settings: { agent_kind: 'platform', llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1' } } });
+    let sandbox = await api<SandboxView>('POST', '/api/v1/sandboxes', {});
+    while (sandbox.status !== 'RUNNING') {
+      await sleep(100);
+      [sandbox] = await api<[SandboxView]>('GET', `/api/v1/sandboxes?id=${sandbox.id}`);
+    }
+    const runtimeUrl = sandbox.exposed_urls.find((u) => u.name === AGENT_SERVER)!.url;
+    const sessionKey = sandbox.session_api_key!;
+    const rt = async (p: string, body: unknown) => {
+      const r = await fetch(runtimeUrl + p, { method: 'POST', headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      if (r.status >= 300) throw new Error(`runtime ${p} answered ${r.status}: ${await r.text()}`);
+      return r.json() as Promise<unknown>;
+    };
+
+    /** One stream-start read to its end: its statuses and the time to READY. */
+    const serviceStart = async () => {
+      const t0 = performance.now();
+      const res = await fetch(`${base}/api/v1/app-conversations/stream-start`, { method: 'POST', headers, body: JSON.stringify({ sandbox_id: sandbox.id }) });
+      const tasks = JSON.parse(await res.text()) as { id: string; status: string; detail: string | null }[];
+      return { id: tasks[0]?.id, ms: performance.now() - t0, statuses: tasks.map((s) => s.status), detail: tasks.at(-1)?.detail };
+    };
+
+    /** The same steps made raw: the runtime calls, the status writes and records with the driver. */
+    const rawStart = async () => {
+      const id = randomUUID();
+      const tasks = database.db.collection<{ _id: string; status?: string; created_at?: Date }>('bench_start_tasks');
+      const t0 = performance.now();
+      await tasks.insertOne({ _id: id, status: 'WORKING', created_at: new Date() });
+      const status = (s: string) => tasks.updateOne({ _id: id }, { $set: { status: s, updated_at: new Date() } });
+      await status('WAITING_FOR_SANDBOX');
+      await database.db.collection<{ _id: string }>('sandboxes').findOne({ _id: sandbox.id });
+      await status('PREPARING_REPOSITORY');
+      await rt('/api/bash/execute_bash_command', { command: cloneCommand('project', null, undefined), cwd: '.', timeout: 60 });
+      await status('RUNNING_SETUP_SCRIPT');
+      await rt('/api/bash/execute_bash_command', { command: `test -f ${SETUP_SCRIPT}`, cwd: 'project', timeout: 30 });
+      await status('SETTING_UP_GIT_HOOKS');
+      await rt('/api/bash/execute_bash_command', { command: HOOK_COMMAND, cwd: 'project', timeout: 60 });
+      await status('SETTING_UP_SKILLS');
+      await rt('/api/bash/execute_bash_command', { command: skillFilesCommand(SKILLS_DIR), cwd: 'project', timeout: 60 });
+      await status('STARTING_CONVERSATION');
+      await database.db.collection<{ _id: string; created_at: Date }>('bench_conversations').insertOne({ _id: id, created_at: new Date() });
+      await database.db.collection<{ _id: string; created_at: Date }>('bench_app_conversations').insertOne({ _id: id, created_at: new Date() });
+      await rt('/api/conversations', { conversation_id: id, agent: { llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1' } }, workspace: { working_dir: 'project' } });
+      await status('READY');
+      return performance.now() - t0;
+    };
+
+    progress('warming up');
+    for (let i = 0; i < 3; i++) {
+      await serviceStart();
+      await rawStart();
+    }
+
+    progress(`${STARTS} concurrent starts`);
+    const t0 = performance.now();
+    const all = await Promise.all(Array.from({ length: STARTS }, () => serviceStart()));
+    const wallMs = performance.now() - t0;
+    const ready = all.filter((s) => s.statuses.join() === STATUSES.join()).length;
+    const failed = all.filter((s) => s.statuses.at(-1) !== 'READY');
+    if (failed.length > 0) progress(`not READY: ${failed.length}, e.g. ${JSON.stringify(failed[0])}`);
+    const tasksStored = await database.db.collection('start_tasks').countDocuments({ status: 'READY' });
+
+    progress(`${SINGLE} single starts, alternating with the raw steps`);
+    const single: number[] = [];
+    const raw: number[] = [];
+    let lastId = '';
+    for (let i = 0; i < SINGLE; i++) {
+      const s = await serviceStart();
+      single.push(s.ms);
+      lastId = s.id ?? lastId;
+      raw.push(await rawStart());
+    }
+
+    const f = (ms: number) => `${ms.toFixed(0)} ms`;
+    const lat = all.map((s) => s.ms);
+    printTable(`Starts, one worker, one shared sandbox, FerretDB + Temporal dev server`, [
+      ['what', 'value'],
+      [`${STARTS} concurrent stream-starts: READY with every status in order`, `${ready} / ${STARTS} (lost: ${STARTS - ready})`],
+      ['start tasks stored READY', String(tasksStored)],
+      ['starts per second', (STARTS / (wallMs / 1000)).toFixed(1)],
+      ['stream-start -> READY, p50 / p99 (concurrent)', `${f(pct(lat, 50))} / ${f(pct(lat, 99))}`],
+      [`one start alone, median of ${SINGLE}`, f(median(single))],
+      ['the same steps made raw (runtime calls + driver writes), median', f(median(raw))],
+    ]);
+    await printHistory(servers.temporalAddress, startTaskWorkflowId(lastId));
+    console.log(`\norchestration adds ${((median(single) / median(raw) - 1) * 100).toFixed(0)}% over the raw steps (${f(median(single) - median(raw))}); goal <= 20%`);
+  } finally {
+    await database.close();
+    await stopProcesses(children);
+    await servers.stop();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
