@@ -77,8 +77,8 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
 
   return {
     /** Records a status of the task; answers the snapshot as stored (what the query returns). */
-    async recordStartTask(taskId: string, change: StartTaskChange): Promise<StartTaskSnapshot> {
-      const t = await startTasks.record(taskId, change);
+    async recordStartTask(taskId: string, step: number, change: StartTaskChange): Promise<StartTaskSnapshot> {
+      const t = await startTasks.record(taskId, step, change);
       if (!t) throw new Error(`start task ${taskId} has no record`);
       const { conversation_id: _c, ...rest } = t;
       return { ...rest, created_at: t.created_at.toISOString(), updated_at: t.updated_at.toISOString() };

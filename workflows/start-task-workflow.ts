@@ -37,7 +37,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   setHandler(snapshotsQuery, () => snapshots);
   const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
   const report = async (status: string, detail: string | null = null) => {
-    snapshots.push(await recordStartTask(taskId, { status, detail, ...where }));
+    snapshots.push(await recordStartTask(taskId, snapshots.length, { status, detail, ...where }));
   };
 
   try {

@@ -57,7 +57,7 @@ export class StartTaskService {
       await this.deps.temporal.workflow.start(WORKFLOW_TYPES.startTask, { workflowId: startTaskWorkflowId(id), taskQueue: this.deps.taskQueue, args: [input] });
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return id; // joined
-      if (fresh) await this.deps.startTasks.record(id, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+      if (fresh) await this.deps.startTasks.record(id, 0, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
       throw new HttpError(503, 'The workflow service did not accept the start; try again shortly', { 'Retry-After': '5' });
     }
     return id;

@@ -77,9 +77,13 @@ export class StartTasksStore {
     return d?.secrets_sealed ?? null;
   }
 
-  /** Writes the task's new status (the start-task workflow's record step). Returns the task as stored. */
-  async record(id: string, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
-    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at }, $push: { history: { ...change, at } } }, { returnDocument: 'after' });
+  /**
+   * Writes the task's `step`-th status (the start-task workflow's record step) into its history at that
+   * position, so a retried write (its first attempt landed, its answer did not) leaves one entry, not two.
+   * Returns the task as stored.
+   */
+  async record(id: string, step: number, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
+    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at, [`history.${step}`]: { ...change, at } } }, { returnDocument: 'after' });
     return doc && toRecord(doc);
   }
 

@@ -1,0 +1,35 @@
+/** The start tasks store against the real MongoDB-wire server: a retried status write is kept once. */
+import { openDatabase, type Database } from '../src/store/mongo';
+import { StartTasksStore } from '../src/store/start-tasks-store';
+import { testEnv, uniqueName } from './helpers/env';
+
+describe('start tasks store', () => {
+  let database: Database;
+  let store: StartTasksStore;
+  beforeAll(() => {
+    database = openDatabase(testEnv().mongoUri, uniqueName('test'));
+    store = new StartTasksStore(database.db);
+  });
+  afterAll(async () => {
+    await database.db.dropDatabase();
+    await database.close();
+  });
+
+  const change = (status: string) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+
+  it('keeps each step of the history once, in order, even when a write is repeated; a second create is refused', async () => {
+    const id = uniqueName('task');
+    const task = { id, created_by_user_id: 'u1', conversation_id: id, ...change('WORKING'), request: { trigger: 'platform_api' } };
+    expect(await store.create(task, 'sealed')).toBe(true);
+    expect(await store.create(task, 'sealed')).toBe(false);
+    await store.record(id, 0, change('WORKING'));
+    await store.record(id, 0, change('WORKING')); // the retry of a write whose answer was lost
+    await store.record(id, 1, change('WAITING_FOR_SANDBOX'));
+    await store.record(id, 2, { ...change('READY'), sandbox_id: 'sb1' });
+    const found = await store.withHistory(id);
+    expect(found!.history.map((h) => h.status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'READY']);
+    expect(found!.task).toMatchObject({ status: 'READY', sandbox_id: 'sb1' });
+    expect(found!.task).not.toHaveProperty('secrets_sealed');
+    expect(await store.sealedSecrets(id)).toBe('sealed');
+  });
+});
