@@ -8,10 +8,12 @@ import path from 'node:path';
 import { repoRoot } from './servers/paths';
 
 export const WORKFLOWS_ENTRY = path.join(repoRoot(), 'workflows', 'index.ts');
+/** Workflow interceptors (OpenTelemetry), bundled with the workflows. */
+export const WORKFLOW_INTERCEPTORS = path.join(repoRoot(), 'workflows', 'interceptors.ts');
 export const DEFAULT_BUNDLE_PATH = path.join(repoRoot(), 'dist', 'workflow-bundle.js');
 
 export async function bundleWorkflows(outFile: string): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, workflowInterceptorModules: [WORKFLOW_INTERCEPTORS], logger: new DefaultLogger('WARN') });
   fs.mkdirSync(path.dirname(outFile), { recursive: true });
   fs.writeFileSync(outFile, code);
   return outFile;

@@ -115,6 +115,10 @@ export const envSchema = z.object({
   START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
   /** Bound of a repository's setup script (.agents/setup.sh) in a start (ms). */
   START_SETUP_TIMEOUT_MS: positiveInt('milliseconds').default(10 * 60_000),
+  /** Where start spans go: none (tracing off), console, or otlp (OTLP over HTTP). */
+  OTEL_TRACES_EXPORTER: z.enum(['none', 'console', 'otlp']).default('none'),
+  /** The OTLP traces endpoint (otlp exporter); default the exporter's own (http://localhost:4318/v1/traces). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: 'an absolute URL' }).optional(),
   /** REST API of git host A, where GitHostAV1CallbackProcessor posts its summary comments. */
   GIT_HOST_A_API_URL: z.url({ error: 'an absolute URL' }).default('https://api.github.com'),
   /** Where a start clones `owner/repo` repositories from. */
@@ -152,6 +156,7 @@ export interface Config {
   readyTimeoutMs: number;
   shutdownGraceMs: number;
   starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
+  tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
   sandboxes: {
     specsFile: string | undefined;
     defaultSpecId: string;
@@ -215,6 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     live: { pollMs: e.LIVE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
     starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),

@@ -8,6 +8,7 @@ import { createLogger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
 import { openDatabase } from '../src/store/mongo';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
+import { installTracing } from '../src/observability/tracing';
 import { createWorker } from './worker';
 
 async function connectWithRetry(address: string, log: (msg: string) => void): Promise<NativeConnection> {
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   const { mongoUri, temporalAddress } = requireServers(config);
   const secretsKey = requireSecretsKey(config);
   const logger = createLogger(config, 'worker');
+  const tracing = installTracing(config.tracing, 'agent-control-worker');
   Runtime.install({
     logger: {
       log: (level, message, meta) => logger[level.toLowerCase() as Lowercase<typeof level>](meta ?? {}, message),
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
     workflowBundlePath: bundlePath,
     config,
     secretsKey,
+    tracing,
     shutdownGraceMs: config.shutdownGraceMs,
   });
   // Runtime.install registers SIGINT/SIGTERM handlers that call worker.shutdown(); run() then resolves.
@@ -69,6 +72,7 @@ async function main(): Promise<void> {
   await worker.run();
   await connection.close();
   await clientConnection.close();
+  await tracing.shutdown();
   await database.close();
   logger.info('worker stopped');
 }

@@ -1,6 +1,9 @@
 /** Builds the Temporal worker: the prebuilt workflow bundle plus the activities over their dependencies. */
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
+import { Resource } from '@opentelemetry/resources';
+import { NoopSpanExporter, type Tracing } from '../src/observability/tracing';
 import type { Db } from 'mongodb';
 import os from 'node:os';
 import { createActivities } from '../activities';
@@ -32,6 +35,8 @@ export interface WorkerDeps {
   /** Where sandboxes live and how providers reach their backends. */
   config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts'>;
   secretsKey: string;
+  /** Where workflow and activity spans go (installTracing); without it spans are dropped. */
+  tracing?: Pick<Tracing, 'exporter' | 'resource'>;
   identity?: string;
   shutdownGraceMs?: number;
 }
@@ -94,6 +99,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     identity,
     workflowBundle,
     activities,
+    interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] },
+    // The workflow interceptors' spans leave the sandbox through this sink (to nowhere without an exporter).
+    sinks: { exporter: makeWorkflowExporter(deps.tracing?.exporter ?? new NoopSpanExporter(), deps.tracing?.resource ?? new Resource({})) },
     shutdownGraceTime: deps.shutdownGraceMs ?? 10_000,
   });
 }

@@ -2,12 +2,14 @@
 import { ConfigError, loadConfig, requireServers } from '../config';
 import { createLogger } from '../logger';
 import { exitWithParent } from '../process/parent-watch';
+import { installTracing } from '../observability/tracing';
 import { startApiServer } from './server';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const servers = requireServers(config);
   const logger = createLogger(config, 'api');
+  const tracing = installTracing(config.tracing, 'agent-control-api');
   const api = await startApiServer(config, servers, logger);
   logger.info({ url: api.url }, 'api listening');
 
@@ -17,7 +19,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ why }, 'api stopping');
     api.close().then(
-      () => process.exit(0),
+      () => tracing.shutdown().finally(() => process.exit(0)),
       (e: unknown) => {
         logger.error({ err: e }, 'api did not stop cleanly');
         process.exit(1);

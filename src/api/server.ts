@@ -22,6 +22,7 @@ import { OrganizationsService } from '../orgs/organizations-service';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { StartTaskService } from '../app-conversations/start-task-service';
 import { CallbackDispatch } from '../app-conversations/callback-dispatch';
 import { AppConversationsStore } from '../store/app-conversations-store';
@@ -101,7 +102,8 @@ export async function startApiServer(
     box,
   });
   const sandboxes = new SandboxesStore(database.db);
-  const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace });
+  // Workflows started here carry the active trace context (a start's span) in their headers.
+  const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
   const startTasks = new StartTasksStore(database.db);
   const appConversations = new AppConversationsStore(database.db);
   const starts = new StartTaskService({

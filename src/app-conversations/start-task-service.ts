@@ -7,6 +7,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
 import { HttpError } from '../http/errors';
+import { inStartSpan } from '../observability/tracing';
 import { echoRequest, type StartRequest } from '../schemas/app-conversations';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
 import {
@@ -42,6 +43,11 @@ export class StartTaskService {
    */
   async start(userId: string, request: StartRequest): Promise<string> {
     const id = request.conversation_id ?? randomUUID();
+    // The span's context travels to the workflow in its headers (Temporal's OpenTelemetry interceptor).
+    return inStartSpan(request, { taskId: id, userId }, () => this.accept(id, userId, request));
+  }
+
+  private async accept(id: string, userId: string, request: StartRequest): Promise<string> {
     const secrets = Object.keys(request.secrets).length > 0 ? this.deps.box.seal(JSON.stringify(request.secrets)) : null;
     const echoed = echoRequest(request) as Record<string, unknown>;
     const fresh = await this.deps.startTasks.create(
@@ -79,7 +85,13 @@ export class StartTaskService {
   async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100): Promise<void> {
     let sent = 0;
     for (;;) {
-      const all = await this.snapshots(taskId);
+      // A read that fails (the database busy, or away for a moment) is tried again: the stream goes on.
+      const all = await this.snapshots(taskId).catch(() => null);
+      if (!all) {
+        if (closed()) return;
+        await new Promise((r) => setTimeout(r, pollMs * 5));
+        continue;
+      }
       for (const s of all.slice(sent)) write(s);
       sent = Math.max(sent, all.length);
       if (closed() || TERMINAL_STATUSES.includes(all.at(-1)?.status ?? '')) return;

@@ -4,7 +4,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Config } from '../../src/config';
 import { openDatabase } from '../../src/store/mongo';
-import { createWorker } from '../../worker/worker';
+import { createWorker, type WorkerDeps } from '../../worker/worker';
 import { testEnv, TEST_SECRETS_KEY } from './env';
 import { distPath } from './run';
 import { quietTemporalRuntime } from './temporal-runtime';
@@ -14,7 +14,7 @@ export interface TestWorker {
   stop(): Promise<void>;
 }
 
-export async function startTestWorker(config: Config): Promise<TestWorker> {
+export async function startTestWorker(config: Config, tracing?: WorkerDeps['tracing']): Promise<TestWorker> {
   quietTemporalRuntime();
   const env = testEnv();
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
@@ -30,6 +30,7 @@ export async function startTestWorker(config: Config): Promise<TestWorker> {
     config,
     secretsKey: TEST_SECRETS_KEY,
     shutdownGraceMs: 2000,
+    tracing,
   });
   const running = worker.run();
   return {
