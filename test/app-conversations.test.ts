@@ -13,7 +13,7 @@ import { freePort } from '../src/process/net';
 import { loggedEvents, states } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
-import { killRuntimesUnder } from './helpers/sandboxes';
+import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { bareRepo } from './helpers/git-repo';
 import { startTestWorker, type TestWorker } from './helpers/worker';
@@ -126,6 +126,24 @@ describe('app conversation starts', () => {
     const other = await t.newUser();
     expect((await t.request('GET', `/api/v1/app-conversations?ids=${ready.id}`, { key: other.key })).body).toEqual([null]);
   }, 90_000);
+
+  it('a PAUSED sandbox of the caller is resumed for the start, and plugins bring their skills', async () => {
+    const plugin = bareRepo(dataDir, 'plugin', { 'skills/review.md': '---\nname: review\n---\nReview with the checklist in REVIEW.md.\n' });
+    const sandbox = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
+    await waitForStatus(t, user.key, sandbox.id, 'RUNNING');
+    expect((await t.request('POST', `/api/v1/sandboxes/${sandbox.id}/pause`, { key: user.key })).body.status).toBe('PAUSED');
+    llm.load([{ content: 'Nothing to do.' }]);
+    const requestsBefore = llm.requests.length;
+    const started = await streamStart({ sandbox_id: sandbox.id, plugins: [{ source: plugin }], initial_message: { content: [{ text: 'Hello' }] } });
+    expect(started.body.at(-1)).toMatchObject({ status: 'READY', sandbox_id: sandbox.id });
+    expect((await t.request('GET', `/api/v1/sandboxes?id=${sandbox.id}`, { key: user.key })).body[0].status).toBe('RUNNING');
+    while (llm.requests.length === requestsBefore) await sleep(50);
+    expect((llm.requests[requestsBefore]!.body.messages as any[])[0].content).toContain('Review with the checklist in REVIEW.md.');
+    // Listed without ids: the first page, newest first.
+    const listed = await t.request('GET', '/api/v1/app-conversations?limit=1', { key: user.key });
+    expect(listed.body.items.map((c: any) => c.id)).toEqual([started.body.at(-1).app_conversation_id]);
+    expect(listed.body.next_page_id).toEqual(expect.any(String));
+  }, 60_000);
 
   it('a failing setup script gives ERROR with the end of its output', async () => {
     const repo = bareRepo(dataDir, 'broken', { '.agents/setup.sh': 'echo "installing dependencies"\necho "error: no such package: left-pad" >&2\nexit 3\n' });

@@ -24,6 +24,7 @@ import { encodeCursor } from '../page-cursor';
 import type { ApiRouter } from '../route';
 
 const IdsSchema = z.object({ ids: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }) });
+const ListQuerySchema = AppConversationSearchQuerySchema.extend({ ids: IdsSchema.shape.ids.optional() });
 const date = (v: string | undefined) => (v === undefined ? undefined : new Date(v));
 
 const appConversationView = ({ processors: _p, ...r }: AppConversationRecord) => ({
@@ -52,6 +53,12 @@ export function appConversationsRoutes(
   deps: { starts: StartTaskService; startTasks: StartTasksStore; appConversations: AppConversationsStore },
 ): ApiRouter {
   const { starts, startTasks, appConversations } = deps;
+  const searchPage = async (userId: string, query: z.output<typeof AppConversationSearchQuerySchema>) => {
+    const field = query.sort_order.startsWith('UPDATED_AT') ? 'updated_at' : 'created_at';
+    const order = query.sort_order.endsWith('DESC') ? 'desc' : 'asc';
+    const page = await appConversations.search(userId, conversationFilters(query), { field, order }, query.limit, query.page_id);
+    return { items: page.items.map(appConversationView), next_page_id: page.last && encodeCursor(APP_CONVERSATIONS_LISTING, page.last) };
+  };
   return router
     .route(
       {
@@ -164,9 +171,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'A page of conversations', schema: AppConversationPageSchema } },
       },
       async (ctx, { query }) => {
-        const [field, order] = query.sort_order.startsWith('UPDATED_AT') ? (['updated_at', query.sort_order.endsWith('DESC') ? 'desc' : 'asc'] as const) : (['created_at', query.sort_order.endsWith('DESC') ? 'desc' : 'asc'] as const);
-        const page = await appConversations.search(ctx.state.caller!.userId, conversationFilters(query), { field, order }, query.limit, query.page_id);
-        ctx.body = { items: page.items.map(appConversationView), next_page_id: page.last && encodeCursor(APP_CONVERSATIONS_LISTING, page.last) };
+        ctx.body = await searchPage(ctx.state.caller!.userId, query);
       },
     )
     .route(
@@ -188,15 +193,22 @@ export function appConversationsRoutes(
         method: 'get',
         path: '',
         operationId: 'getAppConversations',
-        summary: 'Conversations by id',
-        description: "One entry per id, in order: null for an id that does not exist or is not the caller's. The search lists them.",
+        summary: 'The caller\'s conversations: by id, or a page of them',
+        description:
+          "With `ids`: one entry per id, in order, null for an id that does not exist or is not the caller's. " +
+          'Without: the first page of the search, newest first (the search takes the same parameters).',
         security: 'APIKeyHeader',
-        query: IdsSchema,
-        responses: { 200: { description: 'The conversations', schema: z.array(AppConversationSchema.nullable()) } },
+        query: ListQuerySchema,
+        responses: { 200: { description: 'The conversations', schema: z.union([z.array(AppConversationSchema.nullable()), AppConversationPageSchema]) } },
       },
       async (ctx, { query }) => {
-        const found = await appConversations.getManyOwned(query.ids, ctx.state.caller!.userId);
-        ctx.body = query.ids.map((id) => {
+        const { ids, ...search } = query;
+        if (!ids) {
+          ctx.body = await searchPage(ctx.state.caller!.userId, search);
+          return;
+        }
+        const found = await appConversations.getManyOwned(ids, ctx.state.caller!.userId);
+        ctx.body = ids.map((id) => {
           const c = found.get(id);
           return c ? appConversationView(c) : null;
         });
