@@ -127,7 +127,8 @@ export function createCallbackActivities(deps: CallbackActivityDeps) {
         } else if (kind === 'GitHostAV1CallbackProcessor') {
           actions = await postSummary(conversationId, app, processor, events);
         }
-        await callbacks.record({ ...base, status: 'ok', actions, detail: null, attempts: attempt });
+        // Only what was done is kept (a round that asked for nothing leaves no record: no unbounded growth).
+        if (actions.length > 0) await callbacks.record({ ...base, status: 'ok', actions, detail: null, attempts: attempt });
       } catch (e) {
         await callbacks.record({ ...base, status: 'failed', actions: [], detail: (e as Error).message, attempts: attempt });
         throw e;

@@ -35,12 +35,24 @@ export function cloneUrl(repository: string, baseUrl: string, token: string | un
   return u.toString();
 }
 
-/** The clone (or, without a repository, an empty git workspace); a retry finds the clone already there. */
-export function cloneCommand(dir: string, url: string | null, branch: string | undefined): string {
+/**
+ * The clone (or, without a repository, an empty git workspace). It clones beside the target and moves it
+ * into place, so a retry after a crash finds either a whole clone or none; the remote is left without
+ * the token (`cleanUrl`), so the token is not kept in the repository's config.
+ */
+export function cloneCommand(dir: string, url: string | null, branch: string | undefined, cleanUrl: string | null = url): string {
   if (!url) return `mkdir -p ${sh(dir)} && cd ${sh(dir)} && { [ -d .git ] || git init -q; }`;
   const b = branch ? `--branch ${sh(branch)} ` : '';
-  return `if [ -d ${sh(`${dir}/.git`)} ]; then echo 'already cloned'; else rm -rf ${sh(dir)} && GIT_TERMINAL_PROMPT=0 git clone -q ${b}-- ${sh(url)} ${sh(dir)}; fi`;
+  const tmp = `${dir}.cloning`;
+  return (
+    `if [ -d ${sh(`${dir}/.git`)} ]; then echo 'already cloned'; else ` +
+    `rm -rf ${sh(tmp)} && GIT_TERMINAL_PROMPT=0 git clone -q ${b}-- ${sh(url)} ${sh(tmp)} && ` +
+    `git -C ${sh(tmp)} remote set-url origin ${sh(cleanUrl ?? url)} && rm -rf ${sh(dir)} && mv ${sh(tmp)} ${sh(dir)}; fi`
+  );
 }
+
+/** The setup script, one run at a time (a retry after a crash waits for a run that is still going). */
+export const SETUP_COMMAND = `if command -v flock >/dev/null 2>&1; then exec 9>"$(git rev-parse --git-dir)/agent-control-setup.lock" && flock 9; fi; bash ${SETUP_SCRIPT} 2>&1`;
 
 /** Installs the repository's pre-commit script as the hook, keeping a hook that was there as pre-commit.local. */
 export const HOOK_COMMAND = `set -e

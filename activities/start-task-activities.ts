@@ -21,6 +21,8 @@ import {
   lastLines,
   parseSkillFiles,
   repositoryDir,
+  PRE_COMMIT_SCRIPT,
+  SETUP_COMMAND,
   SETUP_SCRIPT,
   SKILLS_DIR,
   skillFilesCommand,
@@ -64,11 +66,13 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     if (!r) throw inputError(`sandbox ${sandboxId} does not exist`);
     return SandboxRuntime.of(r, box);
   };
-  /** Hides secret values in what a command printed, before it becomes an error detail. */
+  /** Hides secret values (also URL-encoded, as in a clone URL) in what a command printed, before it becomes an error detail. */
   const masked = (text: string, secrets: Record<string, string>) =>
     Object.values(secrets)
       .filter((v) => v.length >= 4)
+      .flatMap((v) => [v, encodeURIComponent(v)])
       .reduce((t, v) => t.split(v).join('**********'), text);
+  const secretsOf = async (taskId: string, userId: string) => (await deps.settings.resolve(userId, await requestSecrets(taskId))).secrets;
 
   const readSkills = async (rt: SandboxRuntime, dir: string, cwd: string): Promise<RuntimeSkill[]> => {
     const r = await rt.bash(skillFilesCommand(dir), { cwd, timeoutS: 60 });
@@ -100,6 +104,7 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
           throw inputError(`Sandbox ${a.sandboxId} (${r.status}) could not be resumed: ${(e as Error).message}`);
         }
       }
+      await sandboxes.touch(r.id); // a start is use: no idle pause in the middle of it
       return r.id;
     },
 
@@ -129,8 +134,9 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       const token = providerToken ?? secrets.GIT_TOKEN;
       const dir = repositoryDir(a.repository);
       const url = a.repository ? cloneUrl(a.repository, deps.gitCloneBaseUrl, token) : null;
+      const clean = a.repository ? cloneUrl(a.repository, deps.gitCloneBaseUrl, undefined) : null;
       const rt = await runtime(a.sandboxId);
-      const r = await rt.bash(cloneCommand(dir, url, a.branch), { timeoutS: 900 });
+      const r = await rt.bash(cloneCommand(dir, url, a.branch, clean), { timeoutS: 900 });
       if (r.exit_code !== 0) {
         const what = a.repository ? `Cloning ${a.repository}${a.branch ? ` at ${a.branch}` : ''} failed` : 'Making the workspace failed';
         throw inputError(`${what} (exit ${r.exit_code}):\n${masked(lastLines(r.output), secrets)}`);
@@ -139,21 +145,22 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     },
 
     /** Runs the repository's setup script, if it has one. */
-    async runSetupScript(a: { sandboxId: string; workingDir: string; timeoutMs: number }): Promise<boolean> {
+    async runSetupScript(a: { taskId: string; userId: string; sandboxId: string; workingDir: string; timeoutMs: number }): Promise<boolean> {
       const rt = await runtime(a.sandboxId);
+      const secrets = await secretsOf(a.taskId, a.userId);
       const has = await rt.bash(`test -f ${SETUP_SCRIPT}`, { cwd: a.workingDir, timeoutS: 30 });
       if (has.exit_code !== 0) return false;
       const timeoutS = Math.max(1, Math.round(a.timeoutMs / 1000));
-      const r = await rt.bash(`bash ${SETUP_SCRIPT} 2>&1`, { cwd: a.workingDir, timeoutS });
-      if (r.timed_out) throw inputError(`The setup script ${SETUP_SCRIPT} did not finish within ${timeoutS} s:\n${lastLines(r.output)}`);
-      if (r.exit_code !== 0) throw inputError(`The setup script ${SETUP_SCRIPT} failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
+      const r = await rt.bash(SETUP_COMMAND, { cwd: a.workingDir, timeoutS });
+      if (r.timed_out) throw inputError(`The setup script ${SETUP_SCRIPT} did not finish within ${timeoutS} s (START_SETUP_TIMEOUT_MS):\n${masked(lastLines(r.output), secrets)}`);
+      if (r.exit_code !== 0) throw inputError(`The setup script ${SETUP_SCRIPT} failed (exit ${r.exit_code}):\n${masked(lastLines(r.output), secrets)}`);
       return true;
     },
 
     /** Installs the repository's pre-commit script as its hook, if it has one. */
     async setUpGitHooks(a: { sandboxId: string; workingDir: string }): Promise<boolean> {
       const r = await (await runtime(a.sandboxId)).bash(HOOK_COMMAND, { cwd: a.workingDir, timeoutS: 60 });
-      if (r.exit_code !== 0) throw inputError(`Installing the git hook failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
+      if (r.exit_code !== 0) throw inputError(`Installing the git hook ${PRE_COMMIT_SCRIPT} failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
       return r.output.includes('installed');
     },
 
@@ -168,7 +175,7 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       for (const [i, plugin] of a.plugins.entries()) {
         const dir = `.plugins/${i}`;
         const r = await rt.bash(cloneCommand(dir, plugin.source, plugin.ref), { timeoutS: 300 });
-        if (r.exit_code !== 0) throw inputError(`Loading the plugin ${plugin.source} failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
+        if (r.exit_code !== 0) throw inputError(`Loading the plugin ${plugin.source} failed (exit ${r.exit_code}):\n${masked(lastLines(r.output), await secretsOf(a.taskId, a.userId))}`);
         skills.push(...(await readSkills(rt, `${plugin.repo_path ?? '.'}/skills`, dir)));
       }
       // A later skill of the same name (the repository's, a plugin's) replaces an earlier one.
@@ -242,7 +249,7 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       });
       // 409: a retried step finds the conversation it created.
       if (created.status !== 201 && created.status !== 409) {
-        throw inputError(`The runtime did not create the conversation (${created.status}): ${JSON.stringify(created.body).slice(0, 500)}`);
+        throw inputError(`The runtime did not create the conversation (${created.status}): ${masked(JSON.stringify(created.body).slice(0, 500), effective.secrets)}`);
       }
       return t.id;
     },

@@ -177,6 +177,13 @@ describe('app conversation starts', () => {
     expect(joined.body.at(-1)).toMatchObject({ id: conversationId, status: 'READY' });
     expect(await t.database.db.collection('app_conversations').countDocuments({ _id: conversationId as any })).toBe(1);
     expect(await t.database.db.collection('start_tasks').countDocuments({ conversation_id: conversationId })).toBe(1);
+    // Sent again after READY: the same task, not run a second time (no new sandbox, no new status).
+    const sandboxesBefore = await t.database.db.collection('sandboxes').countDocuments({ created_by_user_id: user.userId });
+    const resent = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: conversationId, title: 'another' } });
+    expect(resent.body).toMatchObject({ id: conversationId, status: 'READY' });
+    await sleep(500);
+    expect((await t.database.db.collection('start_tasks').findOne({ _id: conversationId as any }))!.history).toHaveLength(8);
+    expect(await t.database.db.collection('sandboxes').countDocuments({ created_by_user_id: user.userId })).toBe(sandboxesBefore);
     // Another user cannot take the id.
     const other = await t.newUser();
     expect((await t.request('POST', '/api/v1/app-conversations', { key: other.key, body: { conversation_id: conversationId } })).status).toBe(409);
@@ -232,7 +239,8 @@ describe('app conversation starts', () => {
     const sandbox = (await t.request('GET', `/api/v1/sandboxes?id=${ready.sandbox_id}`, { key: user.key })).body[0];
     const again = await fetch(`${rt.url}/api/conversations/${id}/events`, { method: 'POST', headers: { 'X-Session-API-Key': sandbox.session_api_key, 'Content-Type': 'application/json' }, body: JSON.stringify({ content: [{ text: 'Anything else?' }] }) });
     expect(again.status).toBe(200);
-    await eventually(async () => (await results(id)).filter((x) => x.kind === 'GitHostAV1CallbackProcessor').length >= 2, 'a second round');
+    const logged = (await results(id)).filter((x) => x.kind === 'LoggingCallbackProcessor').length;
+    await eventually(async () => (await results(id)).filter((x) => x.kind === 'LoggingCallbackProcessor').length > logged, 'a second round');
     await sleep(500);
     expect(gitHost.comments.filter((c) => c.repo === 'acme/widgets')).toHaveLength(1);
   }, 90_000);

@@ -6,7 +6,7 @@
  *   WORKING -> WAITING_FOR_SANDBOX -> PREPARING_REPOSITORY -> RUNNING_SETUP_SCRIPT -> SETTING_UP_GIT_HOOKS
  *   -> SETTING_UP_SKILLS -> STARTING_CONVERSATION -> READY        (or ERROR, with a detail to act on)
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, setHandler, defineQuery, uuid4 } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure, proxyActivities, proxyLocalActivities, setHandler, defineQuery, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { START_TASK_SNAPSHOTS_QUERY, type StartTaskSnapshot, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
@@ -17,14 +17,17 @@ const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY
 // Steps that take a call or two (to the database, to the runtime) run as local activities: no round trip
 // through the server each. Steps that can take minutes (a sandbox, a clone, a setup script, plugins) do not.
 const { setUpGitHooks, startConversation } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
-const { acquireSandbox, loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
+const { acquireSandbox } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
+const { loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long); // plugins are cloned
 
-/** What a person can act on: the message of the failure that stopped the start. */
+/** What a person can act on: the message of the failure that stopped the start, or which step ran out of time. */
 function detailOf(e: unknown): string {
+  const step = e instanceof ActivityFailure ? e.activityType : undefined;
   let cause: unknown = e;
   while (cause instanceof ActivityFailure && cause.cause) cause = cause.cause;
+  if (cause instanceof TimeoutFailure) return `The step ${step ?? 'of the start'} did not finish in time (${cause.timeoutType === 'HEARTBEAT' ? 'its worker stopped answering' : 'its timeout passed'}); start again`;
   if (cause instanceof ApplicationFailure) return cause.message;
-  return cause instanceof Error ? cause.message : String(cause);
+  return `${step ? `The step ${step} failed: ` : ''}${cause instanceof Error ? cause.message : String(cause)}`;
 }
 
 export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<StartTaskSnapshot[]> {
@@ -51,7 +54,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     const workingDir = await prepareRepository({ taskId, sandboxId, repository: request.selected_repository, branch: request.selected_branch, gitProvider: request.git_provider ?? null });
 
     await report('RUNNING_SETUP_SCRIPT');
-    await runSetupScript({ sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs });
+    await runSetupScript({ taskId, userId, sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs });
 
     await report('SETTING_UP_GIT_HOOKS');
     await setUpGitHooks({ sandboxId, workingDir });

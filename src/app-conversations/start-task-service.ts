@@ -54,13 +54,22 @@ export class StartTaskService {
       { id, created_by_user_id: userId, conversation_id: id, status: 'WORKING', detail: null, request: echoed, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
       secrets,
     );
+    let accepted = echoed;
     if (!fresh) {
       const existing = await this.deps.startTasks.get(id);
       if (existing?.created_by_user_id !== userId) throw new HttpError(409, `conversation_id ${id} is already in use`);
+      accepted = existing.request; // a join runs what the first request asked for, never a mix of the two
     }
-    const input: StartTaskWorkflowInput = { taskId: id, userId, request: echoed, settings: this.deps.settings };
+    const input: StartTaskWorkflowInput = { taskId: id, userId, request: accepted, settings: this.deps.settings };
     try {
-      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.startTask, { workflowId: startTaskWorkflowId(id), taskQueue: this.deps.taskQueue, args: [input] });
+      // Started at most once per id: a start that ran (READY, ERROR) is never run again by a resend, and one
+      // whose api died between its record and its workflow is started by the resend.
+      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.startTask, {
+        workflowId: startTaskWorkflowId(id),
+        taskQueue: this.deps.taskQueue,
+        args: [input],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return id; // joined
       if (fresh) await this.deps.startTasks.record(id, 0, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
