@@ -270,4 +270,13 @@ describe('query parameters', () => {
     expect(detail(IdsQuerySchema, { id: [] }, 'query')[0]!.type).toBe('too_short');
     expect(detail(IdsQuerySchema, { id: Array.from({ length: 101 }, (_, i) => `c${i}`) }, 'query')[0]!.type).toBe('too_long');
   });
+
+  it('refuses credentials inside a repository or plugin URL (they belong in secrets)', () => {
+    const bad = StartRequestSchema.safeParse({ selected_repository: 'https://user:pat123@git.example.com/a/b.git', plugins: [{ source: 'https://x-access-token:t@example.com/p.git' }] });
+    expect(bad.success).toBe(false);
+    expect(bad.error!.issues.map((i) => i.path.join('.'))).toEqual(['selected_repository', 'plugins.0.source']);
+    expect(StartRequestSchema.safeParse({ selected_repository: 'https://git.example.com/a/b.git' }).success).toBe(true);
+    expect(StartRequestSchema.safeParse({ selected_repository: 'git@git.example.com:a/b.git' }).success).toBe(true);
+    expect(StartRequestSchema.safeParse({ selected_repository: 'acme/widgets' }).success).toBe(true);
+  });
 });

@@ -146,9 +146,17 @@ const suggestedTaskShape = {
 };
 export const SuggestedTaskSchema = z.strictObject(suggestedTaskShape).meta({ id: 'SuggestedTask' });
 
+/** A repository: owner/repo, a URL or a path, never with credentials in it (they belong in `secrets`). */
+const repositoryRef = (description: string) =>
+  z
+    .string()
+    .min(1)
+    .refine((v) => !/^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i.test(v), { error: 'Put no credentials in the URL: send the token in secrets (GIT_TOKEN or <GIT_PROVIDER>_TOKEN)' })
+    .meta({ description });
+
 export const PluginSchema = z
   .strictObject({
-    source: z.string().min(1),
+    source: repositoryRef('A git repository (URL or path) holding the plugin.'),
     ref: z.string().optional(),
     repo_path: z.string().optional(),
     parameters: z.record(z.string(), z.unknown()).default({}),
@@ -163,7 +171,7 @@ const startRequestShape = {
   processors: z.array(CallbackProcessorSchema).default([]),
   llm_model: z.string().optional(),
   agent_profile_id: z.string().optional(),
-  selected_repository: z.string().min(1).optional().meta({ description: 'owner/repo, a URL or a local path.' }),
+  selected_repository: repositoryRef('owner/repo, a URL or a local path.').optional(),
   selected_branch: z.string().optional(),
   git_provider: GitProviderSchema.optional(),
   suggested_task: SuggestedTaskSchema.optional(),
