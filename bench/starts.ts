@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { cloneCommand, HOOK_COMMAND, SETUP_SCRIPT, SKILLS_DIR, skillFilesCommand } from '../activities/repository-steps';
 import { SecretBox } from '../src/auth/secret-box';
+import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import { AGENT_SERVER, type SandboxView } from '../src/schemas/sandboxes';
 import { freePort } from '../src/process/net';
 import { ApiKeysStore } from '../src/store/api-keys-store';
@@ -30,7 +31,7 @@ const STARTS = arg('starts', 200);
 const SINGLE = arg('single', 15);
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const STATUSES = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'SETTING_UP_SKILLS', 'STARTING_CONVERSATION', 'READY'];
+const STATUSES = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
 
 async function main(): Promise<void> {
   const servers = await startBenchServers('starts');

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
+import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
 import { loggedEvents, states } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -19,7 +20,8 @@ import { bareRepo } from './helpers/git-repo';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const STATUSES = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'SETTING_UP_SKILLS', 'STARTING_CONVERSATION'];
+/** Every status before READY, in order. */
+const STATUSES = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR');
 
 describe('app conversation starts', () => {
   let t: TestApi;
