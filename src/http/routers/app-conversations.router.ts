@@ -25,6 +25,8 @@ import type { ApiRouter } from '../route';
 
 const IdsSchema = z.object({ ids: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }) });
 const ListQuerySchema = AppConversationSearchQuerySchema.extend({ ids: IdsSchema.shape.ids.optional() });
+/** How often a quiet stream-start writes a newline (valid JSON whitespace). */
+const KEEP_ALIVE_MS = 15_000;
 const date = (v: string | undefined) => (v === undefined ? undefined : new Date(v));
 
 const appConversationView = ({ processors: _p, ...r }: AppConversationRecord) => ({
@@ -83,6 +85,9 @@ export function appConversationsRoutes(
         ctx.type = 'application/json';
         ctx.body = stream;
         stream.write('[');
+        // A start can be silent for minutes (a sandbox coming up, a long setup script); whitespace between
+        // the array's elements keeps proxies and clients from taking the quiet connection for a dead one.
+        const keepAlive = setInterval(() => stream.write('\n'), KEEP_ALIVE_MS);
         let first = true;
         void starts
           .follow(
@@ -94,7 +99,10 @@ export function appConversationsRoutes(
             () => closed,
           )
           .catch((e: Error) => ctx.state.log?.error({ err: e.message, task_id: id }, 'following a start failed'))
-          .finally(() => stream.end(']'));
+          .finally(() => {
+            clearInterval(keepAlive);
+            stream.end(']');
+          });
       },
     )
     .route(
