@@ -70,15 +70,19 @@ export function createCallbackActivities(deps: CallbackActivityDeps) {
     if (!target) throw ApplicationFailure.nonRetryable('no pull request to comment on: the start has no owner/repo selected_repository and pr_number, nor does git_host_a_view_data name one');
     const all = (await deps.events.range(conversationId, 0, 100_000)).map((r) => JSON.parse(r.json) as Event);
     const summary = processor.should_request_summary === false ? null : summaryOf(all);
-    const body = summary ? `The agent finished:\n\n${summary}` : 'The agent finished.';
+    // A marker in the comment: a retry after a crash between the post and its record finds the comment posted.
+    const marker = `<!-- agent-control:conversation=${conversationId} -->`;
+    const body = `${summary ? `The agent finished:\n\n${summary}` : 'The agent finished.'}\n\n${marker}`;
     const { secrets } = await deps.settings.resolve(app.created_by_user_id, await openRequestSecrets(app));
     const token = secrets.GIT_HOST_A_TOKEN ?? secrets.GIT_TOKEN;
-    const res = await fetch(`${deps.gitHostAApiUrl}/repos/${target.repo}/issues/${target.number}/comments`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ body }),
-      signal: AbortSignal.timeout(30_000),
-    });
+    const url = `${deps.gitHostAApiUrl}/repos/${target.repo}/issues/${target.number}/comments`;
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+    const listed = await fetch(`${url}?per_page=100`, { headers, signal: AbortSignal.timeout(30_000) });
+    if (listed.ok) {
+      const comments = (await listed.json()) as { body?: string }[];
+      if (Array.isArray(comments) && comments.some((c) => c.body?.includes(marker))) return [COMMENT_POSTED];
+    } else await listed.body?.cancel();
+    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ body }), signal: AbortSignal.timeout(30_000) });
     const answer = (await res.text()).slice(0, 300);
     if (res.status === 401 || res.status === 403 || res.status === 404 || res.status === 422) {
       throw ApplicationFailure.nonRetryable(`the git host refused the comment on ${target.repo}#${target.number} (${res.status}): ${answer}`);

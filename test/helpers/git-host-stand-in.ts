@@ -1,6 +1,7 @@
 /**
  * A loopback stand-in for git host A's REST API, as far as the GitHostAV1 callback uses it:
- * `POST /repos/{owner}/{repo}/issues/{number}/comments` with `{body}`, answered 201 with the comment.
+ * `POST /repos/{owner}/{repo}/issues/{number}/comments` with `{body}`, answered 201 with the comment, and
+ * `GET` of the same path, the comments posted so far.
  * `failNext` makes the next requests fail with 500 (a flaky host); `refuseWith` answers every one so.
  */
 import http from 'node:http';
@@ -26,6 +27,10 @@ export class GitHostStandIn extends LoopbackServer {
     const answer = (status: number, json: object): void => {
       res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(json));
     };
+    const listing = /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments(\?.*)?$/.exec(req.url ?? '');
+    if (req.method === 'GET' && listing) {
+      return answer(200, this.comments.filter((c) => c.repo === listing[1] && c.number === Number(listing[2])).map((c, i) => ({ id: i + 1, body: c.body })));
+    }
     if (req.method !== 'POST' || !m) return answer(404, { message: 'Not Found' });
     if (this.refuseWith) return answer(this.refuseWith, { message: 'refused' });
     if (this.failNext > 0) {
