@@ -127,7 +127,9 @@ async function main(): Promise<void> {
 
     progress(`${STARTS} concurrent starts`);
     const t0 = performance.now();
-    const all = await Promise.all(Array.from({ length: STARTS }, () => serviceStart()));
+    let done = 0;
+    const ticker = setInterval(() => progress(`${done}/${STARTS} streams ended`), 30_000);
+    const all = await Promise.all(Array.from({ length: STARTS }, () => serviceStart().finally(() => done++))).finally(() => clearInterval(ticker));
     const wallMs = performance.now() - t0;
     const ready = all.filter((s) => s.statuses.join() === STATUSES.join()).length;
     const failed = all.filter((s) => s.statuses.at(-1) !== 'READY');
