@@ -22,8 +22,8 @@ import { freePort } from '../src/process/net';
 import { ConversationsStore } from '../src/store/conversations-store';
 import { openDatabase } from '../src/store/mongo';
 import { UsersStore } from '../src/store/users-store';
-import { arg, median, printTable, progress } from './report';
-import { startBenchServers, stopProcesses } from './servers';
+import { arg, median, printTable, progress, runBench } from './report';
+import { startBenchServers } from './servers';
 
 const STEPS = arg('steps', 200);
 const RUNS = arg('runs', 3);
@@ -158,12 +158,8 @@ async function main(): Promise<void> {
   } finally {
     await llm.close();
     await database.close();
-    await stopProcesses(children);
-    await servers.stop();
+    await servers.stop(children);
   }
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+runBench(main);

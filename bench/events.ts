@@ -16,6 +16,7 @@ import path from 'node:path';
 import WebSocket from 'ws';
 import { freePort } from '../src/process/net';
 import { FERRETDB_VERSION } from '../scripts/servers/paths';
+import { runBench } from './report';
 import { startBenchServers } from './servers';
 import { SecretBox } from '../src/auth/secret-box';
 import { normalizeEventTime } from '../src/events/event-time';
@@ -269,7 +270,4 @@ async function main(): Promise<void> {
   console.log(`\nFerretDB ${FERRETDB_VERSION} (SQLite), Node ${process.version}, ${os.cpus().length} cores`);
 }
 
-main().catch((e: Error) => {
-  console.error(e);
-  process.exit(1);
-});
+runBench(main);

@@ -26,3 +26,11 @@ export function printTable(title: string, rows: string[][]): void {
   console.log(`\n${title}\n`);
   for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
 }
+
+/** Runs a benchmark's main; a failure prints and exits 1. */
+export function runBench(main: () => Promise<void>): void {
+  main().catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

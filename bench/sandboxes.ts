@@ -14,8 +14,8 @@ import path from 'node:path';
 import { SecretBox } from '../src/auth/secret-box';
 import { sandboxWorkflowId } from '../src/temporal/shared';
 import { freePort } from '../src/process/net';
-import { arg, median, pct, printTable, progress } from './report';
-import { printHistory, startBenchServers, stopProcesses } from './servers';
+import { arg, median, pct, printTable, progress, runBench } from './report';
+import { printHistory, startBenchServers } from './servers';
 import { ApiKeysStore } from '../src/store/api-keys-store';
 import { openDatabase } from '../src/store/mongo';
 import { UsersStore } from '../src/store/users-store';
@@ -130,12 +130,8 @@ async function main(): Promise<void> {
     console.log(`\norchestration adds ${(share * 100).toFixed(0)}% to the median (${f(median(service) - median(direct))}); goal <= 20%`);
   } finally {
     await database.close();
-    await stopProcesses(children);
-    await servers.stop();
+    await servers.stop(children);
   }
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+runBench(main);

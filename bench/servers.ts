@@ -24,7 +24,9 @@ export async function startBenchServers(name: string) {
     dir,
     mongoUri: ferret.uri,
     temporalAddress: temporal.address,
-    async stop() {
+    /** Stops the benchmark's own processes first (api, worker, runtime), then the servers. */
+    async stop(children: ChildProcess[] = []) {
+      await stopProcesses(children);
       await Promise.all([ferret.stop(), temporal.stop()]);
       fs.rmSync(dir, { recursive: true, force: true });
     },

@@ -23,8 +23,8 @@ import { UsersStore } from '../src/store/users-store';
 import { OrganizationsService } from '../src/orgs/organizations-service';
 import { MembershipsStore } from '../src/store/memberships-store';
 import { OrganizationsStore } from '../src/store/organizations-store';
-import { arg, median, pct, printTable, progress } from './report';
-import { printHistory, startBenchServers, stopProcesses } from './servers';
+import { arg, median, pct, printTable, progress, runBench } from './report';
+import { printHistory, startBenchServers } from './servers';
 import { startTaskWorkflowId } from '../src/temporal/shared';
 
 const STARTS = arg('starts', 200);
@@ -162,12 +162,8 @@ async function main(): Promise<void> {
     console.log(`\norchestration adds ${((median(single) / median(raw) - 1) * 100).toFixed(0)}% over the raw steps (${f(median(single) - median(raw))}); goal <= 20%`);
   } finally {
     await database.close();
-    await stopProcesses(children);
-    await servers.stop();
+    await servers.stop(children);
   }
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+runBench(main);
