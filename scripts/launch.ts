@@ -2,8 +2,10 @@
  * The embedded default (`npm start`): everything on this machine, data in one directory.
  * Starts the Temporal dev server and FerretDB (unless TEMPORAL_ADDRESS / MONGODB_URI point at servers
  * that already run), then the api and the worker; prints the URLs and, on first run, an admin API key.
- * Ctrl-C stops every child, the servers last. With `--demo`, it then plays the labelled demo conversation
- * (scripted LLM, no key needed) and leaves everything running.
+ * A child that dies is restarted (scripts/servers/supervisor.ts) on the same port, data and pid file; one
+ * that keeps failing stops everything with exit code 1. Ctrl-C stops every child, the servers last. With
+ * `--demo`, it then plays the labelled demo conversation (scripted LLM, no key needed) and leaves
+ * everything running.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,9 +14,10 @@ import { ConfigError, loadConfig } from '../src/config';
 import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
 import { portOpen } from '../src/process/net';
-import { reapStale, startChild, type Child } from './servers/child';
+import { reapStale, startChild } from './servers/child';
 import { startFerretdb } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
+import { Supervisor } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
 
 async function ensurePortFree(port: number, variable: string): Promise<void> {
@@ -37,16 +40,19 @@ function runAdmin(args: string[], env: NodeJS.ProcessEnv, show = false): Promise
   });
 }
 
-const children: Child[] = [];
-let stopping = false;
+let supervisor: Supervisor | undefined;
+let stopped: Promise<void> | undefined;
+let exitCode: number | undefined;
 
-/** Stops the api and worker first (they drain), then the servers they use. */
+/**
+ * Stops the api and worker first (they drain), then the servers they use. Every caller waits for the
+ * same stop; the first caller's code is the exit code.
+ */
 async function stopAll(code: number, graceMs = 10_000): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    for (const c of [...children].reverse()) await c.stop(graceMs).catch(() => undefined);
-  }
-  process.exit(code);
+  exitCode ??= code;
+  stopped ??= supervisor?.stop(graceMs) ?? Promise.resolve();
+  await stopped;
+  process.exit(exitCode);
 }
 
 /** A log line written after `from` bytes: the file is appended to across restarts. */
@@ -66,14 +72,20 @@ function logSince(file: string, from: number): string {
   }
 }
 
-const track = (c: Child) => void children.push(c);
-
 const sizeOf = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config, 'launcher');
   fs.mkdirSync(config.dataDir, { recursive: true });
+  const supervision = new Supervisor({
+    log: { info: (m) => log.info(m), warn: (m) => log.warn(m) },
+    onGiveUp: (_name, reason) => {
+      log.error(`${reason}: stopping everything`);
+      void stopAll(1, config.shutdownGraceMs);
+    },
+  });
+  supervisor = supervision;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
       log.info(`${signal}: stopping`);
@@ -101,13 +113,8 @@ async function main(): Promise<void> {
   let mongoUri = config.mongo.uri;
   if (!mongoUri) {
     await ensurePortFree(config.embedded.mongoPort, 'EMBEDDED_MONGODB_PORT');
-    const ferret = await startFerretdb({
-      onSpawn: track,
-      binary: binaries!.ferretdb,
-      dataDir: path.join(config.dataDir, 'ferretdb'),
-      port: config.embedded.mongoPort,
-      pidFile: true,
-    });
+    const options = { binary: binaries!.ferretdb, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
+    const ferret = await supervision.start('ferretdb', (onSpawn) => startFerretdb({ ...options, onSpawn }));
     mongoUri = ferret.uri;
     log.info({ uri: mongoUri }, 'FerretDB (MongoDB wire protocol) is up'); // embedded: no credentials
   }
@@ -117,15 +124,15 @@ async function main(): Promise<void> {
   if (!temporalAddress) {
     await ensurePortFree(config.embedded.temporalPort, 'EMBEDDED_TEMPORAL_PORT');
     await ensurePortFree(config.embedded.temporalUiPort, 'EMBEDDED_TEMPORAL_UI_PORT');
-    const temporal = await startTemporalDevServer({
-      onSpawn: track,
+    const options = {
       binary: binaries!.temporal,
       dataDir: path.join(config.dataDir, 'temporal'),
       port: config.embedded.temporalPort,
       uiPort: config.embedded.temporalUiPort,
       namespace: config.temporal.namespace,
       pidFile: true,
-    });
+    };
+    const temporal = await supervision.start('temporal', (onSpawn) => startTemporalDevServer({ ...options, onSpawn }));
     temporalAddress = temporal.address;
     temporalUi = temporal.uiUrl;
     log.info({ address: temporalAddress }, 'Temporal dev server is up');
@@ -145,19 +152,23 @@ async function main(): Promise<void> {
   await ensurePortFree(config.api.port, 'API_PORT');
   const logs = path.join(config.dataDir, 'logs');
   const workerLog = path.join(logs, 'worker.log');
-  const workerLogStart = sizeOf(workerLog);
-  await startChild({
-      onSpawn: track,
+  await supervision.start('worker', (onSpawn) => {
+    // Each start reads only what it wrote: the log is appended to across restarts.
+    const from = sizeOf(workerLog);
+    return startChild({
+      onSpawn,
       name: 'worker',
       command: process.execPath,
       args: [path.join(dist, 'worker', 'main.js')],
       env,
       logFile: workerLog,
       pidFile: path.join(config.dataDir, 'worker.pid'),
-      ready: async () => logSince(workerLog, workerLogStart).includes('worker polling'),
+      ready: async () => logSince(workerLog, from).includes('worker polling'),
+    });
   });
-  await startChild({
-      onSpawn: track,
+  await supervision.start('api', (onSpawn) =>
+    startChild({
+      onSpawn,
       name: 'api',
       command: process.execPath,
       args: [path.join(dist, 'src', 'api', 'main.js')],
@@ -165,14 +176,8 @@ async function main(): Promise<void> {
       logFile: path.join(logs, 'api.log'),
       pidFile: path.join(config.dataDir, 'api.pid'),
       ready: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`)).ok,
-  });
-  for (const c of children) {
-    void c.exited.then((code) => {
-      if (stopping) return;
-      log.error(`${c.name} exited unexpectedly (${code}); see ${c.logFile}`);
-      void stopAll(1, config.shutdownGraceMs);
-    });
-  }
+    }),
+  );
 
   const lines = [
     '',
@@ -194,6 +199,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: Error) => {
-  console.error(e instanceof ConfigError ? e.message : `start failed: ${e.message}`);
+  // A start cut short by Ctrl-C is not a failure to report.
+  if (!stopped) console.error(e instanceof ConfigError ? e.message : `start failed: ${e.message}`);
   void stopAll(1);
 });

@@ -1,14 +1,15 @@
 /**
  * The README's first command, end to end: the launcher builds nothing new (the binaries are cached),
  * starts Temporal, FerretDB, the api and the worker, prints the URLs and a first key, stops everything
- * on Ctrl-C, reuses its data on the next start, and recovers from a kill -9.
+ * on Ctrl-C, reuses its data on the next start, recovers from a kill -9 of itself, and restarts any of
+ * its children killed with -9 while it keeps running.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort, portOpen } from '../src/process/net';
 import { testEnv } from './helpers/env';
-import { distPath } from './helpers/run';
+import { distPath, runNode } from './helpers/run';
 
 interface Launch {
   child: ChildProcess;
@@ -74,6 +75,28 @@ describe('launcher (npm start)', () => {
     }
   };
 
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** Polls `check` until it holds; fails with `what` after `timeoutMs`. */
+  const until = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await Promise.resolve(check()).catch(() => false))) {
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+      await sleep(100);
+    }
+  };
+
+  /** The diagnostics workflow: answers only when a worker polls Temporal and reaches the database. */
+  const doctor = async () =>
+    (
+      await runNode(
+        distPath('src', 'cli', 'admin.js'),
+        ['--json', 'doctor', '--timeout', '15'],
+        { DATA_DIR: dataDir, MONGODB_URI: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'silent' },
+        30_000,
+      )
+    ).code === 0;
+
   let adminKey: string;
   let firstKey: string;
   const launched: Launch[] = [];
@@ -126,6 +149,51 @@ describe('launcher (npm start)', () => {
     expect((await api('/api/v1/users/me', adminKey)).status).toBe(200);
     third.child.kill('SIGINT');
     expect(await third.exited).toBe(0);
+    for (const port of Object.values(ports)) expect(await portOpen(port)).toBe(false);
+  }, 240_000);
+
+  it('supervises: a child killed with -9 is restarted, the service answers again, the launcher keeps running', async () => {
+    const l = launch();
+    await waitUp(l);
+    expect(await doctor()).toBe(true);
+    const pidOf = (file: string) => {
+      try {
+        return Number(fs.readFileSync(path.join(dataDir, `${file}.pid`), 'utf8'));
+      } catch {
+        return undefined;
+      }
+    };
+    const ready = async () => (await api('/ready')).status === 200;
+    const served = async () => (await ready()) && (adminKey === undefined || (await api('/api/v1/users/me', adminKey)).status === 200);
+    const cases: [name: string, pidFile: string, answers: () => Promise<boolean>][] = [
+      ['api', 'api', served],
+      ['worker', 'worker', doctor],
+      ['ferretdb', 'ferretdb/ferretdb', async () => (await served()) && (await doctor())],
+      ['temporal', 'temporal/temporal', async () => (await ready()) && (await doctor())],
+    ];
+    const downtime: Record<string, number> = {};
+    for (const [name, pidFile, answers] of cases) {
+      const before = Object.fromEntries(cases.map(([n, f]) => [n, pidOf(f)]));
+      const killed = before[name]!;
+      process.kill(killed, 'SIGKILL');
+      const killedAt = Date.now();
+      await until(`${name} restarted`, () => {
+        const pid = pidOf(pidFile);
+        return pid !== undefined && pid !== killed && alive(pid);
+      });
+      await until(`${name}: the service answers again`, answers);
+      downtime[name] = Date.now() - killedAt;
+      expect(l.child.exitCode).toBeNull();
+      expect(alive(killed)).toBe(false);
+      // The others were not restarted: the api and worker reconnect to a server that came back.
+      for (const [other, file] of cases) if (other !== name) expect([other, pidOf(file)]).toEqual([other, before[other]]);
+      // Why, and which log to read: <data>/logs/api.log, <data>/ferretdb/ferretdb.log, ...
+      expect(l.output()).toMatch(new RegExp(`${name} \\(pid ${killed}\\) exited unexpectedly with signal SIGKILL after [^;]*; see [^"]*/${name}\\.log; restarting in 500 ms`));
+    }
+    console.log(`downtime after kill -9 (until the service answers again): ${Object.entries(downtime).map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`).join(', ')}`);
+
+    l.child.kill('SIGINT');
+    expect(await l.exited).toBe(0);
     for (const port of Object.values(ports)) expect(await portOpen(port)).toBe(false);
   }, 240_000);
 });

@@ -51,15 +51,18 @@ function alive(pid: number): boolean {
   }
 }
 
+function readPid(pidFile: string): number | undefined {
+  try {
+    return Number(fs.readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return undefined;
+  }
+}
+
 /** Stops a process a previous, killed launcher left behind, if the pid still runs the same program. */
 export async function reapStale(pidFile: string, program: string): Promise<void> {
-  let pid: number;
-  try {
-    pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
-  } catch {
-    return;
-  }
-  if (!Number.isInteger(pid) || pid <= 1 || !alive(pid)) return;
+  const pid = readPid(pidFile);
+  if (pid === undefined || !Number.isInteger(pid) || pid <= 1 || !alive(pid)) return;
   let cmdline: string;
   try {
     cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
@@ -96,7 +99,8 @@ export async function startChild(spec: ChildSpec): Promise<Child> {
   let done = false;
   void exited.then(() => {
     done = true;
-    if (spec.pidFile) fs.rmSync(spec.pidFile, { force: true });
+    // A restart may already have written its own pid there: remove only this process's.
+    if (spec.pidFile && readPid(spec.pidFile) === child.pid) fs.rmSync(spec.pidFile, { force: true });
   });
 
   const handle: Child = {

@@ -1,0 +1,168 @@
+/**
+ * Keeps the launcher's children running: a child that dies is started again after a backoff (doubling
+ * up to a cap, back to the first step once a child has stayed up a while), with the reason and the log
+ * file to read logged each time. A child that keeps failing to come back makes the supervisor give up,
+ * so the caller can stop everything. The spawn functions are passed in: this file owns only the policy.
+ */
+import type { Child } from './child';
+
+export interface SupervisorLog {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface SupervisorOptions {
+  /** Wait before the first restart after a crash. @default 500 */
+  initialBackoffMs?: number;
+  /** The wait doubles with each quick failure in a row, up to this. @default 30_000 */
+  maxBackoffMs?: number;
+  /** A child up this long is healthy again: its next crash waits `initialBackoffMs` and counts from zero. @default 60_000 */
+  stableAfterMs?: number;
+  /** Failed restarts in a row (did not become ready, or died before `stableAfterMs`) before giving up. @default 5 */
+  maxFailedRestarts?: number;
+  log: SupervisorLog;
+  /** Called once when a child keeps failing, with why; nothing more is restarted and the caller stops all. */
+  onGiveUp: (name: string, reason: string) => void;
+}
+
+export const defaultSupervisorOptions = () =>
+  ({ initialBackoffMs: 500, maxBackoffMs: 30_000, stableAfterMs: 60_000, maxFailedRestarts: 5 }) as const;
+
+/** Starts one child and resolves once it is ready; `onSpawn` is called as soon as its process exists. */
+export type StartFn<C extends Child = Child> = (onSpawn: (child: Child) => void) => Promise<C>;
+
+type State = 'starting' | 'running' | 'backoff' | 'stopped';
+
+interface Entry {
+  name: string;
+  start: StartFn;
+  state: State;
+  /** The latest spawned process (possibly not ready yet): what `stop` stops. */
+  current?: Child;
+  /** The start in progress, settled before `stop` returns. */
+  pending?: Promise<unknown>;
+  timer?: NodeJS.Timeout;
+  readyAt: number;
+  /** Quick failures in a row: the crash that began the series, then each failed restart. */
+  failures: number;
+  restarts: number;
+}
+
+/** How a process ended, for a log line: an exit code, a signal, or a spawn error. */
+export function describeExit(how: number | string): string {
+  if (typeof how === 'number') return `exit code ${how}`;
+  return how.startsWith('SIG') ? `signal ${how}` : how;
+}
+
+export class Supervisor {
+  private readonly o: Required<Omit<SupervisorOptions, 'log' | 'onGiveUp'>> & Pick<SupervisorOptions, 'log' | 'onGiveUp'>;
+  private readonly entries: Entry[] = [];
+  private stopping = false;
+  private stopGraceMs = 10_000;
+
+  constructor(options: SupervisorOptions) {
+    this.o = { ...defaultSupervisorOptions(), ...options };
+  }
+
+  /** Restarts of `name` so far (tests and logs). */
+  restarts(name: string): number {
+    return this.entries.find((e) => e.name === name)?.restarts ?? 0;
+  }
+
+  /**
+   * Starts a child and supervises it from then on. A first start that fails is not retried: the error
+   * is the caller's (a wrong binary or a taken port will not fix itself). Stop order is the reverse of
+   * the order of these calls.
+   */
+  async start<C extends Child>(name: string, start: StartFn<C>): Promise<C> {
+    if (this.stopping) throw new Error(`${name} not started: stopping`);
+    if (this.entries.some((e) => e.name === name)) throw new Error(`${name} is already supervised`);
+    const entry: Entry = { name, start, state: 'starting', readyAt: 0, failures: 0, restarts: 0 };
+    this.entries.push(entry);
+    const pending = start((c) => this.spawned(entry, c));
+    entry.pending = pending;
+    const child = await pending.finally(() => (entry.pending = undefined));
+    this.running(entry, child);
+    return child;
+  }
+
+  /** Stops every child, the last started first; cancels waiting restarts and waits for starts in progress. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
+    this.stopGraceMs = graceMs;
+    for (const e of this.entries) clearTimeout(e.timer);
+    for (const e of [...this.entries].reverse()) {
+      e.state = 'stopped';
+      await e.current?.stop(graceMs).catch(() => undefined);
+      await e.pending?.catch(() => undefined);
+      // A process the start in progress spawned meanwhile was told to stop: wait until it has.
+      await e.current?.stop(graceMs).catch(() => undefined);
+    }
+  }
+
+  private spawned(entry: Entry, child: Child): void {
+    entry.current = child;
+    // A process that appears once stopping began (a restart already past its backoff) is stopped at once.
+    if (this.stopping) void child.stop(this.stopGraceMs).catch(() => undefined);
+  }
+
+  private running(entry: Entry, child: Child): void {
+    entry.state = 'running';
+    entry.current = child;
+    entry.readyAt = Date.now();
+    void child.exited.then((how) => this.exited(entry, child, how));
+  }
+
+  private exited(entry: Entry, child: Child, how: number | string): void {
+    // Only the exit of the process in charge counts, once: a restart is never scheduled twice.
+    if (this.stopping || entry.state !== 'running' || entry.current !== child) return;
+    const upMs = Date.now() - entry.readyAt;
+    if (upMs >= this.o.stableAfterMs) entry.failures = 0;
+    entry.failures++;
+    const why = `${entry.name} (pid ${child.process.pid}) exited unexpectedly with ${describeExit(how)} after ${formatMs(upMs)} up; see ${child.logFile}`;
+    this.failed(entry, why);
+  }
+
+  /** Counts a quick failure and schedules the next start, or gives up. */
+  private failed(entry: Entry, why: string): void {
+    const failedRestarts = entry.failures - 1;
+    if (failedRestarts >= this.o.maxFailedRestarts) {
+      entry.state = 'stopped';
+      this.o.onGiveUp(entry.name, `${entry.name} failed ${failedRestarts} restarts in a row (last: ${why})`);
+      return;
+    }
+    const delay = Math.min(this.o.maxBackoffMs, this.o.initialBackoffMs * 2 ** (entry.failures - 1));
+    this.o.log.warn(`${why}; restarting in ${formatMs(delay)}`);
+    entry.state = 'backoff';
+    entry.timer = setTimeout(() => this.restart(entry), delay);
+  }
+
+  private restart(entry: Entry): void {
+    entry.timer = undefined;
+    if (this.stopping || entry.state !== 'backoff') return;
+    entry.state = 'starting';
+    entry.restarts++;
+    const began = Date.now();
+    const pending = entry.start((c) => this.spawned(entry, c));
+    entry.pending = pending;
+    void pending.then(
+      (child) => {
+        entry.pending = undefined;
+        if (this.stopping) return;
+        this.o.log.info(`${entry.name} restarted (pid ${child.process.pid}), ready in ${formatMs(Date.now() - began)}`);
+        this.running(entry, child);
+      },
+      (e: Error) => {
+        entry.pending = undefined;
+        if (this.stopping) return;
+        entry.failures++;
+        // The error's first line and the last line of the output it quotes (a log tail): why, in one line.
+        const [first, ...rest] = e.message.split('\n');
+        const last = rest.filter((l) => l.trim()).at(-1);
+        this.failed(entry, `restart of ${entry.name} failed: ${first!.replace(/:$/, '')}${last ? `, ending: ${last.slice(-300)}` : ''}`);
+      },
+    );
+  }
+}
+
+const formatMs = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
