@@ -154,27 +154,93 @@ describe('live events over websockets', () => {
     }
   });
 
-  it('a subscriber that does not read is closed with 1013 instead of queueing without bound', async () => {
+  const logReader = () => {
+    const events = new EventsStore(t.database.db);
+    return { range: events.range.bind(events), lastSeq: (id: string) => t.conversations.lastSeq(id) };
+  };
+
+  it('a subscriber that does not read is closed with 1013 after the no-progress bound, not queueing without bound', async () => {
     const c = await t.newConversation(userId);
     await t.ingest(c.conversationId, c.sessionKey, messages(50));
     const closes: number[] = [];
     let buffered = 0;
     const sink: SubscriberSink = {
       send: (json) => void (buffered += json.length),
-      bufferedAmount: () => buffered,
+      bufferedAmount: () => buffered, // never goes down: the reader stopped
       close: (code) => void closes.push(code),
     };
-    const events = new EventsStore(t.database.db);
-    const log = { range: events.range.bind(events), lastSeq: (id: string) => t.conversations.lastSeq(id) };
-    const sub = new Subscription(c.conversationId, sink, log, {
+    const sub = new Subscription(c.conversationId, sink, logReader(), {
       maxBufferedBytes: 2000,
       maxPendingEvents: 10,
       catchUpPageSize: 500,
+      catchUpHighWaterBytes: 1000,
+      catchUpStallMs: 300,
     });
     const hub = new EventHub();
     hub.add(sub);
+    const started = Date.now();
     await sub.start(0);
+    const took = Date.now() - started;
     expect(closes).toEqual([1013]);
-    expect(buffered).toBeLessThan(2000 + 1000);
+    expect(took).toBeGreaterThanOrEqual(300);
+    expect(took).toBeLessThan(5000);
+    expect(buffered).toBeLessThan(1000 + 1000); // the high-water mark and at most one more event
   });
+
+  it('catch-up waits for a slow reader that makes progress, however long the whole log takes', async () => {
+    const c = await t.newConversation(userId);
+    const evs = messages(50);
+    await t.ingest(c.conversationId, c.sessionKey, evs);
+    const closes: number[] = [];
+    const sent: string[] = [];
+    let buffered = 0;
+    // Reads 300 bytes every 20 ms: the ~20 KB log takes over a second, far past the stall bound of 300 ms.
+    const reader = setInterval(() => (buffered = Math.max(0, buffered - 300)), 20);
+    try {
+      const sink: SubscriberSink = {
+        send: (json) => {
+          sent.push((JSON.parse(json) as { id: string }).id);
+          buffered += json.length;
+        },
+        bufferedAmount: () => buffered,
+        close: (code) => void closes.push(code),
+      };
+      const sub = new Subscription(c.conversationId, sink, logReader(), {
+        maxBufferedBytes: 2000,
+        maxPendingEvents: 10,
+        catchUpPageSize: 20,
+        catchUpHighWaterBytes: 1000,
+        catchUpStallMs: 300,
+      });
+      new EventHub().add(sub);
+      const started = Date.now();
+      await sub.start(0);
+      expect(Date.now() - started).toBeGreaterThan(600);
+      expect(closes).toEqual([]);
+      expect(sent).toEqual(evs.map((e) => e.id));
+      expect(buffered).toBeLessThanOrEqual(1000); // drained to the mark before live events
+    } finally {
+      clearInterval(reader);
+    }
+  });
+
+  it('resend_all of a 30 MB log (300 events of 100 KB) reaches a fast reader whole, in order, without 1013', async () => {
+    const c = await t.newConversation(userId);
+    const big: Record<string, unknown>[] = messages(300).map((e, i) => ({ ...e, llm_message: { role: 'user', content: [{ type: 'text', text: `${i}:` + 'x'.repeat(100_000) }] } }));
+    // Bodies are capped at 5 MiB: 30 events (3 MB) per batch.
+    for (let i = 0; i < big.length; i += 30) expect((await t.ingest(c.conversationId, c.sessionKey, big.slice(i, i + 30))).status).toBe(200);
+    const sub = connect(socketUrl(t, c.conversationId, '?resend_all=true'), { 'X-Access-Token': key });
+    let closedWith: number | null = null;
+    const closed = sub.closed.then(({ code }) => {
+      closedWith = code;
+      throw new Error(`closed ${code} after ${sub.messages.length} of 300 events`);
+    });
+    closed.catch(() => undefined); // the race below reports an early close; the final close is ours
+    const got = await Promise.race([sub.waitFor(300, 60_000), closed]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(closedWith).toBeNull();
+    expect(got.map((e) => e.id)).toEqual(big.map((e) => e.id));
+    expect(got[299].llm_message.content[0].text).toHaveLength(100_004);
+    sub.ws.close();
+  }, 120_000);
 });

@@ -36,7 +36,8 @@ export class EventIngest {
 
   async ingest(conversationId: string, batch: readonly Event[]): Promise<IngestResult> {
     const { conversations, live } = this.deps;
-    const token = await conversations.acquireIngestLease(conversationId, this.deps.leaseTtlMs ?? 30_000, this.deps.leaseWaitMs ?? 10_000);
+    const ttlMs = this.deps.leaseTtlMs ?? 30_000;
+    const token = await conversations.acquireIngestLease(conversationId, ttlMs, this.deps.leaseWaitMs ?? 10_000);
     if (!token) throw new HttpError(503, 'Another batch for this conversation is being stored; retry shortly', { 'Retry-After': '1' });
     try {
       const persistent = batch.filter((e) => !TRANSIENT_KINDS.has(e.kind));
@@ -63,7 +64,21 @@ export class EventIngest {
         published_only: batch.length - persistent.length,
       };
     } finally {
-      await conversations.releaseIngestLease(conversationId, token).catch(() => undefined);
+      await this.release(conversationId, token, Date.now() + ttlMs);
+    }
+  }
+
+  /**
+   * Gives the lease back. When the database is away at that moment, the release is tried again in the
+   * background until it lands or the lease expires anyway: the conversation's next batch then waits for
+   * the database to come back (seconds), not for the lease's whole TTL.
+   */
+  private async release(conversationId: string, token: string, expiresAt: number, delayMs = 100): Promise<void> {
+    try {
+      await this.deps.conversations.releaseIngestLease(conversationId, token);
+    } catch {
+      if (Date.now() + delayMs >= expiresAt) return;
+      setTimeout(() => void this.release(conversationId, token, expiresAt, Math.min(delayMs * 2, 1000)), delayMs).unref();
     }
   }
 

@@ -20,18 +20,35 @@ export interface SubscriberSink {
 }
 
 export interface SubscriptionLimits {
-  /** Queued bytes past which a subscriber that does not read is disconnected (1013). */
+  /** Queued bytes past which a live event disconnects a subscriber that does not read (1013). */
   maxBufferedBytes: number;
   /** Live events held while catching up from the log. */
   maxPendingEvents: number;
   catchUpPageSize: number;
+  /**
+   * Events read from the log (catch-up, or a gap of the live channel) go out with back-pressure: past
+   * this many queued bytes the next one waits for the subscriber to read.
+   * @default maxBufferedBytes / 2
+   */
+  catchUpHighWaterBytes?: number;
+  /**
+   * How long such a wait may see no progress (queued bytes not going down) before the subscriber is
+   * disconnected (1013): a reader that is slow but reads is never cut off, one that stopped is.
+   * @default 10000
+   */
+  catchUpStallMs?: number;
 }
 
 export const DEFAULT_SUBSCRIPTION_LIMITS: SubscriptionLimits = {
   maxBufferedBytes: 8 * 1024 * 1024,
   maxPendingEvents: 10_000,
   catchUpPageSize: 500,
+  catchUpHighWaterBytes: 4 * 1024 * 1024,
+  catchUpStallMs: 10_000,
 };
+
+/** How often a back-pressure wait looks at the subscriber's queued bytes. */
+const DRAIN_POLL_MS = 5;
 
 export const CLOSE_TRY_AGAIN_LATER = 1013;
 
@@ -96,16 +113,22 @@ export class Subscription {
     this.lastSeq = doc.seq;
   }
 
+  /**
+   * Sends the stored events up to `untilSeq` page by page, each event only once the subscriber has read
+   * enough of what is queued (the log is never copied into the socket's buffer whole), and returns with
+   * the queue drained below the high-water mark, so the live events that follow find room.
+   */
   private async sendFromLog(untilSeq: number): Promise<void> {
     for (;;) {
       if (this.closed) return;
       const page = await this.events.range(this.conversationId, this.lastSeq, this.limits.catchUpPageSize, untilSeq);
       for (const e of page) {
-        this.write(e.json);
+        await this.waitForRoom();
+        if (this.closed) return;
+        this.sink.send(e.json);
         this.lastSeq = e.seq;
       }
-      if (page.length < this.limits.catchUpPageSize) return;
-      await this.waitForDrain();
+      if (page.length < this.limits.catchUpPageSize) return this.waitForRoom();
     }
   }
 
@@ -118,10 +141,26 @@ export class Subscription {
     this.sink.send(json);
   }
 
-  /** During catch-up, lets the socket flush before the next page instead of queueing the whole log. */
-  private async waitForDrain(): Promise<void> {
-    for (let i = 0; i < 200 && !this.closed && this.sink.bufferedAmount() > this.limits.maxBufferedBytes / 2; i++) {
-      await new Promise((r) => setTimeout(r, 50));
+  /**
+   * Waits until the subscriber's queued bytes are at most the high-water mark. Closes it (1013) when they
+   * have not gone down for `catchUpStallMs`: it stopped reading.
+   */
+  private async waitForRoom(): Promise<void> {
+    const highWater = this.limits.catchUpHighWaterBytes ?? this.limits.maxBufferedBytes / 2;
+    const stallMs = this.limits.catchUpStallMs ?? 10_000;
+    let lowest = Infinity;
+    let progressAt = Date.now();
+    for (;;) {
+      if (this.closed) return;
+      const queued = this.sink.bufferedAmount();
+      if (queued <= highWater) return;
+      if (queued < lowest) {
+        lowest = queued;
+        progressAt = Date.now();
+      } else if (Date.now() - progressAt >= stallMs) {
+        return this.close(CLOSE_TRY_AGAIN_LATER, 'subscriber too slow');
+      }
+      await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
     }
   }
 }

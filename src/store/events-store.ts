@@ -6,10 +6,11 @@
  */
 import type { Db, Filter } from 'mongodb';
 import type { EventKind, EventSource } from '../schemas/events';
+import { withinBudget } from './errors';
 import type { CollectionIndexes } from './mongo';
 
 export interface StoredEvent {
-  /** `<conversation_id>/<event id>` (conversation ids hold no '/'): the unique event key, looked up by `_id`. */
+  /** `<conversation_id>/<event id>` (conversation ids hold no '/'): the unique event key. */
   _id: string;
   conversation_id: string;
   id: string;
@@ -39,8 +40,16 @@ export interface EventFilter {
 
 export type EventCursor = readonly [timestamp: string, seq: number];
 
-/** The `_id` of an event: point lookups by `_id` are the one query FerretDB's SQLite backend indexes. */
+/** The `_id` of an event: a single event is looked up by `_id`, the one query FerretDB's SQLite backend indexes. */
 export const eventKey = (conversationId: string, eventId: string) => `${conversationId}/${eventId}`;
+
+/**
+ * Events per insert command. FerretDB 1.24 runs an insert in batches of 100 documents (its default
+ * `--batch-size`) and, in an ordered insert, goes on with the next batch after a duplicate key: the new
+ * events of a partly stored batch past its first 100 would be stored after a hole in the seqs (seen with
+ * a resent batch of 2,000 plus 10 new events). An insert of at most one such batch stops where it should.
+ */
+const APPEND_CHUNK = 100;
 
 export interface AppendResult {
   inserted: number;
@@ -60,37 +69,87 @@ function baseFilter(f: EventFilter): Filter<StoredEvent> {
   return filter;
 }
 
+export interface EventsStoreOptions {
+  /**
+   * Time budget of each read of the log, sent as the server's `maxTimeMS`. A read that runs out of it
+   * throws DatabaseBusyError (the api answers 503 with Retry-After) instead of holding the database.
+   * @default 15000
+   */
+  queryTimeoutMs?: number;
+}
+
+export const defaultEventsStoreOptions = (): Required<EventsStoreOptions> => ({ queryTimeoutMs: 15_000 });
+
 export class EventsStore {
-  constructor(private readonly db: Db) {}
+  private readonly maxTimeMS: number;
+
+  constructor(
+    private readonly db: Db,
+    options: EventsStoreOptions = {},
+  ) {
+    this.maxTimeMS = options.queryTimeoutMs ?? defaultEventsStoreOptions().queryTimeoutMs;
+  }
 
   private get events() {
     return this.db.collection<StoredEvent>('events');
   }
 
-  /** Which of these event ids the conversation's log already holds (one `_id` lookup each, in parallel). */
-  async existingIds(conversationId: string, ids: readonly string[]): Promise<Set<string>> {
-    const found = await Promise.all(
-      ids.map((id) => this.events.findOne({ _id: eventKey(conversationId, id) }, { projection: { _id: 1 } })),
+  private read<T>(operation: string, run: (maxTimeMS: number) => Promise<T>): Promise<T> {
+    return withinBudget(`events ${operation}`, this.maxTimeMS, () => run(this.maxTimeMS));
+  }
+
+  /**
+   * The conversation's stored events among these ids: one query per batch, whatever its size (the
+   * `conversation_event_id` index on MongoDB; on FerretDB one pass over the collection, not one per id).
+   * The whole answer is asked for in the first batch (one more than can match: FerretDB keeps a cursor
+   * open after a full batch), so the server's `maxTimeMS` bounds all of it (FerretDB's does not bound
+   * the getMores that follow a find).
+   */
+  private byIds(operation: string, conversationId: string, ids: readonly string[], withJson: boolean) {
+    const unique = [...new Set(ids)];
+    const projection = withJson ? { _id: 0, id: 1, json: 1 } : { _id: 0, id: 1 };
+    return this.read(operation, (maxTimeMS) =>
+      this.events
+        .find({ conversation_id: conversationId, id: { $in: unique } }, { projection, maxTimeMS, batchSize: unique.length + 1 })
+        .toArray(),
     );
-    return new Set(ids.filter((_, i) => found[i] !== null));
+  }
+
+  /** Which of these event ids the conversation's log already holds (one query). */
+  async existingIds(conversationId: string, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const found = await this.byIds('existingIds', conversationId, ids, false);
+    return new Set(found.map((d) => d.id));
   }
 
   /** The highest seq in the conversation's log, 0 when empty (a scan on FerretDB: recovery only). */
   async lastSeqInLog(conversationId: string): Promise<number> {
-    const [last] = await this.events
-      .find({ conversation_id: conversationId }, { projection: { _id: 0, seq: 1 } })
-      .sort({ seq: -1 })
-      .limit(1)
-      .toArray();
+    const [last] = await this.read('lastSeqInLog', (maxTimeMS) =>
+      this.events
+        .find({ conversation_id: conversationId }, { projection: { _id: 0, seq: 1 }, maxTimeMS })
+        .sort({ seq: -1 })
+        .limit(1)
+        .toArray(),
+    );
     return last?.seq ?? 0;
   }
 
   /**
    * Appends in seq order and stops at the first document that hits a unique index, so the log keeps a
-   * contiguous prefix and never a hole.
+   * contiguous prefix and never a hole. Ordered inserts of at most APPEND_CHUNK documents, one after
+   * the other (see there why).
    */
   async append(docs: readonly StoredEvent[]): Promise<AppendResult> {
-    if (docs.length === 0) return { inserted: 0 };
+    let inserted = 0;
+    for (let from = 0; from < docs.length; from += APPEND_CHUNK) {
+      const r = await this.appendChunk(docs.slice(from, from + APPEND_CHUNK));
+      inserted += r.inserted;
+      if (r.conflictAt !== undefined) return { inserted, conflictAt: from + r.conflictAt };
+    }
+    return { inserted };
+  }
+
+  private async appendChunk(docs: readonly StoredEvent[]): Promise<AppendResult> {
     try {
       await this.events.insertMany(docs.map((d) => ({ ...d })), { ordered: true });
       return { inserted: docs.length };
@@ -99,6 +158,13 @@ export class EventsStore {
       const first = Array.isArray(err.writeErrors) ? err.writeErrors[0] : err.writeErrors;
       if ((first?.code ?? err.code) !== 11000) throw e;
       const at = first?.index ?? err.insertedCount ?? 0;
+      if ((err.insertedCount ?? at) > at) {
+        // The server went on past the conflict: documents after it are stored with seqs beyond a hole.
+        throw new Error(
+          `an ordered insert of ${docs.length} events stopped at #${at} but stored ${err.insertedCount}: the server inserts in batches smaller than ${APPEND_CHUNK} (FerretDB --batch-size)`,
+          { cause: e },
+        );
+      }
       return { inserted: at, conflictAt: at };
     }
   }
@@ -118,40 +184,45 @@ export class EventsStore {
       ];
     }
     const dir = opts.descending ? -1 : 1;
-    const docs = await this.events
-      .find(filter, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } })
-      .sort({ timestamp: dir, seq: dir })
-      .limit(opts.limit + 1)
-      .toArray();
+    const docs = await this.read('search', (maxTimeMS) =>
+      this.events
+        .find(filter, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 }, maxTimeMS })
+        .sort({ timestamp: dir, seq: dir })
+        .limit(opts.limit + 1)
+        .toArray(),
+    );
     const page = docs.slice(0, opts.limit);
     const tail = page[page.length - 1];
     return { jsons: page.map((d) => d.json), last: docs.length > opts.limit && tail ? [tail.timestamp, tail.seq] : null };
   }
 
   async count(f: EventFilter): Promise<number> {
-    return this.events.countDocuments(baseFilter(f));
+    return this.read('count', (maxTimeMS) => this.events.countDocuments(baseFilter(f), { maxTimeMS }));
   }
 
-  /** The stored text of each id, by id (`_id` lookups). */
+  /** The stored text of each id the log holds, by id (one query). */
   async getByIds(conversationId: string, ids: readonly string[]): Promise<Map<string, string>> {
-    const docs = await Promise.all(
-      [...new Set(ids)].map((id) => this.events.findOne({ _id: eventKey(conversationId, id) }, { projection: { _id: 0, id: 1, json: 1 } })),
-    );
-    return new Map(docs.filter((d) => d !== null).map((d) => [d.id, d.json]));
+    if (ids.length === 0) return new Map();
+    const docs = await this.byIds('getByIds', conversationId, ids, true);
+    return new Map(docs.map((d) => [d.id, d.json]));
   }
 
   async seqOf(conversationId: string, id: string): Promise<number | null> {
-    const d = await this.events.findOne({ _id: eventKey(conversationId, id) }, { projection: { _id: 0, seq: 1 } });
+    const d = await this.read('seqOf', (maxTimeMS) =>
+      this.events.findOne({ _id: eventKey(conversationId, id) }, { projection: { _id: 0, seq: 1 }, maxTimeMS }),
+    );
     return d?.seq ?? null;
   }
 
   /** Events with afterSeq < seq <= untilSeq (when given), in seq order, at most `limit`. */
   async range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number): Promise<{ seq: number; json: string }[]> {
     const seq = untilSeq === undefined ? { $gt: afterSeq } : { $gt: afterSeq, $lte: untilSeq };
-    return this.events
-      .find({ conversation_id: conversationId, seq }, { projection: { _id: 0, seq: 1, json: 1 } })
-      .sort({ seq: 1 })
-      .limit(limit)
-      .toArray();
+    return this.read('range', (maxTimeMS) =>
+      this.events
+        .find({ conversation_id: conversationId, seq }, { projection: { _id: 0, seq: 1, json: 1 }, maxTimeMS })
+        .sort({ seq: 1 })
+        .limit(limit)
+        .toArray(),
+    );
   }
 }
