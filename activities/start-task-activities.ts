@@ -202,8 +202,14 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       const sandbox = (await sandboxes.get(a.sandboxId))!;
       const sessionApiKey = box.open(sandbox.session_key_sealed);
       // The event log's record first: the runtime reports events from its first step on.
-      await deps.conversations.create({ id: t.id, userId: a.userId, sandboxId: a.sandboxId, sessionApiKey }).catch((e: { code?: number }) => {
+      await deps.conversations.create({ id: t.id, userId: a.userId, sandboxId: a.sandboxId, sessionApiKey }).catch(async (e: { code?: number }) => {
         if (e.code !== 11000) throw e;
+        // The id is taken. A retried step finds its own record (this user, this sandbox); any other
+        // conversation (another user's, or one not made by this start) is never taken over.
+        const existing = await deps.conversations.get(t.id);
+        if (existing?.created_by_user_id !== a.userId || existing.sandbox_id !== a.sandboxId) {
+          throw inputError(`Conversation ${t.id} already exists and was not made by this start: start again with another conversation_id, or none`);
+        }
       });
       const processors: Record<string, unknown>[] = [...req.processors];
       if (!processors.some((p) => p.kind === 'SetTitleCallbackProcessor')) processors.push({ kind: 'SetTitleCallbackProcessor' });

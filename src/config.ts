@@ -87,6 +87,7 @@ export const envSchema = z.object({
     .optional(),
   /** Largest accepted request body, in bytes. */
   MAX_BODY_BYTES: positiveInt('bytes').default(5 * 1024 * 1024),
+  REQUEST_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   /** Most events one conversation's log may hold; appends past it are refused. */
   MAX_EVENTS_PER_CONVERSATION: positiveInt('events').default(1_000_000),
   /** How often an api process looks for live events published by any process (ms). */
@@ -95,6 +96,8 @@ export const envSchema = z.object({
   LIVE_CHANNEL_RETAIN_SLOTS: positiveInt('slots').default(100),
   /** How long /ready waits for each dependency before calling it down (ms). */
   READY_TIMEOUT_MS: positiveInt('milliseconds').default(2000),
+  /** Time budget of each read of the event log (the server's maxTimeMS); past it the api answers 503 (ms). */
+  EVENT_QUERY_TIMEOUT_MS: positiveInt('milliseconds').default(15_000),
   /** Grace period for in-flight work on SIGTERM before a process exits (ms). */
   SHUTDOWN_GRACE_MS: positiveInt('milliseconds').default(10_000),
   /** JSON file with an array of sandbox specs ({id, provider, image, command, working_dir, initial_env}) written at start-up. */
@@ -109,12 +112,15 @@ export const envSchema = z.object({
   SANDBOX_IDLE_TIMEOUT_MS: nonNegativeInt('milliseconds; 0 turns auto-pause off').default(30 * 60_000),
   /** How long a starting or resumed runtime has to answer /alive (ms). */
   SANDBOX_START_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
+  SANDBOX_OPERATION_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   /** Where sandbox runtimes report conversation events (the api as they reach it); default PUBLIC_BASE_URL. */
   SANDBOX_CONTROL_PLANE_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   /** How long a start waits for its sandbox to run (ms): 10 minutes, not the reference service's fixed 120 s. */
   START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
   /** Bound of a repository's setup script (.agents/setup.sh) in a start (ms). */
   START_SETUP_TIMEOUT_MS: positiveInt('milliseconds').default(10 * 60_000),
+  /** An unfinished start not updated for this long has its workflow checked, and started again if it was lost (ms). */
+  START_TASK_RECONCILE_AFTER_MS: positiveInt('milliseconds').default(60_000),
   /** Where start spans go: none (tracing off), console, or otlp (OTLP over HTTP). */
   OTEL_TRACES_EXPORTER: z.enum(['none', 'console', 'otlp']).default('none'),
   /** The OTLP traces endpoint (otlp exporter); default the exporter's own (http://localhost:4318/v1/traces). */
@@ -151,11 +157,12 @@ export interface Config {
   secretsKey: string | undefined;
   embedded: { mongoPort: number; temporalPort: number; temporalUiPort: number };
   log: { level: LogLevel; format: 'json' | 'pretty' };
-  limits: { maxBodyBytes: number; maxEventsPerConversation: number };
+  limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
   live: { pollMs: number; retainSlots: number };
   readyTimeoutMs: number;
+  eventQueryTimeoutMs: number;
   shutdownGraceMs: number;
-  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
+  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; reconcileAfterMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
   sandboxes: {
     specsFile: string | undefined;
@@ -164,6 +171,8 @@ export interface Config {
     healthGraceMs: number;
     idleTimeoutMs: number;
     startTimeoutMs: number;
+    /** How long pause, resume and delete wait for the sandbox's workflow to answer. */
+    operationTimeoutMs: number;
     /** CONTROL_PLANE_URL of the runtimes. */
     controlPlaneUrl: string;
     historyLimit: number;
@@ -216,12 +225,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       temporalUiPort: e.EMBEDDED_TEMPORAL_UI_PORT,
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
-    limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION },
+    limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
     live: { pollMs: e.LIVE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     readyTimeoutMs: e.READY_TIMEOUT_MS,
+    eventQueryTimeoutMs: e.EVENT_QUERY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
-    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
+    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),
       defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,
@@ -229,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       healthGraceMs: e.SANDBOX_HEALTH_GRACE_MS,
       idleTimeoutMs: e.SANDBOX_IDLE_TIMEOUT_MS,
       startTimeoutMs: e.SANDBOX_START_TIMEOUT_MS,
+      operationTimeoutMs: e.SANDBOX_OPERATION_TIMEOUT_MS,
       controlPlaneUrl: (e.SANDBOX_CONTROL_PLANE_URL ?? e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
       historyLimit: e.SANDBOX_HISTORY_LIMIT,
       dockerHost: e.DOCKER_HOST,

@@ -8,8 +8,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
+import { StartTasksStore } from '../src/store/start-tasks-store';
+import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
 import { loggedEvents, states } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -17,6 +20,7 @@ import { testConfig } from './helpers/env';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { bareRepo } from './helpers/git-repo';
+import { sample } from './helpers/event-samples';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -189,6 +193,57 @@ describe('app conversation starts', () => {
     // Another user cannot take the id.
     const other = await t.newUser();
     expect((await t.request('POST', '/api/v1/app-conversations', { key: other.key, body: { conversation_id: conversationId } })).status).toBe(409);
+  }, 60_000);
+
+  it("a conversation_id of a conversation no start made (another user's, or the caller's own) is 409: nothing starts and the conversation stays its owner's", async () => {
+    // Conversations as the demo makes them: ConversationsStore.create, no start task.
+    const other = await t.newUser();
+    const theirs = await t.newConversation(other.userId);
+    const mine = await t.newConversation(user.userId);
+    const storedBefore = await t.database.db.collection('conversations').find({ _id: { $in: [theirs.conversationId, mine.conversationId] as any[] } }).toArray();
+
+    const streamed = await t.request('POST', '/api/v1/app-conversations/stream-start', { key: user.key, body: { conversation_id: theirs.conversationId } });
+    expect(streamed.status).toBe(409);
+    expect(streamed.body).toEqual({ detail: `conversation_id ${theirs.conversationId} is already in use` });
+    const posted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: theirs.conversationId } });
+    expect(posted.status).toBe(409);
+    const own = await t.request('POST', '/api/v1/app-conversations/stream-start', { key: user.key, body: { conversation_id: mine.conversationId } });
+    expect(own.status).toBe(409);
+    expect(own.body.detail).toMatch(/not made by a start; send another conversation_id, or none/);
+
+    await sleep(300);
+    expect(await t.database.db.collection('start_tasks').countDocuments({ _id: { $in: [theirs.conversationId, mine.conversationId] as any[] } })).toBe(0);
+    const storedAfter = await t.database.db.collection('conversations').find({ _id: { $in: [theirs.conversationId, mine.conversationId] as any[] } }).toArray();
+    expect(storedAfter).toEqual(storedBefore);
+    // The other user's runtime still reports its events with its own session key.
+    expect((await t.ingest(theirs.conversationId, theirs.sessionKey, [sample('PauseEvent')])).status).toBe(200);
+  });
+
+  it("the start's conversation step never takes over a conversation that appeared after the api's check: ERROR, the conversation untouched", async () => {
+    // The race the api's check cannot close: the task record is accepted (as the api writes it), then
+    // another user's conversation takes the id, then the workflow runs.
+    const other = await t.newUser();
+    const id = randomUUID();
+    const request = StartRequestSchema.parse({ conversation_id: id });
+    const echoed = echoRequest(request) as Record<string, unknown>;
+    await new StartTasksStore(t.database.db).create(
+      { id, created_by_user_id: user.userId, conversation_id: id, status: 'WORKING', detail: null, request: echoed, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
+      null,
+    );
+    const theirs = await t.conversations.create({ id, userId: other.userId, sessionApiKey: 'their-session-key-1234' });
+    const connection = await Connection.connect({ address: t.config.temporal.address! });
+    try {
+      const input: StartTaskWorkflowInput = { taskId: id, userId: user.userId, request: echoed, settings: { sandboxWaitMs: t.config.starts.sandboxWaitMs, setupScriptTimeoutMs: t.config.starts.setupScriptTimeoutMs } };
+      await new Client({ connection }).workflow.start(WORKFLOW_TYPES.startTask, { workflowId: startTaskWorkflowId(id), taskQueue: t.config.temporal.taskQueue, args: [input] });
+    } finally {
+      await connection.close();
+    }
+    const joined = await streamStart({ conversation_id: id });
+    expect(joined.body.map((s: any) => s.status)).toEqual([...STATUSES, 'ERROR']);
+    expect(joined.body.at(-1).detail).toMatch(new RegExp(`Conversation ${id} already exists and was not made by this start`));
+    expect(await t.conversations.get(id)).toEqual(theirs);
+    expect(await t.conversations.sessionKeyMatches(id, 'their-session-key-1234')).toBe(true);
+    expect(await t.database.db.collection('app_conversations').countDocuments({ _id: id as any })).toBe(0);
   }, 60_000);
 
   it('answers 422 for a bad request and starts nothing', async () => {

@@ -17,7 +17,7 @@ describe('config', () => {
     expect(c.sandboxes.controlPlaneUrl).toBe('http://127.0.0.1:8000');
     expect(c.mongo.uri).toBeUndefined();
     expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control' });
-    expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000 });
+    expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000, requestTimeoutMs: 60_000 });
     expect(c.live).toEqual({ pollMs: 10, retainSlots: 100 });
     expect(c.log).toEqual({ level: 'info', format: 'json' });
     expect(loadConfig({}, true).log.format).toBe('pretty');

@@ -32,4 +32,15 @@ describe('start tasks store', () => {
     expect(found!.task).not.toHaveProperty('secrets_sealed');
     expect(await store.sealedSecrets(id)).toBe('sealed');
   });
+
+  it('a run started again from the record (its workflow was lost) leaves none of the lost run\'s statuses behind', async () => {
+    const id = uniqueName('task');
+    await store.create({ id, created_by_user_id: 'u1', conversation_id: id, ...change('WORKING'), request: {} }, null);
+    for (const [i, s] of ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT'].entries()) await store.record(id, i, change(s));
+    await store.record(id, 0, change('WORKING')); // the new run's first status
+    await store.record(id, 1, change('WAITING_FOR_SANDBOX'));
+    const found = await store.withHistory(id);
+    expect(found!.history.map((h) => h.status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX']);
+    expect(found!.task.status).toBe('WAITING_FOR_SANDBOX');
+  });
 });

@@ -9,6 +9,7 @@ import { SecretBox } from '../auth/secret-box';
 import { requireSecretsKey, type Config } from '../config';
 import { EventIngest } from '../events/ingest';
 import { createApp } from '../http/app';
+import { answerClientErrors } from '../http/client-errors';
 import { EventHub } from '../live/event-hub';
 import { LiveChannel } from '../live/live-channel';
 import { attachEventSocket } from '../live/websocket';
@@ -24,6 +25,7 @@ import { ensureIndexes, openDatabase } from '../store/mongo';
 import { UsersStore } from '../store/users-store';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { StartTaskService } from '../app-conversations/start-task-service';
+import { StartTaskReconciler } from '../app-conversations/start-task-reconciler';
 import { CallbackDispatch } from '../app-conversations/callback-dispatch';
 import { AppConversationsStore } from '../store/app-conversations-store';
 import { StartTasksStore } from '../store/start-tasks-store';
@@ -86,7 +88,7 @@ export async function startApiServer(
   });
   const apiKeys = new ApiKeysStore(database.db);
   const conversations = new ConversationsStore(database.db);
-  const events = new EventsStore(database.db);
+  const events = new EventsStore(database.db, { queryTimeoutMs: config.eventQueryTimeoutMs });
   const ingest = new EventIngest({
     events,
     conversations,
@@ -106,12 +108,18 @@ export async function startApiServer(
   const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
   const startTasks = new StartTasksStore(database.db);
   const appConversations = new AppConversationsStore(database.db);
+  const startSettings = { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs };
+  // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
+  const reconciler = new StartTaskReconciler({ startTasks, temporal: temporalClient, taskQueue: config.temporal.taskQueue, settings: startSettings, log: logger }, { afterMs: config.starts.reconcileAfterMs });
+  reconciler.start();
   const starts = new StartTaskService({
     startTasks,
+    conversations,
     box,
     temporal: temporalClient,
     taskQueue: config.temporal.taskQueue,
-    settings: { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs },
+    settings: startSettings,
+    reconciler,
   });
   const sandboxService = new SandboxService({
     sandboxes,
@@ -122,6 +130,7 @@ export async function startApiServer(
     taskQueue: config.temporal.taskQueue,
     defaultSpecId: config.sandboxes.defaultSpecId,
     settings: sandboxWorkflowSettings(config.sandboxes),
+    operationTimeoutMs: config.sandboxes.operationTimeoutMs,
   });
   const app = createApp({
     config,
@@ -143,8 +152,18 @@ export async function startApiServer(
     callbacks: new CallbackDispatch({ temporal: temporalClient, taskQueue: config.temporal.taskQueue, appConversations, log: logger }),
   });
 
-  const server = http.createServer(app.koa.callback());
-  server.requestTimeout = 0; // stream-start keeps its connection open until the start ends
+  // requestTimeout: the time a client has to send its whole request (headers and body). It ends when the
+  // request is received, so an answer streamed for minutes (stream-start) is not cut by it.
+  const { requestTimeoutMs } = config.limits;
+  const server = http.createServer(
+    {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(requestTimeoutMs, 30_000),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeoutMs / 4))),
+    },
+    app.koa.callback(),
+  );
+  answerClientErrors(server);
   // While closing, each answer ends its connection: a client that keeps one busy (a runtime's outbox)
   // would otherwise hold the close for the whole grace period, and should go to another replica anyway.
   server.on('request', (_req, res: http.ServerResponse) => {
@@ -173,6 +192,7 @@ export async function startApiServer(
       clearInterval(idle);
       clearTimeout(grace);
       await preparing;
+      await reconciler.stop();
       await live.stop();
       await readiness.drain();
       await temporal.close().catch(() => undefined);

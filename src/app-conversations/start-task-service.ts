@@ -1,7 +1,8 @@
 /**
  * The api's side of starts: accepting a start request (its task record, then its workflow), joining a
  * start of the same conversation, and reading the task's snapshots from the workflow's query (every
- * status so far) or, once the workflow is gone, from MongoDB.
+ * status so far) or, once the workflow is gone, from MongoDB. A record left without its workflow (the
+ * api or Temporal died between the two) is brought back by the StartTaskReconciler.
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
@@ -9,7 +10,8 @@ import type { SecretBox } from '../auth/secret-box';
 import { HttpError } from '../http/errors';
 import { inStartSpan } from '../observability/tracing';
 import { echoRequest, type StartRequest } from '../schemas/app-conversations';
-import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
+import type { ConversationsStore } from '../store/conversations-store';
+import type { StartTaskRecord, StartTaskStep, StartTasksStore } from '../store/start-tasks-store';
 import {
   startTaskWorkflowId,
   WORKFLOW_TYPES,
@@ -17,13 +19,18 @@ import {
   type StartTaskSnapshot,
   type StartTaskWorkflowInput,
 } from '../temporal/shared';
+import type { StartTaskReconciler } from './start-task-reconciler';
 
 export interface StartTaskServiceDeps {
   startTasks: StartTasksStore;
+  /** Read to refuse a conversation_id that names a conversation no start of the caller's made. */
+  conversations: ConversationsStore;
   box: SecretBox;
   temporal: Client;
   taskQueue: string;
   settings: StartTaskSettings;
+  /** Checks a followed task that has not moved for its bound (its workflow may be lost). */
+  reconciler?: StartTaskReconciler;
 }
 
 export const TERMINAL_STATUSES: readonly string[] = ['READY', 'ERROR'];
@@ -33,6 +40,9 @@ export const snapshotOf = ({ conversation_id: _c, ...t }: StartTaskRecord): Star
   created_at: t.created_at.toISOString(),
   updated_at: t.updated_at.toISOString(),
 });
+
+const snapshotsOf = ({ task: { conversation_id: _c, ...task }, history }: { task: StartTaskRecord; history: StartTaskStep[] }): StartTaskSnapshot[] =>
+  history.map(({ at, ...step }) => ({ ...task, ...step, created_at: task.created_at.toISOString(), updated_at: at.toISOString() }));
 
 export class StartTaskService {
   constructor(private readonly deps: StartTaskServiceDeps) {}
@@ -48,6 +58,7 @@ export class StartTaskService {
   }
 
   private async accept(id: string, userId: string, request: StartRequest): Promise<string> {
+    if (request.conversation_id !== undefined) await this.refuseTakenConversation(id, userId);
     const secrets = Object.keys(request.secrets).length > 0 ? this.deps.box.seal(JSON.stringify(request.secrets)) : null;
     const echoed = echoRequest(request) as Record<string, unknown>;
     const fresh = await this.deps.startTasks.create(
@@ -78,32 +89,56 @@ export class StartTaskService {
     return id;
   }
 
+  /**
+   * A conversation_id that names an existing conversation is a join only when a start made it (its task
+   * exists: create() then checks the task's owner). Any other conversation, another user's or one made
+   * outside a start (the demo's), is never taken over: 409. This check comes before the task record; the
+   * startConversation activity refuses an id taken in the meantime.
+   */
+  private async refuseTakenConversation(id: string, userId: string): Promise<void> {
+    const conversation = await this.deps.conversations.get(id);
+    if (!conversation || (await this.deps.startTasks.get(id))) return;
+    throw new HttpError(
+      409,
+      conversation.created_by_user_id === userId
+        ? `conversation_id ${id} names a conversation that was not made by a start; send another conversation_id, or none`
+        : `conversation_id ${id} is already in use`,
+    );
+  }
+
   /** Every snapshot of the task so far, oldest first, from its stored history (the workflow appends each status). */
   async snapshots(taskId: string): Promise<StartTaskSnapshot[]> {
     const found = await this.deps.startTasks.withHistory(taskId);
-    if (!found) return [];
-    const { conversation_id: _c, ...task } = found.task;
-    return found.history.map(({ at, ...step }) => ({ ...task, ...step, created_at: task.created_at.toISOString(), updated_at: at.toISOString() }));
+    return found ? snapshotsOf(found) : [];
   }
 
   /**
    * Calls `write` with each new snapshot, in order, until the task is READY or ERROR (or `closed` says
    * the client went away: the start goes on without it). It reads MongoDB, one `_id` lookup per poll,
-   * rather than querying the workflow: a query runs on a worker, beside the starts themselves.
+   * rather than querying the workflow: a query runs on a worker, beside the starts themselves. A task
+   * that has not moved for the reconciler's bound is checked (at most once per bound): its workflow may
+   * be lost.
    */
   async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100): Promise<void> {
+    const { reconciler } = this.deps;
     let sent = 0;
+    let checkedAt = 0;
     for (;;) {
       // A read that fails (the database busy, or away for a moment) is tried again: the stream goes on.
-      const all = await this.snapshots(taskId).catch(() => null);
-      if (!all) {
+      const found = await this.deps.startTasks.withHistory(taskId).catch(() => undefined);
+      if (found === undefined) {
         if (closed()) return;
         await new Promise((r) => setTimeout(r, pollMs * 5));
         continue;
       }
+      const all = found ? snapshotsOf(found) : [];
       for (const s of all.slice(sent)) write(s);
       sent = Math.max(sent, all.length);
       if (closed() || TERMINAL_STATUSES.includes(all.at(-1)?.status ?? '')) return;
+      if (found && reconciler && Date.now() - Math.max(found.task.updated_at.getTime(), checkedAt) >= reconciler.afterMs) {
+        checkedAt = Date.now();
+        await reconciler.reconcile({ task: found.task, steps: found.history.length });
+      }
       await new Promise((r) => setTimeout(r, pollMs));
     }
   }

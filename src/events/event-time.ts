@@ -11,7 +11,11 @@ export function normalizeEventTime(text: string): string | null {
   if (!m) return null;
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone] = m;
   const fields = [Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)] as const;
-  const local = Date.UTC(...fields);
+  // Date.UTC reads years 0..99 as 1900..1999; setUTCFullYear takes them as written (Python's datetime.min is 0001).
+  const at = new Date(0);
+  at.setUTCFullYear(fields[0], fields[1], fields[2]);
+  at.setUTCHours(fields[3], fields[4], fields[5], 0);
+  const local = at.getTime();
   const check = new Date(local);
   if (
     check.getUTCFullYear() !== fields[0] ||

@@ -20,7 +20,6 @@ import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
 import type { SandboxesStore } from '../store/sandboxes-store';
 import { apiKeyAuth, sessionKeyAuth, type AuthMiddlewares } from './auth';
 import { errorMiddleware } from './errors';
-import { jsonBody } from './json-body';
 import { requestContext } from './request-context';
 import { ApiRouter } from './route';
 import { apiKeysRoutes } from './routers/api-keys.router';
@@ -71,7 +70,7 @@ export function createApp(deps: AppDeps): App {
     APIKeyHeader: apiKeyAuth(deps.apiKeys),
     SessionAPIKeyHeader: sessionKeyAuth(deps.conversations),
   };
-  const router = (prefix: string, tag: string) => new ApiRouter({ prefix, tag, registry, auth });
+  const router = (prefix: string, tag: string) => new ApiRouter({ prefix, tag, registry, auth, maxBodyBytes: deps.config.limits.maxBodyBytes });
 
   const routers: ApiRouter[] = [
     healthRoutes(router('', 'health'), deps.readiness),
@@ -97,7 +96,6 @@ export function createApp(deps: AppDeps): App {
   });
   koa.use(requestContext(deps.logger));
   koa.use(errorMiddleware());
-  koa.use(jsonBody(deps.config.limits.maxBodyBytes));
-  for (const r of routers) koa.use(r.router.routes()).use(r.router.allowedMethods({ throw: true }));
+  for (const r of routers) koa.use(r.router.routes()).use(r.router.allowedMethods());
   return { koa, openapi };
 }

@@ -3,6 +3,7 @@
  * small JSON body: 422 HTTPValidationError, `{detail}` for the rest; a 500 never shows its stack.
  */
 import type { Middleware } from 'koa';
+import { DatabaseBusyError } from '../store/errors';
 import type { ValidationDetail } from './validation-detail';
 
 export class HttpError extends Error {
@@ -28,6 +29,9 @@ export const notFound = (what = 'Not Found') => new HttpError(404, what);
 export const unauthorized = (detail: string) => new HttpError(401, detail);
 export const forbidden = (detail: string) => new HttpError(403, detail);
 
+/** Seconds a client is asked to wait after a 503 for a busy database. */
+const BUSY_RETRY_AFTER_SECONDS = 5;
+
 /** Errors thrown by Koa itself or its helpers (http-errors) carry `status` and `expose`. */
 interface KoaLikeError {
   status?: number;
@@ -40,43 +44,67 @@ export function errorMiddleware(): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new HttpError(404, 'Not Found');
+      // A status set without a body (404 of no route, 405 or 501 of the router, with its Allow header).
+      if (ctx.status >= 400 && ctx.body == null) {
+        const status = ctx.status;
+        ctx.body = { detail: httpStatusText(status, ctx.method) };
+        ctx.status = status; // Koa turns an unset status into 200 when a body is assigned
+      }
     } catch (err) {
-      if (err instanceof RequestValidationError) {
-        ctx.status = 422;
-        ctx.body = { detail: err.detail };
-        return;
-      }
-      if (err instanceof HttpError) {
-        ctx.status = err.status;
-        ctx.set(err.headers);
-        ctx.body = { detail: err.detail };
-        return;
-      }
-      const e = err as KoaLikeError;
-      const status = e.status ?? e.statusCode;
-      if (status && status >= 400 && status < 500) {
-        ctx.status = status;
-        ctx.body = { detail: e.expose && e.message ? e.message : httpStatusText(status) };
-        return;
-      }
-      ctx.state.log?.error({ err }, 'unhandled error');
-      ctx.status = 500;
-      ctx.body = { detail: 'Internal Server Error' };
+      answerError(ctx, err);
+    } finally {
+      // A body the request declared but nobody read (a 401, a 404, a route without a body): close the
+      // connection after the answer instead of reading, or waiting for, the rest of it.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
     }
   };
 }
 
-function httpStatusText(status: number): string {
+function answerError(ctx: Parameters<Middleware>[0], err: unknown): void {
+  if (err instanceof RequestValidationError) {
+    ctx.status = 422;
+    ctx.body = { detail: err.detail };
+    return;
+  }
+  if (err instanceof HttpError) {
+    ctx.status = err.status;
+    ctx.set(err.headers);
+    ctx.body = { detail: err.detail };
+    return;
+  }
+  if (err instanceof DatabaseBusyError) {
+    // A read ran out of its time budget: the database is overloaded, not broken; the client may retry.
+    ctx.state.log?.warn({ err }, 'database busy');
+    ctx.status = 503;
+    ctx.set('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
+    ctx.body = { detail: 'The database is busy and the request ran out of its time budget; retry shortly' };
+    return;
+  }
+  const e = err as KoaLikeError;
+  const status = e.status ?? e.statusCode;
+  if (status && ((status >= 400 && status < 500) || status === 501)) {
+    ctx.status = status;
+    ctx.body = { detail: e.expose && e.message ? e.message : httpStatusText(status, ctx.method) };
+    return;
+  }
+  ctx.state.log?.error({ err }, 'unhandled error');
+  ctx.status = 500;
+  ctx.body = { detail: 'Internal Server Error' };
+}
+
+export function httpStatusText(status: number, method?: string): string {
   const texts: Record<number, string> = {
     400: 'Bad Request',
     401: 'Unauthorized',
     403: 'Forbidden',
     404: 'Not Found',
     405: 'Method Not Allowed',
+    408: 'Request Timeout: the request was not received in time',
     409: 'Conflict',
     413: 'Request Entity Too Large',
     415: 'Unsupported Media Type',
+    431: 'Request Header Fields Too Large',
+    501: method ? `Method ${method} is not implemented by this server` : 'Not Implemented',
   };
-  return texts[status] ?? 'Request Error';
+  return texts[status] ?? (status >= 500 ? 'Internal Server Error' : 'Request Error');
 }

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { ErrorResponseSchema, HTTPValidationErrorSchema } from '../schemas/errors';
 import type { AuthMiddlewares, SecuritySchemeName } from './auth';
 import { RequestValidationError } from './errors';
+import { jsonBody } from './json-body';
 import { toValidationDetail, type InputPart, type ValidationDetail } from './validation-detail';
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
@@ -82,7 +83,7 @@ export class ApiRouter {
   readonly router: Router;
 
   constructor(
-    private readonly opts: { prefix: string; tag: string; registry: OpenAPIRegistry; auth: AuthMiddlewares },
+    private readonly opts: { prefix: string; tag: string; registry: OpenAPIRegistry; auth: AuthMiddlewares; maxBodyBytes: number },
   ) {
     // The prefix is joined here rather than by Router's own `prefix`, which cannot route a resource's
     // root (an empty path) under it.
@@ -102,7 +103,13 @@ export class ApiRouter {
       if (problems.length > 0) throw new RequestValidationError(problems);
       await handler(ctx, { params, query, body } as RouteInput<P, Q, B>);
     };
-    const middleware = spec.security ? [this.opts.auth[spec.security], validate] : [validate];
+    // The credential first, then the body: a caller without one never makes the server read a body,
+    // and a route that takes none never reads one.
+    const middleware = [
+      ...(spec.security ? [this.opts.auth[spec.security]] : []),
+      ...(spec.body ? [jsonBody(this.opts.maxBodyBytes)] : []),
+      validate,
+    ];
     this.router[spec.method](this.opts.prefix + spec.path, ...middleware);
     return this;
   }

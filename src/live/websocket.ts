@@ -5,9 +5,11 @@
  * Closes 4001 on bad auth, 4004 on an unknown or foreign conversation, 4000 on bad parameters,
  * 1013 when the subscriber does not read. Each message is one event's JSON.
  */
-import type http from 'node:http';
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { writeRawError } from '../http/client-errors';
 import type { Logger } from '../logger';
 import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
@@ -53,25 +55,85 @@ function firstFrameToken(ws: WebSocket, timeoutMs: number): Promise<string | nul
   });
 }
 
+const WS_KEY = /^[+/0-9A-Za-z]{22}==$/;
+
+/** What ws would refuse in a handshake, found first so the answer is JSON like every other error. */
+function handshakeProblem(req: http.IncomingMessage): { status: number; detail: string } | null {
+  if (req.method !== 'GET') return { status: 400, detail: 'A websocket handshake must be a GET request' };
+  if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return { status: 400, detail: 'Upgrade must be websocket' };
+  if (!WS_KEY.test(req.headers['sec-websocket-key'] ?? '')) return { status: 400, detail: 'Missing or invalid Sec-WebSocket-Key header' };
+  const version = req.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8') return { status: 426, detail: 'Unsupported Sec-WebSocket-Version: send 13' };
+  return null;
+}
+
 /** Attaches the endpoint to the api's HTTP server; returns a function that closes every socket. */
 export function attachEventSocket(server: http.Server, deps: EventSocketDeps): () => Promise<void> {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const alive = new WeakMap<WebSocket, boolean>();
 
+  // Handshake problems ws finds itself (a bad extension header, say) get the same JSON answer as ours.
+  wss.on('wsClientError', (err: Error, socket: Duplex) => writeRawError(socket, 400, `Bad websocket handshake: ${err.message}`));
+  wss.on('error', (err: Error) => deps.log.warn({ err }, 'event socket server error'));
+
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A peer that resets during the handshake must not take the process down.
+    socket.on('error', () => socket.destroy());
+    try {
+      upgrade(req, socket, head);
+    } catch (e) {
+      deps.log.error({ err: e }, 'websocket upgrade failed');
+      writeRawError(socket, 500, 'Internal Server Error');
+    }
+  });
+
+  function upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const match = SOCKET_PATH.exec(url.pathname);
     if (!match) {
-      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
+      // Any other route asked to switch protocols (Upgrade: h2c, or a websocket elsewhere): a request
+      // without a body is answered over HTTP/1.1 as if it had not asked; anything else is refused.
+      if ((req.method === 'GET' || req.method === 'HEAD') && !req.headers['content-length'] && !req.headers['transfer-encoding']) {
+        serveOverHttp(req, socket);
+      } else {
+        writeRawError(socket, 400, 'Protocol upgrades are served only on /api/v1/conversation/{conversation_id}/events/socket');
+      }
+      return;
+    }
+    const problem = handshakeProblem(req);
+    if (problem) {
+      writeRawError(socket, problem.status, problem.detail, problem.status === 426 ? { 'Sec-WebSocket-Version': '13, 8' } : {});
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      void serve(ws, req, decodeURIComponent(match[1]!), url.searchParams).catch((e: unknown) => {
+      // Protocol errors of the peer (a frame over maxPayload: 1009; a malformed frame: 1002) close this
+      // socket, which ws does itself; an unhandled 'error' event would end the process.
+      ws.on('error', (err: Error & { code?: string }) => deps.log.debug({ err: err.message, code: err.code }, 'event socket protocol error'));
+      let conversationId: string;
+      try {
+        conversationId = decodeURIComponent(match[1]!);
+      } catch {
+        ws.close(CLOSE_BAD_REQUEST, 'conversation_id is not a valid percent-encoded path segment');
+        return;
+      }
+      void serve(ws, req, conversationId, url.searchParams).catch((e: unknown) => {
         deps.log.error({ err: e }, 'event socket failed');
         ws.close(1011, 'internal error');
       });
     });
-  });
+  }
+
+  /** Hands a plain request that came through 'upgrade' to the HTTP app, on a connection closed after it. */
+  function serveOverHttp(req: http.IncomingMessage, socket: Duplex): void {
+    const res = new http.ServerResponse(req);
+    res.shouldKeepAlive = false;
+    res.assignSocket(socket as Socket);
+    res.on('finish', () => {
+      res.detachSocket(socket as Socket);
+      socket.end();
+    });
+    server.emit('request', req, res);
+  }
 
   async function serve(ws: WebSocket, req: http.IncomingMessage, conversationId: string, params: URLSearchParams): Promise<void> {
     alive.set(ws, true);

@@ -58,7 +58,10 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (!isPlainObject(patch) || !isPlainObject(target)) return structuredClone(patch);
   const out: Record<string, unknown> = { ...target };
-  for (const [k, v] of Object.entries(patch)) out[k] = mergePatch(target[k], v);
+  for (const [k, v] of Object.entries(patch)) {
+    // defineProperty: a key named __proto__ is data like any other, never the object's prototype.
+    Object.defineProperty(out, k, { value: mergePatch(Object.hasOwn(target, k) ? target[k] : undefined, v), enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }
 

@@ -14,7 +14,6 @@ import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { SESSION_KEY_HEADER } from '../http/auth';
 import { errorMiddleware, HttpError, unauthorized } from '../http/errors';
-import { jsonBody } from '../http/json-body';
 import { requestContext } from '../http/request-context';
 import { ApiRouter } from '../http/route';
 import type { Logger } from '../logger';
@@ -73,6 +72,7 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry
     tag: 'runtime',
     registry: new OpenAPIRegistry(),
     auth: { APIKeyHeader: keyCheck, SessionAPIKeyHeader: keyCheck },
+    maxBodyBytes: 1024 * 1024,
   });
   const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 
@@ -175,8 +175,7 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry
   const koa = new Koa({ proxy: false });
   koa.use(requestContext(logger));
   koa.use(errorMiddleware());
-  koa.use(jsonBody(1024 * 1024, { passThroughTypes: ['application/octet-stream'] }));
-  koa.use(router.router.routes()).use(router.router.allowedMethods({ throw: true }));
+  koa.use(router.router.routes()).use(router.router.allowedMethods());
   return koa;
 }
 

@@ -33,6 +33,8 @@ export interface SandboxServiceDeps {
   taskQueue: string;
   defaultSpecId: string;
   settings: SandboxWorkflowSettings;
+  /** How long pause, resume and delete wait for the workflow's answer (no worker polling: it never comes). */
+  operationTimeoutMs?: number;
 }
 
 /** The sandbox workflow's settings, from the config (the api and the worker start sandbox workflows). */
@@ -42,6 +44,14 @@ export const sandboxWorkflowSettings = (c: Config['sandboxes']): SandboxWorkflow
   idleTimeoutMs: c.idleTimeoutMs,
   historyLimit: c.historyLimit,
 });
+
+/** A call cut by its abort signal or deadline (gRPC CANCELLED or DEADLINE_EXCEEDED, or an AbortError). */
+function isCancelled(e: unknown): boolean {
+  for (let c = e as { name?: string; code?: number; cause?: unknown } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++) {
+    if (c.name === 'AbortError' || c.name === 'TimeoutError' || c.code === 1 || c.code === 4) return true;
+  }
+  return false;
+}
 
 /** Where a spec id came from, for the 422's loc. */
 export type SpecIdSource = 'body' | 'query';
@@ -137,7 +147,10 @@ export class SandboxService {
     }
     this.touch(id);
     try {
-      await this.deps.temporal.workflow.getHandle(sandboxWorkflowId(id)).executeUpdate(SANDBOX_UPDATES[op]);
+      const timeoutMs = this.deps.operationTimeoutMs ?? 60_000;
+      await this.deps.temporal.withAbortSignal(AbortSignal.timeout(timeoutMs), () =>
+        this.deps.temporal.workflow.getHandle(sandboxWorkflowId(id)).executeUpdate(SANDBOX_UPDATES[op]),
+      );
     } catch (e) {
       throw this.updateError(e, id);
     }
@@ -153,6 +166,10 @@ export class SandboxService {
       return new HttpError(cause?.type === SANDBOX_FAILURES.providerFailed ? 502 : 409, message);
     }
     if (e instanceof WorkflowNotFoundError) return new HttpError(409, `Sandbox ${id} has no running workflow; delete it and start a new one`);
+    if (isCancelled(e)) {
+      const s = Math.round((this.deps.operationTimeoutMs ?? 60_000) / 1000);
+      return new HttpError(503, `The workflow of sandbox ${id} did not answer within ${s} s (is a worker running?); the operation may still happen: read the sandbox again`, { 'Retry-After': '5' });
+    }
     return e as Error;
   }
 

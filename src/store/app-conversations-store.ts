@@ -5,6 +5,7 @@
  * update rewrites the whole document, so the two writers must not share one.
  */
 import type { Db, Filter } from 'mongodb';
+import { decodeKeys, encodeKeys } from './key-codec';
 import type { CollectionIndexes } from './mongo';
 
 export interface AppConversationRecord {
@@ -45,7 +46,8 @@ export const appConversationsIndexes: CollectionIndexes = {
   ],
 };
 
-const toRecord = ({ _id, ...rest }: AppConversationDoc): AppConversationRecord => ({ id: _id, ...rest });
+/** Processors hold free-form objects: their keys are stored escaped (key-codec). */
+const toRecord = ({ _id, processors, ...rest }: AppConversationDoc): AppConversationRecord => ({ id: _id, ...rest, processors: decodeKeys(processors) });
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export class AppConversationsStore {
@@ -59,7 +61,7 @@ export class AppConversationsStore {
   async create(record: AppConversationRecord): Promise<AppConversationRecord> {
     const { id, ...rest } = record;
     try {
-      await this.conversations.insertOne({ _id: id, ...rest });
+      await this.conversations.insertOne({ _id: id, ...rest, processors: encodeKeys(rest.processors) });
       return record;
     } catch (e) {
       if ((e as { code?: number }).code !== 11000) throw e;

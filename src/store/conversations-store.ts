@@ -71,6 +71,12 @@ export class ConversationsStore {
     return d && toConversation(d);
   }
 
+  /** The conversation, whoever owns it: for checks that an id is free, never for answering a caller. */
+  async get(id: string): Promise<Conversation | null> {
+    const d = await this.conversations.findOne({ _id: id }, { projection: { session_key_hash: 0 } });
+    return d && toConversation(d);
+  }
+
   /** The sandbox that runs the conversation, if any. */
   async sandboxIdOf(id: string): Promise<string | null> {
     const d = await this.conversations.findOne({ _id: id }, { projection: { sandbox_id: 1 } });

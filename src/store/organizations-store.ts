@@ -1,13 +1,15 @@
 /** Organization records, stored with their secrets sealed (see src/orgs/organization-secrets.ts). */
 import type { Db } from 'mongodb';
 import type { Organization } from '../schemas/organizations';
+import { decodeKeys, encodeKeys } from './key-codec';
 import type { CollectionIndexes } from './mongo';
 
 type OrganizationDoc = Omit<Organization, 'id'> & { _id: string; created_at: Date; updated_at: Date };
 
 export const organizationsIndexes: CollectionIndexes = { collection: 'organizations', indexes: [] };
 
-const toOrganization = ({ _id, created_at: _c, updated_at: _u, ...rest }: OrganizationDoc): Organization => ({ id: _id, ...rest });
+/** Settings hold free-form objects: their keys are stored escaped (key-codec). */
+const toOrganization = ({ _id, created_at: _c, updated_at: _u, ...rest }: OrganizationDoc): Organization => decodeKeys({ id: _id, ...rest });
 
 export class OrganizationsStore {
   constructor(private readonly db: Db) {}
@@ -19,7 +21,7 @@ export class OrganizationsStore {
   async insert(org: Organization): Promise<void> {
     const { id, ...rest } = org;
     const now = new Date();
-    await this.orgs.insertOne({ _id: id, ...rest, created_at: now, updated_at: now });
+    await this.orgs.insertOne({ _id: id, ...encodeKeys(rest), created_at: now, updated_at: now });
   }
 
   async get(id: string): Promise<Organization | null> {
@@ -35,7 +37,7 @@ export class OrganizationsStore {
   /** Replaces the record with `next`, whose org_version is one more than `expectedVersion`. */
   async replace(next: Organization, expectedVersion: number): Promise<boolean> {
     const { id, ...rest } = next;
-    const r = await this.orgs.updateOne({ _id: id, org_version: expectedVersion }, { $set: { ...rest, updated_at: new Date() } });
+    const r = await this.orgs.updateOne({ _id: id, org_version: expectedVersion }, { $set: { ...encodeKeys(rest), updated_at: new Date() } });
     return r.matchedCount === 1;
   }
 }

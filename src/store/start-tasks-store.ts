@@ -4,6 +4,8 @@
  * retention, and read back by a client that lost its stream.
  */
 import type { Db, Filter } from 'mongodb';
+import { START_TASK_STATUSES } from '../schemas/app-conversations';
+import { decodeKeys, encodeKeys } from './key-codec';
 import type { CollectionIndexes } from './mongo';
 
 export interface StartTaskRecord {
@@ -45,10 +47,16 @@ export const startTasksIndexes: CollectionIndexes = {
   indexes: [
     { key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_newest_first' },
     { key: { created_by_user_id: 1, conversation_id: 1 }, name: 'by_owner_conversation' },
+    // The reconciler's sweep: unfinished tasks that have not moved for a while, oldest first.
+    { key: { status: 1, updated_at: 1, _id: 1 }, name: 'by_status_updated' },
   ],
 };
 
-const toRecord = ({ _id, secrets_sealed: _secrets, history: _history, ...rest }: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest });
+/** The statuses of a start that has not ended (neither READY nor ERROR): an `$in` the status index answers. */
+const UNFINISHED: string[] = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR');
+
+/** The request holds free-form objects (plugin parameters, observability metadata): its keys are stored escaped (key-codec). */
+const toRecord = ({ _id, secrets_sealed: _secrets, history: _history, request, ...rest }: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest, request: decodeKeys(request) });
 
 export class StartTasksStore {
   constructor(private readonly db: Db) {}
@@ -64,7 +72,7 @@ export class StartTasksStore {
   async create(task: Omit<StartTaskRecord, 'created_at' | 'updated_at'>, secretsSealed: string | null, at = new Date()): Promise<boolean> {
     const { id, ...fields } = task;
     try {
-      await this.tasks.insertOne({ _id: id, ...fields, secrets_sealed: secretsSealed, history: [], created_at: at, updated_at: at });
+      await this.tasks.insertOne({ _id: id, ...fields, request: encodeKeys(fields.request), secrets_sealed: secretsSealed, history: [], created_at: at, updated_at: at });
       return true;
     } catch (e) {
       if ((e as { code?: number }).code === 11000) return false;
@@ -83,8 +91,36 @@ export class StartTasksStore {
    * Returns the task as stored.
    */
   async record(id: string, step: number, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
-    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at, [`history.${step}`]: { ...change, at } } }, { returnDocument: 'after' });
+    // A run's first status replaces the whole history: a run started again from the record (its
+    // workflow was lost) leaves none of the lost run's later statuses behind.
+    const entry = step === 0 ? { history: [{ ...change, at }] } : { [`history.${step}`]: { ...change, at } };
+    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at, ...entry } }, { returnDocument: 'after' });
     return doc && toRecord(doc);
+  }
+
+  /**
+   * Writes a status after the last one, only if the task is still as the caller read it (its updated_at
+   * unchanged): the reconciler's write, which must never overwrite a status the workflow wrote meanwhile.
+   * True when written.
+   */
+  async recordIfUnchanged(id: string, seenUpdatedAt: Date, step: number, change: StartTaskChange, at = new Date()): Promise<boolean> {
+    const r = await this.tasks.updateOne(
+      { _id: id, updated_at: seenUpdatedAt, status: { $in: UNFINISHED } },
+      { $set: { ...change, updated_at: at, [`history.${step}`]: { ...change, at } } },
+    );
+    return r.modifiedCount === 1;
+  }
+
+  /**
+   * Up to `limit` unfinished tasks (neither READY nor ERROR) not updated since `before`, in (updated_at,
+   * id) order after `after`, each with the number of statuses in its history: a page of the reconciler's
+   * sweep (one query, on the status index).
+   */
+  async stalled(before: Date, limit: number, after?: readonly [updatedAt: Date, id: string]): Promise<{ task: StartTaskRecord; steps: number }[]> {
+    const filter: Filter<StartTaskDoc> = { status: { $in: UNFINISHED }, updated_at: { $lt: before } };
+    if (after) filter.$or = [{ updated_at: { $gt: after[0] } }, { updated_at: after[0], _id: { $gt: after[1] } }];
+    const docs = await this.tasks.find(filter, { projection: { secrets_sealed: 0 } }).sort({ updated_at: 1, _id: 1 }).limit(limit).toArray();
+    return docs.map((d) => ({ task: toRecord(d), steps: d.history?.length ?? 0 }));
   }
 
   /** The task and every status it reached, in order (one `_id` lookup). */

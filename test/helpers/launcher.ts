@@ -1,0 +1,124 @@
+/** Runs the real launcher (`npm start`'s program) as a process on free ports, in a data directory of its own. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort } from '../../src/process/net';
+import { distPath, runNode } from './run';
+
+export interface Launch {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+export interface LauncherPorts {
+  api: number;
+  mongo: number;
+  temporal: number;
+  ui: number;
+}
+
+/** The pid file of each supervised child, relative to the data directory. */
+export const PID_FILES = { api: 'api', worker: 'worker', ferretdb: 'ferretdb/ferretdb', temporal: 'temporal/temporal' } as const;
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `check` until it holds; fails with `what` after `timeoutMs`. */
+export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await Promise.resolve(check()).catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+export async function freeLauncherPorts(): Promise<LauncherPorts> {
+  return { api: await freePort(), mongo: await freePort(), temporal: await freePort(), ui: await freePort() };
+}
+
+export class Launcher {
+  readonly launched: Launch[] = [];
+
+  constructor(
+    readonly dataDir: string,
+    readonly ports: LauncherPorts,
+    private readonly extraEnv: Record<string, string> = {},
+  ) {}
+
+  launch(): Launch {
+    const child = spawn(process.execPath, [distPath('scripts', 'launch.js')], {
+      env: {
+        ...process.env,
+        DATA_DIR: this.dataDir,
+        API_PORT: String(this.ports.api),
+        EMBEDDED_MONGODB_PORT: String(this.ports.mongo),
+        EMBEDDED_TEMPORAL_PORT: String(this.ports.temporal),
+        EMBEDDED_TEMPORAL_UI_PORT: String(this.ports.ui),
+        MONGODB_URI: '',
+        TEMPORAL_ADDRESS: '',
+        LOG_FORMAT: 'json',
+        ...this.extraEnv,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const l = { child, output: () => out, exited };
+    this.launched.push(l);
+    return l;
+  }
+
+  /** Waits for the launcher's banner (everything up). */
+  async waitUp(l: Launch): Promise<void> {
+    for (let i = 0; i < 1200 && !l.output().includes('Ctrl-C stops everything'); i++) {
+      if (l.child.exitCode !== null) throw new Error(`launcher exited early:\n${l.output()}`);
+      await sleep(100);
+    }
+    if (!l.output().includes('Ctrl-C stops everything')) throw new Error(`launcher not up in 120 s:\n${l.output()}`);
+  }
+
+  api(p: string, key?: string, init: RequestInit = {}): Promise<Response> {
+    const headers = { ...(key ? { 'X-Access-Token': key } : {}), ...(init.body ? { 'Content-Type': 'application/json' } : {}), ...(init.headers as Record<string, string>) };
+    return fetch(`http://127.0.0.1:${this.ports.api}${p}`, { ...init, headers });
+  }
+
+  pidOf(name: keyof typeof PID_FILES): number | undefined {
+    try {
+      return Number(fs.readFileSync(path.join(this.dataDir, `${PID_FILES[name]}.pid`), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  pids(): number[] {
+    return (Object.keys(PID_FILES) as (keyof typeof PID_FILES)[]).map((n) => this.pidOf(n)).filter((p): p is number => p !== undefined);
+  }
+
+  /** The diagnostics workflow: succeeds only when a worker polls Temporal and reaches the database. */
+  async doctor(): Promise<boolean> {
+    const r = await runNode(
+      distPath('src', 'cli', 'admin.js'),
+      ['--json', 'doctor', '--timeout', '15'],
+      { DATA_DIR: this.dataDir, MONGODB_URI: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'silent' },
+      30_000,
+    );
+    return r.code === 0;
+  }
+
+  /** A failed assertion must not leave servers running: stop launchers, then whatever their pid files name. */
+  killAll(): void {
+    for (const l of this.launched) if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL');
+    for (const pid of this.pids()) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * Regression tests of issue 13's defects at the HTTP and websocket edge, against the real api: each
+ * input here once stopped the process, held a connection, or answered 500 or a body that is not JSON.
+ */
+import net from 'node:net';
+import { testConfig } from './helpers/env';
+import { startTestApi, type TestApi } from './helpers/api';
+import { sample } from './helpers/event-samples';
+import { connect } from './helpers/ws-client';
+
+/** Sends raw bytes on a new connection and collects everything the server writes until it closes. */
+function raw(url: string, bytes: string | Buffer, opts: { timeoutMs?: number; keepSending?: () => Buffer | null } = {}): Promise<{ text: string; closedBy: 'server' | 'timeout'; ms: number }> {
+  const { hostname, port } = new URL(url);
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port), hostname);
+    let text = '';
+    const done = (closedBy: 'server' | 'timeout') => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text, closedBy, ms: Date.now() - started });
+    };
+    const timer = setTimeout(() => done('timeout'), opts.timeoutMs ?? 10_000);
+    socket.on('data', (d) => (text += d.toString('latin1')));
+    socket.on('error', () => undefined); // a reset after the answer is the server closing
+    socket.on('close', () => done('server'));
+    socket.write(bytes);
+  });
+}
+
+const bodyOf = (httpText: string) => httpText.slice(httpText.indexOf('\r\n\r\n') + 4);
+const statusOf = (httpText: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(httpText)?.[1]);
+
+function nested(depth: number, leaf: unknown = 1): unknown {
+  let v = leaf;
+  for (let i = 0; i < depth; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+}
+
+describe('hostile input at the edge (issue 13)', () => {
+  let t: TestApi;
+  let key: string;
+  let userId: string;
+  const healthy = async () => expect((await t.request('GET', '/health')).status).toBe(200);
+
+  beforeAll(async () => {
+    t = await startTestApi(testConfig({ REQUEST_TIMEOUT_MS: '1500' }));
+    ({ key, userId } = await t.newUser());
+  });
+  afterAll(() => t.close());
+
+  describe('websocket', () => {
+    const wsUrl = (path: string) => `${t.url.replace('http', 'ws')}${path}`;
+
+    it('a malformed %-escape in the path closes 4000; the api stays up', async () => {
+      const sub = connect(wsUrl('/api/v1/conversation/%E0%A4%A/events/socket'));
+      expect(await sub.closed).toEqual({ code: 4000, reason: expect.stringMatching(/percent-encoded/) });
+      await healthy();
+    });
+
+    it('a frame over the payload limit before authenticating closes 1009; the api stays up', async () => {
+      const { conversationId } = await t.newConversation(userId);
+      const sub = connect(wsUrl(`/api/v1/conversation/${conversationId}/events/socket`));
+      await sub.opened;
+      sub.ws.on('error', () => undefined);
+      sub.ws.send(Buffer.alloc(200 * 1024, 'x'));
+      expect((await sub.closed).code).toBe(1009);
+      await healthy();
+    });
+
+    it('a malformed frame closes 1002; the api stays up', async () => {
+      const { conversationId } = await t.newConversation(userId);
+      const sub = connect(wsUrl(`/api/v1/conversation/${conversationId}/events/socket`));
+      await sub.opened;
+      sub.ws.on('error', () => undefined);
+      // An unmasked client frame with a reserved opcode: a protocol error.
+      (sub.ws as unknown as { _socket: net.Socket })._socket.write(Buffer.from([0x83, 0x01, 0x00]));
+      expect((await sub.closed).code).toBe(1002);
+      await healthy();
+    });
+
+    it('a bad handshake on the socket path is a JSON 400, an unknown version a JSON 426', async () => {
+      const path = `/api/v1/conversation/x/events/socket`;
+      const noKey = await raw(t.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      expect(statusOf(noKey.text)).toBe(400);
+      expect(JSON.parse(bodyOf(noKey.text))).toEqual({ detail: 'Missing or invalid Sec-WebSocket-Key header' });
+      const version = await raw(
+        t.url,
+        `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 99\r\n\r\n`,
+      );
+      expect(statusOf(version.text)).toBe(426);
+      expect(version.text).toMatch(/Sec-WebSocket-Version: 13, 8/);
+      expect(JSON.parse(bodyOf(version.text)).detail).toMatch(/Sec-WebSocket-Version/);
+      await healthy();
+    });
+
+    it('Upgrade on another route: a GET is answered over HTTP/1.1, anything else is a JSON 400', async () => {
+      const h2c = await raw(t.url, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n');
+      expect(statusOf(h2c.text)).toBe(200);
+      expect(JSON.parse(bodyOf(h2c.text))).toEqual({ status: 'ok' });
+      const ws = await raw(
+        t.url,
+        'GET /api/v1/users/me HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      );
+      expect(statusOf(ws.text)).toBe(401);
+      expect(JSON.parse(bodyOf(ws.text))).toEqual({ detail: 'Missing X-Access-Token header' });
+      const post = await raw(t.url, 'POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}');
+      expect(statusOf(post.text)).toBe(400);
+      expect(JSON.parse(bodyOf(post.text)).detail).toMatch(/upgrades are served only/);
+      await healthy();
+    });
+  });
+
+  describe('bodies', () => {
+    it('JSON nested 10,000 deep is a 422 on every route that reads a body, not a 500', async () => {
+      const deep = '{"a":['.repeat(5_000) + '1' + ']}'.repeat(5_000); // 10,000 deep
+      const { conversationId, sessionKey } = await t.newConversation(userId);
+      const me = await t.request('GET', '/api/v1/users/me', { key });
+      const routes: [string, string, Record<string, string>][] = [
+        ['POST', '/api/v1/api-keys', { 'X-Access-Token': key }],
+        ['PATCH', `/api/organizations/${me.body.current_org_id}`, { 'X-Access-Token': key }],
+        ['POST', `/api/v1/webhooks/events/${conversationId}`, { 'X-Session-API-Key': sessionKey }],
+      ];
+      for (const [method, path, headers] of routes) {
+        const r = await t.request(method, path, { rawBody: deep, headers: { ...headers, 'Content-Type': 'application/json' } });
+        expect({ path, status: r.status }).toEqual({ path, status: 422 });
+        expect(r.body.detail).toEqual([expect.objectContaining({ loc: ['body'], type: 'json_invalid', msg: 'JSON nested deeper than 64 levels' })]);
+      }
+    });
+
+    it('nesting inside the limit in free-form fields is stored and echoed, the ACP raw input included', async () => {
+      const { conversationId, sessionKey } = await t.newConversation(userId);
+      const event = sample('ACPToolCallEvent', { raw_input: nested(60, 'leaf') });
+      expect((await t.ingest(conversationId, sessionKey, [event])).status).toBe(200);
+      const got = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=${event.id as string}`, { key });
+      expect(got.body[0].raw_input).toEqual(nested(60, 'leaf'));
+      const me = await t.request('GET', '/api/v1/users/me', { key });
+      const bad = await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, {
+        key,
+        body: { agent_settings: { llm: { temperature: nested(55) } } },
+      });
+      expect(bad.status).toBe(422); // echoed in the 422 without overflowing anything
+      expect(bad.body.detail[0].input).toEqual(nested(55));
+    });
+
+    it('keys starting with $ or holding a dot in free-form objects round-trip; __proto__ is dropped by validation, harmlessly', async () => {
+      const me = await t.request('GET', '/api/v1/users/me', { key });
+      const orgId = me.body.current_org_id as string;
+      const overrides = JSON.parse('{"$where": {"a.b": [{"$gt": 1}]}, "50%.off": true, "__proto__": {"x": 1}, "%24": "literal"}');
+      const headers = { '$x-header': 'v', 'x.y': 'w' };
+      const r = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key,
+        rawBody: JSON.stringify({ agent_settings: { llm: { capability_overrides: overrides, extra_headers: headers } } }),
+        headers: { 'Content-Type': 'application/json' },
+      });
+      expect(r.status).toBe(200);
+      const again = await t.request('GET', `/api/organizations/${orgId}`, { key });
+      for (const body of [r.body, again.body]) {
+        // zod's record parser drops a key named __proto__ (it never becomes a prototype, nor is stored).
+        expect(Object.keys(body.agent_settings.llm.capability_overrides).sort()).toEqual(['$where', '%24', '50%.off']);
+        expect(body.agent_settings.llm.capability_overrides.x).toBeUndefined();
+        expect(body.agent_settings.llm.capability_overrides.$where).toEqual({ 'a.b': [{ $gt: 1 }] });
+        expect(body.agent_settings.llm.capability_overrides['%24']).toBe('literal');
+        expect(body.agent_settings.llm.extra_headers).toEqual(headers);
+      }
+    });
+
+    it('a start whose plugin parameters and observability metadata have $ and dotted keys is stored and echoed as sent', async () => {
+      const parameters = { 'a.b': { $in: [1] }, '$x': 'y' };
+      const metadata = { 'team.name': 'core', $cost: 1 };
+      const body = { plugins: [{ source: 'github:owner/plugin', parameters }], observability_metadata: metadata };
+      const r = await t.request('POST', '/api/v1/app-conversations', { key, body });
+      expect(r.status).toBe(200);
+      const [again] = (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${r.body.id as string}`, { key })).body;
+      for (const task of [r.body, again]) {
+        expect(task.request.plugins[0].parameters).toEqual(parameters);
+        expect(task.request.observability_metadata).toEqual(metadata);
+      }
+    });
+
+    it('an unauthenticated body is never read: 401 at once and the connection closed', async () => {
+      const head = 'POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n';
+      const r = await raw(t.url, Buffer.concat([Buffer.from(head), Buffer.alloc(64 * 1024, ' ')]), { timeoutMs: 5000 });
+      expect(r.closedBy).toBe('server');
+      expect(r.ms).toBeLessThan(1000); // not held until the request timeout
+      expect(statusOf(r.text)).toBe(401);
+      expect(JSON.parse(bodyOf(r.text))).toEqual({ detail: 'Missing X-Access-Token header' });
+    });
+
+    it('a body that never finishes arriving gets a JSON 408 within REQUEST_TIMEOUT_MS, and its connection is closed', async () => {
+      const head = `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":`;
+      const r = await raw(t.url, head, { timeoutMs: 10_000 });
+      expect(r.closedBy).toBe('server');
+      expect(r.ms).toBeGreaterThanOrEqual(1400);
+      expect(r.ms).toBeLessThan(4000);
+      expect(statusOf(r.text)).toBe(408);
+      expect(JSON.parse(bodyOf(r.text)).detail).toMatch(/Request Timeout/);
+      await healthy();
+    });
+  });
+
+  describe('protocol-level errors are {detail} JSON', () => {
+    it('unknown methods: 501 with a detail, no 500', async () => {
+      for (const method of ['TRACE', 'PROPFIND', 'PURGE']) {
+        const r = await raw(t.url, `${method} /api/v1/users/me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+        expect({ method, status: statusOf(r.text) }).toEqual({ method, status: 501 });
+        expect(JSON.parse(bodyOf(r.text))).toEqual({ detail: `Method ${method} is not implemented by this server` });
+      }
+    });
+
+    it('a known method on a route without it: 405 with an Allow header', async () => {
+      const r = await t.request('PUT', '/health');
+      expect(r.status).toBe(405);
+      expect(r.headers.get('allow')).toBe('HEAD, GET');
+      expect(r.body).toEqual({ detail: 'Method Not Allowed' });
+    });
+
+    it("the parser's own 400 and 431 carry a JSON body", async () => {
+      const garbage = await raw(t.url, 'NOT HTTP AT ALL\r\n\r\n');
+      expect(statusOf(garbage.text)).toBe(400);
+      expect(JSON.parse(bodyOf(garbage.text))).toEqual({ detail: 'Bad Request: the request could not be parsed' });
+      const huge = await raw(t.url, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+      expect(statusOf(huge.text)).toBe(431);
+      expect(JSON.parse(bodyOf(huge.text))).toEqual({ detail: 'Request Header Fields Too Large' });
+      await healthy();
+    });
+  });
+
+  it("timestamps of years 0001-0099 (Python's datetime.min) are kept as written, in events and queries", async () => {
+    const { conversationId, sessionKey } = await t.newConversation(userId);
+    const old = [sample('MessageEvent', { timestamp: '0001-01-01T00:00:00' }), sample('MessageEvent', { timestamp: '0099-12-31T23:59:59.5+00:00' })];
+    expect((await t.ingest(conversationId, sessionKey, old)).body).toMatchObject({ stored: 2 });
+    const page = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?timestamp__lt=0100-01-01T00:00:00Z`, { key });
+    expect(page.status).toBe(200);
+    expect(page.body.items.map((e: { id: string }) => e.id)).toEqual(old.map((e) => e.id));
+    const none = await t.request('GET', `/api/v1/conversation/${conversationId}/events/count?timestamp__gte=1900-01-01T00:00:00Z`, { key });
+    expect(none.body).toBe(0);
+  });
+});

@@ -1,0 +1,142 @@
+/**
+ * A start task's record without its workflow (the api, or Temporal, died between the two): the api's
+ * reconciler starts the workflow again from the record, through its periodic sweep and when a followed
+ * task stalls; a workflow ended from outside leaves the task ERROR. The state is made for real: the
+ * record written as the api writes it, and no workflow at all.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { StartTaskReconciler, type ReconcileOutcome } from '../src/app-conversations/start-task-reconciler';
+import { StartTaskService } from '../src/app-conversations/start-task-service';
+import { freePort } from '../src/process/net';
+import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
+import { StartTasksStore } from '../src/store/start-tasks-store';
+import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskSnapshot, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig, uniqueName } from './helpers/env';
+import { killRuntimesUnder } from './helpers/sandboxes';
+import { startTestWorker, type TestWorker } from './helpers/worker';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const RECONCILE_AFTER_MS = 1000;
+
+describe('start tasks whose workflow was lost', () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dataDir: string;
+  let user: { userId: string; key: string };
+  let connection: Connection;
+  let temporal: Client;
+  let startTasks: StartTasksStore;
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-reconcile-'));
+    t = await startTestApi(
+      testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0', START_TASK_RECONCILE_AFTER_MS: String(RECONCILE_AFTER_MS) }),
+    );
+    worker = await startTestWorker(t.config);
+    user = await t.newUser();
+    // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
+    const me = await t.request('GET', '/api/v1/users/me', { key: user.key });
+    const llm = { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' };
+    expect((await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key: user.key, body: { agent_settings: { agent_kind: 'platform', llm } } })).status).toBe(200);
+    connection = await Connection.connect({ address: t.config.temporal.address! });
+    temporal = new Client({ connection });
+    startTasks = new StartTasksStore(t.database.db);
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await connection?.close();
+    await t?.close();
+    killRuntimesUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** The record exactly as the api's accept writes it (request echoed, secrets sealed), `ageMs` old, and no workflow. */
+  const acceptedWithoutWorkflow = async (ageMs: number, body: Record<string, unknown> = {}) => {
+    const id = randomUUID();
+    const request = StartRequestSchema.parse({ ...body, conversation_id: id });
+    const sealed = Object.keys(request.secrets).length > 0 ? t.box.seal(JSON.stringify(request.secrets)) : null;
+    const created = await startTasks.create(
+      { id, created_by_user_id: user.userId, conversation_id: id, status: 'WORKING', detail: null, request: echoRequest(request) as Record<string, unknown>, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
+      sealed,
+      new Date(Date.now() - ageMs),
+    );
+    expect(created).toBe(true);
+    return id;
+  };
+  const task = async (id: string) => (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key: user.key })).body[0];
+  const waitForTask = async (id: string, done: (s: any) => boolean, timeoutMs = 60_000) => {
+    let last: any;
+    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(200)) {
+      last = await task(id);
+      if (last && done(last)) return last;
+    }
+    throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
+  };
+  const finished = (s: any) => s.status === 'READY' || s.status === 'ERROR';
+
+  it('a record whose workflow never started is started again by the api from its record, and reaches READY', async () => {
+    const id = await acceptedWithoutWorkflow(0, { secrets: { DEPLOY_TOKEN: 'tok-reconciled' } });
+    await expect(temporal.workflow.getHandle(startTaskWorkflowId(id)).describe()).rejects.toThrow(/not found/i);
+    // Nobody follows the task: the api's sweep finds it once it has not moved for the bound.
+    const ready = await waitForTask(id, finished);
+    expect(ready).toMatchObject({ id, status: 'READY', app_conversation_id: id, sandbox_id: expect.any(String), detail: null });
+    expect(ready.request.secrets).toEqual({ DEPLOY_TOKEN: '**********' });
+    const stored = await t.database.db.collection('start_tasks').findOne({ _id: id as any });
+    expect(stored!.history.map((h: any) => h.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
+    expect(stored!.secrets_sealed).toEqual(expect.any(String)); // the activities read the secrets from here
+    expect((await temporal.workflow.getHandle(startTaskWorkflowId(id)).describe()).status.name).toBe('COMPLETED');
+  }, 90_000);
+
+  it('a workflow ended from outside before the start finished (terminated) leaves the task ERROR with a detail', async () => {
+    const id = randomUUID();
+    // A workflow nobody runs (no worker polls its queue), then its record, then it is terminated.
+    const input: StartTaskWorkflowInput = { taskId: id, userId: user.userId, request: {}, settings: { sandboxWaitMs: 1000, setupScriptTimeoutMs: 1000 } };
+    const handle = await temporal.workflow.start(WORKFLOW_TYPES.startTask, { workflowId: startTaskWorkflowId(id), taskQueue: uniqueName('nobody'), args: [input] });
+    const request = StartRequestSchema.parse({ conversation_id: id });
+    await startTasks.create(
+      { id, created_by_user_id: user.userId, conversation_id: id, status: 'WORKING', detail: null, request: echoRequest(request) as Record<string, unknown>, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
+      null,
+    );
+    await handle.terminate('operator');
+    const failed = await waitForTask(id, finished, 20_000);
+    expect(failed).toMatchObject({ status: 'ERROR', detail: "The start's workflow ended (TERMINATED) before the start finished; start again" });
+  }, 30_000);
+
+  it('joining a stalled task with stream-start streams it through to READY', async () => {
+    const id = await acceptedWithoutWorkflow(5 * RECONCILE_AFTER_MS);
+    const joined = await t.request('POST', '/api/v1/app-conversations/stream-start', { key: user.key, body: { conversation_id: id } });
+    expect(joined.status).toBe(200);
+    expect(joined.body.map((s: any) => s.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
+  }, 90_000);
+
+  it('follow() has a stalled task checked at once, not only at the next sweep, and started again once', async () => {
+    const id = await acceptedWithoutWorkflow(RECONCILE_AFTER_MS / 2);
+    // The api's own service, built as the api builds it, with a reconciler of a shorter bound that does
+    // not sweep: what brings the task back here is follow().
+    const reconciler = new StartTaskReconciler(
+      { startTasks, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: t.config.starts.sandboxWaitMs, setupScriptTimeoutMs: t.config.starts.setupScriptTimeoutMs }, log: pino({ level: 'silent' }) },
+      { afterMs: RECONCILE_AFTER_MS / 5 },
+    );
+    const outcomes: ReconcileOutcome[] = [];
+    const reconcile = reconciler.reconcile.bind(reconciler);
+    reconciler.reconcile = async (s) => {
+      const outcome = await reconcile(s);
+      outcomes.push(outcome);
+      return outcome;
+    };
+    const service = new StartTaskService({ startTasks, conversations: t.conversations, box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 }, reconciler });
+    const written: StartTaskSnapshot[] = [];
+    await service.follow(id, (s) => written.push(s), () => false, 50);
+    expect(written.map((s) => s.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
+    expect(outcomes[0]).toBe('restarted');
+    expect(outcomes.filter((o) => o === 'restarted')).toHaveLength(1);
+    await reconciler.stop();
+  }, 90_000);
+});
