@@ -4,108 +4,35 @@
  * on Ctrl-C, reuses its data on the next start, recovers from a kill -9 of itself, and restarts any of
  * its children killed with -9 while it keeps running.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort, portOpen } from '../src/process/net';
+import { portOpen } from '../src/process/net';
 import { testEnv } from './helpers/env';
-import { distPath, runNode } from './helpers/run';
-
-interface Launch {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
+import { alive, freeLauncherPorts, Launcher, until, type PID_FILES } from './helpers/launcher';
 
 describe('launcher (npm start)', () => {
-  const env = testEnv();
-  const dataDir = path.join(env.dir, 'launcher-data');
-  let ports: { api: number; mongo: number; temporal: number; ui: number };
+  const dataDir = path.join(testEnv().dir, 'launcher-data');
+  let launcher: Launcher;
+  let ports: Launcher['ports'];
 
   beforeAll(async () => {
-    ports = { api: await freePort(), mongo: await freePort(), temporal: await freePort(), ui: await freePort() };
+    launcher = new Launcher(dataDir, await freeLauncherPorts());
+    ports = launcher.ports;
   });
 
-  const launch = (): Launch => {
-    const child = spawn(process.execPath, [distPath('scripts', 'launch.js')], {
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        API_PORT: String(ports.api),
-        EMBEDDED_MONGODB_PORT: String(ports.mongo),
-        EMBEDDED_TEMPORAL_PORT: String(ports.temporal),
-        EMBEDDED_TEMPORAL_UI_PORT: String(ports.ui),
-        MONGODB_URI: '',
-        TEMPORAL_ADDRESS: '',
-        LOG_FORMAT: 'json',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const l = { child, output: () => out, exited };
-    launched.push(l);
-    return l;
-  };
-
-  const waitUp = async (l: Launch) => {
-    for (let i = 0; i < 1200 && !l.output().includes('Ctrl-C stops everything'); i++) {
-      if (l.child.exitCode !== null) throw new Error(`launcher exited early:\n${l.output()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  const launch = () => launcher.launch();
+  const waitUp = async (l: ReturnType<typeof launch>) => {
+    await launcher.waitUp(l);
     expect(l.output()).toContain('Ctrl-C stops everything');
   };
-
-  const api = (p: string, key?: string) => fetch(`http://127.0.0.1:${ports.api}${p}`, { headers: key ? { 'X-Access-Token': key } : {} });
-
-  const pids = () =>
-    ['api', 'worker', 'ferretdb/ferretdb', 'temporal/temporal']
-      .map((n) => path.join(dataDir, `${n}.pid`))
-      .filter((f) => fs.existsSync(f))
-      .map((f) => Number(fs.readFileSync(f, 'utf8')));
-
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-  /** Polls `check` until it holds; fails with `what` after `timeoutMs`. */
-  const until = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await Promise.resolve(check()).catch(() => false))) {
-      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-      await sleep(100);
-    }
-  };
-
-  /** The diagnostics workflow: answers only when a worker polls Temporal and reaches the database. */
-  const doctor = async () =>
-    (
-      await runNode(
-        distPath('src', 'cli', 'admin.js'),
-        ['--json', 'doctor', '--timeout', '15'],
-        { DATA_DIR: dataDir, MONGODB_URI: '', TEMPORAL_ADDRESS: '', LOG_LEVEL: 'silent' },
-        30_000,
-      )
-    ).code === 0;
+  const api = (p: string, key?: string) => launcher.api(p, key);
+  const pids = () => launcher.pids();
+  const doctor = () => launcher.doctor();
 
   let adminKey: string;
   let firstKey: string;
-  const launched: Launch[] = [];
-
-  // A failed assertion must not leave servers running: stop launchers, then whatever their pid files name.
-  afterAll(async () => {
-    for (const l of launched) if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL');
-    for (const pid of pids()) if (alive(pid)) process.kill(pid, 'SIGKILL');
-  });
+  // A failed assertion must not leave servers running.
+  afterAll(() => launcher.killAll());
 
   it('first start: everything up, URLs and an admin key printed', async () => {
     const l = launch();
@@ -156,29 +83,23 @@ describe('launcher (npm start)', () => {
     const l = launch();
     await waitUp(l);
     expect(await doctor()).toBe(true);
-    const pidOf = (file: string) => {
-      try {
-        return Number(fs.readFileSync(path.join(dataDir, `${file}.pid`), 'utf8'));
-      } catch {
-        return undefined;
-      }
-    };
+    const pidOf = (name: keyof typeof PID_FILES) => launcher.pidOf(name);
     const ready = async () => (await api('/ready')).status === 200;
     const served = async () => (await ready()) && (adminKey === undefined || (await api('/api/v1/users/me', adminKey)).status === 200);
-    const cases: [name: string, pidFile: string, answers: () => Promise<boolean>][] = [
-      ['api', 'api', served],
-      ['worker', 'worker', doctor],
-      ['ferretdb', 'ferretdb/ferretdb', async () => (await served()) && (await doctor())],
-      ['temporal', 'temporal/temporal', async () => (await ready()) && (await doctor())],
+    const cases: [name: keyof typeof PID_FILES, answers: () => Promise<boolean>][] = [
+      ['api', served],
+      ['worker', doctor],
+      ['ferretdb', async () => (await served()) && (await doctor())],
+      ['temporal', async () => (await ready()) && (await doctor())],
     ];
     const downtime: Record<string, number> = {};
-    for (const [name, pidFile, answers] of cases) {
-      const before = Object.fromEntries(cases.map(([n, f]) => [n, pidOf(f)]));
+    for (const [name, answers] of cases) {
+      const before = Object.fromEntries(cases.map(([n]) => [n, pidOf(n)]));
       const killed = before[name]!;
       process.kill(killed, 'SIGKILL');
       const killedAt = Date.now();
       await until(`${name} restarted`, () => {
-        const pid = pidOf(pidFile);
+        const pid = pidOf(name);
         return pid !== undefined && pid !== killed && alive(pid);
       });
       await until(`${name}: the service answers again`, answers);
@@ -186,7 +107,7 @@ describe('launcher (npm start)', () => {
       expect(l.child.exitCode).toBeNull();
       expect(alive(killed)).toBe(false);
       // The others were not restarted: the api and worker reconnect to a server that came back.
-      for (const [other, file] of cases) if (other !== name) expect([other, pidOf(file)]).toEqual([other, before[other]]);
+      for (const [other] of cases) if (other !== name) expect([other, pidOf(other)]).toEqual([other, before[other]]);
       // Why, and which log to read: <data>/logs/api.log, <data>/ferretdb/ferretdb.log, ...
       expect(l.output()).toMatch(new RegExp(`${name} \\(pid ${killed}\\) exited unexpectedly with signal SIGKILL after [^;]*; see [^"]*/${name}\\.log; restarting in 500 ms`));
     }
