@@ -1,5 +1,8 @@
 /** The webhook: all-or-nothing batches, idempotent retries, contiguous seq, the cap, session-key auth. */
-import { EVENT_KINDS } from '../src/schemas/events';
+import pino from 'pino';
+import { EventIngest } from '../src/events/ingest';
+import { EVENT_KINDS, EventSchema, type Event } from '../src/schemas/events';
+import { EventsStore } from '../src/store/events-store';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { messages, sample } from './helpers/event-samples';
@@ -101,5 +104,43 @@ describe('event ingest', () => {
     const r = await t.ingest(c.conversationId, c.sessionKey, { kind: 'PauseEvent' });
     expect(r.status).toBe(422);
     expect(r.body.detail[0]).toMatchObject({ loc: ['body'], type: 'list_type' });
+  });
+
+  describe('the ingest lease', () => {
+    const leases = () => t.database.db.collection<{ _id: string; token: string; expires_at: Date }>('ingest_leases');
+
+    it('one left by a process that died blocks its conversation only until it expires (seconds)', async () => {
+      const c = await t.newConversation(userId);
+      await leases().insertOne({ _id: c.conversationId, token: 'dead-holder', expires_at: new Date(Date.now() + 2000) });
+      const started = Date.now();
+      const r = await t.ingest(c.conversationId, c.sessionKey, messages(2));
+      expect(r.status).toBe(200);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+      expect(Date.now() - started).toBeLessThan(8000);
+      expect(await leases().countDocuments({ _id: c.conversationId })).toBe(0);
+    });
+
+    it('its holder renews it: a batch slower than the lease keeps it, and a second writer waits its turn', async () => {
+      const c = await t.newConversation(userId);
+      const events = new EventsStore(t.database.db);
+      // The real store, with each append held back for longer than the lease lasts.
+      const slow = Object.assign(Object.create(events) as EventsStore, {
+        append: async (docs: Parameters<EventsStore['append']>[0]) => {
+          await new Promise((r) => setTimeout(r, 1500));
+          return events.append(docs);
+        },
+      });
+      const ingest = (store: EventsStore) =>
+        new EventIngest({ events: store, conversations: t.conversations, live: { publish: async () => undefined }, log: pino({ level: 'silent' }), maxEventsPerConversation: 100, leaseTtlMs: 600, leaseWaitMs: 10_000 });
+      const parse = (batch: Record<string, unknown>[]) => batch.map((e) => EventSchema.parse(e) as Event);
+      const first = ingest(slow).ingest(c.conversationId, parse(messages(3)));
+      await new Promise((r) => setTimeout(r, 200));
+      const second = await ingest(events).ingest(c.conversationId, parse(messages(2)));
+      expect(second.stored).toBe(2);
+      expect((await first).stored).toBe(3);
+      // Had the lease lapsed, the second writer would have taken seqs 1-2 and the first been refused.
+      expect((await stored(c.conversationId)).map((d) => d.seq)).toEqual([1, 2, 3, 4, 5]);
+      expect((await stored(c.conversationId)).slice(0, 3).map((d) => JSON.parse(d.json as string).llm_message.content[0].text)).toEqual(['m0', 'm1', 'm2']);
+    });
   });
 });

@@ -3,6 +3,7 @@
  * input here once stopped the process, held a connection, or answered 500 or a body that is not JSON.
  */
 import net from 'node:net';
+import WebSocket from 'ws';
 import { testConfig } from './helpers/env';
 import { startTestApi, type TestApi } from './helpers/api';
 import { sample } from './helpers/event-samples';
@@ -76,6 +77,31 @@ describe('hostile input at the edge (issue 13)', () => {
       // An unmasked client frame with a reserved opcode: a protocol error.
       (sub.ws as unknown as { _socket: net.Socket })._socket.write(Buffer.from([0x83, 0x01, 0x00]));
       expect((await sub.closed).code).toBe(1002);
+      await healthy();
+    });
+
+    it('sockets closed while their credential is being checked leave no subscription behind', async () => {
+      const { conversationId } = await t.newConversation(userId);
+      const url = wsUrl(`/api/v1/conversation/${conversationId}/events/socket`);
+      await Promise.all(
+        Array.from({ length: 60 }, () => {
+          const ws = new WebSocket(url, { headers: { 'X-Access-Token': key } });
+          ws.on('error', () => undefined);
+          ws.on('upgrade', () => ws.terminate()); // gone as soon as the server accepted it
+          return new Promise((r) => ws.on('close', r));
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 1000)); // the server's lookups finish after the peers left
+      expect(t.api.hub.subscriberCount).toBe(0);
+    });
+
+    it('an upgrade whose request target is not a valid path is a JSON 400, not a 500', async () => {
+      const r = await raw(
+        t.url,
+        'GET //[::1/x HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      );
+      expect(statusOf(r.text)).toBe(400);
+      expect(JSON.parse(bodyOf(r.text)).detail).toMatch(/request target/);
       await healthy();
     });
 
@@ -176,6 +202,35 @@ describe('hostile input at the edge (issue 13)', () => {
         expect(task.request.plugins[0].parameters).toEqual(parameters);
         expect(task.request.observability_metadata).toEqual(metadata);
       }
+    });
+
+    it('a page of large events is cut by bytes: pages neither skip nor repeat, and a catch-up sends them all', async () => {
+      const { conversationId, sessionKey } = await t.newConversation(userId);
+      const big = Array.from({ length: 12 }, (_, i) => sample('ServerErrorEvent', { timestamp: new Date(Date.UTC(2030, 0, 1, 0, 0, i)).toISOString(), detail: 'x'.repeat(1_000_000) }));
+      for (let i = 0; i < big.length; i += 4) expect((await t.ingest(conversationId, sessionKey, big.slice(i, i + 4))).status).toBe(200);
+      const seen: string[] = [];
+      let page = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?limit=100`, { key });
+      expect(page.body.items.length).toBeLessThan(12); // 8 MB of text per page, not 12 MB
+      expect(page.body.next_page_id).toEqual(expect.any(String));
+      for (let n = 0; n < 12; n++) {
+        seen.push(...page.body.items.map((e: { id: string }) => e.id));
+        if (!page.body.next_page_id) break;
+        page = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?limit=100&page_id=${page.body.next_page_id as string}`, { key });
+      }
+      expect(seen).toEqual(big.map((e) => e.id));
+      const sub = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${conversationId}/events/socket?resend_all=true`, { 'X-Access-Token': key });
+      expect((await sub.waitFor(12, 30_000)).map((e) => e.id)).toEqual(big.map((e) => e.id));
+      sub.ws.close();
+    });
+
+    it('a transfer coding other than chunked is a 501; Content-Length beside chunked is a 400 and no server error', async () => {
+      const gz = await raw(t.url, `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`);
+      expect(statusOf(gz.text)).toBe(501);
+      expect(JSON.parse(bodyOf(gz.text)).detail).toMatch(/Transfer-Encoding gzip, chunked is not supported/);
+      const both = await raw(t.url, `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${key}\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`);
+      expect(statusOf(both.text)).toBe(400);
+      expect(JSON.parse(bodyOf(both.text)).detail).toEqual(expect.any(String));
+      await healthy();
     });
 
     it('an unauthenticated body is never read: 401 at once and the connection closed', async () => {

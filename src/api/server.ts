@@ -40,6 +40,8 @@ export interface ApiServer {
   server: http.Server;
   /** Live subscribers connected to this process. */
   hub: EventHub;
+  /** Resolves once the database is prepared (indexes, the live channel), or the server closes first. */
+  prepared: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -173,7 +175,7 @@ export async function startApiServer(
     server.once('error', reject);
     server.listen(config.api.port, config.api.host, () => resolve());
   });
-  const closeSockets = attachEventSocket(server, { hub, apiKeys, conversations, events, log: logger });
+  const closeSockets = attachEventSocket(server, { hub, apiKeys, conversations, events, log: logger, ready: () => prepared });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.api.host}:${port}`;
 
@@ -181,6 +183,7 @@ export async function startApiServer(
     url,
     server,
     hub,
+    prepared: preparing,
     async close() {
       closing = true;
       await closeSockets();

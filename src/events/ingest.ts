@@ -31,14 +31,21 @@ export interface IngestDeps {
   leaseWaitMs?: number;
 }
 
+/** How long an ingest lease lasts without renewal (its holder renews it every third of that). */
+export const DEFAULT_LEASE_TTL_MS = 5_000;
+
 export class EventIngest {
   constructor(private readonly deps: IngestDeps) {}
 
   async ingest(conversationId: string, batch: readonly Event[]): Promise<IngestResult> {
     const { conversations, live } = this.deps;
-    const ttlMs = this.deps.leaseTtlMs ?? 30_000;
+    const ttlMs = this.deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     const token = await conversations.acquireIngestLease(conversationId, ttlMs, this.deps.leaseWaitMs ?? 10_000);
     if (!token) throw new HttpError(503, 'Another batch for this conversation is being stored; retry shortly', { 'Retry-After': '1' });
+    // The lease is short and renewed while the batch is stored: one left by a process that died blocks the
+    // conversation for a few seconds, not for as long as the largest batch could take.
+    const renewal = setInterval(() => void conversations.renewIngestLease(conversationId, token, ttlMs).catch(() => undefined), Math.floor(ttlMs / 3));
+    renewal.unref();
     try {
       const persistent = batch.filter((e) => !TRANSIENT_KINDS.has(e.kind));
       const seen = new Set<string>();
@@ -64,6 +71,7 @@ export class EventIngest {
         published_only: batch.length - persistent.length,
       };
     } finally {
+      clearInterval(renewal);
       await this.release(conversationId, token, Date.now() + ttlMs);
     }
   }

@@ -43,6 +43,8 @@ export function jsonBody(limitBytes: number): Middleware {
     const length = ctx.request.length;
     const chunked = ctx.get('transfer-encoding') !== '';
     if (!chunked && !length) return next();
+    const codings = ctx.get('transfer-encoding').toLowerCase().split(',').map((c) => c.trim()).filter(Boolean);
+    if (codings.some((c) => c !== 'chunked')) throw new HttpError(501, `Transfer-Encoding ${codings.join(', ')} is not supported: send the body plain or chunked`);
     if (!ctx.is('application/json', '+json') && ctx.get('content-type') !== '') {
       throw new HttpError(415, `Unsupported Media Type: send the body as application/json, not ${ctx.get('content-type')}`);
     }
@@ -53,7 +55,11 @@ export function jsonBody(limitBytes: number): Middleware {
     } catch (e) {
       const err = e as { type?: string; status?: number };
       if (err.type === 'entity.too.large') throw new HttpError(413, `Request body is larger than the limit of ${limitBytes} bytes`);
-      if (err.status && err.status < 500) throw new HttpError(400, 'The request body could not be read');
+      // The client's own doing: it went away (request.aborted), or its framing left nothing to read
+      // (stream.not.readable: Content-Length beside chunked); never a server error.
+      if ((err.status && err.status < 500) || err.type === 'stream.not.readable' || err.type === 'request.aborted') {
+        throw new HttpError(400, 'The request body could not be read');
+      }
       throw e;
     }
     if (text.trim() === '') return next();

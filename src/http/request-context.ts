@@ -18,7 +18,9 @@ export function requestContext(logger: Logger): Middleware {
     } finally {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const line = { method: ctx.method, path: ctx.path, status: ctx.status, duration_ms: Math.round(ms * 10) / 10 };
-      if (ctx.status >= 500) ctx.state.log.error(line, 'request');
+      // A 503 is the service asking for a retry (busy database, lease wait, no worker): not a fault.
+      if (ctx.status >= 500 && ctx.status !== 503) ctx.state.log.error(line, 'request');
+      else if (ctx.status === 503) ctx.state.log.warn(line, 'request');
       else ctx.state.log.info(line, 'request');
     }
   };

@@ -100,7 +100,8 @@ export class Subscription {
   }
 
   private enqueue(doc: LiveDoc): void {
-    this.queue = this.queue.then(() => this.deliver(doc)).catch(() => this.close(1011, 'event log unavailable'));
+    // A gap the log cannot fill now (busy or away): the client is told to reconnect later with after_id.
+    this.queue = this.queue.then(() => this.deliver(doc)).catch(() => this.close(CLOSE_TRY_AGAIN_LATER, 'event log unavailable; reconnect with after_id'));
   }
 
   private async deliver(doc: LiveDoc): Promise<void> {
@@ -128,7 +129,8 @@ export class Subscription {
         this.sink.send(e.json);
         this.lastSeq = e.seq;
       }
-      if (page.length < this.limits.catchUpPageSize) return this.waitForRoom();
+      // A page may be cut short by its bytes (large events): done only when the range is sent or empty.
+      if (page.length === 0 || this.lastSeq >= untilSeq) return this.waitForRoom();
     }
   }
 

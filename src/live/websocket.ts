@@ -14,7 +14,8 @@ import type { Logger } from '../logger';
 import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { EventsStore } from '../store/events-store';
-import { DEFAULT_SUBSCRIPTION_LIMITS, Subscription, type EventHub, type SubscriptionLimits } from './event-hub';
+import { DatabaseBusyError } from '../store/errors';
+import { CLOSE_TRY_AGAIN_LATER, DEFAULT_SUBSCRIPTION_LIMITS, Subscription, type EventHub, type SubscriptionLimits } from './event-hub';
 
 export const SOCKET_PATH = /^\/api\/v1\/conversation\/([^/]+)\/events\/socket$/;
 export const CLOSE_BAD_AUTH = 4001;
@@ -27,6 +28,8 @@ export interface EventSocketDeps {
   conversations: ConversationsStore;
   events: EventsStore;
   log: Logger;
+  /** False until the api has prepared its database and live channel: subscribers are told to come back (1013). */
+  ready?: () => boolean;
   authTimeoutMs?: number;
   pingIntervalMs?: number;
   limits?: SubscriptionLimits;
@@ -88,7 +91,13 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
   });
 
   function upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      writeRawError(socket, 400, 'Bad Request: the request target is not a valid path');
+      return;
+    }
     const match = SOCKET_PATH.exec(url.pathname);
     if (!match) {
       // Any other route asked to switch protocols (Upgrade: h2c, or a websocket elsewhere): a request
@@ -155,6 +164,10 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
       if (afterSeq === null) return ws.close(CLOSE_BAD_REQUEST, 'after_id is not an event of this conversation');
     }
 
+    // The peer may have gone during the lookups above: a subscription registered now would never be removed.
+    if (ws.readyState !== ws.OPEN) return;
+    // Until the api has prepared its database (indexes, the live channel), live events would not reach it.
+    if (deps.ready && !deps.ready()) return ws.close(CLOSE_TRY_AGAIN_LATER, 'the service is starting; try again shortly');
     const sub = new Subscription(
       conversationId,
       {
@@ -171,7 +184,11 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
       remove();
     });
     // Registered before reading the log: what is appended during the catch-up waits in the subscription.
-    await sub.start(afterSeq);
+    await sub.start(afterSeq).catch((e: unknown) => {
+      // A log too busy to read within its budget: the client may come back later; anything else is ours.
+      if (e instanceof DatabaseBusyError) return sub.close(CLOSE_TRY_AGAIN_LATER, 'the event log is busy; try again shortly');
+      throw e;
+    });
   }
 
   const pinger = setInterval(() => {

@@ -137,6 +137,11 @@ export class ConversationsStore {
     }
   }
 
+  /** Extends the lease its holder still holds (a no-op once it was taken over). */
+  async renewIngestLease(id: string, token: string, ttlMs: number): Promise<void> {
+    await this.leases.updateOne({ _id: id, token }, { $set: { expires_at: new Date(Date.now() + ttlMs) } });
+  }
+
   async releaseIngestLease(id: string, token: string): Promise<void> {
     await this.leases.deleteOne({ _id: id, token });
   }

@@ -4,7 +4,7 @@
  * normalized UTC key of src/events/event-time.ts; `seq` numbers a conversation's events 1, 2, 3, ...
  * in append order, so (timestamp, seq) orders the log totally.
  */
-import type { Db, Filter } from 'mongodb';
+import type { Db, Filter, FindCursor } from 'mongodb';
 import type { EventKind, EventSource } from '../schemas/events';
 import { withinBudget } from './errors';
 import type { CollectionIndexes } from './mongo';
@@ -67,6 +67,35 @@ function baseFilter(f: EventFilter): Filter<StoredEvent> {
     };
   }
   return filter;
+}
+
+/**
+ * Bytes of event text one page may hold, besides its count limit: a page of large events (a runtime may
+ * send events of megabytes) is cut short, so no answer or catch-up step holds the log in memory.
+ * A page always has at least one event.
+ */
+const PAGE_BYTES = 8 * 1024 * 1024;
+const RANGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads a cursor's documents until `limit` of them or `maxBytes` of `json` text; `more` tells whether the
+ * cursor had more. Read a few at a time, so what is not taken is never fetched whole.
+ */
+async function takeWithin<T extends { json: string }>(cursor: FindCursor<T>, limit: number, maxBytes: number): Promise<{ docs: T[]; more: boolean }> {
+  const docs: T[] = [];
+  let bytes = 0;
+  cursor.batchSize(Math.min(limit + 1, 25));
+  try {
+    while (docs.length < limit && (docs.length === 0 || bytes < maxBytes)) {
+      const d = await cursor.next();
+      if (!d) return { docs, more: false };
+      docs.push(d);
+      bytes += d.json.length;
+    }
+    return { docs, more: await cursor.hasNext() };
+  } finally {
+    await cursor.close();
+  }
 }
 
 export interface EventsStoreOptions {
@@ -184,16 +213,15 @@ export class EventsStore {
       ];
     }
     const dir = opts.descending ? -1 : 1;
-    const docs = await this.read('search', (maxTimeMS) =>
-      this.events
-        .find(filter, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 }, maxTimeMS })
-        .sort({ timestamp: dir, seq: dir })
-        .limit(opts.limit + 1)
-        .toArray(),
+    const { docs, more } = await this.read('search', (maxTimeMS) =>
+      takeWithin(
+        this.events.find(filter, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 }, maxTimeMS }).sort({ timestamp: dir, seq: dir }).limit(opts.limit + 1),
+        opts.limit,
+        PAGE_BYTES,
+      ),
     );
-    const page = docs.slice(0, opts.limit);
-    const tail = page[page.length - 1];
-    return { jsons: page.map((d) => d.json), last: docs.length > opts.limit && tail ? [tail.timestamp, tail.seq] : null };
+    const tail = docs[docs.length - 1];
+    return { jsons: docs.map((d) => d.json), last: more && tail ? [tail.timestamp, tail.seq] : null };
   }
 
   async count(f: EventFilter): Promise<number> {
@@ -217,12 +245,9 @@ export class EventsStore {
   /** Events with afterSeq < seq <= untilSeq (when given), in seq order, at most `limit`. */
   async range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number): Promise<{ seq: number; json: string }[]> {
     const seq = untilSeq === undefined ? { $gt: afterSeq } : { $gt: afterSeq, $lte: untilSeq };
-    return this.read('range', (maxTimeMS) =>
-      this.events
-        .find({ conversation_id: conversationId, seq }, { projection: { _id: 0, seq: 1, json: 1 }, maxTimeMS })
-        .sort({ seq: 1 })
-        .limit(limit)
-        .toArray(),
+    const { docs } = await this.read('range', (maxTimeMS) =>
+      takeWithin(this.events.find({ conversation_id: conversationId, seq }, { projection: { _id: 0, seq: 1, json: 1 }, maxTimeMS }).sort({ seq: 1 }).limit(limit), limit, RANGE_BYTES),
     );
+    return docs;
   }
 }

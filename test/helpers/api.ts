@@ -37,8 +37,14 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startTestApi(config: Config = testConfig(), logger: Logger = pino({ level: 'silent' })): Promise<TestApi> {
+export async function startTestApi(
+  config: Config = testConfig(),
+  logger: Logger = pino({ level: 'silent' }),
+  opts: { waitPrepared?: boolean } = {},
+): Promise<TestApi> {
   const api = await startApiServer(config, { mongoUri: config.mongo.uri!, temporalAddress: config.temporal.address! }, logger);
+  // Tests start when the api serves everything (its live channel too), as clients of `npm start` do.
+  if (opts.waitPrepared ?? true) await api.prepared;
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
   const users = new UsersStore(database.db);
   const apiKeys = new ApiKeysStore(database.db);
