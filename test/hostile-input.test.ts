@@ -2,8 +2,11 @@
  * Regression tests of issue 13's defects at the HTTP and websocket edge, against the real api: each
  * input here once stopped the process, held a connection, or answered 500 or a body that is not JSON.
  */
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import WebSocket from 'ws';
+import { echoRequest, StartRequestSchema } from '../src/schemas/app-conversations';
+import { StartTasksStore } from '../src/store/start-tasks-store';
 import { testConfig } from './helpers/env';
 import { startTestApi, type TestApi } from './helpers/api';
 import { sample } from './helpers/event-samples';
@@ -251,6 +254,34 @@ describe('hostile input at the edge (issue 13)', () => {
       expect(statusOf(r.text)).toBe(408);
       expect(JSON.parse(bodyOf(r.text)).detail).toMatch(/Request Timeout/);
       await healthy();
+    });
+  });
+
+  describe('stream-start always ends once the task has', () => {
+    const startTasks = () => new StartTasksStore(t.database.db);
+    const change = (status: string) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+    const accepted = async (id: string) =>
+      startTasks().create({ id, created_by_user_id: userId, conversation_id: id, ...change('WORKING'), request: echoRequest(StartRequestSchema.parse({ conversation_id: id })) as Record<string, unknown> }, null);
+    const stream = (id: string) => t.request('POST', '/api/v1/app-conversations/stream-start', { key, body: { conversation_id: id }, signal: AbortSignal.timeout(10_000) });
+
+    it('a task READY whose history has a hole (a lost status write) streams to READY and ends', async () => {
+      const id = randomUUID();
+      await accepted(id);
+      await startTasks().record(id, 0, change('WORKING'));
+      await startTasks().record(id, 2, change('READY')); // step 1's write never landed: history [WORKING, null, READY]
+      const r = await stream(id);
+      expect(r.status).toBe(200);
+      expect(r.body.map((s: { status: string }) => s.status)).toEqual(['WORKING', 'READY']);
+    });
+
+    it('a task whose record says ERROR but whose history does not ends with the record', async () => {
+      const id = randomUUID();
+      await accepted(id);
+      await startTasks().record(id, 0, change('WORKING'));
+      await t.database.db.collection<{ _id: string }>('start_tasks').updateOne({ _id: id }, { $set: { status: 'ERROR', detail: 'gone' } });
+      const r = await stream(id);
+      expect(r.body.map((s: { status: string }) => s.status)).toEqual(['WORKING', 'ERROR']);
+      expect(r.body.at(-1).detail).toBe('gone');
     });
   });
 

@@ -67,7 +67,10 @@ async function main(): Promise<void> {
     shutdownGraceMs: config.shutdownGraceMs,
   });
   // Runtime.install registers SIGINT/SIGTERM handlers that call worker.shutdown(); run() then resolves.
-  exitWithParent(() => worker.shutdown());
+  // Only a running worker is asked: one already draining (a SIGTERM came first) would throw IllegalStateError.
+  exitWithParent(() => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  });
   logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
   await worker.run();
   await connection.close();

@@ -135,6 +135,13 @@ export class StartTaskReconciler {
   private async restart(task: StartTaskRecord, steps: number): Promise<ReconcileOutcome> {
     const input: StartTaskWorkflowInput = { taskId: task.id, userId: task.created_by_user_id, request: task.request, settings: this.deps.settings };
     try {
+      // The new run writes its statuses from the first: none of the lost run's may remain after them.
+      if (steps > 0 && !(await this.deps.startTasks.clearHistoryIfUnchanged(task.id, task.updated_at))) return 'moving';
+    } catch (e) {
+      this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not clear the history of a lost start task; trying again later');
+      return 'unreachable';
+    }
+    try {
       await this.call(() =>
         this.deps.temporal.workflow.start(WORKFLOW_TYPES.startTask, {
           workflowId: startTaskWorkflowId(task.id),

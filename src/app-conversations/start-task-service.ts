@@ -41,8 +41,14 @@ export const snapshotOf = ({ conversation_id: _c, ...t }: StartTaskRecord): Star
   updated_at: t.updated_at.toISOString(),
 });
 
-const snapshotsOf = ({ task: { conversation_id: _c, ...task }, history }: { task: StartTaskRecord; history: StartTaskStep[] }): StartTaskSnapshot[] =>
-  history.map(({ at, ...step }) => ({ ...task, ...step, created_at: task.created_at.toISOString(), updated_at: at.toISOString() }));
+/**
+ * The task's snapshots from its stored history. A status write that was lost leaves a hole (null) in the
+ * array when a later one lands: it is skipped, never a reason to fail.
+ */
+const snapshotsOf = ({ task: { conversation_id: _c, ...task }, history }: { task: StartTaskRecord; history: (StartTaskStep | null)[] }): StartTaskSnapshot[] =>
+  history
+    .filter((h): h is StartTaskStep => h != null && typeof h === 'object' && h.at instanceof Date)
+    .map(({ at, ...step }) => ({ ...task, ...step, created_at: task.created_at.toISOString(), updated_at: at.toISOString() }));
 
 export class StartTaskService {
   constructor(private readonly deps: StartTaskServiceDeps) {}
@@ -135,6 +141,13 @@ export class StartTaskService {
       for (const s of all.slice(sent)) write(s);
       sent = Math.max(sent, all.length);
       if (closed() || TERMINAL_STATUSES.includes(all.at(-1)?.status ?? '')) return;
+      // The record says the start ended although its history does not show it (a status write lost):
+      // the stream ends with the record's state, never waits for a status that will not come.
+      if (found && TERMINAL_STATUSES.includes(found.task.status)) {
+        const { conversation_id: _c, ...task } = found.task;
+        write({ ...task, created_at: task.created_at.toISOString(), updated_at: task.updated_at.toISOString() });
+        return;
+      }
       if (found && reconciler && Date.now() - Math.max(found.task.updated_at.getTime(), checkedAt) >= reconciler.afterMs) {
         checkedAt = Date.now();
         await reconciler.reconcile({ task: found.task, steps: found.history.length });

@@ -31,7 +31,7 @@ export type StartTaskStep = StartTaskChange & { at: Date };
  * `secrets_sealed`: the request's secrets, sealed; read only by the start's activities, never shown.
  * `history`: every status so far, appended by the workflow's record step (its only writer).
  */
-type StartTaskDoc = Omit<StartTaskRecord, 'id'> & { _id: string; secrets_sealed?: string | null; history?: StartTaskStep[] };
+type StartTaskDoc = Omit<StartTaskRecord, 'id'> & { _id: string; secrets_sealed?: string | null; history?: (StartTaskStep | null)[] };
 
 /** What each status of a start changes. */
 export type StartTaskChange = Pick<StartTaskRecord, 'status' | 'detail' | 'app_conversation_id' | 'sandbox_id' | 'agent_server_url'>;
@@ -91,11 +91,18 @@ export class StartTasksStore {
    * Returns the task as stored.
    */
   async record(id: string, step: number, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
-    // A run's first status replaces the whole history: a run started again from the record (its
-    // workflow was lost) leaves none of the lost run's later statuses behind.
-    const entry = step === 0 ? { history: [{ ...change, at }] } : { [`history.${step}`]: { ...change, at } };
-    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at, ...entry } }, { returnDocument: 'after' });
+    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at, [`history.${step}`]: { ...change, at } } }, { returnDocument: 'after' });
     return doc && toRecord(doc);
+  }
+
+  /**
+   * Empties the history of a task whose workflow was lost, before its workflow is started again, so the
+   * new run leaves none of the lost run's statuses behind; only if the task is still as the caller read
+   * it. True when done.
+   */
+  async clearHistoryIfUnchanged(id: string, seenUpdatedAt: Date): Promise<boolean> {
+    const r = await this.tasks.updateOne({ _id: id, updated_at: seenUpdatedAt, status: { $in: UNFINISHED } }, { $set: { history: [] } });
+    return r.matchedCount === 1;
   }
 
   /**
@@ -124,7 +131,8 @@ export class StartTasksStore {
   }
 
   /** The task and every status it reached, in order (one `_id` lookup). */
-  async withHistory(id: string): Promise<{ task: StartTaskRecord; history: StartTaskStep[] } | null> {
+  /** A status write that was lost leaves a hole (null) where a later one landed past it. */
+  async withHistory(id: string): Promise<{ task: StartTaskRecord; history: (StartTaskStep | null)[] } | null> {
     const d = await this.tasks.findOne({ _id: id }, { projection: { secrets_sealed: 0 } });
     return d && { task: toRecord(d), history: d.history ?? [] };
   }

@@ -33,7 +33,11 @@ export interface TestApi {
   /** A new user and one of its raw API keys. */
   newUser(): Promise<{ userId: string; key: string }>;
   /** GET/POST... against the api; JSON in and out. */
-  request(method: string, path: string, opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  request(
+    method: string,
+    path: string,
+    opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; signal?: AbortSignal },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
@@ -59,7 +63,7 @@ export async function startTestApi(
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    const res = await fetch(self.api.url + path, { method, headers, body });
+    const res = await fetch(self.api.url + path, { method, headers, body, signal: opts.signal });
     const text = await res.text();
     let parsed: unknown = text;
     try {
