@@ -274,6 +274,20 @@ describe('hostile input at the edge (issue 13)', () => {
       expect(r.body.map((s: { status: string }) => s.status)).toEqual(['WORKING', 'READY']);
     });
 
+    it('a task whose run was started again (its history cleared) streams the new run to its end', async () => {
+      const id = randomUUID();
+      await accepted(id);
+      for (const [i, status] of ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY'].entries()) await startTasks().record(id, i, change(status));
+      const streaming = stream(id);
+      await new Promise((r) => setTimeout(r, 500)); // the stream has sent the lost run's three statuses
+      const task = await startTasks().get(id);
+      expect(await startTasks().clearHistoryIfUnchanged(id, task!.updated_at)).toBe(true);
+      await startTasks().record(id, 0, change('WORKING'));
+      await startTasks().record(id, 1, { ...change('ERROR'), detail: 'the new run failed' });
+      const r = await streaming;
+      expect(r.body.map((s: { status: string }) => s.status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'WORKING', 'ERROR']);
+    });
+
     it('a task whose record says ERROR but whose history does not ends with the record', async () => {
       const id = randomUUID();
       await accepted(id);

@@ -128,6 +128,7 @@ export class StartTaskService {
   async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100): Promise<void> {
     const { reconciler } = this.deps;
     let sent = 0;
+    let firstAt: string | undefined;
     let checkedAt = 0;
     for (;;) {
       // A read that fails (the database busy, or away for a moment) is tried again: the stream goes on.
@@ -138,8 +139,12 @@ export class StartTaskService {
         continue;
       }
       const all = found ? snapshotsOf(found) : [];
+      // A run started again from the record (its workflow was lost) writes its statuses from the first:
+      // the client is sent them all again rather than none of those below what it had.
+      if (all.length < sent || (sent > 0 && all[0]?.updated_at !== firstAt)) sent = 0;
       for (const s of all.slice(sent)) write(s);
-      sent = Math.max(sent, all.length);
+      sent = all.length;
+      firstAt = all[0]?.updated_at;
       if (closed() || TERMINAL_STATUSES.includes(all.at(-1)?.status ?? '')) return;
       // The record says the start ended although its history does not show it (a status write lost):
       // the stream ends with the record's state, never waits for a status that will not come.

@@ -145,6 +145,9 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
   }
 
   async function serve(ws: WebSocket, req: http.IncomingMessage, conversationId: string, params: URLSearchParams): Promise<void> {
+    // Until the api has prepared its database (indexes, the live channel), live events would not reach
+    // a subscriber: it is told to come back before anything is looked up.
+    if (deps.ready && !deps.ready()) return ws.close(CLOSE_TRY_AGAIN_LATER, 'the service is starting; try again shortly');
     alive.set(ws, true);
     ws.on('pong', () => alive.set(ws, true));
     const headerToken = req.headers['x-access-token'];
@@ -166,8 +169,6 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
 
     // The peer may have gone during the lookups above: a subscription registered now would never be removed.
     if (ws.readyState !== ws.OPEN) return;
-    // Until the api has prepared its database (indexes, the live channel), live events would not reach it.
-    if (deps.ready && !deps.ready()) return ws.close(CLOSE_TRY_AGAIN_LATER, 'the service is starting; try again shortly');
     const sub = new Subscription(
       conversationId,
       {

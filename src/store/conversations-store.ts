@@ -89,9 +89,10 @@ export class ConversationsStore {
     return d?.last_seq ?? 0;
   }
 
-  /** Records the new last seq after an append; only the holder of the ingest lease calls this. */
+  /** Records the new last seq after an append (never lowers it); only the holder of the ingest lease calls this. */
   async setLastSeq(id: string, seq: number): Promise<void> {
-    await this.conversations.updateOne({ _id: id }, { $set: { last_seq: seq } });
+    // $max: the recorded last seq only goes up, also should a writer that lost its lease finish late.
+    await this.conversations.updateOne({ _id: id }, { $max: { last_seq: seq } });
   }
 
   /** True when the raw session key is the one of the sandbox running this conversation. */
@@ -129,7 +130,8 @@ export class ConversationsStore {
       }
       const held = await this.leases.findOne({ _id: id });
       if (held && held.expires_at.getTime() < Date.now()) {
-        await this.leases.deleteOne({ _id: id, token: held.token });
+        // Only the lease as read: one its holder renewed meanwhile (a new expires_at) stays.
+        await this.leases.deleteOne({ _id: id, token: held.token, expires_at: held.expires_at });
         continue;
       }
       if (Date.now() + delay > deadline) return null;

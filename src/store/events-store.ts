@@ -76,15 +76,17 @@ function baseFilter(f: EventFilter): Filter<StoredEvent> {
  */
 const PAGE_BYTES = 8 * 1024 * 1024;
 const RANGE_BYTES = 4 * 1024 * 1024;
+const TAKE_BATCH = 8;
 
 /**
  * Reads a cursor's documents until `limit` of them or `maxBytes` of `json` text; `more` tells whether the
- * cursor had more. Read a few at a time, so what is not taken is never fetched whole.
+ * cursor had more. Fetched TAKE_BATCH at a time, so a call holds at most about `maxBytes` plus one batch
+ * (TAKE_BATCH events of at most MAX_BODY_BYTES each), never the whole page's worth of large events.
  */
 async function takeWithin<T extends { json: string }>(cursor: FindCursor<T>, limit: number, maxBytes: number): Promise<{ docs: T[]; more: boolean }> {
   const docs: T[] = [];
   let bytes = 0;
-  cursor.batchSize(Math.min(limit + 1, 25));
+  cursor.batchSize(Math.min(limit + 1, TAKE_BATCH));
   try {
     while (docs.length < limit && (docs.length === 0 || bytes < maxBytes)) {
       const d = await cursor.next();
