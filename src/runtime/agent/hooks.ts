@@ -41,7 +41,10 @@ function matches(hook: Hook, toolName: string | null): boolean {
 
 function runOne(hook: Hook, input: Record<string, unknown>, cwd: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<{ code: number; stdout: string; stderr: string; error: string | null }> {
   return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', hook.command], { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    // --norc --noprofile: the hook's stdin is a socket (how Node passes pipes), and bash takes a socket on
+    // stdin for a remote shell and runs ~/.bashrc even with -c (here: pyenv's init, which can wait
+    // forever on a stale rehash lock). A hook runs its command and nothing of the user's shell setup.
+    const child = spawn('bash', ['--norc', '--noprofile', '-c', hook.command], { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout = (stdout + d.toString('utf8')).slice(0, MAX_OUTPUT)));
