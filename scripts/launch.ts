@@ -1,7 +1,8 @@
 /**
  * The embedded default (`npm start`): everything on this machine, data in one directory.
- * Starts the Temporal dev server and FerretDB (unless TEMPORAL_ADDRESS / MONGODB_URI point at servers
- * that already run), then the api and the worker; prints the URLs and, on first run, an admin API key.
+ * Starts the Temporal dev server and FerretDB with the PostgreSQL it stores into (unless TEMPORAL_ADDRESS /
+ * MONGODB_URI point at servers that already run; POSTGRES_URL names a PostgreSQL to use instead of the
+ * embedded one; FERRETDB_BACKEND=sqlite keeps FerretDB's SQLite files), then the api and the worker; prints the URLs and, on first run, an admin API key.
  * A child that dies is restarted (scripts/servers/supervisor.ts) on the same port, data and pid file; one
  * that keeps failing stops everything with exit code 1. Ctrl-C stops every child, the servers last. With
  * `--demo`, it then plays the labelled demo conversation (scripted LLM, no key needed) and leaves
@@ -15,8 +16,10 @@ import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-ser
 import { createLogger } from '../src/logger';
 import { portOpen } from '../src/process/net';
 import { reapStale, startChild } from './servers/child';
-import { startFerretdb } from './servers/ferretdb-server';
+import { startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
+import { postgresLogin, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
+import { migrateSqliteData } from './servers/sqlite-migration';
 import { Supervisor } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
 
@@ -96,14 +99,16 @@ async function main(): Promise<void> {
   // A launcher killed with -9 leaves its servers running (its api and worker stop by themselves). Only the
   // launcher's own pid files are read, and a pid is stopped only if it still runs the same program.
   const dist = path.join(__dirname, '..');
-  const known: [file: string, program: string][] = [
+  const known: [file: string, program: string, signal?: NodeJS.Signals][] = [
     [path.join(config.dataDir, 'api.pid'), path.join(dist, 'src', 'api', 'main.js')],
     [path.join(config.dataDir, 'worker.pid'), path.join(dist, 'worker', 'main.js')],
     [path.join(config.dataDir, 'temporal', 'temporal.pid'), 'temporal-cli-'],
     [path.join(config.dataDir, 'ferretdb', 'ferretdb.pid'), 'ferretdb-'],
+    // Its cluster's path, on its command line after -D: no other PostgreSQL on the machine matches.
+    [path.join(config.dataDir, 'postgres', 'postgres.pid'), path.join(config.dataDir, 'postgres', 'data'), 'SIGINT'],
   ];
-  for (const [file, program] of known) {
-    await reapStale(file, program);
+  for (const [file, program, signal] of known) {
+    await reapStale(file, program, signal); // PostgreSQL's fast shutdown is SIGINT: it stops its backends itself
     fs.rmSync(file, { force: true });
   }
 
@@ -111,11 +116,35 @@ async function main(): Promise<void> {
   const binaries = embedded ? await obtainServers(config.serversCacheDir, (l) => log.info(l)) : undefined;
 
   let mongoUri = config.mongo.uri;
+  let storage = 'MongoDB';
+  // The PostgreSQL behind the MongoDB-wire server, for the api's indexes: the operator's when they run both.
+  let postgresUrl = mongoUri ? config.postgres.url : undefined;
   if (!mongoUri) {
     await ensurePortFree(config.embedded.mongoPort, 'EMBEDDED_MONGODB_PORT');
-    const options = { binary: binaries!.ferretdb, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
+    let backend: FerretdbBackend = { kind: 'sqlite' };
+    storage = `FerretDB on SQLite files in ${path.join(config.dataDir, 'ferretdb', 'sqlite')}`;
+    if (config.embedded.ferretdbBackend === 'postgresql' && config.postgres.url) {
+      // One clear line for a wrong URL, password or database, rather than FerretDB's log after its timeout.
+      await postgresLogin(config.postgres.url).catch((e: Error) => {
+        throw new Error(`POSTGRES_URL: PostgreSQL did not take the login: ${e.message}`);
+      });
+      backend = { kind: 'postgresql', url: config.postgres.url };
+      storage = 'FerretDB on the PostgreSQL of POSTGRES_URL';
+      postgresUrl = config.postgres.url;
+    } else if (config.embedded.ferretdbBackend === 'postgresql') {
+      await ensurePortFree(config.embedded.postgresPort, 'EMBEDDED_POSTGRES_PORT');
+      const pgOptions = { binDir: requirePostgresBinDir(), dir: path.join(config.dataDir, 'postgres'), port: config.embedded.postgresPort, pidFile: true };
+      const postgres = await supervision.start('postgres', (onSpawn) => startPostgres({ ...pgOptions, onSpawn }));
+      backend = { kind: 'postgresql', url: postgres.url };
+      postgresUrl = postgres.url;
+      storage = `FerretDB on PostgreSQL 127.0.0.1:${config.embedded.postgresPort} (password in ${path.join(config.dataDir, 'postgres', 'password')})`;
+      log.info({ port: config.embedded.postgresPort }, 'PostgreSQL is up');
+    }
+    const options = { binary: binaries!.ferretdb, backend, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
     const ferret = await supervision.start('ferretdb', (onSpawn) => startFerretdb({ ...options, onSpawn }));
     mongoUri = ferret.uri;
+    // The data of a start before PostgreSQL became the default, moved once.
+    if (backend.kind === 'postgresql') await migrateSqliteData({ ferretdbBinary: binaries!.ferretdb, dataDir: config.dataDir, targetUri: mongoUri, log });
     log.info({ uri: mongoUri }, 'FerretDB (MongoDB wire protocol) is up'); // embedded: no credentials
   }
 
@@ -137,12 +166,14 @@ async function main(): Promise<void> {
     temporalUi = temporal.uiUrl;
     log.info({ address: temporalAddress }, 'Temporal dev server is up');
   }
-  writeEmbeddedServers(config.dataDir, { mongoUri, temporalAddress });
+  writeEmbeddedServers(config.dataDir, { mongoUri, temporalAddress, postgresUrl });
 
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     MONGODB_URI: mongoUri,
     TEMPORAL_ADDRESS: temporalAddress,
+    // Set or emptied: a POSTGRES_URL left in the shell must not reach an api whose FerretDB is not on it.
+    POSTGRES_URL: postgresUrl ?? '',
     DATA_DIR: config.dataDir,
     SECRETS_KEY: resolveSecretsKey(config, true),
     AGENT_CONTROL_PARENT_PID: String(process.pid),
@@ -160,7 +191,7 @@ async function main(): Promise<void> {
       name: 'worker',
       command: process.execPath,
       args: [path.join(dist, 'worker', 'main.js')],
-      env,
+      env: { ...env, POSTGRES_URL: '' }, // the worker never talks to PostgreSQL: no password for it
       logFile: workerLog,
       pidFile: path.join(config.dataDir, 'worker.pid'),
       ready: async () => logSince(workerLog, from).includes('worker polling'),
@@ -183,7 +214,7 @@ async function main(): Promise<void> {
     '',
     `  API          ${config.api.publicBaseUrl}   (docs: ${config.api.publicBaseUrl}/docs)`,
     temporalUi ? `  Temporal UI  ${temporalUi}` : `  Temporal     ${temporalAddress}`,
-    `  MongoDB      ${mongoUri.replace(/\/\/[^@/]*@/, '//***@')}`,
+    `  MongoDB      ${mongoUri.replace(/\/\/[^@/]*@/, '//***@')}   (${storage})`,
     `  Data         ${config.dataDir}   (logs in ${logs})`,
     bootstrap.key
       ? `\n  Admin API key (shown once, not stored; send it as X-Access-Token):\n  ${bootstrap.key}`

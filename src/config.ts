@@ -57,6 +57,17 @@ export const envSchema = z.object({
     .default('agent_control'),
   /** How long a MongoDB operation may wait for a server before failing (ms). */
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: positiveInt('milliseconds').default(5000),
+  /** What the embedded FerretDB stores into: PostgreSQL (indexes, filters in SQL) or SQLite files (every query reads the whole collection). */
+  FERRETDB_BACKEND: z.enum(['postgresql', 'sqlite'], { error: 'postgresql or sqlite' }).default('postgresql'),
+  /**
+   * The PostgreSQL server FerretDB stores into (postgres://user:password@host:port/database). Unset: the
+   * launcher starts its own and sets this for the api, worker and CLI it runs. With it, the api creates
+   * the indexes PostgreSQL needs for FerretDB's queries (src/store/postgres-indexes.ts).
+   */
+  POSTGRES_URL: z
+    .string()
+    .refine((v) => /^postgres(ql)?:\/\/./.test(v) && URL.canParse(v), { error: 'a postgres:// connection string (special characters of the password %-encoded)' })
+    .optional(),
   /** Temporal frontend address. Unset: the launcher starts the Temporal dev server. */
   TEMPORAL_ADDRESS: hostPort.optional(),
   TEMPORAL_NAMESPACE: z
@@ -72,6 +83,7 @@ export const envSchema = z.object({
   WORKFLOW_BUNDLE_PATH: nonEmpty('file path').optional(),
   /** Ports of the embedded servers (used only when the launcher starts them). */
   EMBEDDED_MONGODB_PORT: port('the embedded MongoDB-wire server').default(27017),
+  EMBEDDED_POSTGRES_PORT: port('the embedded PostgreSQL').default(27432),
   EMBEDDED_TEMPORAL_PORT: port('the embedded Temporal frontend').default(7233),
   EMBEDDED_TEMPORAL_UI_PORT: port('the embedded Temporal UI').default(8233),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('info'),
@@ -92,6 +104,8 @@ export const envSchema = z.object({
   MAX_EVENTS_PER_CONVERSATION: positiveInt('events').default(1_000_000),
   /** How often an api process looks for live events published by any process (ms). */
   LIVE_POLL_MS: positiveInt('milliseconds').default(10),
+  /** The same while the process has no websocket subscriber (its own events still arrive at once) (ms). */
+  LIVE_IDLE_POLL_MS: positiveInt('milliseconds').default(250),
   /** Live-channel slots (one per published batch) kept before the oldest are removed. */
   LIVE_CHANNEL_RETAIN_SLOTS: positiveInt('slots').default(100),
   /** How long /ready waits for each dependency before calling it down (ms). */
@@ -155,10 +169,18 @@ export interface Config {
   serversCacheDir: string | undefined;
   workflowBundlePath: string | undefined;
   secretsKey: string | undefined;
-  embedded: { mongoPort: number; temporalPort: number; temporalUiPort: number };
+  embedded: {
+    mongoPort: number;
+    postgresPort: number;
+    temporalPort: number;
+    temporalUiPort: number;
+    ferretdbBackend: 'postgresql' | 'sqlite';
+  };
+  /** The PostgreSQL behind FerretDB, when known. */
+  postgres: { url: string | undefined };
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
-  live: { pollMs: number; retainSlots: number };
+  live: { pollMs: number; idlePollMs: number; retainSlots: number };
   readyTimeoutMs: number;
   eventQueryTimeoutMs: number;
   shutdownGraceMs: number;
@@ -183,7 +205,7 @@ export interface Config {
 }
 
 /** Variables whose values never appear in messages (keys, connection strings with passwords). */
-const SENSITIVE = new Set(['SECRETS_KEY', 'MONGODB_URI', 'REMOTE_RUNTIME_API_KEY']);
+const SENSITIVE = new Set(['SECRETS_KEY', 'MONGODB_URI', 'POSTGRES_URL', 'REMOTE_RUNTIME_API_KEY']);
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -221,12 +243,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     secretsKey: e.SECRETS_KEY,
     embedded: {
       mongoPort: e.EMBEDDED_MONGODB_PORT,
+      postgresPort: e.EMBEDDED_POSTGRES_PORT,
+      ferretdbBackend: e.FERRETDB_BACKEND,
       temporalPort: e.EMBEDDED_TEMPORAL_PORT,
       temporalUiPort: e.EMBEDDED_TEMPORAL_UI_PORT,
     },
+    postgres: { url: e.POSTGRES_URL },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
     limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
-    live: { pollMs: e.LIVE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
+    live: { pollMs: e.LIVE_POLL_MS, idlePollMs: e.LIVE_IDLE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     eventQueryTimeoutMs: e.EVENT_QUERY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

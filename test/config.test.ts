@@ -18,7 +18,9 @@ describe('config', () => {
     expect(c.mongo.uri).toBeUndefined();
     expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control' });
     expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000, requestTimeoutMs: 60_000 });
-    expect(c.live).toEqual({ pollMs: 10, retainSlots: 100 });
+    expect(c.live).toEqual({ pollMs: 10, idlePollMs: 250, retainSlots: 100 });
+    expect(c.embedded).toMatchObject({ mongoPort: 27017, postgresPort: 27432, ferretdbBackend: 'postgresql' });
+    expect(c.postgres).toEqual({ url: undefined });
     expect(c.log).toEqual({ level: 'info', format: 'json' });
     expect(loadConfig({}, true).log.format).toBe('pretty');
   });
@@ -57,6 +59,10 @@ describe('config', () => {
     const bad = problems({ SECRETS_KEY: 'c2VjcmV0LWJ1dC10b28tc2hvcnQ=' })[0]!;
     expect(bad).toMatch(/^SECRETS_KEY=<redacted> is invalid: expected 32 random bytes/);
     expect(bad).not.toContain('c2VjcmV0');
+    const pg = problems({ POSTGRES_URL: 'postgres://u:pa#ss word@host:5432/db' })[0]!;
+    expect(pg).toMatch(/^POSTGRES_URL=<redacted> is invalid: expected a postgres:\/\/ connection string/);
+    expect(pg).not.toContain('pa#ss');
+    expect(problems({ FERRETDB_BACKEND: 'mysql' })[0]).toMatch(/^FERRETDB_BACKEND="mysql" is invalid: expected postgresql or sqlite/);
     expect(problems({ TEMPORAL_ADDRESS: 'temporal' })[0]).toMatch(/^TEMPORAL_ADDRESS="temporal" is invalid: expected host:port/);
     expect(problems({ LOG_LEVEL: 'loud' })[0]).toBe(
       'LOG_LEVEL="loud" is invalid: expected one of fatal, error, warn, info, debug, trace, silent',

@@ -1,7 +1,7 @@
 /**
- * Fault injection (issue 13): the real launcher with its four supervised children; a steady ingest into
+ * Fault injection (issue 13): the real launcher with its five supervised children; a steady ingest into
  * one conversation (a client that resends a batch until it is acknowledged, as a runtime's outbox does)
- * and a start before each kill; then kill -9 of the api, the worker, FerretDB and the Temporal server in
+ * and a start before each kill; then kill -9 of the api, the worker, FerretDB, PostgreSQL and the Temporal server in
  * turn. Afterwards: every acknowledged event is stored exactly once, the log's seq is contiguous, every
  * start is READY or ERROR, and no ingest lease is left behind.
  */
@@ -89,7 +89,7 @@ describe('fault injection', () => {
     };
 
     const downtime: Record<string, number> = {};
-    for (const name of ['api', 'worker', 'ferretdb', 'temporal'] as (keyof typeof PID_FILES)[]) {
+    for (const name of ['api', 'worker', 'ferretdb', 'postgres', 'temporal'] as (keyof typeof PID_FILES)[]) {
       const before = batches;
       await until('ingest goes on', () => batches >= before + 3, 60_000);
       await startOne(); // the kill lands while this start is under way

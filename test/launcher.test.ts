@@ -48,7 +48,11 @@ describe('launcher (npm start)', () => {
     expect(me.status).toBe(200);
     expect(await me.json()).toMatchObject({ email: 'admin@localhost' });
     const running = pids();
-    expect(running).toHaveLength(4);
+    expect(running).toHaveLength(5); // api, worker, FerretDB, PostgreSQL, Temporal
+    // FerretDB stores into the embedded PostgreSQL, which takes a password only (no trust, no socket).
+    expect(out).toContain(`(FerretDB on PostgreSQL 127.0.0.1:${ports.postgres}`);
+    expect(fs.statSync(path.join(dataDir, 'postgres', 'password')).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(path.join(dataDir, 'postgres', 'data', 'pg_hba.conf'), 'utf8')).not.toMatch(/^\s*(host|local)\b.*\btrust\s*$/m);
     // The key that seals secrets is created on the first run, readable by this user only.
     const keyFile = path.join(dataDir, 'secrets.key');
     expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
@@ -90,6 +94,7 @@ describe('launcher (npm start)', () => {
       ['api', served],
       ['worker', doctor],
       ['ferretdb', async () => (await served()) && (await doctor())],
+      ['postgres', async () => (await served()) && (await doctor())],
       ['temporal', async () => (await ready()) && (await doctor())],
     ];
     const downtime: Record<string, number> = {};
@@ -116,5 +121,51 @@ describe('launcher (npm start)', () => {
     l.child.kill('SIGINT');
     expect(await l.exited).toBe(0);
     for (const port of Object.values(ports)) expect(await portOpen(port)).toBe(false);
+  }, 240_000);
+});
+
+describe('launcher (npm start) on the data of an earlier version (FerretDB on SQLite)', () => {
+  const dataDir = path.join(testEnv().dir, 'launcher-upgrade-data');
+  let old: Launcher;
+  let current: Launcher;
+  afterAll(() => {
+    old?.killAll();
+    current?.killAll();
+  });
+
+  it('moves the SQLite data into PostgreSQL once: the same users and keys, the old files kept aside', async () => {
+    const ports = await freeLauncherPorts();
+    old = new Launcher(dataDir, ports, { FERRETDB_BACKEND: 'sqlite' });
+    const first = old.launch();
+    await old.waitUp(first);
+    const key = first.output().match(/\n\s+(acp_[A-Za-z0-9_-]{43})\n/)![1]!;
+    const made = await old.api('/api/v1/api-keys', key, { method: 'POST', body: JSON.stringify({ name: 'kept across the move' }) });
+    expect(made.status).toBe(201);
+    const secondKey = ((await made.json()) as { key: string }).key;
+    first.child.kill('SIGINT');
+    expect(await first.exited).toBe(0);
+    expect(fs.readdirSync(path.join(dataDir, 'ferretdb', 'sqlite')).some((f) => f.endsWith('.sqlite'))).toBe(true);
+
+    current = new Launcher(dataDir, ports);
+    const second = current.launch();
+    await current.waitUp(second);
+    expect(second.output()).toMatch(/moved \d+ documents in \d+ collections into PostgreSQL/);
+    expect(second.output()).not.toMatch(/acp_[A-Za-z0-9_-]{43}/); // no new admin: the old one came along
+    expect((await current.api('/api/v1/users/me', key)).status).toBe(200);
+    expect((await current.api('/api/v1/users/me', secondKey)).status).toBe(200);
+    const keys = (await (await current.api('/api/v1/api-keys/search', key)).json()) as { items: { name: string }[] };
+    expect(keys.items.map((k) => k.name)).toContain('kept across the move');
+    expect(fs.existsSync(path.join(dataDir, 'ferretdb', 'sqlite'))).toBe(false);
+    expect(fs.readdirSync(dataDir).filter((f) => f.startsWith('ferretdb-sqlite-migrated-'))).toHaveLength(1);
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+
+    // Once: the next start has nothing to move.
+    const third = current.launch();
+    await current.waitUp(third);
+    expect(third.output()).not.toMatch(/moved \d+ documents/);
+    expect((await current.api('/api/v1/users/me', key)).status).toBe(200);
+    third.child.kill('SIGINT');
+    expect(await third.exited).toBe(0);
   }, 240_000);
 });

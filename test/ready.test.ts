@@ -8,8 +8,13 @@ import { testConfig, testEnv } from './helpers/env';
 describe('health and readiness', () => {
   it('/ready is 200 with both servers, 503 once the database stops; /health stays 200', async () => {
     const env = testEnv();
-    // A database of this test's own, so stopping it disturbs no other test.
-    const ferret = await startFerretdb({ binary: env.binaries.ferretdb, dataDir: path.join(env.dir, 'ready-ferretdb'), port: await freePort() });
+    // A FerretDB of this test's own (on the shared PostgreSQL), so stopping it disturbs no other test.
+    const ferret = await startFerretdb({
+      binary: env.binaries.ferretdb,
+      backend: env.postgresUrl ? { kind: 'postgresql', url: env.postgresUrl } : { kind: 'sqlite' },
+      dataDir: path.join(env.dir, 'ready-ferretdb'),
+      port: await freePort(),
+    });
     const t = await startTestApi(testConfig({ MONGODB_URI: ferret.uri }));
     try {
       let ready = await t.request('GET', '/ready');
@@ -36,6 +41,20 @@ describe('health and readiness', () => {
       await ferret.stop();
       await t.api.close();
       await t.database.close();
+    }
+  });
+
+  it('/ready does not wait for the PostgreSQL indexes: an unreachable POSTGRES_URL is an error in the log, not a 503', async () => {
+    const t = await startTestApi(testConfig({ POSTGRES_URL: `postgres://nobody:wrong@127.0.0.1:${await freePort()}/ferretdb` }));
+    try {
+      let ready = await t.request('GET', '/ready');
+      for (let i = 0; i < 40 && ready.status !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        ready = await t.request('GET', '/ready');
+      }
+      expect(ready.status).toBe(200);
+    } finally {
+      await t.close();
     }
   });
 

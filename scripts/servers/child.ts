@@ -21,6 +21,8 @@ export interface ChildSpec {
   readyTimeoutMs?: number;
   /** Called as soon as the process exists, before it is ready, so a supervisor can stop it at any time. */
   onSpawn?: (child: Child) => void;
+  /** The signal that asks the process to stop cleanly. @default 'SIGTERM' */
+  stopSignal?: NodeJS.Signals;
 }
 
 export interface Child {
@@ -59,8 +61,14 @@ function readPid(pidFile: string): number | undefined {
   }
 }
 
-/** Stops a process a previous, killed launcher left behind, if the pid still runs the same program. */
-export async function reapStale(pidFile: string, program: string): Promise<void> {
+/**
+ * Stops a process a previous, killed launcher left behind, if the pid still runs the same program, and
+ * the rest of its process group (each child was started as a group leader, so helpers it forked without
+ * a session of their own go with it). PostgreSQL's backends each run in a session of their own: its
+ * postmaster stops them itself on the signal (SIGINT, a fast shutdown), and they exit by themselves
+ * when a postmaster killed with -9 is gone.
+ */
+export async function reapStale(pidFile: string, program: string, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   const pid = readPid(pidFile);
   if (pid === undefined || !Number.isInteger(pid) || pid <= 1 || !alive(pid)) return;
   let cmdline: string;
@@ -70,9 +78,16 @@ export async function reapStale(pidFile: string, program: string): Promise<void>
     return; // cannot prove it is ours (no /proc): leave it alone
   }
   if (!cmdline.includes(program)) return;
-  process.kill(pid, 'SIGTERM');
+  const group = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      process.kill(pid, sig); // not a group leader after all
+    }
+  };
+  group(signal);
   for (let i = 0; i < 50 && alive(pid); i++) await sleep(100);
-  if (alive(pid)) process.kill(pid, 'SIGKILL');
+  if (alive(pid)) group('SIGKILL');
 }
 
 export async function startChild(spec: ChildSpec): Promise<Child> {
@@ -110,7 +125,7 @@ export async function startChild(spec: ChildSpec): Promise<Child> {
     exited,
     async stop(graceMs = 10_000) {
       if (done) return;
-      child.kill('SIGTERM');
+      child.kill(spec.stopSignal ?? 'SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
       await exited;
       clearTimeout(timer);

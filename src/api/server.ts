@@ -22,6 +22,7 @@ import { OrganizationsStore } from '../store/organizations-store';
 import { OrganizationsService } from '../orgs/organizations-service';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
+import { ensurePostgresIndexes } from '../store/postgres-indexes';
 import { UsersStore } from '../store/users-store';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { StartTaskService } from '../app-conversations/start-task-service';
@@ -60,7 +61,7 @@ export async function startApiServer(
   const temporal = Connection.lazy({ address: servers.temporalAddress });
 
   const hub = new EventHub();
-  const live = new LiveChannel(database.db, logger, { pollMs: config.live.pollMs, retainSlots: config.live.retainSlots });
+  const live = new LiveChannel(database.db, logger, { pollMs: config.live.pollMs, idlePollMs: config.live.idlePollMs, retainSlots: config.live.retainSlots });
 
   let prepared = false;
   let closing = false;
@@ -69,13 +70,32 @@ export async function startApiServer(
       try {
         await ensureIndexes(database.db, ALL_INDEXES);
         await sandboxSpecs.upsert(specs);
-        live.start((doc) => hub.dispatch(doc));
+        await live.start((doc) => hub.dispatch(doc), () => hub.hasSubscribers); // ready once it reads from the head
         prepared = true;
         logger.debug('indexes ensured');
+        if (config.postgres.url) void makePostgresIndexes(config.postgres.url);
         return;
       } catch (e) {
         if (attempt === 1 || attempt % 10 === 0) logger.warn({ err: e }, 'creating indexes failed; retrying');
         await new Promise((r) => setTimeout(r, Math.min(5000, 250 * attempt)));
+      }
+    }
+  };
+  /**
+   * The PostgreSQL indexes only make queries faster: the api serves without them, so their absence is
+   * an error in the log (with PostgreSQL's own message), retried with a growing wait, not a 503.
+   */
+  const makePostgresIndexes = async (url: string) => {
+    for (let attempt = 1; !closing; attempt++) {
+      try {
+        const outcome = await ensurePostgresIndexes(database.db, url, ALL_INDEXES);
+        if ('skipped' in outcome) logger.warn(`no PostgreSQL indexes made, queries scan whole tables: ${outcome.skipped}`);
+        else logger.debug({ made: outcome.made }, 'PostgreSQL indexes ensured');
+        return;
+      } catch (e) {
+        const wait = Math.min(60_000, 1000 * 2 ** Math.min(attempt, 6));
+        logger.error({ err: e }, `making the PostgreSQL indexes failed (POSTGRES_URL; queries scan whole tables meanwhile): ${(e as Error).message}; trying again in ${wait / 1000} s`);
+        await new Promise((r) => setTimeout(r, wait).unref());
       }
     }
   };

@@ -15,6 +15,7 @@ import { OrganizationsStore } from '../store/organizations-store';
 import { UserSecretsStore } from '../store/user-secrets-store';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase, type Database } from '../store/mongo';
+import { ensurePostgresIndexes } from '../store/postgres-indexes';
 import { UsersStore } from '../store/users-store';
 import { WORKFLOW_TYPES, diagnosticsWorkflowId, type DiagnosticsResult } from '../temporal/shared';
 import { ConversationsStore } from '../store/conversations-store';
@@ -34,7 +35,7 @@ interface Stores {
 }
 
 async function withDatabase<T>(config: Config, fn: (stores: Stores, db: Database) => Promise<T>): Promise<T> {
-  const { mongoUri } = resolveServers(config);
+  const { mongoUri, postgresUrl } = resolveServers(config);
   if (!mongoUri) throw new CliError('MONGODB_URI is not set and no launcher runs on DATA_DIR; start the service or set MONGODB_URI');
   const key = resolveSecretsKey(config);
   const box = () => {
@@ -44,6 +45,11 @@ async function withDatabase<T>(config: Config, fn: (stores: Stores, db: Database
   const database = openDatabase(mongoUri, config.mongo.db, { serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs, appName: 'agent-control-admin' });
   try {
     await ensureIndexes(database.db, ALL_INDEXES);
+    if (postgresUrl) {
+      // Only speed: a failure is said, and the command goes on (the api tries again at its start).
+      const outcome = await ensurePostgresIndexes(database.db, postgresUrl, ALL_INDEXES).catch((e: Error) => ({ skipped: e.message }));
+      if ('skipped' in outcome) console.error(`warning: PostgreSQL indexes not made (queries scan whole tables): ${outcome.skipped}`);
+    }
     const users = new UsersStore(database.db);
     const memberships = new MembershipsStore(database.db);
     // Creating users and organizations seals no secret; a placeholder key serves when none is set.

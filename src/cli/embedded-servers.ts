@@ -10,6 +10,8 @@ import type { Config } from '../config';
 export interface EmbeddedServers {
   mongoUri: string;
   temporalAddress: string;
+  /** The PostgreSQL FerretDB stores into (with its password), when FerretDB runs on PostgreSQL. */
+  postgresUrl?: string;
 }
 
 export const embeddedServersFile = (dataDir: string) => path.join(dataDir, 'embedded-servers.json');
@@ -31,6 +33,8 @@ export function resolveServers(config: Config): Partial<EmbeddedServers> {
   return {
     mongoUri: config.mongo.uri ?? embedded.mongoUri,
     temporalAddress: config.temporal.address ?? embedded.temporalAddress,
+    // Only the PostgreSQL of the launcher's own FerretDB: not when MONGODB_URI names another server.
+    postgresUrl: config.postgres.url ?? (config.mongo.uri ? undefined : embedded.postgresUrl),
   };
 }
 

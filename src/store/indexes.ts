@@ -24,4 +24,10 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   startTasksIndexes,
   appConversationsIndexes,
   callbacksIndexes,
+  // Read by _id only: declared so that they exist from the start, with the `_id` index PostgreSQL can
+  // use under FerretDB (src/store/postgres-indexes.ts). live_events is src/live/live-channel.ts's.
+  { collection: 'ingest_leases', indexes: [] },
+  { collection: 'sandbox_usage', indexes: [] },
+  { collection: 'callback_state', indexes: [] },
+  { collection: 'live_events', indexes: [] },
 ];

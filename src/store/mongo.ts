@@ -25,12 +25,21 @@ export interface CollectionIndexes {
 }
 
 /**
- * Creates every declared index (a no-op for those that exist). Run at start-up by the api and the CLI.
- * One index per command: FerretDB 1.24 drops the connection (a server-side panic) when one
- * createIndexes command names several indexes that already exist.
+ * Creates every declared collection and index (a no-op for those that exist). Run at start-up by the
+ * api and the CLI. One index per command: FerretDB 1.24 drops the connection (a server-side panic) when
+ * one createIndexes command names several indexes that already exist. A collection declared without
+ * indexes is created too: on FerretDB it is a PostgreSQL table from then on, so the indexes of
+ * src/store/postgres-indexes.ts can be made before its first document.
  */
 export async function ensureIndexes(db: Db, declared: readonly CollectionIndexes[]): Promise<void> {
+  let existing: Set<string> | undefined;
   for (const { collection, indexes } of declared) {
     for (const index of indexes) await db.collection(collection).createIndexes([index]);
+    if (indexes.length > 0) continue;
+    existing ??= new Set((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+    if (existing.has(collection)) continue;
+    await db.createCollection(collection).catch((e: { code?: number }) => {
+      if (e.code !== 48) throw e; // NamespaceExists: another process made it meanwhile
+    });
   }
 }

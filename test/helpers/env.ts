@@ -6,6 +6,9 @@ import { loadConfig, type Config } from '../../src/config';
 export interface TestEnv {
   dir: string;
   mongoUri: string;
+  ferretdbBackend: 'postgresql' | 'sqlite';
+  /** FerretDB's PostgreSQL (with its password) on the postgresql backend. */
+  postgresUrl?: string;
   temporalAddress: string;
   temporalUiUrl: string;
   namespace: string;
@@ -31,6 +34,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig(
     {
       MONGODB_URI: env.mongoUri,
+      ...(env.postgresUrl ? { POSTGRES_URL: env.postgresUrl } : {}),
       TEMPORAL_ADDRESS: env.temporalAddress,
       MONGODB_DB: uniqueName('test'),
       TEMPORAL_TASK_QUEUE: uniqueName('tq'),

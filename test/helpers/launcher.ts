@@ -14,12 +14,13 @@ export interface Launch {
 export interface LauncherPorts {
   api: number;
   mongo: number;
+  postgres: number;
   temporal: number;
   ui: number;
 }
 
 /** The pid file of each supervised child, relative to the data directory. */
-export const PID_FILES = { api: 'api', worker: 'worker', ferretdb: 'ferretdb/ferretdb', temporal: 'temporal/temporal' } as const;
+export const PID_FILES = { api: 'api', worker: 'worker', ferretdb: 'ferretdb/ferretdb', postgres: 'postgres/postgres', temporal: 'temporal/temporal' } as const;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,7 +43,7 @@ export async function until(what: string, check: () => Promise<boolean> | boolea
 }
 
 export async function freeLauncherPorts(): Promise<LauncherPorts> {
-  return { api: await freePort(), mongo: await freePort(), temporal: await freePort(), ui: await freePort() };
+  return { api: await freePort(), mongo: await freePort(), postgres: await freePort(), temporal: await freePort(), ui: await freePort() };
 }
 
 export class Launcher {
@@ -61,6 +62,9 @@ export class Launcher {
         DATA_DIR: this.dataDir,
         API_PORT: String(this.ports.api),
         EMBEDDED_MONGODB_PORT: String(this.ports.mongo),
+        EMBEDDED_POSTGRES_PORT: String(this.ports.postgres),
+        POSTGRES_URL: '',
+        FERRETDB_BACKEND: '',
         EMBEDDED_TEMPORAL_PORT: String(this.ports.temporal),
         EMBEDDED_TEMPORAL_UI_PORT: String(this.ports.ui),
         MONGODB_URI: '',

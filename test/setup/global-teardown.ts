@@ -6,7 +6,7 @@ import path from 'node:path';
 export default async function globalTeardown(): Promise<void> {
   const servers = globalThis.__agentControlServers;
   if (!servers) return;
-  await Promise.all(servers.children.map((c) => c.stop(5000)));
+  for (const c of servers.children) await c.stop(5000); // in order: FerretDB before its PostgreSQL
   const keep = path.join(os.tmpdir(), 'agent-control-test-logs');
   fs.rmSync(keep, { recursive: true, force: true });
   fs.mkdirSync(keep, { recursive: true });
