@@ -1,4 +1,5 @@
 /** The slot log that carries live events between api processes, on the real MongoDB-wire server. */
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import pino from 'pino';
 import { LIVE_COLLECTION, LiveChannel, type LiveDoc } from '../src/live/live-channel';
 import { openDatabase, type Database } from '../src/store/mongo';
@@ -32,8 +33,8 @@ describe('live channel', () => {
     const b = channel();
     const seenA: LiveDoc[] = [];
     const seenB: LiveDoc[] = [];
-    a.start((d) => seenA.push(d));
-    b.start((d) => seenB.push(d));
+    await a.start((d) => seenA.push(d));
+    await b.start((d) => seenB.push(d));
     await new Promise((r) => setTimeout(r, 50));
     await Promise.all([
       ...Array.from({ length: 40 }, (_, i) => a.publish('conv-a', [{ seq: i + 1, json: `a${i}` }])),
@@ -55,8 +56,7 @@ describe('live channel', () => {
     const late = channel();
     expect(await late.head()).toBe(37);
     const seen: string[] = [];
-    late.start((d) => seen.push(d.json));
-    await new Promise((r) => setTimeout(r, 50));
+    await late.start((d) => seen.push(d.json)); // positioned at the head: 37
     await a.publish('c', [{ seq: 38, json: 'new' }]);
     await until(() => seen.length === 1);
     expect(seen).toEqual(['new']);
@@ -65,7 +65,7 @@ describe('live channel', () => {
   it('keeps the last retainSlots slots; the floor lets a new process find the head', async () => {
     const a = channel(5);
     const seen: string[] = [];
-    a.start((d) => seen.push(d.json));
+    await a.start((d) => seen.push(d.json));
     for (let i = 0; i < 20; i++) await a.publish('c', [{ seq: null, json: `m${i}` }]);
     await until(() => seen.length === 20);
     const slots = database.db.collection<{ _id: string; n: number }>(LIVE_COLLECTION);
@@ -77,5 +77,46 @@ describe('live channel', () => {
     await fresh.publish('c', [{ seq: null, json: 'after cleanup' }]);
     expect(await slots.findOne({ _id: 's21' })).toMatchObject({ n: 21 });
     await until(() => seen.length === 21);
+  });
+
+  it('a reader with no one listening looks less often, yet delivers its own slots at once and others\' within an idle poll', async () => {
+    // The idle reader on a client of its own that counts the reads of the slot log.
+    const client = await new MongoClient(testEnv().mongoUri, { monitorCommands: true }).connect();
+    let reads = 0;
+    client.on('commandStarted', (e: CommandStartedEvent) => {
+      if (e.commandName === 'find' && e.command.find === LIVE_COLLECTION) reads++;
+    });
+    try {
+      let listening = false;
+      const idle = new LiveChannel(client.db(database.db.databaseName), log, { pollMs: 5, idlePollMs: 200, retainSlots: 1000, maintenanceEveryMs: 10_000 });
+      channels.push(idle);
+      const seen: { json: string; at: number }[] = [];
+      await idle.start((d) => seen.push({ json: d.json, at: Date.now() }), () => listening);
+      await new Promise((r) => setTimeout(r, 200));
+      reads = 0;
+      await new Promise((r) => setTimeout(r, 1000));
+      const idleReads = reads;
+      expect(idleReads).toBeLessThanOrEqual(8); // about 5; every 5 ms would be about 200
+
+      let sent = Date.now();
+      await idle.publish('c', [{ seq: null, json: 'own' }]);
+      await until(() => seen.length === 1);
+      expect(seen[0]!.at - sent).toBeLessThan(150); // woken by its own publish, not by the next idle poll
+
+      const other = channel();
+      sent = Date.now();
+      await other.publish('c', [{ seq: null, json: 'other' }]);
+      await until(() => seen.length === 2);
+      expect(seen[1]!.at - sent).toBeLessThan(200 + 300);
+
+      listening = true;
+      await new Promise((r) => setTimeout(r, 300)); // the idle wait in progress ends
+      reads = 0;
+      await new Promise((r) => setTimeout(r, 500));
+      expect(reads).toBeGreaterThan(idleReads * 2); // listening: every pollMs again
+    } finally {
+      await Promise.all(channels.splice(0).map((c) => c.stop()));
+      await client.close();
+    }
   });
 });

@@ -22,6 +22,9 @@ import { killRuntimesUnder } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const until = async (done: () => boolean, timeoutMs: number) => {
+  for (const deadline = Date.now() + timeoutMs; !done(); await sleep(10)) if (Date.now() > deadline) throw new Error('timed out');
+};
 const RECONCILE_AFTER_MS = 1000;
 
 describe('start tasks whose workflow was lost', () => {
@@ -119,6 +122,48 @@ describe('start tasks whose workflow was lost', () => {
     expect(joined.status).toBe(200);
     expect(joined.body.map((s: any) => s.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
   }, 90_000);
+
+  it('follow() polls less while a task does not move, and closely again once it does', async () => {
+    const id = randomUUID();
+    const request = StartRequestSchema.parse({ conversation_id: id });
+    // Updated "in a minute": the api's sweep leaves it alone while this test follows it.
+    const base = { created_by_user_id: user.userId, conversation_id: id, detail: null, request: echoRequest(request) as Record<string, unknown>, app_conversation_id: null, sandbox_id: null, agent_server_url: null };
+    expect(await startTasks.create({ id, status: 'WORKING', ...base }, null, new Date(Date.now() + 60_000))).toBe(true);
+    const step = (status: string) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+    await startTasks.record(id, 0, step('WORKING'), new Date(Date.now() + 60_000)); // what the workflow writes first
+    let reads = 0;
+    const counted = Object.create(startTasks) as StartTasksStore;
+    counted.withHistory = (taskId: string) => {
+      reads++;
+      return startTasks.withHistory(taskId);
+    };
+    const service = new StartTaskService({ startTasks: counted, conversations: t.conversations, box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 } });
+    const written: { status: string; at: number }[] = [];
+    const began = Date.now();
+    let stopAt = Infinity;
+    const following = service.follow(id, (s) => written.push({ status: s.status, at: Date.now() }), () => Date.now() > stopAt, 100, 800);
+    try {
+      await sleep(3000);
+      // 100, 200, 400, 800, 800 ms between reads: about 7 in 3 s, not the 30 of a fixed 100 ms.
+      expect(written.map((w) => w.status)).toEqual(['WORKING']);
+      expect(reads).toBeGreaterThanOrEqual(4);
+      expect(reads).toBeLessThanOrEqual(9);
+
+      const movedAt = Date.now();
+      await startTasks.record(id, 1, step('WAITING_FOR_SANDBOX'), new Date(Date.now() + 60_000));
+      await until(() => written.length === 2, 3000);
+      expect(written[1]!.at - movedAt).toBeLessThanOrEqual(800 + 300); // at most one longest wait, and a read
+      const readsAfterMove = reads;
+      await startTasks.record(id, 2, step('PREPARING_REPOSITORY'), new Date(Date.now() + 60_000));
+      await until(() => written.length === 3, 3000);
+      // Back to the short wait after a move: the next status comes within a few short polls.
+      expect(reads - readsAfterMove).toBeLessThanOrEqual(3);
+    } finally {
+      stopAt = 0;
+      await following;
+    }
+    expect(Date.now() - began).toBeLessThan(10_000);
+  }, 30_000);
 
   it('follow() has a stalled task checked at once, not only at the next sweep, and started again once', async () => {
     const id = await acceptedWithoutWorkflow(RECONCILE_AFTER_MS / 2);

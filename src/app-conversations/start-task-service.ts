@@ -121,12 +121,15 @@ export class StartTaskService {
   /**
    * Calls `write` with each new snapshot, in order, until the task is READY or ERROR (or `closed` says
    * the client went away: the start goes on without it). It reads MongoDB, one `_id` lookup per poll,
-   * rather than querying the workflow: a query runs on a worker, beside the starts themselves. A task
-   * that has not moved for the reconciler's bound is checked (at most once per bound): its workflow may
-   * be lost.
+   * rather than querying the workflow: a query runs on a worker, beside the starts themselves. A poll
+   * that finds nothing new doubles the wait before the next, up to `maxPollMs`; a new status brings it
+   * back to `pollMs`: a start that moves is followed closely, and 200 streams of starts queued behind
+   * one another do not read the database 2,000 times a second. A task that has not moved for the
+   * reconciler's bound is checked (at most once per bound): its workflow may be lost.
    */
-  async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100): Promise<void> {
+  async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100, maxPollMs = 800): Promise<void> {
     const { reconciler } = this.deps;
+    let wait = pollMs;
     let sent = 0;
     let firstAt: string | undefined;
     let checkedAt = 0;
@@ -143,6 +146,7 @@ export class StartTaskService {
       // the client is sent them all again rather than none of those below what it had.
       if (all.length < sent || (sent > 0 && all[0]?.updated_at !== firstAt)) sent = 0;
       for (const s of all.slice(sent)) write(s);
+      wait = all.length !== sent ? pollMs : Math.min(wait * 2, maxPollMs);
       sent = all.length;
       firstAt = all[0]?.updated_at;
       if (closed() || TERMINAL_STATUSES.includes(all.at(-1)?.status ?? '')) return;
@@ -157,7 +161,7 @@ export class StartTaskService {
         checkedAt = Date.now();
         await reconciler.reconcile({ task: found.task, steps: found.history.length });
       }
-      await new Promise((r) => setTimeout(r, pollMs));
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 }

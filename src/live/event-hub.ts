@@ -185,6 +185,11 @@ export class EventHub {
     if (subs) for (const s of subs) s.onLive(doc);
   }
 
+  /** Whether any conversation has a subscriber here (sets are removed once empty): O(1). */
+  get hasSubscribers(): boolean {
+    return this.byConversation.size > 0;
+  }
+
   get subscriberCount(): number {
     let n = 0;
     for (const s of this.byConversation.values()) n += s.size;

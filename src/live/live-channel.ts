@@ -53,6 +53,8 @@ interface FloorDoc {
 export interface LiveChannelOptions {
   /** How often the reader looks for the next slot when it found none (ms). */
   pollMs: number;
+  /** How often to look while no one in this process listens (see `start`). @default pollMs */
+  idlePollMs?: number;
   /** Slots kept; older ones are removed by whichever process notices first. */
   retainSlots: number;
   /** How often an idle reader checks the floor and considers cleanup (ms). */
@@ -67,6 +69,7 @@ export class LiveChannel {
   /** A slot known to be filled (or the floor): publishers and the reader start from here. */
   private known = 0;
   private reading: Promise<void> | undefined;
+  private positioned: Promise<void> | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
   private lastCleanup = 0;
@@ -165,27 +168,41 @@ export class LiveChannel {
     }
   }
 
-  /** Starts the reader: every slot published from now on is handed to `deliver`, item by item, in order. */
-  start(deliver: (doc: LiveDoc) => void): void {
-    this.reading ??= this.read(deliver);
+  /**
+   * Starts the reader: every slot published from now on is handed to `deliver`, item by item, in order.
+   * While `listening()` is false (no websocket subscriber in this process) it looks for slots of other
+   * processes every `idlePollMs` instead of every `pollMs`: an idle api does not read the database a
+   * hundred times a second. Slots it publishes itself wake it at once, and found slots are read one
+   * after the other without a wait, so it never falls behind; a new subscriber's first event from
+   * another process comes at most one idle poll later. Resolves once the reader knows where it starts
+   * (the head as it was then): what is published after that is delivered.
+   */
+  start(deliver: (doc: LiveDoc) => void, listening: () => boolean = () => true): Promise<void> {
+    if (!this.reading) {
+      let positioned!: () => void;
+      this.positioned = new Promise<void>((r) => (positioned = r));
+      this.reading = this.read(deliver, listening, positioned);
+    }
+    return this.positioned!;
   }
 
-  private async read(deliver: (doc: LiveDoc) => void): Promise<void> {
+  private async read(deliver: (doc: LiveDoc) => void, listening: () => boolean, positioned: () => void): Promise<void> {
     let next = (await this.headWithRetry()) + 1;
     this.known = Math.max(this.known, next - 1);
-    let misses = 0;
+    positioned();
+    let maintainedAt = Date.now();
     while (!this.stopped) {
       try {
         const slot = (await this.slots.findOne({ _id: slotId(next) })) as SlotDoc | null;
         if (slot) {
-          misses = 0;
           this.known = Math.max(this.known, next);
           next++;
           for (const item of slot.items) deliver(item);
           continue;
         }
         // Every ~2 s without news: has cleanup moved past this reader (it fell behind)? Old slots to remove?
-        if (++misses % Math.max(1, Math.round((this.opts.maintenanceEveryMs ?? 2000) / this.opts.pollMs)) === 0) {
+        if (Date.now() - maintainedAt >= (this.opts.maintenanceEveryMs ?? 2000)) {
+          maintainedAt = Date.now();
           const floor = await this.floor();
           if (floor >= next) {
             this.log.warn({ from: next, to: floor + 1 }, 'live channel reader fell behind the retained slots; skipping ahead');
@@ -199,7 +216,7 @@ export class LiveChannel {
         await new Promise((r) => setTimeout(r, 500));
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.opts.pollMs);
+        const timer = setTimeout(resolve, listening() ? this.opts.pollMs : Math.max(this.opts.pollMs, this.opts.idlePollMs ?? this.opts.pollMs));
         this.wake = () => {
           clearTimeout(timer);
           resolve();
