@@ -207,6 +207,43 @@ describe('hostile input at the edge (issue 13)', () => {
       }
     });
 
+    it('U+0000, which PostgreSQL under FerretDB cannot store: 404 in a path, 422 in a query or a body, kept inside events', async () => {
+      const { conversationId, sessionKey } = await t.newConversation(userId);
+      // A path: no id can hold it, with or without a credential (once a 500: the lookup failed in the database).
+      for (const [method, path, headers] of [
+        ['POST', '/api/v1/webhooks/events/%00', { 'X-Session-API-Key': 'wrong' }],
+        ['GET', '/api/v1/sandboxes/a%00b', { 'X-Access-Token': key }],
+      ] as const) {
+        const r = await t.request(method, path, { rawBody: method === 'POST' ? '[]' : undefined, headers: { ...headers, 'Content-Type': 'application/json' } });
+        expect([path, r.status, r.body]).toEqual([path, 404, { detail: 'Not Found' }]);
+      }
+      const q = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=a%00b`, { key });
+      expect(q.status).toBe(422);
+      expect(q.body.detail[0]).toMatchObject({ loc: ['query'], type: 'string_nul' });
+      // A body: refused whole, nothing stored (a start would have been stored in part).
+      const tasks = () => t.database.db.collection('start_tasks').countDocuments();
+      const before = await tasks();
+      const start = await t.request('POST', '/api/v1/app-conversations', { key, rawBody: '{"title":"a\\u0000b"}', headers: { 'Content-Type': 'application/json' } });
+      expect(start.status).toBe(422);
+      expect(start.body.detail[0]).toMatchObject({ loc: ['body'], type: 'string_nul' });
+      expect(await tasks()).toBe(before);
+      // An escaped backslash before "u0000" is no NUL.
+      expect((await t.request('POST', '/api/v1/app-conversations', { key, rawBody: '{"title":"a\\\\u0000b"}', headers: { 'Content-Type': 'application/json' } })).status).toBe(200);
+      // An event's content may hold it (terminal output does): stored as JSON text, read back as sent.
+      const event = sample('MessageEvent', { llm_message: { role: 'user', content: [{ type: 'text', text: 'before\u0000after' }] } });
+      expect((await t.ingest(conversationId, sessionKey, [event])).status).toBe(200);
+      const got = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=${event.id as string}`, { key });
+      expect(got.body[0].llm_message.content[0].text).toBe('before\u0000after');
+      // Its id may not: the batch is refused before anything of it is stored.
+      const count = () => t.request('GET', `/api/v1/conversation/${conversationId}/events/count`, { key });
+      const stored = (await count()).body;
+      const bad = await t.ingest(conversationId, sessionKey, [sample('MessageEvent'), sample('MessageEvent', { id: 'a\u0000b' })]);
+      expect(bad.status).toBe(422);
+      expect(bad.body.detail[0].loc).toEqual(['body', 1, 'id']);
+      expect((await count()).body).toBe(stored);
+      await healthy();
+    });
+
     it('a page of large events is cut by bytes: pages neither skip nor repeat, and a catch-up sends them all', async () => {
       const { conversationId, sessionKey } = await t.newConversation(userId);
       const big = Array.from({ length: 12 }, (_, i) => sample('ServerErrorEvent', { timestamp: new Date(Date.UTC(2030, 0, 1, 0, 0, i)).toISOString(), detail: 'x'.repeat(1_000_000) }));

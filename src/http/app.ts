@@ -19,7 +19,8 @@ import type { SandboxService } from '../sandboxes/sandbox-service';
 import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
 import type { SandboxesStore } from '../store/sandboxes-store';
 import { apiKeyAuth, sessionKeyAuth, type AuthMiddlewares } from './auth';
-import { errorMiddleware } from './errors';
+import { errorMiddleware, HttpError, RequestValidationError } from './errors';
+import { nulDetail } from './json-body';
 import { requestContext } from './request-context';
 import { ApiRouter } from './route';
 import { apiKeysRoutes } from './routers/api-keys.router';
@@ -64,13 +65,24 @@ export interface App {
   openapi(): object;
 }
 
+/**
+ * U+0000 in the path or the query: no stored id can hold it (404), no filter may (422). Before the
+ * credential: a lookup with it would fail in the database, not say "not found".
+ */
+const refuseNul: Koa.Middleware = async (ctx, next) => {
+  if (/%00/i.test(ctx.path)) throw new HttpError(404, 'Not Found');
+  if (/%00/i.test(ctx.querystring)) throw new RequestValidationError([nulDetail('query')]);
+  await next();
+};
+
 export function createApp(deps: AppDeps): App {
   const registry = new OpenAPIRegistry();
   const auth: AuthMiddlewares = {
     APIKeyHeader: apiKeyAuth(deps.apiKeys),
     SessionAPIKeyHeader: sessionKeyAuth(deps.conversations),
   };
-  const router = (prefix: string, tag: string) => new ApiRouter({ prefix, tag, registry, auth, maxBodyBytes: deps.config.limits.maxBodyBytes });
+  // The store (FerretDB on PostgreSQL: jsonb) cannot hold U+0000 in a string: refused at the edge.
+  const router = (prefix: string, tag: string) => new ApiRouter({ prefix, tag, registry, auth, maxBodyBytes: deps.config.limits.maxBodyBytes, rejectNul: true });
 
   const routers: ApiRouter[] = [
     healthRoutes(router('', 'health'), deps.readiness),
@@ -96,6 +108,7 @@ export function createApp(deps: AppDeps): App {
   });
   koa.use(requestContext(deps.logger));
   koa.use(errorMiddleware());
+  koa.use(refuseNul);
   for (const r of routers) koa.use(r.router.routes()).use(r.router.allowedMethods());
   return { koa, openapi };
 }

@@ -37,7 +37,37 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
   return false;
 }
 
-export function jsonBody(limitBytes: number): Middleware {
+/**
+ * Whether a string of the JSON text holds the NUL character: in valid JSON only as the escape `\u0000`
+ * (a raw control character is invalid in a string). Linear, like jsonDepthExceeds.
+ */
+export function jsonHasNul(text: string): boolean {
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) {
+        if (text.charCodeAt(i + 1) === 0x75 && /^0000$/.test(text.slice(i + 2, i + 6))) return true;
+        i++; // skip the escaped character
+      } else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+  }
+  return false;
+}
+
+/** The 422 of a value holding U+0000, which FerretDB on PostgreSQL cannot store (jsonb has no NUL). */
+export const nulDetail = (part: 'body' | 'query' | 'path') => ({
+  loc: [part],
+  msg: 'Strings may not contain the NUL character (U+0000)',
+  type: 'string_nul',
+  input: {},
+});
+
+/**
+ * Reads a JSON body. With `rejectNul`, a body with U+0000 in any string is a 422: the api's store cannot
+ * keep it, and finding out in the middle of a write would leave part of it stored.
+ */
+export function jsonBody(limitBytes: number, rejectNul = false): Middleware {
   return async (ctx, next) => {
     if (!BODY_METHODS.has(ctx.method)) return next();
     const length = ctx.request.length;
@@ -74,6 +104,7 @@ export function jsonBody(limitBytes: number): Middleware {
         },
       ]);
     }
+    if (rejectNul && jsonHasNul(text)) throw new RequestValidationError([nulDetail('body')]);
     try {
       ctx.state.body = JSON.parse(text);
     } catch (e) {

@@ -36,6 +36,11 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
   params?: P;
   query?: Q;
   body?: B;
+  /**
+   * Strings of the body may hold U+0000 (refused by default where the router says so): for a body that
+   * is stored as JSON text, where the character is an escape, not a character of a stored string.
+   */
+  bodyMayHoldNul?: boolean;
   responses: Record<number, ResponseSpec>;
 }
 
@@ -83,7 +88,15 @@ export class ApiRouter {
   readonly router: Router;
 
   constructor(
-    private readonly opts: { prefix: string; tag: string; registry: OpenAPIRegistry; auth: AuthMiddlewares; maxBodyBytes: number },
+    private readonly opts: {
+      prefix: string;
+      tag: string;
+      registry: OpenAPIRegistry;
+      auth: AuthMiddlewares;
+      maxBodyBytes: number;
+      /** Refuse U+0000 in body strings (422), unless a route says its body may hold it. */
+      rejectNul?: boolean;
+    },
   ) {
     // The prefix is joined here rather than by Router's own `prefix`, which cannot route a resource's
     // root (an empty path) under it.
@@ -107,7 +120,7 @@ export class ApiRouter {
     // and a route that takes none never reads one.
     const middleware = [
       ...(spec.security ? [this.opts.auth[spec.security]] : []),
-      ...(spec.body ? [jsonBody(this.opts.maxBodyBytes)] : []),
+      ...(spec.body ? [jsonBody(this.opts.maxBodyBytes, Boolean(this.opts.rejectNul) && !spec.bodyMayHoldNul)] : []),
       validate,
     ];
     this.router[spec.method](this.opts.prefix + spec.path, ...middleware);

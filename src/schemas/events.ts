@@ -105,6 +105,7 @@ function event<K extends EventKind, S extends z.ZodRawShape>(kind: K, defaultSou
         .string()
         .min(1)
         .max(200)
+        .refine((v) => !v.includes('\0'), { error: 'an event id may not contain the NUL character (U+0000)' })
         .default(() => randomUUID()),
       timestamp: eventTimestamp.default(() => new Date().toISOString()),
       source: defaultSource ? z.enum(EVENT_SOURCES).default(defaultSource) : z.enum(EVENT_SOURCES),

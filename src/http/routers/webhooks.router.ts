@@ -25,6 +25,8 @@ export function webhooksRoutes(
       security: 'SessionAPIKeyHeader',
       params: ConversationPathSchema,
       body: EventBatchSchema,
+      // An event is stored as its JSON text, where U+0000 is the escape \u0000; its id is checked by the schema.
+      bodyMayHoldNul: true,
       responses: {
         200: { description: 'What the batch added', schema: IngestResultSchema },
         409: { description: 'The batch would pass the per-conversation cap; nothing was stored', schema: ErrorResponseSchema },
