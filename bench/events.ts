@@ -1,33 +1,30 @@
 /**
  * Event log benchmark (on demand, never part of the tests): `npm run bench:events [-- --events 100000]`.
  *
- * Starts FerretDB and the Temporal dev server in a temporary directory and the api as its own process,
- * then prints one table:
+ * Starts FerretDB (on PostgreSQL, or SQLite with FERRETDB_BACKEND=sqlite) and the Temporal dev server in a
+ * temporary directory and the api as its own process, then prints one table:
+ *   - the main case (bench/events-conversations.ts, a database of its own): a page of one 1,000-event
+ *     conversation in a database of --total events (100,000) in many such conversations, through the
+ *     api vs the raw driver: first and last page, count, batch get;
  *   - ingest through the webhook (batches of 100) vs raw insertMany of the same documents,
  *     with lost and duplicated counts;
  *   - search pages through the api vs the raw driver find with the same filter, sort and limit;
  *   - the first vs the last page of the conversation (cursor depth);
  *   - one live event to N websocket subscribers: delivery latency p50 / p99.
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import path from 'node:path';
 import WebSocket from 'ws';
-import { freePort } from '../src/process/net';
 import { FERRETDB_VERSION } from '../scripts/servers/paths';
+import { benchCaller, makeEvents, manyConversationsCase, postgresVersion, requireGinIndexes, startEventsApi, toStoredEvents, type BenchApi } from './events-conversations';
 import { runBench } from './report';
 import { startBenchServers } from './servers';
-import { SecretBox } from '../src/auth/secret-box';
-import { normalizeEventTime } from '../src/events/event-time';
 import { encodeCursor } from '../src/http/page-cursor';
-import { EventSchema } from '../src/schemas/events';
 import { EVENTS_LISTING } from '../src/schemas/event-queries';
-import { ApiKeysStore } from '../src/store/api-keys-store';
 import { ConversationsStore } from '../src/store/conversations-store';
 import { eventsIndexes, type StoredEvent } from '../src/store/events-store';
 import { openDatabase } from '../src/store/mongo';
-import { UsersStore } from '../src/store/users-store';
+import { ensurePostgresIndexes } from '../src/store/postgres-indexes';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -37,6 +34,10 @@ const EVENTS = arg('events', 100_000);
 const BATCH = arg('batch', 100);
 const SUBSCRIBERS = arg('subscribers', 1000);
 const PAGES = arg('pages', 20);
+/** The main case: events in its database, events per conversation, timed repetitions. */
+const TOTAL = arg('total', 100_000);
+const PER_CONVERSATION = arg('per-conversation', 1000);
+const REPS = arg('reps', 7);
 
 const now = () => performance.now();
 const progress = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
@@ -46,56 +47,24 @@ const pct = (xs: number[], p: number) => {
 };
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-function makeEvents(n: number, start: number): Record<string, unknown>[] {
-  return Array.from({ length: n }, (_, i) => ({
-    id: randomUUID(),
-    kind: i % 10 === 0 ? 'ActionEvent' : 'MessageEvent',
-    timestamp: new Date(start + i).toISOString(),
-    ...(i % 10 === 0
-      ? {
-          thought: [{ text: 'run the tests' }],
-          tool_name: 'terminal',
-          tool_call_id: `call_${i}`,
-          tool_call: { id: `call_${i}`, name: 'terminal', arguments: '{"command":"npm test"}' },
-          llm_response_id: `resp_${i}`,
-          action: { kind: 'TerminalAction', command: 'npm test' },
-        }
-      : { source: i % 2 ? 'agent' : 'user', llm_message: { role: 'assistant', content: [{ type: 'text', text: `message number ${i} `.repeat(8) }] } }),
-  }));
-}
-
 async function main(): Promise<void> {
   const servers = await startBenchServers('events');
+  let backend: string = servers.backend;
   const dbName = 'bench';
-  const apiPort = await freePort();
-  const api = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'api', 'main.js')], {
-    env: {
-      ...process.env,
-      MONGODB_URI: servers.mongoUri,
-      MONGODB_DB: dbName,
-      TEMPORAL_ADDRESS: servers.temporalAddress,
-      API_PORT: String(apiPort),
-      LOG_LEVEL: 'warn',
-      LOG_FORMAT: 'json',
-      MAX_BODY_BYTES: String(50 * 1024 * 1024),
-      SECRETS_KEY: SecretBox.generateKey(),
-      AGENT_CONTROL_PARENT_PID: String(process.pid), // the api stops if the bench is killed
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${apiPort}`;
   const database = openDatabase(servers.mongoUri, dbName);
   const rows: string[][] = [];
+  let api: BenchApi | undefined;
   try {
-    for (let i = 0; i < 300; i++) {
-      if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const user = await new UsersStore(database.db).create('bench@example.com');
-    const { raw: key } = await new ApiKeysStore(database.db).create(user.id, 'bench');
+    if (servers.postgresUrl) backend += ` (PostgreSQL ${await postgresVersion(servers.postgresUrl)})`;
+    // ---- the main case, in a database and api process of its own ----
+    rows.push(...(await manyConversationsCase(servers, { total: TOTAL, perConversation: PER_CONVERSATION, reps: REPS })));
+
+    api = await startEventsApi(servers, dbName);
+    const { base, port: apiPort } = api;
+    const { userId, key } = await benchCaller(database.db);
     const conversations = new ConversationsStore(database.db);
     const sessionKey = randomUUID();
-    const conv = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
+    const conv = await conversations.create({ userId, sessionApiKey: sessionKey });
     let events = makeEvents(EVENTS, Date.parse('2024-05-01T00:00:00Z'));
 
     // ---- ingest: webhook vs raw insertMany of the same stored documents ----
@@ -114,10 +83,12 @@ async function main(): Promise<void> {
     progress(`webhook: ${((now() - t0) / 1000).toFixed(1)} s; raw insertMany of the same documents`);
     const raw = database.db.collection<StoredEvent>('events_raw');
     for (const index of eventsIndexes.indexes) await raw.createIndexes([index]);
-    let rawDocs: StoredEvent[] = events.map((e, i) => {
-      const v = EventSchema.parse(e);
-      return { _id: `${conv.id}/${v.id}`, conversation_id: conv.id, id: v.id, kind: v.kind, source: v.source, timestamp: normalizeEventTime(v.timestamp)!, seq: i + 1, json: JSON.stringify(v) };
-    });
+    if (servers.postgresUrl) {
+      // The indexes the api made for `events` on PostgreSQL, for the raw collection too.
+      await ensurePostgresIndexes(database.db, servers.postgresUrl, [{ collection: 'events_raw', indexes: eventsIndexes.indexes }]);
+      for (const l of await requireGinIndexes(servers.postgresUrl, database.db, ['events', 'events_raw'])) progress(l);
+    }
+    let rawDocs: StoredEvent[] = toStoredEvents(conv.id, events);
     t0 = now();
     for (let i = 0; i < rawDocs.length; i += BATCH) await raw.insertMany(rawDocs.slice(i, i + BATCH), { ordered: true });
     const rawIngestMs = now() - t0;
@@ -200,7 +171,7 @@ async function main(): Promise<void> {
     rawDocs = [];
     progress(`live: connecting ${SUBSCRIBERS} websockets`);
     // ---- live: one event to N subscribers ----
-    const live = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
+    const live = await conversations.create({ userId, sessionApiKey: sessionKey });
     const url = `ws://127.0.0.1:${apiPort}/api/v1/conversation/${live.id}/events/socket`;
     const sockets: WebSocket[] = [];
     const arrivals: number[][] = [];
@@ -252,11 +223,7 @@ async function main(): Promise<void> {
     ]);
     for (const ws of sockets) ws.terminate();
   } finally {
-    if (api.exitCode === null && api.signalCode === null) {
-      const exited = new Promise((r) => api.once('exit', r));
-      api.kill('SIGTERM');
-      await exited;
-    }
+    await api?.stop();
     await database.close();
     await servers.stop();
   }
@@ -267,7 +234,7 @@ async function main(): Promise<void> {
   console.log(line(header));
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const r of rows) console.log(line(r));
-  console.log(`\nFerretDB ${FERRETDB_VERSION} (SQLite), Node ${process.version}, ${os.cpus().length} cores`);
+  console.log(`\nFerretDB ${FERRETDB_VERSION} on ${backend}, Node ${process.version}, ${os.cpus().length} cores`);
 }
 
 runBench(main);

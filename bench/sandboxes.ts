@@ -81,6 +81,7 @@ async function main(): Promise<void> {
   const env = {
     ...process.env,
     MONGODB_URI: servers.mongoUri,
+    POSTGRES_URL: servers.postgresUrl, // the api makes the PostgreSQL indexes (unset on SQLite)
     MONGODB_DB: 'bench',
     TEMPORAL_ADDRESS: servers.temporalAddress,
     API_PORT: String(apiPort),

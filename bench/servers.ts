@@ -1,10 +1,13 @@
-/** Starts FerretDB and the Temporal dev server for one benchmark run, in its own temporary directory. */
+/**
+ * Starts FerretDB (on an embedded PostgreSQL, or SQLite with FERRETDB_BACKEND=sqlite) and the Temporal
+ * dev server for one benchmark run, in its own temporary directory.
+ */
 import { Client, Connection } from '@temporalio/client';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startFerretdb } from '../scripts/servers/ferretdb-server';
+import { ferretdbBackendFromEnv, startDocumentStore } from '../scripts/servers/document-store';
 import { obtainServers } from '../scripts/servers/obtain';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
 import { freePort } from '../src/process/net';
@@ -12,7 +15,9 @@ import { freePort } from '../src/process/net';
 export async function startBenchServers(name: string) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-control-bench-${name}-`));
   const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
-  const ferret = await startFerretdb({ binary: binaries.ferretdb, dataDir: path.join(dir, 'ferretdb'), port: await freePort() });
+  const backend = ferretdbBackendFromEnv();
+  // Durable, as `npm start` runs it: the figures are the ones a user gets.
+  const store = await startDocumentStore({ ferretdbBinary: binaries.ferretdb, dir: path.join(dir, 'store'), backend });
   const temporal = await startTemporalDevServer({
     binary: binaries.temporal,
     dataDir: path.join(dir, 'temporal'),
@@ -22,12 +27,16 @@ export async function startBenchServers(name: string) {
   });
   return {
     dir,
-    mongoUri: ferret.uri,
+    mongoUri: store.uri,
+    backend,
+    postgresUrl: store.postgresUrl,
     temporalAddress: temporal.address,
+    /** The server processes (each spawned detached: it leads its own process group), for CPU accounting. */
+    processes: [...store.children, temporal].map((c) => ({ name: c.name, pid: c.process.pid! })),
     /** Stops the benchmark's own processes first (api, worker, runtime), then the servers. */
     async stop(children: ChildProcess[] = []) {
       await stopProcesses(children);
-      await Promise.all([ferret.stop(), temporal.stop()]);
+      await Promise.all([store.stop(), temporal.stop()]);
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -4,13 +4,14 @@
  * Starts FerretDB, the Temporal dev server, the api and one worker as processes, and one sandbox that
  * the starts use (no repository: each start makes an empty git workspace), then:
  *   - concurrency: N stream-starts at once, each read to its end: all READY? starts per second, p50/p99
- *     from the request to READY;
+ *     from the request to READY, and the CPU seconds each process used in that phase (bench/cpu.ts);
  *   - one start at a time, alternating with the same steps made raw (the runtime's bash calls the steps
  *     make, the conversation created in the runtime, and the status and record writes with the driver):
  *     the orchestration share of one start (goal <= 20% over the raw steps).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { cloneCommand, HOOK_COMMAND, SETUP_SCRIPT, SKILLS_DIR, skillFilesCommand } from '../activities/repository-steps';
 import { SecretBox } from '../src/auth/secret-box';
@@ -23,6 +24,7 @@ import { UsersStore } from '../src/store/users-store';
 import { OrganizationsService } from '../src/orgs/organizations-service';
 import { MembershipsStore } from '../src/store/memberships-store';
 import { OrganizationsStore } from '../src/store/organizations-store';
+import { cpuLine, cpuRows, cpuSnapshot, detachedChildren, processGroup, processTree, processTrees, readProcs, type CpuScope } from './cpu';
 import { arg, median, pct, printTable, progress, runBench } from './report';
 import { printHistory, startBenchServers } from './servers';
 import { startTaskWorkflowId } from '../src/temporal/shared';
@@ -41,6 +43,7 @@ async function main(): Promise<void> {
   const env = {
     ...process.env,
     MONGODB_URI: servers.mongoUri,
+    POSTGRES_URL: servers.postgresUrl, // the api makes the PostgreSQL indexes (unset on SQLite)
     MONGODB_DB: 'bench',
     TEMPORAL_ADDRESS: servers.temporalAddress,
     API_PORT: String(apiPort),
@@ -125,12 +128,41 @@ async function main(): Promise<void> {
       await rawStart();
     }
 
+    // CPU by process over the concurrent phase. The api and the worker run in this process's group:
+    // each counted as its process tree. The runtime is the worker's detached child (the process
+    // provider's spawn) and its commands start sessions of their own: its tree, out of the worker's.
+    // The servers were spawned detached, each leading its process group: FerretDB and Temporal are one
+    // process each, counted as their group. PostgreSQL is not: each process the postmaster forks (a
+    // backend per connection, the checkpointer, the WAL writer, ...) calls setsid() first
+    // (InitPostmasterChild), so the postmaster's group holds the postmaster alone: counted as its tree.
+    const apiPid = children[0]!.pid!;
+    const workerPid = children[1]!.pid!;
+    const runtimePids = detachedChildren(readProcs(), workerPid);
+    if (runtimePids.length === 0) throw new Error(`no runtime process below the worker (pid ${workerPid})`);
+    const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    for (const pid of runtimePids) progress(`runtime: pid ${pid}, ${cmdline(pid)}`);
+    const serverName: Record<string, string> = { postgres: 'PostgreSQL', ferretdb: 'FerretDB', temporal: 'Temporal dev server' };
+    const cpuScopes: CpuScope[] = [
+      processTree('api', apiPid),
+      processTree('worker', workerPid, (procs) => detachedChildren(procs, workerPid), `pid ${workerPid} and descendants but the runtime`),
+      processTrees('sandbox runtime', runtimePids),
+      ...servers.processes.map((p) => (p.name === 'postgres' ? processTree : processGroup)(serverName[p.name] ?? p.name, p.pid)),
+    ];
+    const idle0 = cpuSnapshot(cpuScopes);
+    await sleep(1000);
+    const cpuBefore = cpuSnapshot(cpuScopes);
+
     progress(`${STARTS} concurrent starts`);
     const t0 = performance.now();
     let done = 0;
     const ticker = setInterval(() => progress(`${done}/${STARTS} streams ended`), 30_000);
     const all = await Promise.all(Array.from({ length: STARTS }, () => serviceStart().finally(() => done++))).finally(() => clearInterval(ticker));
     const wallMs = performance.now() - t0;
+    const cpuAfter = cpuSnapshot(cpuScopes);
+    await sleep(1000);
+    const tail = cpuSnapshot(cpuScopes);
+    const runtimesAfter = detachedChildren(readProcs(), workerPid);
+    if (runtimesAfter.join() !== runtimePids.join()) progress(`the runtime processes changed during the phase: ${runtimePids.join()} -> ${runtimesAfter.join()}`);
     const ready = all.filter((s) => s.statuses.join() === STATUSES.join()).length;
     const failed = all.filter((s) => s.statuses.at(-1) !== 'READY');
     if (failed.length > 0) progress(`not READY: ${failed.length}, e.g. ${JSON.stringify(failed[0])}`);
@@ -158,6 +190,9 @@ async function main(): Promise<void> {
       [`one start alone, median of ${SINGLE}`, f(median(single))],
       ['the same steps made raw (runtime calls + driver writes), median', f(median(raw))],
     ]);
+    printTable(`CPU by process over the ${STARTS} concurrent stream-starts (${(wallMs / 1000).toFixed(1)} s wall, ${(STARTS / (wallMs / 1000)).toFixed(1)} starts/s)`, cpuRows(cpuScopes, cpuBefore, cpuAfter, STARTS));
+    console.log(`\nthe 1 s before the phase (idle): ${cpuLine(cpuScopes, idle0, cpuBefore)}`);
+    console.log(`the 1 s after the last stream ended (not in the table): ${cpuLine(cpuScopes, cpuAfter, tail)}`);
     await printHistory(servers.temporalAddress, startTaskWorkflowId(lastId));
     console.log(`\norchestration adds ${((median(single) / median(raw) - 1) * 100).toFixed(0)}% over the raw steps (${f(median(single) - median(raw))}); goal <= 20%`);
   } finally {
