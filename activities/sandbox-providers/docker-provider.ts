@@ -5,8 +5,8 @@
  */
 import Docker from 'dockerode';
 import { AGENT_SERVER, type ExposedUrl } from '../../src/schemas/sandboxes';
-import type { RuntimeHandle } from '../../src/store/sandboxes-store';
-import { ProviderConfigError, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import type { DockerRuntimeHandle as DockerHandle, RuntimeHandle } from '../../src/store/runtime-handle';
+import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 
 export interface DockerProviderOptions {
   docker: Docker;
@@ -16,18 +16,11 @@ export interface DockerProviderOptions {
   runtimePort?: number;
 }
 
-interface DockerHandle {
-  provider: 'docker';
-  containerId: string;
-  container: string;
-  volume: string;
-}
-
 const LABEL = 'agent-control.sandbox-id';
 const DEFAULT_WORKDIR = '/workspace';
 
 const statusOf = (e: unknown) => (e as { statusCode?: number }).statusCode;
-const asDocker = (h: RuntimeHandle) => h as unknown as DockerHandle;
+const asDocker = (h: RuntimeHandle): DockerHandle => (h.provider === 'docker' ? h : wrongHandle('docker', h));
 
 /** Parses DOCKER_HOST (unix:///var/run/docker.sock, tcp://host:2375, http(s)://host:port) into dockerode options. */
 export function dockerFromHost(dockerHost: string): Docker {
@@ -102,7 +95,7 @@ export class DockerProvider implements SandboxProvider {
     const hostPort = Number(binding.HostPort);
     const exposedUrls: ExposedUrl[] = [{ name: AGENT_SERVER, url: `http://${this.opts.publishHost}:${hostPort}`, port: hostPort }];
     const handle: DockerHandle = { provider: 'docker', containerId: info.Id, container: name, volume };
-    return { handle: handle as unknown as RuntimeHandle, exposedUrls };
+    return { handle, exposedUrls };
   }
 
   async pause(handle: RuntimeHandle): Promise<void> {

@@ -9,10 +9,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../src/process/net';
-import { processTree, readStat, signalAll } from '../../src/process/process-tree';
+import { processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
-import type { RuntimeHandle } from '../../src/store/sandboxes-store';
-import { ProviderConfigError, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import type { ProcessRuntimeHandle as ProcessHandle, RuntimeHandle } from '../../src/store/runtime-handle';
+import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 
 export interface ProcessProviderOptions {
   /** Parent of the sandbox directories (DATA_DIR/sandboxes). */
@@ -22,21 +22,13 @@ export interface ProcessProviderOptions {
   host?: string;
 }
 
-interface ProcessHandle {
-  provider: 'process';
-  pid: number;
-  startTicks: string;
-  port: number;
-  dir: string;
-}
-
 /** Variables a runtime needs from the worker's environment; nothing else (no credentials) is passed on. */
 const INHERITED = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'LOG_LEVEL'];
 
 /** Written beside the runtime as soon as it is spawned: pid, start time, port. */
 const RUNTIME_FILE = 'runtime.json';
 
-const asProcess = (h: RuntimeHandle) => h as unknown as ProcessHandle;
+const asProcess = (h: RuntimeHandle): ProcessHandle => (h.provider === 'process' ? h : wrongHandle('process', h));
 
 /** The last lines a runtime wrote, for a status_detail a person can act on. */
 function lastWords(logFile: string): string {
@@ -91,17 +83,19 @@ export class ProcessProvider implements SandboxProvider {
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a');
     const child = spawn(command!, args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log] });
     fs.closeSync(log);
+    // Recorded before anything else runs (no await between the fork and the write): a worker killed
+    // from here on leaves a file that names the runtime to the next attempt.
+    const stat = child.pid === undefined ? null : readStat(child.pid);
+    const handle: ProcessHandle | null = stat && { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir };
+    if (handle) fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle));
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', (e) => reject(new ProviderConfigError(`spec ${req.spec.id}: cannot run ${command}: ${e.message}`)));
     });
     child.unref();
-    const stat = readStat(child.pid!);
-    if (!stat) throw new Error(`the runtime process (pid ${child.pid}) exited at once; see ${path.join(dir, 'runtime.log')}`);
-    const handle: ProcessHandle = { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir };
-    fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle));
+    if (!handle || !readStat(handle.pid)) throw new Error(`the runtime process (pid ${child.pid}) exited at once; see ${path.join(dir, 'runtime.log')}`);
     return {
-      handle: handle as unknown as RuntimeHandle,
+      handle,
       exposedUrls: [{ name: AGENT_SERVER, url: `http://${this.host}:${port}`, port }],
     };
   }
@@ -111,14 +105,16 @@ export class ProcessProvider implements SandboxProvider {
    * left a runtime behind: the file it wrote beside the runtime names it, and it is stopped here.
    */
   private killEarlierRuntime(dir: string): void {
-    let earlier: ProcessHandle;
+    let recorded: number[] = [];
     try {
-      earlier = JSON.parse(fs.readFileSync(path.join(dir, RUNTIME_FILE), 'utf8')) as ProcessHandle;
+      recorded = this.tree(JSON.parse(fs.readFileSync(path.join(dir, RUNTIME_FILE), 'utf8')) as ProcessHandle) ?? [];
     } catch {
-      return;
+      // no file (a first start), or one cut short
     }
-    const pids = this.tree(earlier);
-    if (pids) signalAll(pids, 'SIGKILL');
+    // And whatever still runs with this sandbox's directory, file or not (a worker killed in the instant
+    // between the fork and the write; a file removed by hand): the runtime and what it ran inherit it.
+    const pids = [...new Set([...recorded, ...processesWithEnv('RUNTIME_SANDBOX_DIR', dir)])];
+    signalAll(pids, 'SIGKILL');
   }
 
   /** The pids of the runtime and its descendants, or null when the runtime process is no longer ours. */

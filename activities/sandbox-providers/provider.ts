@@ -4,7 +4,7 @@
  * activities are retried.
  */
 import type { ExposedUrl, SandboxProviderName, SandboxSpec } from '../../src/schemas/sandboxes';
-import type { RuntimeHandle } from '../../src/store/sandboxes-store';
+import type { RuntimeHandle } from '../../src/store/runtime-handle';
 
 export interface StartRequest {
   sandboxId: string;
@@ -36,6 +36,14 @@ export interface SandboxProvider {
   /** Removes the runtime and its storage; a runtime already gone is not an error. */
   delete(sandboxId: string, handle: RuntimeHandle | null): Promise<void>;
   inspect(handle: RuntimeHandle): Promise<RuntimeState>;
+}
+
+/**
+ * Refuses a handle another provider wrote: a sandbox keeps the provider of its spec for its whole life,
+ * so this is a damaged record, which no retry repairs.
+ */
+export function wrongHandle(provider: SandboxProviderName, handle: RuntimeHandle): never {
+  throw new ProviderConfigError(`the ${provider} provider was given a runtime handle of the ${handle.provider} provider`);
 }
 
 /** A provider that cannot work as configured (not set up, bad spec): retrying does not help. */

@@ -5,20 +5,13 @@
  * `/stop` with {runtime_id}. The sandbox id is the session id, so a retried start finds its runtime.
  */
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
-import type { RuntimeHandle } from '../../src/store/sandboxes-store';
-import { ProviderConfigError, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import type { RemoteRuntimeHandle as RemoteHandle, RuntimeHandle } from '../../src/store/runtime-handle';
+import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 
 export interface RemoteProviderOptions {
   baseUrl: string;
   apiKey: string;
   requestTimeoutMs?: number;
-}
-
-interface RemoteHandle {
-  provider: 'remote';
-  sessionId: string;
-  runtimeId: string;
-  url: string;
 }
 
 interface RemoteRuntime {
@@ -39,7 +32,7 @@ class RemoteApiError extends Error {
   }
 }
 
-const asRemote = (h: RuntimeHandle) => h as unknown as RemoteHandle;
+const asRemote = (h: RuntimeHandle): RemoteHandle => (h.provider === 'remote' ? h : wrongHandle('remote', h));
 
 export class RemoteProvider implements SandboxProvider {
   readonly name = 'remote' as const;
@@ -89,7 +82,7 @@ export class RemoteProvider implements SandboxProvider {
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     const handle: RemoteHandle = { provider: 'remote', sessionId: req.sandboxId, runtimeId: runtime.runtime_id, url: runtime.url };
     return {
-      handle: handle as unknown as RuntimeHandle,
+      handle,
       exposedUrls: [{ name: AGENT_SERVER, url: runtime.url.replace(/\/+$/, ''), port }],
       ...(runtime.session_api_key ? { sessionApiKey: runtime.session_api_key } : {}),
     };

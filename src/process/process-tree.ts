@@ -57,3 +57,24 @@ export function signalAll(pids: readonly number[], signal: NodeJS.Signals): void
     }
   }
 }
+
+/**
+ * The processes whose environment holds `name=value` (read from /proc/<pid>/environ; processes this one
+ * may not read are skipped). Finds a process by what it was started with even when no record of its pid
+ * survived, and its descendants too, which inherit the variable.
+ */
+export function processesWithEnv(name: string, value: string): number[] {
+  const wanted = `${name}=${value}`;
+  const found: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let environ: string;
+    try {
+      environ = fs.readFileSync(`/proc/${entry}/environ`, 'latin1');
+    } catch {
+      continue;
+    }
+    if (environ.split('\0').includes(wanted)) found.push(Number(entry));
+  }
+  return found;
+}

@@ -11,10 +11,9 @@
  */
 import type { Db, Filter } from 'mongodb';
 import type { ExposedUrl, SandboxSpec, SandboxStatus } from '../schemas/sandboxes';
+import { isDuplicateKey } from './errors';
 import type { CollectionIndexes } from './mongo';
-
-/** What a provider needs to find its sandbox again (pid and port, container id, remote runtime id). */
-export type RuntimeHandle = { provider: SandboxSpec['provider'] } & Record<string, unknown>;
+import type { RuntimeHandle } from './runtime-handle';
 
 export interface SandboxRecord {
   id: string;
@@ -126,7 +125,7 @@ export class SandboxesStore {
       await this.usage.updateOne({ _id: id }, { $set: { last_used_at: at } }, { upsert: true });
     } catch (e) {
       // Two first touches raced to insert: the other one's document exists now.
-      if ((e as { code?: number }).code !== 11000) throw e;
+      if (!isDuplicateKey(e)) throw e;
       await this.usage.updateOne({ _id: id }, { $set: { last_used_at: at } });
     }
   }
