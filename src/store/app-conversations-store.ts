@@ -5,6 +5,7 @@
  * update rewrites the whole document, so the two writers must not share one.
  */
 import type { Db, Filter } from 'mongodb';
+import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
 import type { CollectionIndexes } from './mongo';
 
@@ -64,7 +65,7 @@ export class AppConversationsStore {
       await this.conversations.insertOne({ _id: id, ...rest, processors: encodeKeys(rest.processors) });
       return record;
     } catch (e) {
-      if ((e as { code?: number }).code !== 11000) throw e;
+      if (!isDuplicateKey(e)) throw e;
       return (await this.get(id))!;
     }
   }

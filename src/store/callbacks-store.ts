@@ -3,6 +3,7 @@
  * and what each processor did, or why it failed, on each range of events (callback_results).
  */
 import type { Db } from 'mongodb';
+import { isDuplicateKey } from './errors';
 import type { CollectionIndexes } from './mongo';
 
 export interface CallbackResult {
@@ -44,7 +45,7 @@ export class CallbacksStore {
     try {
       await this.state.updateOne({ _id: conversationId }, { $max: { processed_seq: seq } }, { upsert: true });
     } catch (e) {
-      if ((e as { code?: number }).code !== 11000) throw e; // a concurrent first mark: retry as an update
+      if (!isDuplicateKey(e)) throw e; // a concurrent first mark: retry as an update
       await this.state.updateOne({ _id: conversationId }, { $max: { processed_seq: seq } });
     }
   }

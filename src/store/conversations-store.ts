@@ -6,6 +6,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { hashApiKey } from '../auth/api-key';
+import { isDuplicateKey } from './errors';
 import type { CollectionIndexes } from './mongo';
 
 export interface Conversation {
@@ -126,7 +127,7 @@ export class ConversationsStore {
         await this.leases.insertOne({ _id: id, token, expires_at: new Date(Date.now() + ttlMs) });
         return token;
       } catch (e) {
-        if ((e as { code?: number }).code !== 11000) throw e;
+        if (!isDuplicateKey(e)) throw e;
       }
       const held = await this.leases.findOne({ _id: id });
       if (held && held.expires_at.getTime() < Date.now()) {

@@ -6,7 +6,7 @@
  */
 import type { Db, Filter, FindCursor } from 'mongodb';
 import type { EventKind, EventSource } from '../schemas/events';
-import { withinBudget } from './errors';
+import { isDuplicateKey, withinBudget } from './errors';
 import type { CollectionIndexes } from './mongo';
 
 export interface StoredEvent {
@@ -185,9 +185,9 @@ export class EventsStore {
       await this.events.insertMany(docs.map((d) => ({ ...d })), { ordered: true });
       return { inserted: docs.length };
     } catch (e) {
-      const err = e as { code?: number; insertedCount?: number; writeErrors?: { index: number; code: number }[] | { index: number; code: number } };
+      const err = e as { insertedCount?: number; writeErrors?: { index: number }[] | { index: number } };
       const first = Array.isArray(err.writeErrors) ? err.writeErrors[0] : err.writeErrors;
-      if ((first?.code ?? err.code) !== 11000) throw e;
+      if (!isDuplicateKey(e)) throw e;
       const at = first?.index ?? err.insertedCount ?? 0;
       if ((err.insertedCount ?? at) > at) {
         // The server went on past the conflict: documents after it are stored with seqs beyond a hole.

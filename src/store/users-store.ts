@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from 'mongodb';
+import { isDuplicateKey } from './errors';
 import type { CollectionIndexes } from './mongo';
 
 export interface User {
@@ -42,7 +43,7 @@ export class UsersStore {
     try {
       await this.users.insertOne(doc);
     } catch (e) {
-      if ((e as { code?: number }).code === 11000) throw new DuplicateEmailError(doc.email);
+      if (isDuplicateKey(e)) throw new DuplicateEmailError(doc.email);
       throw e;
     }
     return toUser(doc);

@@ -1,0 +1,24 @@
+/** The processor of each kind the spec names; the mapped type makes a kind without one a compile error. */
+import type { CallbackProcessorKind } from '../../src/schemas/app-conversations';
+import { gitHostAV1Processor } from './git-host-a-v1-processor';
+import { chatV1Processor, gitHostBV1Processor, gitHostCV1Processor, issueTrackerAV1Processor, issueTrackerBV1Processor } from './inert-processors';
+import { loggingProcessor } from './logging-processor';
+import type { CallbackProcessorImpl } from './processor';
+import { setTitleProcessor } from './set-title-processor';
+
+export type { CallbackProcessorDeps, CallbackProcessorImpl, CallbackRun } from './processor';
+
+export const CALLBACK_PROCESSORS: { readonly [K in CallbackProcessorKind]: CallbackProcessorImpl<K> } = {
+  GitHostAV1CallbackProcessor: gitHostAV1Processor,
+  GitHostBV1CallbackProcessor: gitHostBV1Processor,
+  GitHostCV1CallbackProcessor: gitHostCV1Processor,
+  IssueTrackerAV1CallbackProcessor: issueTrackerAV1Processor,
+  IssueTrackerBV1CallbackProcessor: issueTrackerBV1Processor,
+  ChatV1CallbackProcessor: chatV1Processor,
+  LoggingCallbackProcessor: loggingProcessor,
+  SetTitleCallbackProcessor: setTitleProcessor,
+};
+
+/** The processor of a stored kind; none for a kind this version does not know. */
+export const processorFor = (kind: string): CallbackProcessorImpl | undefined =>
+  Object.hasOwn(CALLBACK_PROCESSORS, kind) ? CALLBACK_PROCESSORS[kind as CallbackProcessorKind] : undefined;
