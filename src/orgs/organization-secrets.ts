@@ -3,7 +3,7 @@
  * value equal to the mask keeps what was stored), mask in every response, open for a start.
  */
 import { SecretBox } from '../auth/secret-box';
-import { SECRET_MASK } from '../schemas/organizations';
+import { SECRET_MASK } from '../schemas/secret-mask';
 
 type Json = Record<string, unknown>;
 

@@ -6,11 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HttpError } from '../../http/errors';
+import { BadRequest, Conflict, NotFound, Unavailable } from '../../errors';
 import type { Logger } from '../../logger';
 import { EventSchema } from '../../schemas/events';
 import { PathEscapeError, resolveInside } from '../workspace-paths';
-import { Conversation, SETTINGS_FILE, writeSettings } from './conversation';
+import { Conversation } from './conversation';
+import { SETTINGS_FILE, writeSettings } from './conversation-settings-file';
 import { CreateConversationSchema, type CreateConversation } from './conversation-schemas';
 import { EventOutbox } from './outbox';
 
@@ -54,20 +55,20 @@ export class ConversationRegistry {
   }
 
   async create(settings: CreateConversation): Promise<Conversation> {
-    if (!this.o.controlPlaneUrl) throw new HttpError(503, 'This runtime has no CONTROL_PLANE_URL, so it cannot report events; conversations cannot run here');
+    if (!this.o.controlPlaneUrl) throw new Unavailable('This runtime has no CONTROL_PLANE_URL, so it cannot report events; conversations cannot run here');
     const id = settings.conversation_id ?? randomUUID();
-    if (this.conversations.has(id)) throw new HttpError(409, `Conversation ${id} already exists in this runtime`);
+    if (this.conversations.has(id)) throw new Conflict(`Conversation ${id} already exists in this runtime`);
     let workspace: string;
     try {
       workspace = resolveInside(this.o.workingDir, settings.workspace.working_dir);
     } catch (e) {
-      if (e instanceof PathEscapeError) throw new HttpError(400, e.message);
+      if (e instanceof PathEscapeError) throw new BadRequest(e.message);
       throw e;
     }
     fs.mkdirSync(workspace, { recursive: true });
     const dir = this.dirOf(id);
     // One that could not be read back at start-up still has its files (and its sender): never a second one.
-    if (fs.existsSync(path.join(dir, SETTINGS_FILE))) throw new HttpError(409, `Conversation ${id} already exists in this runtime (it could not be restored; see the runtime log)`);
+    if (fs.existsSync(path.join(dir, SETTINGS_FILE))) throw new Conflict(`Conversation ${id} already exists in this runtime (it could not be restored; see the runtime log)`);
     const createdAt = new Date().toISOString();
     writeSettings(dir, { id, created_at: createdAt, settings: { ...settings, conversation_id: id } });
     const conversation = this.conversation(id, settings, createdAt, this.outbox(dir, id), workspace);
@@ -78,7 +79,7 @@ export class ConversationRegistry {
 
   get(id: string): Conversation {
     const c = this.conversations.get(id);
-    if (!c) throw new HttpError(404, `Conversation ${id} not found in this runtime`);
+    if (!c) throw new NotFound(`Conversation ${id} not found in this runtime`);
     return c;
   }
 

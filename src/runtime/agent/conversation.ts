@@ -4,28 +4,29 @@
  * records the actions it proposes, waits for a confirmation when asked to, runs the PreToolUse hooks
  * (which may block), runs the tools and records what they observed, until the agent finishes, a pause
  * takes effect between steps, an interrupt cancels the step, max_iterations is reached or an unexpected
- * failure moves the conversation to ERROR.
+ * failure moves the conversation to ERROR. What needs none of the loop's state lives beside it (replay,
+ * tool-call parsing, masking, the events it builds, how actions run), so it can change and be tested alone.
  */
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { EventSchema, type Event } from '../../schemas/events';
+import { ActionRunner } from './action-runner';
+import { completionEvents } from './completion-events';
 import { planCondensation, SUMMARY_INSTRUCTIONS } from './condenser';
-import { fitEvent, MAX_EVENT_BYTES } from './event-size';
+import { errorOf, rejectionOf, text, type ActionEvent, type NewEvent } from './conversation-events';
+import { agentMessage, stopHookMessage, triggeredSkills, userMessage } from './conversation-messages';
+import { replay, restartReport, unanswered } from './conversation-replay';
 import type { ConversationInfo, CreateConversation, ExecutionStatus } from './conversation-schemas';
-import { runHooks, type HookEventType } from './hooks';
+import { runnable, toolCallEvents } from './conversation-tool-calls';
+import { fitEvent } from './event-size';
 import { complete, type Completion } from './llm-client';
 import { buildView, toMessages } from './llm-view';
 import type { EventOutbox } from './outbox';
 import { systemPrompt } from './system-prompt';
-import { toolByName, AGENT_TOOL_DEFINITIONS, AGENT_TOOLS } from './tools';
-import type { TaskItem, ToolContext } from './tools/tool';
+import { AGENT_TOOL_DEFINITIONS } from './tools';
+import type { TaskItem } from './tools/tool';
 
 /** A call the API refuses because of the conversation's state (answered 409). */
 export class ConversationConflict extends Error {}
-
-type ActionEvent = Extract<Event, { kind: 'ActionEvent' }>;
-type NewEvent = { kind: Event['kind']; source?: Event['source'] } & Record<string, unknown>;
 
 export interface ConversationDeps {
   outbox: EventOutbox;
@@ -37,8 +38,7 @@ export interface ConversationDeps {
   log: (msg: string, fields?: object) => void;
 }
 
-const SECRET_MASK = '<secret-hidden>';
-const text = (t: string) => ({ type: 'text' as const, text: t, cache_prompt: false });
+const AWAITS_CONFIRMATION = 'the conversation waits for a confirmation of its pending actions; respond to it first';
 
 export class Conversation {
   private readonly events: Event[] = [];
@@ -55,6 +55,7 @@ export class Conversation {
   private stepAbort: AbortController | null = null;
   private iterations = 0;
   private updatedAt: string;
+  private readonly runner: ActionRunner;
 
   constructor(
     readonly id: string,
@@ -63,6 +64,8 @@ export class Conversation {
     private readonly deps: ConversationDeps,
   ) {
     this.updatedAt = createdAt;
+    const { workspace, baseEnv, maxOutputBytes } = deps;
+    this.runner = new ActionRunner({ conversationId: id, settings, workspace, baseEnv, maxOutputBytes, tasks: () => this.tasks, emit: (e) => this.emit(e) });
   }
 
   // ---- life cycle ----
@@ -73,7 +76,7 @@ export class Conversation {
     const prompt = systemPrompt(this.settings, this.deps.workspace);
     this.emit({ kind: 'SystemPromptEvent', system_prompt: text(prompt.static), tools, dynamic_context: text(prompt.dynamic) });
     this.setStatus('idle');
-    await this.hooks('SessionStart', { conversation_id: this.id });
+    await this.runner.hooks('SessionStart', { conversation_id: this.id });
     const first = this.settings.initial_message;
     if (first) await this.sendMessage(first.content, first.run);
   }
@@ -81,42 +84,14 @@ export class Conversation {
   /** A conversation read back after a runtime restart: its state comes from its events. */
   restore(events: Event[]): void {
     this.events.push(...events);
-    for (const e of events) {
-      if (e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status') this.status = e.value as ExecutionStatus;
-      if (e.kind === 'ObservationEvent' && e.observation.kind === 'TaskTrackerObservation') this.tasks = (e.observation.task_list as TaskItem[]) ?? [];
-      if (e.kind === 'MessageEvent') e.activated_skills.forEach((s) => this.activatedSkills.add(s));
-      if (e.kind === 'CondensationRequest') this.condenseRequested = true;
-      if (e.kind === 'Condensation') this.condenseRequested = false;
-    }
-    this.updatedAt = events.at(-1)?.timestamp ?? this.createdAt;
-    const open = this.unanswered();
-    if (this.status === 'waiting_for_confirmation') {
-      this.pending = open;
-      return;
-    }
+    const state = replay(this.events, this.createdAt);
+    ({ status: this.status, tasks: this.tasks, activatedSkills: this.activatedSkills, condenseRequested: this.condenseRequested, updatedAt: this.updatedAt } = state);
+    if (this.status === 'waiting_for_confirmation') this.pending = state.open;
     if (this.status === 'running') {
-      // The runtime stopped mid-step (killed, or its machine went away): an infrastructure failure, reported
-      // as such; what was in flight is answered, and the conversation waits for a run.
-      this.emit({
-        kind: 'ServerErrorEvent',
-        source: 'environment',
-        code: 'RuntimeRestarted',
-        detail: `The runtime stopped while the conversation ran${open.length ? ` (${open.length} action(s) in flight)` : ''}; it is paused now: run it to go on.`,
-      });
-      for (const a of open) {
-        this.emit({ kind: 'AgentErrorEvent', tool_name: a.tool_name, tool_call_id: a.tool_call_id, error: 'The runtime restarted while this action ran; it may have run partly or not at all.' });
-      }
+      // Cut short by the stop: what was in flight is answered, and the conversation waits for a run.
+      for (const e of restartReport(state.open)) this.emit(e);
       this.setStatus('paused');
     }
-  }
-
-  /** Actions no observation, rejection or error has answered yet. */
-  private unanswered(): ActionEvent[] {
-    const answered = new Set<string>();
-    for (const e of this.events) {
-      if (e.kind === 'ObservationEvent' || e.kind === 'UserRejectObservation' || e.kind === 'AgentErrorEvent') answered.add(e.tool_call_id);
-    }
-    return this.events.filter((e): e is ActionEvent => e.kind === 'ActionEvent' && !answered.has(e.tool_call_id));
   }
 
   info(): ConversationInfo {
@@ -149,31 +124,23 @@ export class Conversation {
   // ---- what clients do ----
 
   async sendMessage(content: { text: string }[], run: boolean): Promise<void> {
-    if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict('the conversation waits for a confirmation of its pending actions; respond to it first');
+    if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
     const body = content.map((c) => c.text).join('\n');
-    const hookRuns = await this.hooks('UserPromptSubmit', { conversation_id: this.id, prompt: body });
+    const hookRuns = await this.runner.hooks('UserPromptSubmit', { conversation_id: this.id, prompt: body });
     const blocked = hookRuns.find((h) => h.blocked);
     if (blocked) throw new ConversationConflict(`the message was blocked by a UserPromptSubmit hook: ${blocked.reason}`);
     // The loop may have stopped for a confirmation while the hooks ran.
-    if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict('the conversation waits for a confirmation of its pending actions; respond to it first');
-    const skills = this.settings.skills.filter(
-      (s) => s.triggers.length > 0 && !this.activatedSkills.has(s.name) && s.triggers.some((t) => body.toLowerCase().includes(t.toLowerCase())),
-    );
+    if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
+    const skills = triggeredSkills(this.settings.skills, body, this.activatedSkills);
     skills.forEach((s) => this.activatedSkills.add(s.name));
-    this.emit({
-      kind: 'MessageEvent',
-      source: 'user',
-      llm_message: { role: 'user', content: content.map((c) => text(c.text)) },
-      activated_skills: skills.map((s) => s.name),
-      extended_content: [...skills.map((s) => text(`<skill name="${s.name}">\n${s.content}\n</skill>`)), ...hookRuns.flatMap((h) => (h.additional_context ? [text(h.additional_context)] : []))],
-    });
+    this.emit(userMessage(content, skills, hookRuns.map((h) => h.additional_context)));
     if (run && this.loop) this.unseenMessage = true;
     else if (run) this.startLoop(false);
   }
 
   run(): void {
     if (this.loop) throw new ConversationConflict('the conversation is already running');
-    if (this.status === 'waiting_for_confirmation') throw new ConversationConflict('the conversation waits for a confirmation of its pending actions; respond to it first');
+    if (this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
     this.startLoop(false);
   }
 
@@ -206,9 +173,7 @@ export class Conversation {
       this.startLoop(true);
       return;
     }
-    for (const a of this.pending.splice(0)) {
-      this.emit({ kind: 'UserRejectObservation', tool_name: a.tool_name, tool_call_id: a.tool_call_id, rejection_reason: reason, rejection_source: 'user', action_id: a.id });
-    }
+    for (const a of this.pending.splice(0)) this.emit(rejectionOf(a, reason, 'user'));
     this.setStatus('idle');
   }
 
@@ -222,8 +187,7 @@ export class Conversation {
       .catch((e: Error) => {
         this.deps.log('the run loop failed', { err: e.message });
         try {
-          // Calls left without an answer would make every later LLM request invalid: each gets one.
-          for (const a of this.unanswered()) this.emit({ kind: 'AgentErrorEvent', tool_name: a.tool_name, tool_call_id: a.tool_call_id, error: `Not run: the run loop failed (${e.message})` });
+          for (const a of unanswered(this.events)) this.emit(errorOf(a, `Not run: the run loop failed (${e.message})`));
           this.pending = [];
           this.emit({ kind: 'ConversationErrorEvent', source: 'environment', code: e.name || 'Error', detail: e.message });
           this.setStatus('error');
@@ -263,10 +227,9 @@ export class Conversation {
     if (outcome === 'interrupted') return this.setStatus('paused');
     if (outcome === 'waiting') return this.setStatus('waiting_for_confirmation');
     if (this.unseenMessage) return this.runLoop(false); // a message came in after the last LLM call
-    const stop = (await this.hooks('Stop', { conversation_id: this.id })).find((h) => h.blocked);
+    const stop = (await this.runner.hooks('Stop', { conversation_id: this.id })).find((h) => h.blocked);
     if (stop && this.iterations < this.settings.max_iterations) {
-      // A Stop hook that blocks sends the agent back to work with its reason.
-      this.emit({ kind: 'MessageEvent', source: 'hook', sender: 'Stop hook', llm_message: { role: 'user', content: [text(stop.reason ?? 'Continue.')] } });
+      this.emit(stopHookMessage(stop.reason));
       return this.runLoop(false);
     }
     if (this.pauseRequested) return this.setStatus('paused'); // interrupted while the Stop hooks ran
@@ -282,46 +245,12 @@ export class Conversation {
     if (!completion) return 'interrupted';
     this.iterations++;
     if (completion.tool_calls.length === 0) {
-      this.emit({
-        kind: 'MessageEvent',
-        source: 'agent',
-        llm_message: { role: 'assistant', content: [text(completion.content ?? '')] },
-        llm_response_id: completion.id,
-      });
+      this.emit(agentMessage(completion));
       return 'finished';
     }
-    const actions: ActionEvent[] = [];
-    const errors: { call: (typeof completion.tool_calls)[number]; error: string }[] = [];
-    // Every call of the response first, then the errors of the bad ones: the LLM's protocol wants all the
-    // calls of one answer in one assistant message, before any tool result.
-    completion.tool_calls.forEach((call, i) => {
-      const tool = toolByName(call.function.name);
-      let error: string | null = null;
-      let args: Record<string, unknown> = {};
-      if (!tool) error = `Unknown tool ${JSON.stringify(call.function.name)}. Available tools: ${AGENT_TOOLS.map((t) => t.name).join(', ')}.`;
-      else {
-        try {
-          const parsed = tool.params.safeParse(JSON.parse(call.function.arguments || '{}'));
-          if (parsed.success) args = parsed.data;
-          else error = `Invalid arguments for ${tool.name}: ${parsed.error.issues.map((is) => `${is.path.join('.') || '(arguments)'}: ${is.message}`).join('; ')}`;
-        } catch (e) {
-          error = `The arguments of ${call.function.name} are not valid JSON: ${(e as Error).message}`;
-        }
-      }
-      const action = this.emit({
-        kind: 'ActionEvent',
-        thought: i === 0 && completion.content ? [text(completion.content)] : [],
-        reasoning_content: i === 0 ? completion.reasoning_content : null,
-        action: tool && !error ? { kind: tool.actionKind, ...args } : null,
-        tool_name: call.function.name,
-        tool_call_id: call.id,
-        tool_call: { id: call.id, name: call.function.name, arguments: call.function.arguments, origin: 'completion' },
-        llm_response_id: completion.id,
-      }) as ActionEvent;
-      if (error) errors.push({ call, error });
-      else actions.push(action);
-    });
-    for (const { call, error } of errors) this.emit({ kind: 'AgentErrorEvent', tool_name: call.function.name, tool_call_id: call.id, error });
+    const calls = toolCallEvents(completion);
+    const actions = runnable(calls.actions.map((a) => this.emit(a) as ActionEvent));
+    for (const e of calls.errors) this.emit(e);
     if (actions.length === 0) return 'continue';
     if (this.settings.confirmation_mode) {
       this.pending = actions;
@@ -339,18 +268,7 @@ export class Conversation {
         signal: abort.signal,
         onDelta: llm.stream ? (d) => this.emitTransient({ kind: 'StreamingDeltaEvent', content: d.content, reasoning_content: d.reasoning_content }) : undefined,
       });
-      if (completion.prompt_token_ids && completion.response_token_ids) {
-        this.emit({ kind: 'TokenEvent', source: 'agent', prompt_token_ids: completion.prompt_token_ids, response_token_ids: completion.response_token_ids });
-      }
-      if (llm.log_completions) {
-        this.emit({
-          kind: 'LLMCompletionLogEvent',
-          filename: `${llm.model.replace(/[^A-Za-z0-9._-]+/g, '__')}-${Date.now()}-${completion.id}.json`,
-          log_data: completionLog(completion),
-          model_name: llm.model,
-          usage_id: llm.usage_id,
-        });
-      }
+      for (const e of completionEvents(llm, completion)) this.emit(e);
       return completion;
     } catch (e) {
       if (abort.signal.aborted) return null;
@@ -360,36 +278,10 @@ export class Conversation {
     }
   }
 
-  /** Runs accepted actions in order: PreToolUse hooks (which may block), the tool, PostToolUse hooks. */
+  /** Runs accepted actions; an interrupt cancels the one running and answers the others. */
   private async execute(actions: ActionEvent[]): Promise<'continue' | 'finished' | 'interrupted'> {
-    let finished = false;
     const abort = (this.stepAbort = new AbortController());
-    const interrupted = (a: ActionEvent) =>
-      this.emit({ kind: 'UserRejectObservation', tool_name: a.tool_name, tool_call_id: a.tool_call_id, rejection_reason: 'The step was interrupted before this action ran', rejection_source: 'user', action_id: a.id });
-    for (const a of actions) {
-      if (abort.signal.aborted) {
-        interrupted(a);
-        continue;
-      }
-      const tool = toolByName(a.tool_name)!;
-      const { kind: _kind, ...args } = a.action as Record<string, unknown>;
-      const pre = await this.hooks('PreToolUse', { conversation_id: this.id, tool_name: a.tool_name, tool_input: args }, a, abort.signal);
-      const blocked = pre.find((h) => h.blocked);
-      if (blocked) {
-        this.emit({ kind: 'UserRejectObservation', tool_name: a.tool_name, tool_call_id: a.tool_call_id, rejection_reason: blocked.reason ?? 'Blocked by a PreToolUse hook', rejection_source: 'hook', action_id: a.id });
-        continue;
-      }
-      if (abort.signal.aborted) {
-        interrupted(a); // during the hooks
-        continue;
-      }
-      // A tool that throws (a path through a file, no permission) observes the error; the agent goes on.
-      const result = await tool.run(args, this.toolContext(abort.signal)).catch((e: Error) => ({ text: `The ${a.tool_name} tool failed: ${e.message}`, isError: true, fields: undefined, finish: false }));
-      const observation = this.mask({ kind: tool.observationKind, content: [text(result.text)], is_error: result.isError, ...result.fields }) as Record<string, unknown>;
-      this.emit({ kind: 'ObservationEvent', tool_name: a.tool_name, tool_call_id: a.tool_call_id, observation, action_id: a.id });
-      await this.hooks('PostToolUse', { conversation_id: this.id, tool_name: a.tool_name, tool_input: args, tool_response: observation }, a, abort.signal);
-      finished ||= Boolean(result.finish);
-    }
+    const finished = await this.runner.run(actions, abort.signal);
     this.stepAbort = null;
     if (abort.signal.aborted) return 'interrupted';
     return finished ? 'finished' : 'continue';
@@ -438,57 +330,4 @@ export class Conversation {
     this.status = status;
     this.emit({ kind: 'ConversationStateUpdateEvent', key: 'execution_status', value: status });
   }
-
-  /** Runs the hooks of a moment; what they report is masked like any tool output. */
-  private async hooks(type: HookEventType, input: Record<string, unknown>, action?: ActionEvent, signal?: AbortSignal) {
-    const runs = (await runHooks(this.settings.hooks, type, input, { cwd: this.deps.workspace, env: this.env(), toolName: action?.tool_name ?? null, signal })).map((r) => this.mask(r));
-    for (const r of runs) this.emit({ kind: 'HookExecutionEvent', ...r, action_id: action?.id ?? null });
-    return runs;
-  }
-
-  // ---- the tools' world ----
-
-  private env(): NodeJS.ProcessEnv {
-    return { ...this.deps.baseEnv, ...this.settings.secrets };
-  }
-
-  private toolContext(signal: AbortSignal): ToolContext {
-    return { workspace: this.deps.workspace, env: this.env(), maxOutputBytes: this.deps.maxOutputBytes, signal, tasks: this.tasks };
-  }
-
-  /** Secret values never reach the LLM or the event log: every string of `value` has them masked. */
-  private mask<T>(value: T): T {
-    // The conversation's secrets and its LLM key (readable in the sandbox, so it may show up in output).
-    const secrets = [...Object.values(this.settings.secrets), this.settings.agent.llm.api_key ?? ''].filter((s) => s.length >= 4);
-    if (secrets.length === 0) return value;
-    const walk = (v: unknown): unknown => {
-      if (typeof v === 'string') return secrets.reduce((s, secret) => s.split(secret).join(SECRET_MASK), v);
-      if (Array.isArray(v)) return v.map(walk);
-      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
-      return v;
-    };
-    return walk(value) as T;
-  }
-}
-
-/**
- * The log_data of an LLMCompletionLogEvent: the exchange as JSON. The request holds the whole history, so
- * when it would not fit an event its messages are left out (the log stays valid JSON).
- */
-function completionLog(c: Completion): string {
-  const timestamp = Date.now() / 1000;
-  const whole = JSON.stringify({ request: c.request, response: c.response, timestamp });
-  if (whole.length < MAX_EVENT_BYTES / 2) return whole;
-  const { messages, ...request } = c.request as { messages?: unknown[] };
-  return JSON.stringify({ request: { ...request, messages_left_out: messages?.length ?? 0 }, response: c.response, timestamp });
-}
-
-/** Where a conversation keeps its settings beside its outbox. */
-export const SETTINGS_FILE = 'conversation.json';
-
-export function writeSettings(dir: string, stored: { id: string; created_at: string; settings: CreateConversation }): void {
-  fs.mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, SETTINGS_FILE);
-  fs.writeFileSync(`${file}.tmp`, JSON.stringify(stored), { mode: 0o600 });
-  fs.renameSync(`${file}.tmp`, file);
 }

@@ -1,0 +1,39 @@
+/**
+ * The MessageEvents a conversation records: a user's message with the skills its words trigger and the
+ * context its UserPromptSubmit hooks added, the agent's final answer, and a Stop hook's reason to go on.
+ */
+import { text, type NewEvent } from './conversation-events';
+import type { Skill } from './conversation-schemas';
+import type { Completion } from './llm-client';
+
+/** Skills with a trigger the message contains (any case), each sent once per conversation: the agent keeps what it was given. */
+export function triggeredSkills(skills: readonly Skill[], body: string, activated: ReadonlySet<string>): Skill[] {
+  const lower = body.toLowerCase();
+  return skills.filter((s) => s.triggers.length > 0 && !activated.has(s.name) && s.triggers.some((t) => lower.includes(t.toLowerCase())));
+}
+
+export function userMessage(content: readonly { text: string }[], skills: readonly Skill[], hookContext: readonly (string | null)[]): NewEvent {
+  return {
+    kind: 'MessageEvent',
+    source: 'user',
+    llm_message: { role: 'user', content: content.map((c) => text(c.text)) },
+    activated_skills: skills.map((s) => s.name),
+    extended_content: [...skills.map((s) => text(`<skill name="${s.name}">\n${s.content}\n</skill>`)), ...hookContext.flatMap((c) => (c ? [text(c)] : []))],
+  };
+}
+
+/** An answer without tool calls: the agent considers the task done. */
+export const agentMessage = (completion: Completion): NewEvent => ({
+  kind: 'MessageEvent',
+  source: 'agent',
+  llm_message: { role: 'assistant', content: [text(completion.content ?? '')] },
+  llm_response_id: completion.id,
+});
+
+/** A Stop hook that blocks sends the agent back to work with its reason. */
+export const stopHookMessage = (reason: string | null): NewEvent => ({
+  kind: 'MessageEvent',
+  source: 'hook',
+  sender: 'Stop hook',
+  llm_message: { role: 'user', content: [text(reason ?? 'Continue.')] },
+});
