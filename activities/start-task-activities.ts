@@ -11,9 +11,11 @@ import type { StartSettingsResolver } from '../src/orgs/start-settings';
 import type { SandboxService } from '../src/sandboxes/sandbox-service';
 import type { AppConversationsStore } from '../src/store/app-conversations-store';
 import type { ConversationsStore } from '../src/store/conversations-store';
+import { isDuplicateKey } from '../src/store/errors';
 import type { SandboxesStore } from '../src/store/sandboxes-store';
 import type { StartTaskChange, StartTasksStore } from '../src/store/start-tasks-store';
-import type { StartTaskSnapshot } from '../src/temporal/shared';
+import { SECRET_MASK } from '../src/schemas/secret-mask';
+import { START_TASK_FAILURES, type StartTaskSnapshot } from '../src/temporal/shared';
 import {
   cloneCommand,
   cloneUrl,
@@ -42,8 +44,7 @@ export interface StartTaskActivityDeps {
   gitCloneBaseUrl: string;
 }
 
-export const START_INPUT_ERROR = 'StartInputError';
-const inputError = (message: string) => ApplicationFailure.nonRetryable(message, START_INPUT_ERROR);
+const inputError = (message: string) => ApplicationFailure.nonRetryable(message, START_TASK_FAILURES.input);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Told to the agent when the start asks for a plan (agent_type plan). */
@@ -71,7 +72,7 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     Object.values(secrets)
       .filter((v) => v.length >= 4)
       .flatMap((v) => [v, encodeURIComponent(v)])
-      .reduce((t, v) => t.split(v).join('**********'), text);
+      .reduce((t, v) => t.split(v).join(SECRET_MASK), text);
   const secretsOf = async (taskId: string, userId: string) => (await deps.settings.resolve(userId, await requestSecrets(taskId))).secrets;
 
   const readSkills = async (rt: SandboxRuntime, dir: string, cwd: string): Promise<RuntimeSkill[]> => {
@@ -202,8 +203,8 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       const sandbox = (await sandboxes.get(a.sandboxId))!;
       const sessionApiKey = box.open(sandbox.session_key_sealed);
       // The event log's record first: the runtime reports events from its first step on.
-      await deps.conversations.create({ id: t.id, userId: a.userId, sandboxId: a.sandboxId, sessionApiKey }).catch(async (e: { code?: number }) => {
-        if (e.code !== 11000) throw e;
+      await deps.conversations.create({ id: t.id, userId: a.userId, sandboxId: a.sandboxId, sessionApiKey }).catch(async (e: unknown) => {
+        if (!isDuplicateKey(e)) throw e;
         // The id is taken. A retried step finds its own record (this user, this sandbox); any other
         // conversation (another user's, or one not made by this start) is never taken over.
         const existing = await deps.conversations.get(t.id);

@@ -1,5 +1,6 @@
 /** The start tasks store against the real MongoDB-wire server: a retried status write is kept once. */
 import { openDatabase, type Database } from '../src/store/mongo';
+import type { StartTaskStatus } from '../src/schemas/app-conversations';
 import { StartTasksStore } from '../src/store/start-tasks-store';
 import { testEnv, uniqueName } from './helpers/env';
 
@@ -15,7 +16,7 @@ describe('start tasks store', () => {
     await database.close();
   });
 
-  const change = (status: string) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+  const change = (status: StartTaskStatus) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
 
   it('keeps each step of the history once, in order, even when a write is repeated; a second create is refused', async () => {
     const id = uniqueName('task');

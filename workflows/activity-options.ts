@@ -1,4 +1,5 @@
 import type { ActivityOptions } from '@temporalio/workflow';
+import { START_TASK_FAILURES } from '../src/temporal/shared';
 
 /** Named timeout and retry presets for activities; workflows pick one by name. */
 export const ACTIVITY_OPTIONS = {
@@ -38,18 +39,18 @@ export const START_TASK_ACTIVITY_OPTIONS = {
   /** A step of a few quick calls, run as a local activity. */
   quick: {
     startToCloseTimeout: '1 minute',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['StartInputError'] },
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [START_TASK_FAILURES.input] },
   },
   /** A step that calls the database or the runtime, or may wait on a sandbox's resume. */
   step: {
     startToCloseTimeout: '2 minutes',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['StartInputError'] },
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [START_TASK_FAILURES.input] },
   },
   /** Waiting for a sandbox, cloning, a setup script: long, heartbeating, so a dead worker is noticed in seconds. */
   long: {
     startToCloseTimeout: '30 minutes',
     heartbeatTimeout: '10 seconds',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['StartInputError'] },
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [START_TASK_FAILURES.input] },
   },
 } as const satisfies Record<string, ActivityOptions>;
 

@@ -5,19 +5,17 @@
  * failing target does not hold the others back. What was processed is kept in MongoDB, so a new run
  * (after a quiet hour ended the last one) goes on from there.
  */
-import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { CALLBACKS_EVENTS_SIGNAL, type CallbacksWorkflowInput } from '../src/temporal/shared';
+import { callbacksEventsSignal, type CallbacksWorkflowInput } from '../src/temporal/shared';
 import { CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
-
-export const eventsSignal = defineSignal(CALLBACKS_EVENTS_SIGNAL);
 
 const { callbackRange, markCallbacksProcessed } = proxyActivities<Activities>(CALLBACK_ACTIVITY_OPTIONS.bookkeeping);
 const { runCallback } = proxyActivities<Activities>(CALLBACK_ACTIVITY_OPTIONS.target);
 
 export async function conversationCallbacksWorkflow(input: CallbacksWorkflowInput): Promise<void> {
   let pending = true; // started by a signal: something is new
-  setHandler(eventsSignal, () => void (pending = true));
+  setHandler(callbacksEventsSignal, () => void (pending = true));
   for (;;) {
     if (!(await condition(() => pending, '1 hour'))) return; // quiet: the next stored event starts a new run
     pending = false;

@@ -1,5 +1,12 @@
 /** The workflow bundle's entry point: every workflow type the worker runs. */
-export { diagnosticsWorkflow } from './diagnostics-workflow';
-export { sandboxWorkflow } from './sandbox-workflow';
-export { startTaskWorkflow } from './start-task-workflow';
-export { conversationCallbacksWorkflow } from './callbacks-workflow';
+import type { WORKFLOW_TYPES, WorkflowSignatures } from '../src/temporal/shared';
+import { conversationCallbacksWorkflow } from './callbacks-workflow';
+import { diagnosticsWorkflow } from './diagnostics-workflow';
+import { sandboxWorkflow } from './sandbox-workflow';
+import { startTaskWorkflow } from './start-task-workflow';
+
+export { diagnosticsWorkflow, sandboxWorkflow, startTaskWorkflow, conversationCallbacksWorkflow };
+
+/** Callers start workflows by the contract's names and signatures: a type check that they are these functions'. */
+type Registered = { [K in keyof WorkflowSignatures as (typeof WORKFLOW_TYPES)[K]]: WorkflowSignatures[K] };
+const _registered: Registered = { diagnosticsWorkflow, sandboxWorkflow, startTaskWorkflow, conversationCallbacksWorkflow };

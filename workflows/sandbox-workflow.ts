@@ -9,6 +9,8 @@
  *   PAUSED   -> MISSING            the provider lost the paused runtime
  *   any      -> DELETED            delete update; the workflow then ends
  *
+ * SandboxLifecycle (sandbox-lifecycle.ts) decides each transition; this file drives it: it makes the
+ * provider calls and status writes the lifecycle asks for, and turns its refusals into update failures.
  * Updates are serialised: each runs to its end before the next (or a health check) starts. It
  * continues as new when its history grows long, after its handlers finish.
  */
@@ -17,32 +19,37 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
-  defineQuery,
-  defineUpdate,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { Activities } from '../activities';
-import type { SandboxStatus } from '../src/schemas/sandboxes';
-import { SANDBOX_FAILURES, SANDBOX_STATE_QUERY, SANDBOX_UPDATES, type SandboxState, type SandboxWorkflowInput } from '../src/temporal/shared';
+import type { RuntimeCheck } from '../activities/sandbox-activities';
+import {
+  SANDBOX_FAILURES,
+  SANDBOX_UPDATES,
+  SEARCH_ATTRIBUTE_KEYS,
+  sandboxStateQuery,
+  type SandboxState,
+  type SandboxStatus,
+  type SandboxUpdateName,
+  type SandboxWorkflowInput,
+} from '../src/temporal/shared';
 import { SANDBOX_ACTIVITY_OPTIONS } from './activity-options';
+import { SandboxLifecycle, type ProviderAction, type ProviderOutcome, type Step } from './sandbox-lifecycle';
 
 const provider = proxyActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.provider);
 const { checkSandboxRuntime } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.check);
 const { recordSandboxStatus } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.record);
 
-export const pauseUpdate = defineUpdate<SandboxState>(SANDBOX_UPDATES.pause);
-export const resumeUpdate = defineUpdate<SandboxState>(SANDBOX_UPDATES.resume);
-export const deleteUpdate = defineUpdate<SandboxState>(SANDBOX_UPDATES.delete);
-export const stateQuery = defineQuery<SandboxState>(SANDBOX_STATE_QUERY);
-const FAILURE = SANDBOX_FAILURES;
-
-const OwnerUserId = defineSearchAttributeKey('OwnerUserId', SearchAttributeType.KEYWORD);
-const SandboxStatusKey = defineSearchAttributeKey('SandboxStatus', SearchAttributeType.KEYWORD);
+const PROVIDER_CALLS = {
+  start: provider.startSandboxRuntime,
+  pause: provider.pauseSandboxRuntime,
+  resume: provider.resumeSandboxRuntime,
+  delete: provider.deleteSandboxRuntime,
+} as const satisfies Record<ProviderAction['call'], (sandboxId: string) => Promise<void>>;
 
 /** Workflow time: `new Date()` in a workflow is the replayed time of the current task. */
 const now = () => new Date().getTime();
@@ -54,14 +61,11 @@ function reason(e: unknown): string {
   return err.message ?? String(e);
 }
 
-const minutes = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.round(ms / 1000)} s`);
+const publish = (status: SandboxStatus) => upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.SandboxStatus, value: status }]);
 
 export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<SandboxState> {
   const { sandboxId, settings } = input;
-  let status: SandboxStatus = input.carried?.status ?? 'STARTING';
-  let detail: string | null = input.carried?.status_detail ?? null;
-  let failingSince: number | null = input.carried?.failingSinceMs ?? null;
-  const state = (): SandboxState => ({ status, status_detail: detail });
+  const lifecycle = new SandboxLifecycle(sandboxId, settings, input.carried);
 
   // One operation at a time: updates and health checks queue behind each other.
   let tail: Promise<unknown> = Promise.resolve();
@@ -71,97 +75,39 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
     return run;
   };
 
-  const setStatus = async (next: SandboxStatus, nextDetail: string | null) => {
-    status = next;
-    detail = nextDetail;
-    upsertSearchAttributes([{ key: SandboxStatusKey, value: next }]);
-    await recordSandboxStatus(sandboxId, next, nextDetail);
-  };
-
-  const refuseIfDeleted = () => {
-    if (status === 'DELETED') throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} was deleted`, FAILURE.deleted);
-  };
-
-  setHandler(stateQuery, state);
-
-  setHandler(
-    pauseUpdate,
-    () =>
-      serial(async () => {
-        refuseIfDeleted();
-        if (status === 'PAUSED') return state();
-        if (status !== 'RUNNING') {
-          throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} is ${status}${detail ? ` (${detail})` : ''}: resume or delete it`, FAILURE.conflict);
-        }
-        try {
-          await provider.pauseSandboxRuntime(sandboxId);
-        } catch (e) {
-          throw ApplicationFailure.nonRetryable(`pausing failed: ${reason(e)}`, FAILURE.providerFailed);
-        }
-        await setStatus('PAUSED', 'paused on request');
-        return state();
-      }),
-    { validator: refuseIfDeleted },
-  );
-
-  setHandler(
-    resumeUpdate,
-    () =>
-      serial(async () => {
-        refuseIfDeleted();
-        if (status === 'RUNNING') return state();
-        try {
-          await provider.resumeSandboxRuntime(sandboxId);
-        } catch (e) {
-          await setStatus('ERROR', `resuming failed: ${reason(e)}`);
-          throw ApplicationFailure.nonRetryable(detail!, FAILURE.providerFailed);
-        }
-        failingSince = null;
-        await setStatus('RUNNING', null);
-        return state();
-      }),
-    { validator: refuseIfDeleted },
-  );
-
-  setHandler(deleteUpdate, () =>
-    serial(async () => {
-      if (status === 'DELETED') return state();
-      try {
-        await provider.deleteSandboxRuntime(sandboxId);
-      } catch (e) {
-        throw ApplicationFailure.nonRetryable(`deleting failed: ${reason(e)}; try again`, FAILURE.providerFailed);
+  /** Carries out a step and those that follow from its provider call; answers the state it ends in. */
+  const drive = async (step: Step): Promise<SandboxState> => {
+    for (;;) {
+      if (step.change) {
+        publish(step.change.status);
+        if (!step.change.written) await recordSandboxStatus(sandboxId, step.change.status, step.change.status_detail);
       }
-      await setStatus('DELETED', 'deleted on request');
-      return state();
-    }),
-  );
+      if (step.refuse) throw ApplicationFailure.nonRetryable(step.refuse.message, SANDBOX_FAILURES[step.refuse.failure]);
+      const action = step.act;
+      if (!action) return lifecycle.state;
+      const outcome = await PROVIDER_CALLS[action.call](sandboxId).then(
+        (): ProviderOutcome => ({ ok: true }),
+        (e: unknown): ProviderOutcome => ({ ok: false, reason: reason(e) }),
+      );
+      step = lifecycle.provided(action, outcome);
+    }
+  };
+
+  const validator = (op: SandboxUpdateName) => () => {
+    const refused = lifecycle.validate(op);
+    if (refused) throw ApplicationFailure.nonRetryable(refused.message, SANDBOX_FAILURES[refused.failure]);
+  };
+
+  setHandler(sandboxStateQuery, () => lifecycle.state);
+  setHandler(SANDBOX_UPDATES.pause, () => serial(() => drive(lifecycle.request('pause'))), { validator: validator('pause') });
+  setHandler(SANDBOX_UPDATES.resume, () => serial(() => drive(lifecycle.request('resume'))), { validator: validator('resume') });
+  setHandler(SANDBOX_UPDATES.delete, () => serial(() => drive(lifecycle.request('delete'))));
 
   /** One look at the runtime, acting on what it shows. */
   const healthCheck = async () => {
-    if (status !== 'RUNNING' && status !== 'PAUSED' && status !== 'ERROR') return;
-    const check = await checkSandboxRuntime(sandboxId).catch((e: unknown) => ({ state: 'unreachable' as const, detail: reason(e), lastUsedAtMs: now() }));
-    if (status === 'PAUSED') {
-      if (check.state === 'missing') await setStatus('MISSING', `${check.detail}; resume to start it again, or delete it`);
-      return;
-    }
-    if (check.state === 'alive') {
-      failingSince = null;
-      if (status === 'ERROR') await setStatus('RUNNING', null);
-      else if (settings.idleTimeoutMs > 0 && now() - check.lastUsedAtMs >= settings.idleTimeoutMs) {
-        const paused = await provider.pauseSandboxRuntime(sandboxId).then(
-          () => true,
-          () => false, // still RUNNING; the next check tries again
-        );
-        if (paused) await setStatus('PAUSED', `paused after ${minutes(settings.idleTimeoutMs)} without use`);
-      }
-      return;
-    }
-    if (status === 'ERROR') return;
-    const problem = check.state === 'paused' ? 'the runtime was stopped outside the service' : check.detail;
-    failingSince ??= now();
-    if (now() - failingSince >= settings.healthGraceMs) {
-      await setStatus('ERROR', `${problem} (failing for ${minutes(now() - failingSince)}); resume to restart the runtime, or delete the sandbox`);
-    }
+    if (!lifecycle.checksHealth) return;
+    const check = await checkSandboxRuntime(sandboxId).catch((e: unknown): RuntimeCheck => ({ state: 'unreachable', detail: reason(e), lastUsedAtMs: now() }));
+    await drive(lifecycle.observed(check, now()));
   };
 
   const historyTooLong = () => {
@@ -170,34 +116,22 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   };
 
   upsertSearchAttributes([
-    { key: OwnerUserId, value: input.ownerUserId },
-    { key: SandboxStatusKey, value: status },
+    { key: SEARCH_ATTRIBUTE_KEYS.OwnerUserId, value: input.ownerUserId },
+    { key: SEARCH_ATTRIBUTE_KEYS.SandboxStatus, value: lifecycle.state.status },
   ]);
 
-  if (!input.carried) {
-    await serial(async () => {
-      try {
-        await provider.startSandboxRuntime(sandboxId); // records RUNNING as its last step
-        status = 'RUNNING';
-        upsertSearchAttributes([{ key: SandboxStatusKey, value: status }]);
-      } catch (e) {
-        await setStatus('ERROR', `the runtime did not start: ${reason(e)}`);
-      }
-    });
-  }
+  await serial(() => drive(lifecycle.start()));
 
-  // `status` changes in handlers; read it through a function so the compiler does not narrow it here.
-  const deleted = () => status === 'DELETED';
-  while (!deleted()) {
-    await condition(() => deleted() || historyTooLong(), settings.healthIntervalMs);
-    if (deleted()) break;
+  while (!lifecycle.deleted) {
+    await condition(() => lifecycle.deleted || historyTooLong(), settings.healthIntervalMs);
+    if (lifecycle.deleted) break;
     if (historyTooLong()) {
       await condition(allHandlersFinished);
-      if (deleted()) break;
-      return continueAsNew<typeof sandboxWorkflow>({ ...input, carried: { ...state(), failingSinceMs: failingSince } });
+      if (lifecycle.deleted) break;
+      return continueAsNew<typeof sandboxWorkflow>({ ...input, carried: lifecycle.carried });
     }
     await serial(healthCheck);
   }
   await condition(allHandlersFinished);
-  return state();
+  return lifecycle.state;
 }

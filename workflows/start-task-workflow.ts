@@ -6,12 +6,10 @@
  *   WORKING -> WAITING_FOR_SANDBOX -> PREPARING_REPOSITORY -> RUNNING_SETUP_SCRIPT -> SETTING_UP_GIT_HOOKS
  *   -> SETTING_UP_SKILLS -> STARTING_CONVERSATION -> READY        (or ERROR, with a detail to act on)
  */
-import { ActivityFailure, ApplicationFailure, TimeoutFailure, proxyActivities, proxyLocalActivities, setHandler, defineQuery, uuid4 } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure, proxyActivities, proxyLocalActivities, setHandler, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { START_TASK_SNAPSHOTS_QUERY, type StartTaskSnapshot, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
-
-export const snapshotsQuery = defineQuery<StartTaskSnapshot[]>(START_TASK_SNAPSHOTS_QUERY);
 
 const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
 // Steps that take a call or two (to the database, to the runtime) run as local activities: no round trip
@@ -37,9 +35,9 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   const { runSetupScript } = proxyActivities<Activities>(withTimeout(START_TASK_ACTIVITY_OPTIONS.long, settings.setupScriptTimeoutMs));
 
   const snapshots: StartTaskSnapshot[] = [];
-  setHandler(snapshotsQuery, () => snapshots);
+  setHandler(startTaskSnapshotsQuery, () => snapshots);
   const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
-  const report = async (status: string, detail: string | null = null) => {
+  const report = async (status: StartTaskStatus, detail: string | null = null) => {
     snapshots.push(await recordStartTask(taskId, snapshots.length, { status, detail, ...where }));
   };
 

@@ -7,7 +7,7 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { AppConversationsStore } from '../store/app-conversations-store';
-import { CALLBACKS_EVENTS_SIGNAL, callbacksWorkflowId, WORKFLOW_TYPES, type CallbacksWorkflowInput } from '../temporal/shared';
+import { callbacksEventsSignal, callbacksWorkflowId, WORKFLOW_TYPES, type CallbacksWorkflow, type CallbacksWorkflowInput } from '../temporal/shared';
 
 /** How long "this conversation has no processors" is believed (an app conversation may be recorded later). */
 const NEGATIVE_TTL_MS = 30_000;
@@ -39,11 +39,11 @@ export class CallbackDispatch {
     const input: CallbacksWorkflowInput = { conversationId };
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.deps.temporal.workflow.signalWithStart(WORKFLOW_TYPES.callbacks, {
+        await this.deps.temporal.workflow.signalWithStart<CallbacksWorkflow, []>(WORKFLOW_TYPES.callbacks, {
           workflowId: callbacksWorkflowId(conversationId),
           taskQueue: this.deps.taskQueue,
           args: [input],
-          signal: CALLBACKS_EVENTS_SIGNAL,
+          signal: callbacksEventsSignal,
           signalArgs: [],
         });
         return;

@@ -12,7 +12,7 @@
 import { isGrpcServiceError, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
-import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskSettings, type StartTaskWorkflowInput } from '../temporal/shared';
+import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskSettings, type StartTaskWorkflow, type StartTaskWorkflowInput } from '../temporal/shared';
 
 export interface StartTaskReconcilerDeps {
   startTasks: StartTasksStore;
@@ -143,7 +143,7 @@ export class StartTaskReconciler {
     }
     try {
       await this.call(() =>
-        this.deps.temporal.workflow.start(WORKFLOW_TYPES.startTask, {
+        this.deps.temporal.workflow.start<StartTaskWorkflow>(WORKFLOW_TYPES.startTask, {
           workflowId: startTaskWorkflowId(task.id),
           taskQueue: this.deps.taskQueue,
           args: [input],

@@ -4,7 +4,8 @@
  * retention, and read back by a client that lost its stream.
  */
 import type { Db, Filter } from 'mongodb';
-import { START_TASK_STATUSES } from '../schemas/app-conversations';
+import { START_TASK_STATUSES, type StartTaskStatus } from '../schemas/app-conversations';
+import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
 import type { CollectionIndexes } from './mongo';
 
@@ -13,7 +14,7 @@ export interface StartTaskRecord {
   created_by_user_id: string;
   /** The conversation the task starts (the request's conversation_id, or one the task chose). */
   conversation_id: string;
-  status: string;
+  status: StartTaskStatus;
   detail: string | null;
   /** The request as echoed (secrets masked). */
   request: Record<string, unknown>;
@@ -53,7 +54,7 @@ export const startTasksIndexes: CollectionIndexes = {
 };
 
 /** The statuses of a start that has not ended (neither READY nor ERROR): an `$in` the status index answers. */
-const UNFINISHED: string[] = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR');
+const UNFINISHED: StartTaskStatus[] = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR');
 
 /** The request holds free-form objects (plugin parameters, observability metadata): its keys are stored escaped (key-codec). */
 const toRecord = ({ _id, secrets_sealed: _secrets, history: _history, request, ...rest }: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest, request: decodeKeys(request) });
@@ -75,7 +76,7 @@ export class StartTasksStore {
       await this.tasks.insertOne({ _id: id, ...fields, request: encodeKeys(fields.request), secrets_sealed: secretsSealed, history: [], created_at: at, updated_at: at });
       return true;
     } catch (e) {
-      if ((e as { code?: number }).code === 11000) return false;
+      if (isDuplicateKey(e)) return false;
       throw e;
     }
   }

@@ -1,8 +1,15 @@
 /**
- * What the api, the CLI and the worker share about workflows, without importing workflow code:
- * workflow type names, workflow-id conventions, update and query names, inputs and results.
+ * The Temporal contract: what the api, the CLI, the worker and the workflows share about workflows,
+ * without importing workflow code. Workflow type names and signatures, workflow-id conventions, the
+ * update, query and signal definitions, search attribute keys, failure types, statuses, inputs and
+ * results. Workflow-safe: it imports only the definition helpers of the SDK (no I/O) and types.
  */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { StartTaskStatus } from '../schemas/app-conversations';
 import type { SandboxStatus } from '../schemas/sandboxes';
+
+export type { SandboxStatus, StartTaskStatus };
 
 export const WORKFLOW_TYPES = {
   diagnostics: 'diagnosticsWorkflow',
@@ -10,6 +17,34 @@ export const WORKFLOW_TYPES = {
   startTask: 'startTaskWorkflow',
   callbacks: 'conversationCallbacksWorkflow',
 } as const;
+
+/**
+ * The workflows' signatures, by the key of their name in WORKFLOW_TYPES. Callers start a workflow typed
+ * by them (`workflow.start<SandboxWorkflow>(WORKFLOW_TYPES.sandbox, ...)`), so its arguments are checked
+ * without the api importing workflow code; workflows/index.ts checks the functions against them.
+ */
+export interface WorkflowSignatures {
+  diagnostics: () => Promise<DiagnosticsResult>;
+  sandbox: (input: SandboxWorkflowInput) => Promise<SandboxState>;
+  startTask: (input: StartTaskWorkflowInput) => Promise<StartTaskSnapshot[]>;
+  callbacks: (input: CallbacksWorkflowInput) => Promise<void>;
+}
+export type DiagnosticsWorkflow = WorkflowSignatures['diagnostics'];
+export type SandboxWorkflow = WorkflowSignatures['sandbox'];
+export type StartTaskWorkflow = WorkflowSignatures['startTask'];
+export type CallbacksWorkflow = WorkflowSignatures['callbacks'];
+
+/**
+ * Custom search attributes the workflows keep current, so operators can filter starts and sandboxes in
+ * the Temporal UI (`OwnerUserId = "..." AND SandboxStatus = "RUNNING"`). search-attributes.ts derives
+ * from these keys what the dev server and a shared server are told to register.
+ */
+export const SEARCH_ATTRIBUTE_KEYS = {
+  OwnerUserId: defineSearchAttributeKey('OwnerUserId', SearchAttributeType.KEYWORD),
+  SandboxStatus: defineSearchAttributeKey('SandboxStatus', SearchAttributeType.KEYWORD),
+  StartTaskStatus: defineSearchAttributeKey('StartTaskStatus', SearchAttributeType.KEYWORD),
+} as const;
+export type SearchAttributeName = keyof typeof SEARCH_ATTRIBUTE_KEYS;
 
 /** Result of the diagnostics workflow: proof that a worker polls the queue and reaches the database. */
 export interface DiagnosticsResult {
@@ -22,10 +57,21 @@ export const diagnosticsWorkflowId = (at: Date) => `diagnostics-${at.toISOString
 /** One workflow per sandbox, found by the sandbox id alone. */
 export const sandboxWorkflowId = (sandboxId: string) => `sandbox-${sandboxId}`;
 
-/** Updates the sandbox workflow accepts; each answers with the resulting status. */
-export const SANDBOX_UPDATES = { pause: 'pause', resume: 'resume', delete: 'delete' } as const;
+export interface SandboxState {
+  status: SandboxStatus;
+  status_detail: string | null;
+}
+
+/** Updates the sandbox workflow accepts, by operation; each answers with the resulting state. */
+export const SANDBOX_UPDATES = {
+  pause: defineUpdate<SandboxState>('pause'),
+  resume: defineUpdate<SandboxState>('resume'),
+  delete: defineUpdate<SandboxState>('delete'),
+} as const;
 export type SandboxUpdateName = keyof typeof SANDBOX_UPDATES;
-export const SANDBOX_STATE_QUERY = 'state';
+
+/** The sandbox's status as its workflow holds it (the record in MongoDB follows it). */
+export const sandboxStateQuery = defineQuery<SandboxState>('state');
 
 /** Failure types of the sandbox updates, for callers to map to HTTP answers. */
 export const SANDBOX_FAILURES = {
@@ -36,6 +82,7 @@ export const SANDBOX_FAILURES = {
   /** The provider could not carry the operation out; the sandbox's status says where it stands. */
   providerFailed: 'SandboxProviderFailed',
 } as const;
+export type SandboxFailure = keyof typeof SANDBOX_FAILURES;
 
 export interface SandboxWorkflowSettings {
   healthIntervalMs: number;
@@ -44,11 +91,6 @@ export interface SandboxWorkflowSettings {
   idleTimeoutMs: number;
   /** Continue as new past this many history events; 0: when Temporal suggests it. */
   historyLimit: number;
-}
-
-export interface SandboxState {
-  status: SandboxStatus;
-  status_detail: string | null;
 }
 
 export interface SandboxWorkflowInput {
@@ -62,14 +104,11 @@ export interface SandboxWorkflowInput {
 /** One workflow per start task; the task id is the conversation's id, so a second start of it joins the first. */
 export const startTaskWorkflowId = (taskId: string) => `start-task-${taskId}`;
 
-/** Query of the start-task workflow: every snapshot so far, oldest first (a reader never misses a status). */
-export const START_TASK_SNAPSHOTS_QUERY = 'snapshots';
-
 /** A start task as the api serves it (SPEC 2.3); dates as ISO strings. */
 export interface StartTaskSnapshot {
   id: string;
   created_by_user_id: string;
-  status: string;
+  status: StartTaskStatus;
   detail: string | null;
   request: Record<string, unknown>;
   app_conversation_id: string | null;
@@ -78,6 +117,15 @@ export interface StartTaskSnapshot {
   created_at: string;
   updated_at: string;
 }
+
+/** Query of the start-task workflow: every snapshot so far, oldest first (a reader never misses a status). */
+export const startTaskSnapshotsQuery = defineQuery<StartTaskSnapshot[]>('snapshots');
+
+/** Failure types of the start-task activities. */
+export const START_TASK_FAILURES = {
+  /** Bad input (a foreign sandbox, a repository that cannot be cloned): not retried; its message is the ERROR detail. */
+  input: 'StartInputError',
+} as const;
 
 export interface StartTaskSettings {
   /** How long the start waits for its sandbox to run (ms). */
@@ -105,7 +153,7 @@ export interface StartTaskWorkflowInput {
 export const callbacksWorkflowId = (conversationId: string) => `conversation-callbacks-${conversationId}`;
 
 /** Signal to the callbacks workflow: events were stored; it processes all not yet processed. */
-export const CALLBACKS_EVENTS_SIGNAL = 'events';
+export const callbacksEventsSignal = defineSignal('events');
 
 export interface CallbacksWorkflowInput {
   conversationId: string;
@@ -117,4 +165,3 @@ export interface CallbackRange {
   toSeq: number;
   processors: number;
 }
-
