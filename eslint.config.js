@@ -3,16 +3,19 @@
 const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 const { builtinModules } = require('node:module');
+const layers = require('./scripts/lint/layers');
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 module.exports = tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'jest.config.js', 'eslint.config.js'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'jest.config.js', 'eslint.config.js', 'scripts/lint/*.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: __dirname } },
+    plugins: { layers: layers.plugin },
     rules: {
+      'layers/imports-go-down': 'error',
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],

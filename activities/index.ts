@@ -1,12 +1,13 @@
 /**
  * Every side effect the workflows need, made by a factory over their dependencies (built once in
- * worker/). Workflows import only the type.
+ * worker/). Workflows import only the type. Domain errors leave them as typed ApplicationFailures.
  */
 import type { Db } from 'mongodb';
 import type { DiagnosticsResult } from '../src/temporal/shared';
 import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
 import { createStartTaskActivities, type StartTaskActivityDeps } from './start-task-activities';
 import { createCallbackActivities, type CallbackActivityDeps } from './callback-activities';
+import { withDomainFailures } from './domain-failure';
 
 export interface ActivityDeps {
   db: Db;
@@ -18,7 +19,7 @@ export interface ActivityDeps {
 }
 
 export function createActivities(deps: ActivityDeps) {
-  return {
+  return withDomainFailures({
     async describeWorker(): Promise<DiagnosticsResult['worker']> {
       return { identity: deps.identity, taskQueue: deps.taskQueue };
     },
@@ -36,7 +37,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSandboxActivities(deps.sandbox),
     ...createStartTaskActivities(deps.startTask),
     ...createCallbackActivities(deps.callbacks),
-  };
+  });
 }
 
 export type Activities = ReturnType<typeof createActivities>;

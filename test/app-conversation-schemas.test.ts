@@ -1,8 +1,8 @@
 /** Unit tests of the app-conversation schemas (SPEC 2.3, 2.4, 3.1): enums, the closed start request, its echo, queries. */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { z } from 'zod';
-import { encodeCursor } from '../src/http/page-cursor';
-import { toValidationDetail } from '../src/http/validation-detail';
+import { encodeCursor } from '../src/schemas/page-cursor';
+import { toValidationDetail } from '../src/schemas/validation-detail';
 import {
   AGENT_TYPES,
   APP_CONVERSATIONS_LISTING,

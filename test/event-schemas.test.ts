@@ -1,5 +1,5 @@
-import { toValidationDetail } from '../src/http/validation-detail';
-import { normalizeEventTime } from '../src/events/event-time';
+import { toValidationDetail } from '../src/schemas/validation-detail';
+import { normalizeEventTime } from '../src/schemas/event-time';
 import { EVENT_KINDS, EventBatchSchema, EventSchema } from '../src/schemas/events';
 import { MINIMAL, sample } from './helpers/event-samples';
 

@@ -1,5 +1,5 @@
 /** GET .../events/search, .../events/count and .../events?id=: filters, cursors, 422s, ownership. */
-import { encodeCursor } from '../src/http/page-cursor';
+import { encodeCursor } from '../src/schemas/page-cursor';
 import { startTestApi, type TestApi } from './helpers/api';
 import { messages, sample } from './helpers/event-samples';
 

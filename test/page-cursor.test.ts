@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { encodeCursor, pageIdParam } from '../src/http/page-cursor';
+import { encodeCursor, pageIdParam } from '../src/schemas/page-cursor';
 
 describe('page_id cursors', () => {
   const param = pageIdParam('events', z.tuple([z.string(), z.number().int()]));

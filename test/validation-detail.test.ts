@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { toValidationDetail } from '../src/http/validation-detail';
+import { toValidationDetail } from '../src/schemas/validation-detail';
 import { pageLimit, queryInt, uuidString } from '../src/schemas/common';
 
 const detail = (schema: z.ZodType, input: unknown, part: 'query' | 'body' | 'path' = 'body') => {

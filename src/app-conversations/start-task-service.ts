@@ -7,7 +7,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
-import { HttpError } from '../http/errors';
+import { Conflict, Unavailable } from '../errors';
 import { inStartSpan } from '../observability/tracing';
 import { echoRequest, type StartRequest } from '../schemas/app-conversations';
 import type { ConversationsStore } from '../store/conversations-store';
@@ -17,6 +17,7 @@ import {
   WORKFLOW_TYPES,
   type StartTaskSettings,
   type StartTaskSnapshot,
+  type StartTaskWorkflow,
   type StartTaskWorkflowInput,
 } from '../temporal/shared';
 import type { StartTaskReconciler } from './start-task-reconciler';
@@ -74,14 +75,14 @@ export class StartTaskService {
     let accepted = echoed;
     if (!fresh) {
       const existing = await this.deps.startTasks.get(id);
-      if (existing?.created_by_user_id !== userId) throw new HttpError(409, `conversation_id ${id} is already in use`);
+      if (existing?.created_by_user_id !== userId) throw new Conflict(`conversation_id ${id} is already in use`);
       accepted = existing.request; // a join runs what the first request asked for, never a mix of the two
     }
     const input: StartTaskWorkflowInput = { taskId: id, userId, request: accepted, settings: this.deps.settings };
     try {
       // Started at most once per id: a start that ran (READY, ERROR) is never run again by a resend, and one
       // whose api died between its record and its workflow is started by the resend.
-      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.startTask, {
+      await this.deps.temporal.workflow.start<StartTaskWorkflow>(WORKFLOW_TYPES.startTask, {
         workflowId: startTaskWorkflowId(id),
         taskQueue: this.deps.taskQueue,
         args: [input],
@@ -90,7 +91,7 @@ export class StartTaskService {
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return id; // joined
       if (fresh) await this.deps.startTasks.record(id, 0, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
-      throw new HttpError(503, 'The workflow service did not accept the start; try again shortly', { 'Retry-After': '5' });
+      throw new Unavailable('The workflow service did not accept the start; try again shortly', 5, { cause: e });
     }
     return id;
   }
@@ -104,8 +105,7 @@ export class StartTaskService {
   private async refuseTakenConversation(id: string, userId: string): Promise<void> {
     const conversation = await this.deps.conversations.get(id);
     if (!conversation || (await this.deps.startTasks.get(id))) return;
-    throw new HttpError(
-      409,
+    throw new Conflict(
       conversation.created_by_user_id === userId
         ? `conversation_id ${id} names a conversation that was not made by a start; send another conversation_id, or none`
         : `conversation_id ${id} is already in use`,

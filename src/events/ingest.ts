@@ -4,13 +4,13 @@
  * stored seq, inserted in order (events already stored are skipped), and published to the live channel,
  * so the log is contiguous (1, 2, 3, ...) and the channel carries each conversation's events in seq order.
  */
-import { HttpError } from '../http/errors';
+import { Conflict, Unavailable } from '../errors';
 import type { LiveChannel, LiveItem } from '../live/live-channel';
 import type { Logger } from '../logger';
 import { TRANSIENT_KINDS, type Event } from '../schemas/events';
 import type { ConversationsStore } from '../store/conversations-store';
 import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
-import { normalizeEventTime } from './event-time';
+import { normalizeEventTime } from '../schemas/event-time';
 
 export interface IngestResult {
   /** Events written to the log by this call. */
@@ -41,7 +41,7 @@ export class EventIngest {
     const { conversations, live } = this.deps;
     const ttlMs = this.deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     const token = await conversations.acquireIngestLease(conversationId, ttlMs, this.deps.leaseWaitMs ?? 10_000);
-    if (!token) throw new HttpError(503, 'Another batch for this conversation is being stored; retry shortly', { 'Retry-After': '1' });
+    if (!token) throw new Unavailable('Another batch for this conversation is being stored; retry shortly', 1);
     // The lease is short and renewed while the batch is stored: one left by a process that died blocks the
     // conversation for a few seconds, not for as long as the largest batch could take.
     const renewal = setInterval(() => void conversations.renewIngestLease(conversationId, token, ttlMs).catch(() => undefined), Math.floor(ttlMs / 3));
@@ -111,8 +111,7 @@ export class EventIngest {
           checkedDuplicates = true;
           continue;
         }
-        throw new HttpError(
-          409,
+        throw new Conflict(
           `Conversation ${conversationId} holds ${last} events; storing ${pending.length} more would pass the cap of ${cap} events per conversation (MAX_EVENTS_PER_CONVERSATION). Nothing more from this batch was stored.`,
         );
       }

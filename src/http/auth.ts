@@ -1,24 +1,12 @@
 /**
- * Authentication schemes of the api, by their OpenAPI names. APIKeyHeader (SPEC 5): `X-Access-Token`
- * carries a user's API key, stored as a SHA-256 hash in `api_keys`.
+ * The api's authentication middlewares, by their OpenAPI scheme names (src/web/security.ts): a user's API
+ * key, stored as a SHA-256 hash in `api_keys`, and a sandbox's session key for its conversations' events.
  */
 import type { Middleware } from 'koa';
 import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
-import { unauthorized } from './errors';
-
-export const ACCESS_TOKEN_HEADER = 'X-Access-Token';
-export const SESSION_KEY_HEADER = 'X-Session-API-Key';
-
-export const SECURITY_SCHEMES = {
-  APIKeyHeader: { type: 'apiKey', in: 'header', name: ACCESS_TOKEN_HEADER },
-  /** The session key of the sandbox that runs a conversation: runtimes report events with it. */
-  SessionAPIKeyHeader: { type: 'apiKey', in: 'header', name: SESSION_KEY_HEADER },
-} as const;
-
-export type SecuritySchemeName = keyof typeof SECURITY_SCHEMES;
-
-export type AuthMiddlewares = Record<SecuritySchemeName, Middleware>;
+import { unauthorized } from '../web/errors';
+import { ACCESS_TOKEN_HEADER, SESSION_KEY_HEADER } from '../web/security';
 
 export function apiKeyAuth(apiKeys: ApiKeysStore): Middleware {
   return async (ctx, next) => {

@@ -18,6 +18,7 @@
  */
 import type { Db } from 'mongodb';
 import type { Logger } from '../logger';
+import { isDuplicateKey } from '../store/errors';
 
 export const LIVE_COLLECTION = 'live_events';
 const FLOOR_ID = 'floor';
@@ -161,7 +162,7 @@ export class LiveChannel {
         this.wake?.();
         return;
       } catch (e) {
-        if ((e as { code?: number }).code !== 11000) throw e;
+        if (!isDuplicateKey(e)) throw e;
         // Taken by another process; when far behind (a long pause), find the head first.
         if (n - this.known > 8) n = await this.head();
       }

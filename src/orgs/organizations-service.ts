@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
-import { HttpError, RequestValidationError, forbidden, notFound } from '../http/errors';
-import { toValidationDetail } from '../http/validation-detail';
+import { Conflict, Forbidden, InvalidInput, NotFound } from '../errors';
+import { toValidationDetail } from '../schemas/validation-detail';
 import {
   AgentSettingsSchema,
   ConversationSettingsSchema,
@@ -87,9 +87,9 @@ export class OrganizationsService {
   /** The organization and the caller's role: 404 when it does not exist, 403 when the caller is no member. */
   private async access(orgId: string, userId: string): Promise<{ org: Organization; role: Role }> {
     const org = await this.deps.organizations.get(orgId);
-    if (!org) throw notFound('Organization not found');
+    if (!org) throw new NotFound('Organization not found');
     const role = await this.deps.memberships.role(orgId, userId);
-    if (!role) throw forbidden('You are not a member of this organization');
+    if (!role) throw new Forbidden('You are not a member of this organization');
     return { org, role };
   }
 
@@ -109,7 +109,7 @@ export class OrganizationsService {
    */
   async update(orgId: string, userId: string, patch: Record<string, unknown>): Promise<Organization> {
     const { org, role } = await this.access(orgId, userId);
-    if (!EDITORS.includes(role)) throw forbidden('Only owners and admins can change an organization');
+    if (!EDITORS.includes(role)) throw new Forbidden('Only owners and admins can change an organization');
     const current = Object.fromEntries(Object.keys(OrganizationEditableSchema.shape).map((k) => [k, org[k as keyof Organization]]));
     // Switching agent_kind starts that variant afresh rather than merging two shapes.
     const agentPatch = patch.agent_settings;
@@ -117,10 +117,10 @@ export class OrganizationsService {
     const base = kindChanges ? { ...current, agent_settings: {} } : current;
     const merged = mergePatch(base, patch);
     const parsed = OrganizationEditableSchema.safeParse(merged);
-    if (!parsed.success) throw new RequestValidationError(toValidationDetail(parsed.error.issues, merged, 'body'));
+    if (!parsed.success) throw new InvalidInput(toValidationDetail(parsed.error.issues, merged, 'body'));
     const next: Organization = sealSecrets({ ...org, ...parsed.data, org_version: org.org_version + 1 }, org, this.deps.box);
     if (!(await this.deps.organizations.replace(next, org.org_version))) {
-      throw new HttpError(409, 'The organization changed meanwhile; read it again and retry');
+      throw new Conflict('The organization changed meanwhile; read it again and retry');
     }
     return maskSecrets(next);
   }
@@ -128,13 +128,9 @@ export class OrganizationsService {
   /** SPEC 4.3: makes a member's organization their active one. */
   async switch(orgId: string, userId: string): Promise<Organization> {
     const { org } = await this.access(orgId, userId);
-    let switched: boolean;
-    try {
-      switched = await this.deps.users.setCurrentOrg(userId, orgId);
-    } catch {
-      switched = false;
-    }
-    if (!switched) throw new HttpError(500, 'Switching the active organization failed');
+    // The user exists (the caller's key resolved to it) and is a member: a false here is a broken
+    // invariant, a 500 with the cause logged by the api.
+    if (!(await this.deps.users.setCurrentOrg(userId, orgId))) throw new Error(`switching user ${userId} to organization ${orgId} changed no user`);
     return maskSecrets(org);
   }
 }

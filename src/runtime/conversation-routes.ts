@@ -3,8 +3,8 @@
  * message, run, pause, interrupt, ask for a condensation and answer a confirmation. A call the conversation's state does not
  * allow answers 409 with the reason; an unknown conversation 404.
  */
-import { HttpError } from '../http/errors';
-import type { ApiRouter } from '../http/route';
+import { HttpError } from '../web/errors';
+import type { ApiRouter } from '../web/route';
 import { ErrorResponseSchema } from '../schemas/errors';
 import { ConversationConflict, type Conversation } from './agent/conversation';
 import type { ConversationRegistry } from './agent/conversation-registry';

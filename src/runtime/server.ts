@@ -3,7 +3,6 @@
  * /alive behind the sandbox's session key. Built from the same pieces as the service's api (route specs
  * with zod, the one error middleware), so errors look the same: 422 HTTPValidationError, `{detail}`.
  */
-import { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import Koa, { type Middleware } from 'koa';
 import { timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
@@ -12,10 +11,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
-import { SESSION_KEY_HEADER } from '../http/auth';
-import { errorMiddleware, HttpError, unauthorized } from '../http/errors';
-import { requestContext } from '../http/request-context';
-import { ApiRouter } from '../http/route';
+import { SESSION_KEY_HEADER } from '../web/security';
+import { errorMiddleware, HttpError, unauthorized } from '../web/errors';
+import { requestContext } from '../web/request-context';
+import { ApiRouter } from '../web/route';
 import type { Logger } from '../logger';
 import { ErrorResponseSchema } from '../schemas/errors';
 import { executeBash } from './bash';
@@ -70,7 +69,6 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry
   const router = new ApiRouter({
     prefix: '',
     tag: 'runtime',
-    registry: new OpenAPIRegistry(),
     auth: { APIKeyHeader: keyCheck, SessionAPIKeyHeader: keyCheck },
     maxBodyBytes: 1024 * 1024,
   });

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
 import type { SecretBox } from '../auth/secret-box';
 import type { Config } from '../config';
-import { HttpError, notFound, RequestValidationError } from '../http/errors';
+import { Conflict, InvalidInput, NotFound, Unavailable, UpstreamFailed } from '../errors';
 import type { SandboxView } from '../schemas/sandboxes';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
@@ -19,6 +19,7 @@ import {
   sandboxWorkflowId,
   WORKFLOW_TYPES,
   type SandboxUpdateName,
+  type SandboxWorkflow,
   type SandboxWorkflowInput,
   type SandboxWorkflowSettings,
 } from '../temporal/shared';
@@ -81,7 +82,7 @@ export class SandboxService {
     const id = specId ?? this.deps.defaultSpecId;
     const spec = await this.deps.specs.get(id);
     if (!spec) {
-      throw new RequestValidationError([
+      throw new InvalidInput([
         {
           loc: specId === undefined ? [source] : [source, 'sandbox_spec_id'],
           msg: `Unknown sandbox spec ${JSON.stringify(id)}; GET /api/v1/sandbox-specs/search lists them`,
@@ -114,7 +115,7 @@ export class SandboxService {
       await this.startWorkflow(record.id, userId);
     } catch (e) {
       await this.deps.sandboxes.setStatus(record.id, 'ERROR', `its workflow could not be started: ${(e as Error).message}`);
-      throw new HttpError(503, 'The workflow service did not accept the sandbox; try again shortly', { 'Retry-After': '5' });
+      throw new Unavailable('The workflow service did not accept the sandbox; try again shortly', 5, { cause: e });
     }
     return sandboxView(record, this.deps.box);
   }
@@ -123,7 +124,7 @@ export class SandboxService {
   private async startWorkflow(sandboxId: string, userId: string): Promise<void> {
     const input: SandboxWorkflowInput = { sandboxId, ownerUserId: userId, settings: this.deps.settings };
     try {
-      await this.deps.temporal.workflow.start(WORKFLOW_TYPES.sandbox, { workflowId: sandboxWorkflowId(sandboxId), taskQueue: this.deps.taskQueue, args: [input] });
+      await this.deps.temporal.workflow.start<SandboxWorkflow>(WORKFLOW_TYPES.sandbox, { workflowId: sandboxWorkflowId(sandboxId), taskQueue: this.deps.taskQueue, args: [input] });
     } catch (e) {
       if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
     }
@@ -140,10 +141,10 @@ export class SandboxService {
   /** Pause, resume or delete through the sandbox's workflow; answers with the sandbox as it then is. */
   async operate(userId: string, id: string, op: SandboxUpdateName): Promise<SandboxView> {
     const r = await this.deps.sandboxes.getOwned(id, userId);
-    if (!r) throw notFound('Sandbox not found');
+    if (!r) throw new NotFound('Sandbox not found');
     if (r.status === 'DELETED') {
       if (op === 'delete') return sandboxView(r, this.deps.box);
-      throw new HttpError(409, `Sandbox ${id} was deleted`);
+      throw new Conflict(`Sandbox ${id} was deleted`);
     }
     this.touch(id);
     try {
@@ -163,12 +164,12 @@ export class SandboxService {
       const cause = e.cause as { type?: string; message?: string } | undefined;
       const message = cause?.message ?? e.message;
       // A provider failure is upstream (502); the rest (deleted, wrong status) is a conflict with the state (409).
-      return new HttpError(cause?.type === SANDBOX_FAILURES.providerFailed ? 502 : 409, message);
+      return cause?.type === SANDBOX_FAILURES.providerFailed ? new UpstreamFailed(message) : new Conflict(message);
     }
-    if (e instanceof WorkflowNotFoundError) return new HttpError(409, `Sandbox ${id} has no running workflow; delete it and start a new one`);
+    if (e instanceof WorkflowNotFoundError) return new Conflict(`Sandbox ${id} has no running workflow; delete it and start a new one`);
     if (isCancelled(e)) {
       const s = Math.round((this.deps.operationTimeoutMs ?? 60_000) / 1000);
-      return new HttpError(503, `The workflow of sandbox ${id} did not answer within ${s} s (is a worker running?); the operation may still happen: read the sandbox again`, { 'Retry-After': '5' });
+      return new Unavailable(`The workflow of sandbox ${id} did not answer within ${s} s (is a worker running?); the operation may still happen: read the sandbox again`, 5);
     }
     return e as Error;
   }

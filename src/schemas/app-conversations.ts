@@ -4,10 +4,10 @@
  * parameters of the search, count and batch-get endpoints.
  */
 import { z } from 'zod';
-import { pageIdParam } from '../http/page-cursor';
+import { pageIdParam } from './page-cursor';
 import { dateTimeQuery, pageLimit, uuidString } from './common';
 import { TextContentSchema } from './events';
-import { SECRET_MASK } from './organizations';
+import { SECRET_MASK } from './secret-mask';
 
 // ---- enums ----
 

@@ -1,6 +1,6 @@
 /** Small zod building blocks shared by request schemas: query integers, UUIDs, page limits. */
 import { z } from 'zod';
-import { normalizeEventTime } from '../events/event-time';
+import { normalizeEventTime } from './event-time';
 
 const UUID_RE = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
 

@@ -1,6 +1,6 @@
 /** Query and path parameters of the event log endpoints (SPEC 4.1). */
 import { z } from 'zod';
-import { pageIdParam } from '../http/page-cursor';
+import { pageIdParam } from './page-cursor';
 import { dateTimeQuery, pageLimit } from './common';
 import { EVENT_KINDS } from './events';
 

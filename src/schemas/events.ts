@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { normalizeEventTime } from '../events/event-time';
+import { normalizeEventTime } from './event-time';
 
 export const EVENT_KINDS = [
   'ServerErrorEvent',

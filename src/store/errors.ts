@@ -1,23 +1,42 @@
 /**
  * Errors of the store layer that callers answer differently from a crash, translated from the driver's
- * raw errors here, at the boundary. The http error middleware maps them to statuses; nothing in this
- * layer knows HTTP.
+ * raw errors here, at the boundary, as domain errors (src/errors.ts); nothing in this layer knows HTTP.
  */
 import { MongoServerError } from 'mongodb';
+import { Unavailable } from '../errors';
+
+/** Seconds a client is asked to wait after a read of a busy database. */
+const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** MongoDB's MaxTimeMSExpired: the server stopped a command when its `maxTimeMS` ran out. */
 export const MAX_TIME_MS_EXPIRED = 50;
 
-/** A read ran out of its time budget: the database is too busy to answer now; retrying later may work. */
-export class DatabaseBusyError extends Error {
+/**
+ * A read ran out of its time budget: the database is too busy to answer now; retrying later may work.
+ * Callers see it as any Unavailable (a 503 with Retry-After at the api).
+ */
+export class DatabaseBusyError extends Unavailable {
   constructor(
     readonly operation: string,
     readonly budgetMs: number,
     options?: { cause?: unknown },
   ) {
-    super(`${operation} did not finish within its budget of ${budgetMs} ms: the database is busy`, options);
+    super(`The database is busy: ${operation} ran out of its time budget of ${budgetMs} ms; retry shortly`, BUSY_RETRY_AFTER_SECONDS, options);
     this.name = 'DatabaseBusyError';
   }
+}
+
+/** MongoDB's DuplicateKey (E11000): an insert or upsert met a unique index that already holds its key. */
+export const DUPLICATE_KEY = 11000;
+
+/**
+ * The write failed on a unique key. A bulk write's error carries the code of its first failed write
+ * (`writeErrors`); any other error carries its own.
+ */
+export function isDuplicateKey(e: unknown): boolean {
+  const err = e as { code?: unknown; writeErrors?: { code?: unknown }[] | { code?: unknown } } | null | undefined;
+  const first = Array.isArray(err?.writeErrors) ? err.writeErrors[0] : err?.writeErrors;
+  return (first?.code ?? err?.code) === DUPLICATE_KEY;
 }
 
 export const isMaxTimeExpired = (e: unknown): boolean =>

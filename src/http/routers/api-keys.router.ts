@@ -1,3 +1,4 @@
+import { callerId } from '../state';
 import { z } from 'zod';
 import { pageLimit } from '../../schemas/common';
 import { ErrorResponseSchema } from '../../schemas/errors';
@@ -9,9 +10,9 @@ import {
   type ApiKeySchema,
 } from '../../schemas/users';
 import type { ApiKeyInfo, ApiKeysStore } from '../../store/api-keys-store';
-import { notFound } from '../errors';
-import { encodeCursor, pageIdParam } from '../page-cursor';
-import type { ApiRouter } from '../route';
+import { notFound } from '../../web/errors';
+import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
+import type { ApiRouter } from '../../web/route';
 
 const LISTING = 'api-keys';
 
@@ -44,7 +45,7 @@ export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore): ApiRout
         responses: { 200: { description: 'A page of keys', schema: ApiKeyPageSchema } },
       },
       async (ctx, { query }) => {
-        const page = await apiKeys.pageForUser(ctx.state.caller!.userId, query.limit, query.page_id);
+        const page = await apiKeys.pageForUser(callerId(ctx), query.limit, query.page_id);
         ctx.body = { items: page.items.map(view), next_page_id: page.last && encodeCursor(LISTING, page.last) };
       },
     )
@@ -59,7 +60,7 @@ export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore): ApiRout
         responses: { 201: { description: 'The new key', schema: CreatedApiKeySchema } },
       },
       async (ctx, { body }) => {
-        const { key, raw } = await apiKeys.create(ctx.state.caller!.userId, body.name);
+        const { key, raw } = await apiKeys.create(callerId(ctx), body.name);
         ctx.status = 201;
         ctx.body = { ...view(key), key: raw };
       },
@@ -78,7 +79,7 @@ export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore): ApiRout
         },
       },
       async (ctx, { params }) => {
-        if (!(await apiKeys.revokeForUser(ctx.state.caller!.userId, params.key_id))) throw notFound('API key not found');
+        if (!(await apiKeys.revokeForUser(callerId(ctx), params.key_id))) throw notFound('API key not found');
         ctx.status = 204;
       },
     );

@@ -2,6 +2,7 @@
  * /api/v1/app-conversations (SPEC 4.2, 4.5): starting conversations (streamed or not), their start
  * tasks, and the caller's conversations. Everything is scoped to the caller.
  */
+import { callerId } from '../state';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import { snapshotOf, type StartTaskService } from '../../app-conversations/start-task-service';
@@ -20,8 +21,8 @@ import {
 } from '../../schemas/app-conversations';
 import type { AppConversationRecord, AppConversationsStore } from '../../store/app-conversations-store';
 import type { StartTasksStore } from '../../store/start-tasks-store';
-import { encodeCursor } from '../page-cursor';
-import type { ApiRouter } from '../route';
+import { encodeCursor } from '../../schemas/page-cursor';
+import type { ApiRouter } from '../../web/route';
 
 const IdsSchema = z.object({ ids: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }) });
 const ListQuerySchema = AppConversationSearchQuerySchema.extend({ ids: IdsSchema.shape.ids.optional() });
@@ -77,7 +78,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: "The task's successive snapshots", schema: z.array(StartTaskSchema) }, 409: { description: 'conversation_id belongs to another user' } },
       },
       async (ctx, { body }) => {
-        const id = await starts.start(ctx.state.caller!.userId, body);
+        const id = await starts.start(callerId(ctx), body);
         const stream = new PassThrough();
         let closed = false;
         ctx.res.once('close', () => (closed = true));
@@ -116,7 +117,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'The start task as accepted', schema: StartTaskSchema }, 409: { description: 'conversation_id belongs to another user' } },
       },
       async (ctx, { body }) => {
-        const id = await starts.start(ctx.state.caller!.userId, body);
+        const id = await starts.start(callerId(ctx), body);
         ctx.body = snapshotOf((await startTasks.get(id))!);
       },
     )
@@ -132,7 +133,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'The tasks', schema: z.array(StartTaskSchema.nullable()) } },
       },
       async (ctx, { query }) => {
-        const found = await startTasks.getManyOwned(query.ids, ctx.state.caller!.userId);
+        const found = await startTasks.getManyOwned(query.ids, callerId(ctx));
         ctx.body = query.ids.map((id) => {
           const t = found.get(id);
           return t ? snapshotOf(t) : null;
@@ -150,7 +151,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'A page of tasks', schema: StartTaskPageSchema } },
       },
       async (ctx, { query }) => {
-        const page = await startTasks.search(ctx.state.caller!.userId, startTaskFilters(query), query.sort_order === 'CREATED_AT' ? 'asc' : 'desc', query.limit, query.page_id);
+        const page = await startTasks.search(callerId(ctx), startTaskFilters(query), query.sort_order === 'CREATED_AT' ? 'asc' : 'desc', query.limit, query.page_id);
         ctx.body = { items: page.items.map(snapshotOf), next_page_id: page.last && encodeCursor(START_TASKS_LISTING, page.last) };
       },
     )
@@ -165,7 +166,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'How many', schema: z.number().int() } },
       },
       async (ctx, { query }) => {
-        ctx.body = await startTasks.count(ctx.state.caller!.userId, startTaskFilters(query));
+        ctx.body = await startTasks.count(callerId(ctx), startTaskFilters(query));
       },
     )
     .route(
@@ -179,7 +180,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'A page of conversations', schema: AppConversationPageSchema } },
       },
       async (ctx, { query }) => {
-        ctx.body = await searchPage(ctx.state.caller!.userId, query);
+        ctx.body = await searchPage(callerId(ctx), query);
       },
     )
     .route(
@@ -193,7 +194,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'How many', schema: z.number().int() } },
       },
       async (ctx, { query }) => {
-        ctx.body = await appConversations.count(ctx.state.caller!.userId, conversationFilters(query));
+        ctx.body = await appConversations.count(callerId(ctx), conversationFilters(query));
       },
     )
     .route(
@@ -212,10 +213,10 @@ export function appConversationsRoutes(
       async (ctx, { query }) => {
         const { ids, ...search } = query;
         if (!ids) {
-          ctx.body = await searchPage(ctx.state.caller!.userId, search);
+          ctx.body = await searchPage(callerId(ctx), search);
           return;
         }
-        const found = await appConversations.getManyOwned(ids, ctx.state.caller!.userId);
+        const found = await appConversations.getManyOwned(ids, callerId(ctx));
         ctx.body = ids.map((id) => {
           const c = found.get(id);
           return c ? appConversationView(c) : null;

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ApiRouter } from '../route';
+import type { ApiRouter } from '../../web/route';
 
 const swaggerDir = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {

@@ -1,3 +1,4 @@
+import { callerId } from '../state';
 import { z } from 'zod';
 import { EventSchema, EventPageSchema } from '../../schemas/events';
 import {
@@ -10,16 +11,16 @@ import {
 import { ErrorResponseSchema } from '../../schemas/errors';
 import type { ConversationsStore } from '../../store/conversations-store';
 import type { EventFilter, EventsStore } from '../../store/events-store';
-import { HttpError, notFound } from '../errors';
-import { encodeCursor } from '../page-cursor';
-import type { ApiRouter, RouteContext } from '../route';
+import { HttpError, notFound } from '../../web/errors';
+import { encodeCursor } from '../../schemas/page-cursor';
+import type { ApiRouter, RouteContext } from '../../web/route';
 
 const NOT_FOUND = { description: 'No such conversation of the caller', schema: ErrorResponseSchema };
 
 /** /api/v1/conversation/{conversation_id}/events: search, count and get the conversation's log. */
 export function eventsRoutes(router: ApiRouter, deps: { events: EventsStore; conversations: ConversationsStore }): ApiRouter {
   const owned = async (ctx: RouteContext, conversationId: string) => {
-    if (!(await deps.conversations.getOwned(conversationId, ctx.state.caller!.userId))) throw notFound('Conversation not found');
+    if (!(await deps.conversations.getOwned(conversationId, callerId(ctx)))) throw notFound('Conversation not found');
   };
   const filterOf = (conversationId: string, q: z.output<typeof EventFilterQuerySchema>): EventFilter => ({
     conversationId,

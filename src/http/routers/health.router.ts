@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Readiness } from '../../api/readiness';
-import type { ApiRouter } from '../route';
+import type { Readiness } from '../readiness';
+import type { ApiRouter } from '../../web/route';
 
 const CheckSchema = z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), error: z.string() })]);
 

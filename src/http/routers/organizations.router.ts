@@ -1,10 +1,11 @@
+import { callerId } from '../state';
 import { z } from 'zod';
 import type { OrganizationsService } from '../../orgs/organizations-service';
 import { pageLimit, uuidString } from '../../schemas/common';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import { OrganizationEditableSchema, OrganizationSchema } from '../../schemas/organizations';
-import { encodeCursor, pageIdParam } from '../page-cursor';
-import type { ApiRouter } from '../route';
+import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
+import type { ApiRouter } from '../../web/route';
 
 const LISTING = 'organizations';
 const OrgPathSchema = z.object({ org_id: uuidString() });
@@ -39,7 +40,7 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         responses: { 200: { description: 'A page', schema: z.object({ items: z.array(OrganizationSchema), next_page_id: z.string().nullable() }) } },
       },
       async (ctx, { query }) => {
-        const page = await service.list(ctx.state.caller!.userId, query.limit, query.page_id?.[0]);
+        const page = await service.list(callerId(ctx), query.limit, query.page_id?.[0]);
         ctx.body = { items: page.items, next_page_id: page.last && encodeCursor(LISTING, [page.last]) };
       },
     )
@@ -54,7 +55,7 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         responses: { 200: { description: 'The organization', schema: OrganizationSchema }, 403: error('Not a member'), 404: error('No such organization') },
       },
       async (ctx, { params }) => {
-        ctx.body = await service.get(params.org_id, ctx.state.caller!.userId);
+        ctx.body = await service.get(params.org_id, callerId(ctx));
       },
     )
     .route(
@@ -74,7 +75,7 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         },
       },
       async (ctx, { params, body }) => {
-        ctx.body = await service.update(params.org_id, ctx.state.caller!.userId, body as Record<string, unknown>);
+        ctx.body = await service.update(params.org_id, callerId(ctx), body as Record<string, unknown>);
       },
     )
     .route(
@@ -94,7 +95,7 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         },
       },
       async (ctx, { params }) => {
-        ctx.body = await service.switch(params.org_id, ctx.state.caller!.userId);
+        ctx.body = await service.switch(params.org_id, callerId(ctx));
       },
     );
 }

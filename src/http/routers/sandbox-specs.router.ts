@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { pageLimit } from '../../schemas/common';
 import { SandboxSpecPageSchema, SandboxSpecSchema, type SandboxSpecView } from '../../schemas/sandboxes';
 import type { SandboxSpecsStore, StoredSandboxSpec } from '../../store/sandbox-specs-store';
-import { encodeCursor, pageIdParam } from '../page-cursor';
-import type { ApiRouter } from '../route';
+import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
+import type { ApiRouter } from '../../web/route';
 
 const LISTING = 'sandbox-specs';
 

@@ -1,3 +1,4 @@
+import { callerId } from '../state';
 import { z } from 'zod';
 import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { dateTimeQuery, pageLimit } from '../../schemas/common';
@@ -6,8 +7,8 @@ import { SandboxPageSchema, SandboxSchema, SandboxStatusSchema } from '../../sch
 import type { SandboxesStore } from '../../store/sandboxes-store';
 import type { SecretBox } from '../../auth/secret-box';
 import { sandboxView } from '../../sandboxes/sandbox-view';
-import { encodeCursor, pageIdParam } from '../page-cursor';
-import type { ApiRouter } from '../route';
+import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
+import type { ApiRouter } from '../../web/route';
 
 const LISTING = 'sandboxes';
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
@@ -66,7 +67,7 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
       },
       async (ctx, { query, body }) => {
         const fromBody = body?.sandbox_spec_id;
-        ctx.body = await service.create(ctx.state.caller!.userId, fromBody ?? query.sandbox_spec_id, fromBody !== undefined ? 'body' : 'query');
+        ctx.body = await service.create(callerId(ctx), fromBody ?? query.sandbox_spec_id, fromBody !== undefined ? 'body' : 'query');
       },
     )
     .route(
@@ -81,7 +82,7 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
       },
       async (ctx, { query }) => {
         const page = await deps.sandboxes.search(
-          ctx.state.caller!.userId,
+          callerId(ctx),
           {
             status: query.status__eq,
             sandboxSpecId: query.sandbox_spec_id__eq,
@@ -106,14 +107,14 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
         responses: { 200: { description: 'The sandboxes', schema: z.array(SandboxSchema.nullable()) } },
       },
       async (ctx, { query }) => {
-        ctx.body = await service.getMany(ctx.state.caller!.userId, query.id);
+        ctx.body = await service.getMany(callerId(ctx), query.id);
       },
     )
     .route(operation('pause', 'Pause a sandbox (a no-op when it is PAUSED)'), async (ctx, { params }) => {
-      ctx.body = await service.operate(ctx.state.caller!.userId, params.id, 'pause');
+      ctx.body = await service.operate(callerId(ctx), params.id, 'pause');
     })
     .route(operation('resume', 'Resume a sandbox; a runtime that is gone is started again'), async (ctx, { params }) => {
-      ctx.body = await service.operate(ctx.state.caller!.userId, params.id, 'resume');
+      ctx.body = await service.operate(callerId(ctx), params.id, 'resume');
     })
     .route(
       {
@@ -130,7 +131,7 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
         },
       },
       async (ctx, { params }) => {
-        ctx.body = await service.operate(ctx.state.caller!.userId, params.id, 'delete');
+        ctx.body = await service.operate(callerId(ctx), params.id, 'delete');
       },
     );
 }

@@ -1,8 +1,9 @@
+import { callerId } from '../state';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import { UserSchema } from '../../schemas/users';
 import type { UsersStore } from '../../store/users-store';
-import { notFound } from '../errors';
-import type { ApiRouter } from '../route';
+import { notFound } from '../../web/errors';
+import type { ApiRouter } from '../../web/route';
 
 /** /api/v1/users: who the credential belongs to. */
 export function usersRoutes(router: ApiRouter, users: UsersStore): ApiRouter {
@@ -19,7 +20,7 @@ export function usersRoutes(router: ApiRouter, users: UsersStore): ApiRouter {
       },
     },
     async (ctx) => {
-      const user = await users.get(ctx.state.caller!.userId);
+      const user = await users.get(callerId(ctx));
       if (!user) throw notFound('User not found');
       ctx.body = { id: user.id, email: user.email, current_org_id: user.current_org_id, created_at: user.created_at.toISOString() };
     },

@@ -4,7 +4,7 @@ import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { EventBatchSchema } from '../../schemas/events';
 import { ConversationPathSchema, IngestResultSchema } from '../../schemas/event-queries';
 import { ErrorResponseSchema } from '../../schemas/errors';
-import type { ApiRouter } from '../route';
+import type { ApiRouter } from '../../web/route';
 
 /** /api/v1/webhooks: what runtimes in sandboxes report, with their session key. */
 export function webhooksRoutes(

@@ -1,6 +1,6 @@
 /** Builds the OpenAPI 3.1 document from the routes' zod schemas: nothing in it is written by hand. */
 import { OpenApiGeneratorV31, type OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
-import { SECURITY_SCHEMES } from '../http/auth';
+import { SECURITY_SCHEMES } from '../web/security';
 
 export const API_VERSION = '0.0.1';
 

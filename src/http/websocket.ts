@@ -9,13 +9,13 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { writeRawError } from '../http/client-errors';
+import { writeRawError } from '../web/client-errors';
 import type { Logger } from '../logger';
 import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { EventsStore } from '../store/events-store';
 import { DatabaseBusyError } from '../store/errors';
-import { CLOSE_TRY_AGAIN_LATER, DEFAULT_SUBSCRIPTION_LIMITS, Subscription, type EventHub, type SubscriptionLimits } from './event-hub';
+import { CLOSE_TRY_AGAIN_LATER, DEFAULT_SUBSCRIPTION_LIMITS, Subscription, type EventHub, type SubscriptionLimits } from '../live/event-hub';
 
 export const SOCKET_PATH = /^\/api\/v1\/conversation\/([^/]+)\/events\/socket$/;
 export const CLOSE_BAD_AUTH = 4001;

@@ -9,10 +9,10 @@ import Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import { z } from 'zod';
 import { ErrorResponseSchema, HTTPValidationErrorSchema } from '../schemas/errors';
-import type { AuthMiddlewares, SecuritySchemeName } from './auth';
+import type { AuthMiddlewares, SecuritySchemeName } from './security';
 import { RequestValidationError } from './errors';
 import { jsonBody } from './json-body';
-import { toValidationDetail, type InputPart, type ValidationDetail } from './validation-detail';
+import { toValidationDetail, type InputPart, type ValidationDetail } from '../schemas/validation-detail';
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -91,7 +91,8 @@ export class ApiRouter {
     private readonly opts: {
       prefix: string;
       tag: string;
-      registry: OpenAPIRegistry;
+      /** Where each route is described for the OpenAPI document; a server that publishes none omits it. */
+      registry?: OpenAPIRegistry;
       auth: AuthMiddlewares;
       maxBodyBytes: number;
       /** Refuse U+0000 in body strings (422), unless a route says its body may hold it. */
@@ -108,6 +109,8 @@ export class ApiRouter {
     handler: (ctx: RouteContext, input: RouteInput<P, Q, B>) => Promise<void> | void,
   ): this {
     this.register(spec);
+    const check = spec.security && this.opts.auth[spec.security];
+    if (spec.security && !check) throw new Error(`route ${spec.method} ${spec.path} needs ${spec.security}, which this server does not check`);
     const validate = async (ctx: RouteContext) => {
       const problems: ValidationDetail[] = [];
       const params = parsePart(spec.params, ctx.params, 'path', problems);
@@ -119,7 +122,7 @@ export class ApiRouter {
     // The credential first, then the body: a caller without one never makes the server read a body,
     // and a route that takes none never reads one.
     const middleware = [
-      ...(spec.security ? [this.opts.auth[spec.security]] : []),
+      ...(check ? [check] : []),
       ...(spec.body ? [jsonBody(this.opts.maxBodyBytes, Boolean(this.opts.rejectNul) && !spec.bodyMayHoldNul)] : []),
       validate,
     ];
@@ -128,6 +131,7 @@ export class ApiRouter {
   }
 
   private register(spec: RouteSpec<AnyObject, AnyObject, z.ZodType>): void {
+    if (!this.opts.registry) return;
     const responses: Record<string, object> = {};
     for (const [status, r] of Object.entries(spec.responses)) {
       responses[status] = {

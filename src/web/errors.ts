@@ -1,10 +1,11 @@
 /**
- * Typed HTTP errors and the one error middleware that sits first in the chain. Every error becomes a
- * small JSON body: 422 HTTPValidationError, `{detail}` for the rest; a 500 never shows its stack.
+ * Typed HTTP errors and the one error middleware that sits first in the chain, shared by the api and the
+ * in-sandbox runtime. Every error becomes a small JSON body: 422 HTTPValidationError, `{detail}` for the
+ * rest; a 500 never shows its stack. Domain errors (src/errors.ts) get their status here, and only here.
  */
 import type { Middleware } from 'koa';
-import { DatabaseBusyError } from '../store/errors';
-import type { ValidationDetail } from './validation-detail';
+import { DomainError, InvalidInput, Unavailable, type DomainErrorKind } from '../errors';
+import type { ValidationDetail } from '../schemas/validation-detail';
 
 export class HttpError extends Error {
   constructor(
@@ -29,8 +30,16 @@ export const notFound = (what = 'Not Found') => new HttpError(404, what);
 export const unauthorized = (detail: string) => new HttpError(401, detail);
 export const forbidden = (detail: string) => new HttpError(403, detail);
 
-/** Seconds a client is asked to wait after a 503 for a busy database. */
-const BUSY_RETRY_AFTER_SECONDS = 5;
+/** The HTTP status of each kind of domain error. */
+const DOMAIN_STATUS: Record<DomainErrorKind, number> = {
+  bad_request: 400,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  invalid_input: 422,
+  upstream_failed: 502,
+  unavailable: 503,
+};
 
 /** Errors thrown by Koa itself or its helpers (http-errors) carry `status` and `expose`. */
 interface KoaLikeError {
@@ -72,12 +81,22 @@ function answerError(ctx: Parameters<Middleware>[0], err: unknown): void {
     ctx.body = { detail: err.detail };
     return;
   }
-  if (err instanceof DatabaseBusyError) {
-    // A read ran out of its time budget: the database is overloaded, not broken; the client may retry.
-    ctx.state.log?.warn({ err }, 'database busy');
+  if (err instanceof InvalidInput) {
+    ctx.status = 422;
+    ctx.body = { detail: err.details };
+    return;
+  }
+  if (err instanceof Unavailable) {
+    // A dependency is overloaded or slow, not broken: the client may retry.
+    ctx.state.log?.warn({ err }, 'unavailable');
     ctx.status = 503;
-    ctx.set('Retry-After', String(BUSY_RETRY_AFTER_SECONDS));
-    ctx.body = { detail: 'The database is busy and the request ran out of its time budget; retry shortly' };
+    if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
+    ctx.body = { detail: err.message };
+    return;
+  }
+  if (err instanceof DomainError) {
+    ctx.status = DOMAIN_STATUS[err.kind];
+    ctx.body = { detail: err.message };
     return;
   }
   const e = err as KoaLikeError;
