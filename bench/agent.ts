@@ -19,9 +19,8 @@ import { SecretBox } from '../src/auth/secret-box';
 import type { ConversationInfo } from '../src/runtime/agent/conversation-schemas';
 import { ScriptedLlm, type ScriptStep } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
-import { ConversationsStore } from '../src/store/conversations-store';
+import { createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
-import { UsersStore } from '../src/store/users-store';
 import { arg, median, printTable, progress, runBench } from './report';
 import { startBenchServers } from './servers';
 
@@ -48,18 +47,7 @@ async function main(): Promise<void> {
   const stateDir = path.join(servers.dir, 'runtime-state');
   const children = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], {
-      env: {
-        ...process.env,
-        MONGODB_URI: servers.mongoUri,
-        POSTGRES_URL: servers.postgresUrl, // the api makes the PostgreSQL indexes (unset on SQLite)
-        MONGODB_DB: 'bench',
-        TEMPORAL_ADDRESS: servers.temporalAddress,
-        API_PORT: String(apiPort),
-        LOG_LEVEL: 'warn',
-        LOG_FORMAT: 'json',
-        SECRETS_KEY: SecretBox.generateKey(),
-        AGENT_CONTROL_PARENT_PID: String(process.pid),
-      },
+      env: servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: SecretBox.generateKey() }),
       stdio: ['ignore', 'inherit', 'inherit'],
     }),
     spawn(process.execPath, [dist('src', 'runtime', 'main.js')], {
@@ -80,8 +68,8 @@ async function main(): Promise<void> {
       if (a?.status === 200 && b?.status === 200) break;
       await sleep(100);
     }
-    const user = await new UsersStore(database.db).create('bench@example.com');
-    const conversations = new ConversationsStore(database.db);
+    const { users, conversations } = createStores(database.db);
+    const user = await users.create('bench@example.com');
     const events = database.db.collection('events');
 
     const agentRun = async () => {

@@ -17,16 +17,14 @@ import { Client } from 'pg';
 import { median, progress } from './report';
 import type { startBenchServers } from './servers';
 import { SecretBox } from '../src/auth/secret-box';
-import { normalizeEventTime } from '../src/events/event-time';
-import { encodeCursor } from '../src/http/page-cursor';
+import { normalizeEventTime } from '../src/schemas/event-time';
+import { encodeCursor } from '../src/schemas/page-cursor';
 import { freePort } from '../src/process/net';
 import { EventSchema } from '../src/schemas/events';
 import { EVENTS_LISTING } from '../src/schemas/event-queries';
-import { ApiKeysStore } from '../src/store/api-keys-store';
-import { ConversationsStore } from '../src/store/conversations-store';
+import { createStores } from '../src/composition';
 import { eventKey, type StoredEvent } from '../src/store/events-store';
 import { openDatabase, type Database } from '../src/store/mongo';
-import { UsersStore } from '../src/store/users-store';
 
 export type BenchServers = Awaited<ReturnType<typeof startBenchServers>>;
 
@@ -83,20 +81,7 @@ export interface BenchApi {
 export async function startEventsApi(servers: BenchServers, dbName: string): Promise<BenchApi> {
   const port = await freePort();
   const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'api', 'main.js')], {
-    env: {
-      ...process.env,
-      MONGODB_URI: servers.mongoUri,
-      MONGODB_DB: dbName,
-      // Unset on SQLite (an undefined value leaves the variable out, also one inherited from the shell).
-      POSTGRES_URL: servers.postgresUrl,
-      TEMPORAL_ADDRESS: servers.temporalAddress,
-      API_PORT: String(port),
-      LOG_LEVEL: 'warn',
-      LOG_FORMAT: 'json',
-      MAX_BODY_BYTES: String(50 * 1024 * 1024),
-      SECRETS_KEY: SecretBox.generateKey(),
-      AGENT_CONTROL_PARENT_PID: String(process.pid), // the api stops if the bench is killed
-    },
+    env: servers.serviceEnv({ MONGODB_DB: dbName, API_PORT: String(port), MAX_BODY_BYTES: String(50 * 1024 * 1024), SECRETS_KEY: SecretBox.generateKey() }),
     // Its log lines (warnings) go to stderr with the bench's progress: stdout holds only the table.
     stdio: ['ignore', 2, 2],
   });
@@ -122,8 +107,9 @@ export async function startEventsApi(servers: BenchServers, dbName: string): Pro
 
 /** A user and an API key of theirs, for the X-Access-Token header. */
 export async function benchCaller(db: Db): Promise<{ userId: string; key: string }> {
-  const user = await new UsersStore(db).create('bench@example.com');
-  const { raw } = await new ApiKeysStore(db).create(user.id, 'bench');
+  const { users, apiKeys } = createStores(db);
+  const user = await users.create('bench@example.com');
+  const { raw } = await apiKeys.create(user.id, 'bench');
   return { userId: user.id, key: raw };
 }
 
@@ -205,7 +191,7 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
     const db = database.db;
     if (servers.postgresUrl) for (const l of await requireGinIndexes(servers.postgresUrl, db, ['events'])) progress(`api made ${l}`);
     const { userId, key } = await benchCaller(db);
-    const conversations = new ConversationsStore(db);
+    const { conversations } = createStores(db);
     const events = db.collection<StoredEvent>('events');
 
     // ---- fill: `count` conversations of `per` events, raw insertMany ----

@@ -16,9 +16,8 @@ import { sandboxWorkflowId } from '../src/temporal/shared';
 import { freePort } from '../src/process/net';
 import { arg, median, pct, printTable, progress, runBench } from './report';
 import { printHistory, startBenchServers } from './servers';
-import { ApiKeysStore } from '../src/store/api-keys-store';
+import { createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
-import { UsersStore } from '../src/store/users-store';
 
 const RUNS = arg('runs', 20);
 const POLL_MS = 10;
@@ -78,20 +77,7 @@ async function main(): Promise<void> {
   const servers = await startBenchServers('sandboxes');
   const dir = servers.dir;
   const apiPort = await freePort();
-  const env = {
-    ...process.env,
-    MONGODB_URI: servers.mongoUri,
-    POSTGRES_URL: servers.postgresUrl, // the api makes the PostgreSQL indexes (unset on SQLite)
-    MONGODB_DB: 'bench',
-    TEMPORAL_ADDRESS: servers.temporalAddress,
-    API_PORT: String(apiPort),
-    DATA_DIR: path.join(dir, 'data'),
-    LOG_LEVEL: 'warn',
-    LOG_FORMAT: 'json',
-    SECRETS_KEY: SecretBox.generateKey(),
-    SANDBOX_IDLE_TIMEOUT_MS: '0',
-    AGENT_CONTROL_PARENT_PID: String(process.pid),
-  };
+  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: SecretBox.generateKey(), SANDBOX_IDLE_TIMEOUT_MS: '0' });
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
     spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
@@ -103,8 +89,9 @@ async function main(): Promise<void> {
       if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
       await sleep(100);
     }
-    const user = await new UsersStore(database.db).create('bench@example.com');
-    const { raw: key } = await new ApiKeysStore(database.db).create(user.id, 'bench');
+    const { users, apiKeys } = createStores(database.db);
+    const user = await users.create('bench@example.com');
+    const { raw: key } = await apiKeys.create(user.id, 'bench');
 
     progress('warming up');
     for (let i = 0; i < 3; i++) {

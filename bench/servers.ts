@@ -33,6 +33,26 @@ export async function startBenchServers(name: string) {
     temporalAddress: temporal.address,
     /** The server processes (each spawned detached: it leads its own process group), for CPU accounting. */
     processes: [...store.children, temporal].map((c) => ({ name: c.name, pid: c.process.pid! })),
+    /**
+     * The environment of the service processes a bench starts (api, worker) against these servers,
+     * quiet (warnings only, JSON) and stopped with the bench; `extra` adds or overrides variables.
+     */
+    serviceEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+      return {
+        ...process.env,
+        MONGODB_URI: store.uri,
+        // The api makes the PostgreSQL indexes; unset on SQLite (an undefined value leaves the variable
+        // out, also one inherited from the shell).
+        POSTGRES_URL: store.postgresUrl,
+        MONGODB_DB: 'bench',
+        TEMPORAL_ADDRESS: temporal.address,
+        DATA_DIR: path.join(dir, 'data'),
+        LOG_LEVEL: 'warn',
+        LOG_FORMAT: 'json',
+        AGENT_CONTROL_PARENT_PID: String(process.pid), // the services stop if the bench is killed
+        ...extra,
+      };
+    },
     /** Stops the benchmark's own processes first (api, worker, runtime), then the servers. */
     async stop(children: ChildProcess[] = []) {
       await stopProcesses(children);

@@ -18,12 +18,8 @@ import { SecretBox } from '../src/auth/secret-box';
 import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import { AGENT_SERVER, type SandboxView } from '../src/schemas/sandboxes';
 import { freePort } from '../src/process/net';
-import { ApiKeysStore } from '../src/store/api-keys-store';
+import { createServices, createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
-import { UsersStore } from '../src/store/users-store';
-import { OrganizationsService } from '../src/orgs/organizations-service';
-import { MembershipsStore } from '../src/store/memberships-store';
-import { OrganizationsStore } from '../src/store/organizations-store';
 import { cpuLine, cpuRows, cpuSnapshot, detachedChildren, processGroup, processTree, processTrees, readProcs, type CpuScope } from './cpu';
 import { arg, median, pct, printTable, progress, runBench } from './report';
 import { printHistory, startBenchServers } from './servers';
@@ -40,20 +36,7 @@ async function main(): Promise<void> {
   const secretsKey = SecretBox.generateKey();
   const apiPort = await freePort();
   const base = `http://127.0.0.1:${apiPort}`;
-  const env = {
-    ...process.env,
-    MONGODB_URI: servers.mongoUri,
-    POSTGRES_URL: servers.postgresUrl, // the api makes the PostgreSQL indexes (unset on SQLite)
-    MONGODB_DB: 'bench',
-    TEMPORAL_ADDRESS: servers.temporalAddress,
-    API_PORT: String(apiPort),
-    DATA_DIR: path.join(servers.dir, 'data'),
-    LOG_LEVEL: 'warn',
-    LOG_FORMAT: 'json',
-    SECRETS_KEY: secretsKey,
-    SANDBOX_IDLE_TIMEOUT_MS: '0',
-    AGENT_CONTROL_PARENT_PID: String(process.pid),
-  };
+  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0' });
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
     spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
@@ -64,10 +47,11 @@ async function main(): Promise<void> {
       if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
       await sleep(100);
     }
-    const users = new UsersStore(database.db);
-    const orgs = new OrganizationsService({ users, organizations: new OrganizationsStore(database.db), memberships: new MembershipsStore(database.db), box: new SecretBox(secretsKey) });
+    const box = new SecretBox(secretsKey);
+    const stores = createStores(database.db, { box });
+    const orgs = createServices(stores, { box }).organizations;
     const user = await orgs.createUser('bench@example.com'); // with a personal organization, as the service makes them
-    const { raw: key } = await new ApiKeysStore(database.db).create(user.id, 'bench');
+    const { raw: key } = await stores.apiKeys.create(user.id, 'bench');
     const headers = { 'X-Access-Token': key, 'Content-Type': 'application/json' };
     const api = async <T>(method: string, p: string, body?: unknown): Promise<T> => {
       const r = await fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });

@@ -13,6 +13,7 @@ import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
 import { settledLog, loggedEvents, kinds, runtimeCall, startAgentConversation, states, steps, waitForExecution, conversationInfo, type Runtime } from './helpers/agent';
 import { TEST_SECRETS_KEY, testConfig } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { distPath, runNode } from './helpers/run';
 import { agentUrl, killRuntimesUnder, runtimesUnder, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
@@ -243,7 +244,7 @@ describe('agent runtime through the control plane', () => {
   it('interrupt cancels a slow LLM call at once, then PAUSED', async () => {
     const c = await startAgentConversation(t, user, rt, [{ content: 'too late', delay_ms: 30_000 }, { content: 'Back again.' }]);
     await waitForExecution(c, 'running');
-    while (c.llm.requests.length === 0) await sleep(20);
+    await eventually(() => c.llm.requests.length > 0, { what: 'an LLM request', timeoutMs: 60_000, intervalMs: 20 }); // the test's own bound
     const started = Date.now();
     expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/interrupt`)).status).toBe(200);
     await waitForExecution(c, 'paused', 5000);
@@ -268,7 +269,7 @@ describe('agent runtime through the control plane', () => {
       { hooks: { PreToolUse: [{ command: 'sleep 20' }] } },
     );
     await waitForExecution(c, 'running');
-    while (c.llm.requests.length === 0) await sleep(20);
+    await eventually(() => c.llm.requests.length > 0, { what: 'an LLM request', timeoutMs: 60_000, intervalMs: 20 }); // the test's own bound
     await sleep(300); // the hook is sleeping now
     const started = Date.now();
     expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/interrupt`)).status).toBe(200);
@@ -350,6 +351,7 @@ describe('agent runtime through the control plane', () => {
     expect(error).toMatchObject({ source: 'environment', code: 'LlmError' });
     expect(error.detail).toMatch(/500/);
     expect(states(log)).toEqual(['idle', 'running', 'error']);
+    await c.llm.close();
   });
 
   it('stops at max_iterations with a ConversationErrorEvent that says so', async () => {
@@ -394,7 +396,7 @@ describe('agent runtime through the control plane', () => {
     // Step 5 is a slow answer: the api is stopped while the agent waits for it, so what follows has nowhere to go.
     const script = [step(1), step(2), step(3), step(4), { ...step(5), delay_ms: 3000 }, step(6), step(7), step(8), { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }];
     const c = await startAgentConversation(t, user, rt, script);
-    while (c.llm.requests.length < 5) await sleep(20);
+    await eventually(() => c.llm.requests.length >= 5, { what: 'five LLM requests', timeoutMs: 60_000, intervalMs: 20 }); // the test's own bound
     let info: any;
     try {
       await t.api.close(); // the control plane goes away mid-run

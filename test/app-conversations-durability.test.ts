@@ -12,11 +12,10 @@ import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { startWorkerProcess } from './helpers/worker';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('starts across process failures', () => {
   let t: TestApi;
@@ -31,16 +30,15 @@ describe('starts across process failures', () => {
     return w.child;
   };
   const task = async (id: string) => (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key: user.key })).body[0];
-  const waitForTask = async (id: string, done: (s: any) => boolean, timeoutMs = 60_000) => {
-    const deadline = Date.now() + timeoutMs;
-    let last: any;
-    while (Date.now() < deadline) {
-      last = await task(id);
-      if (last && done(last)) return last;
-      await sleep(200);
-    }
-    throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
-  };
+  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs = 60_000) =>
+    eventually(
+      async () => {
+        const last = await task(id);
+        if (!last || !done(last)) throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
+        return last;
+      },
+      { timeoutMs, intervalMs: 200 },
+    );
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-durable-'));
@@ -66,7 +64,7 @@ describe('starts across process failures', () => {
     expect(accepted.status).toBe(200);
     const running = await waitForTask(accepted.body.id, (s) => s.status === 'RUNNING_SETUP_SCRIPT');
     const log = path.join(dataDir, 'sandboxes', running.sandbox_id, 'workspace', 'slow', 'setup.log');
-    while (!fs.existsSync(log)) await sleep(50);
+    await eventually(() => fs.existsSync(log), { what: `${log} written`, timeoutMs: 90_000, intervalMs: 50 }); // the test's own bound
     const first = workers.at(-1)!;
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
@@ -112,11 +110,14 @@ describe('starts across process failures', () => {
     const ids = accepted.map((r) => r.body.id as string);
     expect(new Set(ids).size).toBe(50);
     // One request for all of them, four times a second: the test should not be the load.
-    let finals: any[] = [];
-    for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(250)) {
-      finals = (await t.request('GET', `/api/v1/app-conversations/start-tasks?${ids.map((id) => `ids=${id}`).join('&')}`, { key: user.key })).body;
-      if (finals.every((s) => s.status === 'READY' || s.status === 'ERROR')) break;
-    }
+    const finals: any[] = await eventually(
+      async () => {
+        const tasks: any[] = (await t.request('GET', `/api/v1/app-conversations/start-tasks?${ids.map((id) => `ids=${id}`).join('&')}`, { key: user.key })).body;
+        expect(tasks.map((s) => s.status)).toEqual(Array(50).fill(expect.stringMatching(/^(READY|ERROR)$/)));
+        return tasks;
+      },
+      { timeoutMs: 120_000, intervalMs: 250 },
+    );
     expect(finals.map((s) => s.status)).toEqual(Array(50).fill('READY'));
     expect(await t.database.db.collection('app_conversations').countDocuments({ _id: { $in: ids as any[] } })).toBe(50);
   }, 150_000);

@@ -10,13 +10,13 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { StartTasksStore } from '../src/store/start-tasks-store';
 import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
 import { loggedEvents, states } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { bareRepo } from './helpers/git-repo';
@@ -103,12 +103,14 @@ describe('app conversation starts', () => {
     expect(hook).toBe('local hook\nrepository hook\n');
 
     // The agent ran with the organization's LLM, the repository's skills and the request's suffix.
-    let log: any[] = [];
-    for (let i = 0; i < 100 && states(log).at(-1) !== 'finished'; i++) {
-      await sleep(100);
-      log = await loggedEvents(t, user.key, ready.app_conversation_id);
-    }
-    expect(states(log).at(-1)).toBe('finished');
+    const log = await eventually(
+      async () => {
+        const l = await loggedEvents(t, user.key, ready.app_conversation_id);
+        expect(states(l).at(-1)).toBe('finished');
+        return l;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
     const first = llm.requests[requestsBefore]!;
     expect(first.authorization).toBe('Bearer sk-org');
     const system = (first.body.messages as any[])[0].content as string;
@@ -143,7 +145,7 @@ describe('app conversation starts', () => {
     const started = await streamStart({ sandbox_id: sandbox.id, plugins: [{ source: plugin }], initial_message: { content: [{ text: 'Hello' }] } });
     expect(started.body.at(-1)).toMatchObject({ status: 'READY', sandbox_id: sandbox.id });
     expect((await t.request('GET', `/api/v1/sandboxes?id=${sandbox.id}`, { key: user.key })).body[0].status).toBe('RUNNING');
-    while (llm.requests.length === requestsBefore) await sleep(50);
+    await eventually(() => llm.requests.length > requestsBefore, { what: 'an LLM request', timeoutMs: 60_000, intervalMs: 50 }); // the test's own bound
     expect((llm.requests[requestsBefore]!.body.messages as any[])[0].content).toContain('Review with the checklist in REVIEW.md.');
     // Listed without ids: the first page, newest first.
     const listed = await t.request('GET', '/api/v1/app-conversations?limit=1', { key: user.key });
@@ -226,7 +228,7 @@ describe('app conversation starts', () => {
     const id = randomUUID();
     const request = StartRequestSchema.parse({ conversation_id: id });
     const echoed = echoRequest(request) as Record<string, unknown>;
-    await new StartTasksStore(t.database.db).create(
+    await t.stores.startTasks.create(
       { id, created_by_user_id: user.userId, conversation_id: id, status: 'WORKING', detail: null, request: echoed, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
       null,
     );
@@ -254,16 +256,16 @@ describe('app conversation starts', () => {
     expect(await t.database.db.collection('start_tasks').countDocuments()).toBe(before);
   });
 
-  /** Polls until `check` returns something truthy. */
-  const eventually = async <T>(check: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 20_000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await check();
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await sleep(100);
-    }
-  };
+  /** Retries `check` until it answers something truthy: that value. */
+  const found = <T>(check: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 20_000): Promise<T> =>
+    eventually(
+      async () => {
+        const v = await check();
+        if (!v) throw new Error(`timed out waiting for ${what}`);
+        return v;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
   const results = (conversationId: string) => t.database.db.collection('callback_results').find({ conversation_id: conversationId }).sort({ processor_index: 1, to_seq: 1 }).toArray();
 
   it('callback processors run on ingested events: a title is set, a failing git host is retried until the summary comment is posted once', async () => {
@@ -278,11 +280,11 @@ describe('app conversation starts', () => {
     expect(ready.status).toBe('READY');
     const id = ready.app_conversation_id;
 
-    const posted = await eventually(async () => gitHost.comments.find((c) => c.repo === 'acme/widgets'), 'the summary comment');
+    const posted = await found(async () => gitHost.comments.find((c) => c.repo === 'acme/widgets'), 'the summary comment');
     expect(posted).toEqual({ repo: 'acme/widgets', number: 7, body: expect.stringMatching(/^The agent finished:\n\nFixed the flaky test in widgets\.\n\n<!-- agent-control:conversation=/), authorization: 'Bearer ghs-test-token' });
-    const app = await eventually(async () => ((await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0]?.title ? (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0] : null), 'the title');
+    const app = await found(async () => ((await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0]?.title ? (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0] : null), 'the title');
     expect(app.title).toBe('Fix the flaky test');
-    const recorded = await eventually(async () => {
+    const recorded = await found(async () => {
       const r = await results(id);
       return r.some((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.status === 'ok' && x.actions.includes('comment-posted')) ? r : null;
     }, 'the recorded callback');
@@ -299,10 +301,10 @@ describe('app conversation starts', () => {
     expect(again.status).toBe(200);
     await t.database.db.collection('callback_results').deleteMany({ conversation_id: id, kind: 'GitHostAV1CallbackProcessor' });
     const logged = (await results(id)).filter((x) => x.kind === 'LoggingCallbackProcessor').length;
-    await eventually(async () => (await results(id)).filter((x) => x.kind === 'LoggingCallbackProcessor').length > logged, 'a second round');
+    await found(async () => (await results(id)).filter((x) => x.kind === 'LoggingCallbackProcessor').length > logged, 'a second round');
     await sleep(500);
     expect(gitHost.comments.filter((c) => c.repo === 'acme/widgets')).toHaveLength(1);
-    await eventually(async () => (await results(id)).some((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.actions.includes('comment-posted')), 'the comment found again');
+    await found(async () => (await results(id)).some((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.actions.includes('comment-posted')), 'the comment found again');
   }, 90_000);
 
   it('a git host that refuses the comment: the failure is recorded, nothing is retried forever, the log is whole', async () => {
@@ -314,7 +316,7 @@ describe('app conversation starts', () => {
         processors: [{ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: { repo: 'acme/refused', pr_number: 1 } }],
       });
       const id = started.body.at(-1).app_conversation_id;
-      const failed = await eventually(async () => (await results(id)).find((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.status === 'failed'), 'the recorded failure');
+      const failed = await found(async () => (await results(id)).find((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.status === 'failed'), 'the recorded failure');
       expect(failed.detail).toMatch(/refused the comment on acme\/refused#1 \(403\)/);
       expect(failed.attempts).toBe(1); // a refusal is not retried
       const log = await loggedEvents(t, user.key, id);

@@ -5,9 +5,9 @@
  */
 import { MongoClient, type CommandStartedEvent, type Db } from 'mongodb';
 import pino from 'pino';
+import { createStores } from '../src/composition';
 import { EventIngest } from '../src/events/ingest';
 import { EventSchema } from '../src/schemas/events';
-import { ConversationsStore } from '../src/store/conversations-store';
 import { DatabaseBusyError } from '../src/store/errors';
 import { EventsStore } from '../src/store/events-store';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -40,14 +40,16 @@ describe('batch reads of the event log', () => {
     await t.close();
   });
 
-  const ingestVia = (db: Db) =>
-    new EventIngest({
-      events: new EventsStore(db),
-      conversations: new ConversationsStore(db),
+  const ingestVia = (db: Db) => {
+    const { events, conversations } = createStores(db);
+    return new EventIngest({
+      events,
+      conversations,
       live: { publish: () => Promise.resolve() },
       log: pino({ level: 'silent' }),
       maxEventsPerConversation: 1_000_000,
     });
+  };
 
   it('a resent batch of 2,000 stored events costs one query of the log, not one per event', async () => {
     const c = await t.newConversation(userId);
@@ -87,7 +89,7 @@ describe('batch reads of the event log', () => {
     expect(ids).toHaveLength(100);
 
     m.reset();
-    const found = await new EventsStore(m.db).getByIds(c.conversationId, ids);
+    const found = await createStores(m.db).events.getByIds(c.conversationId, ids);
     expect(m.onEvents()).toEqual(['find']);
     expect(found.size).toBe(97);
 
@@ -118,7 +120,7 @@ describe('time budget of the event log reads', () => {
     await expect(store.search({ conversationId }, { descending: false, limit: 10 })).rejects.toBeInstanceOf(DatabaseBusyError);
     await expect(store.getByIds(conversationId, ['a', 'b'])).rejects.toBeInstanceOf(DatabaseBusyError);
     // With the default budget the same reads answer.
-    expect(await new EventsStore(t.database.db).count({ conversationId })).toBe(4000);
+    expect(await t.stores.events.count({ conversationId })).toBe(4000);
   });
 
   it.each([

@@ -2,7 +2,7 @@
 import pino from 'pino';
 import { EventIngest } from '../src/events/ingest';
 import { EVENT_KINDS, EventSchema, type Event } from '../src/schemas/events';
-import { EventsStore } from '../src/store/events-store';
+import type { EventsStore } from '../src/store/events-store';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { messages, sample } from './helpers/event-samples';
@@ -122,7 +122,7 @@ describe('event ingest', () => {
 
     it('its holder renews it: a batch slower than the lease keeps it, and a second writer waits its turn', async () => {
       const c = await t.newConversation(userId);
-      const events = new EventsStore(t.database.db);
+      const { events } = t.stores;
       // The real store, with each append held back for longer than the lease lasts.
       const slow = Object.assign(Object.create(events) as EventsStore, {
         append: async (docs: Parameters<EventsStore['append']>[0]) => {

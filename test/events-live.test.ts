@@ -1,11 +1,11 @@
 /** Live events over websockets: auth, catch-up without gap or duplicate, fan-out across api processes. */
 import { spawn } from 'node:child_process';
 import { EventHub, Subscription, type SubscriberSink } from '../src/live/event-hub';
-import { EventsStore } from '../src/store/events-store';
 import pino from 'pino';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { messages, sample } from './helpers/event-samples';
+import { eventually } from './helpers/eventually';
 import { distPath } from './helpers/run';
 import { connect } from './helpers/ws-client';
 
@@ -24,8 +24,7 @@ describe('live events over websockets', () => {
   afterAll(() => t.close());
 
   const subscribed = async (api: TestApi, n: number) => {
-    for (let i = 0; i < 100 && api.api.hub.subscriberCount < n; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(api.api.hub.subscriberCount).toBeGreaterThanOrEqual(n);
+    await eventually(() => expect(api.api.hub.subscriberCount).toBeGreaterThanOrEqual(n), { timeoutMs: 2000, intervalMs: 20 });
   };
 
   it('header auth; live events in order, deltas included, nothing from before', async () => {
@@ -115,22 +114,30 @@ describe('live events over websockets', () => {
     try {
       let out = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      for (let i = 0; i < 200 && !out.includes('api listening') && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50));
+      await eventually(
+        () => {
+          if (child.exitCode === null) expect(out).toContain('api listening'); // an exit: the expect below says so at once
+        },
+        { timeoutMs: 10_000, intervalMs: 50 },
+      );
       expect(out).toContain('api listening');
       const otherUrl: string = JSON.parse(out.split('\n').find((l) => l.includes('api listening'))!).url;
-      for (let i = 0; i < 100 && (await fetch(`${otherUrl}/ready`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+      await eventually(async () => expect((await fetch(`${otherUrl}/ready`)).status).toBe(200), { timeoutMs: 10_000, intervalMs: 100 });
 
       const c = await t.newConversation(userId);
       const here = connect(socketUrl(t, c.conversationId), { 'X-Access-Token': key });
       const there = connect(`${otherUrl.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': key });
       await Promise.all([here.opened, there.opened]);
       // Both subscribed: each receives a probe event that arrives after it connected.
-      let probes = 0;
-      while (there.messages.length === 0 || here.messages.length === 0) {
-        expect(probes++).toBeLessThan(50);
-        await t.ingest(c.conversationId, c.sessionKey, [sample('StreamingDeltaEvent', { content: 'probe' })]);
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      // (About 50 probes at most, 100 ms apart.)
+      await eventually(
+        async () => {
+          if (there.messages.length > 0 && here.messages.length > 0) return;
+          await t.ingest(c.conversationId, c.sessionKey, [sample('StreamingDeltaEvent', { content: 'probe' })]);
+          throw new Error('a subscriber received no probe');
+        },
+        { timeoutMs: 50 * 100, intervalMs: 100 },
+      );
       const real = (r: typeof here) => r.messages.filter((m) => m.content !== 'probe');
       const evs = [...messages(3), sample('StreamingDeltaEvent')];
       const viaOther = await fetch(`${otherUrl}/api/v1/webhooks/events/${c.conversationId}`, {
@@ -141,7 +148,7 @@ describe('live events over websockets', () => {
       expect(viaOther.status).toBe(200);
       await t.ingest(c.conversationId, c.sessionKey, evs.slice(2));
       for (const s of [here, there]) {
-        for (let i = 0; i < 100 && real(s).length < 4; i++) await new Promise((r) => setTimeout(r, 50));
+        await eventually(() => expect(real(s).length).toBeGreaterThanOrEqual(4), { timeoutMs: 5000, intervalMs: 50 });
         expect(real(s).map((e) => e.id)).toEqual(evs.map((e) => e.id));
         s.ws.close();
       }
@@ -155,7 +162,7 @@ describe('live events over websockets', () => {
   });
 
   const logReader = () => {
-    const events = new EventsStore(t.database.db);
+    const { events } = t.stores;
     return { range: events.range.bind(events), lastSeq: (id: string) => t.conversations.lastSeq(id) };
   };
 

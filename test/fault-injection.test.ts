@@ -11,6 +11,7 @@ import { MongoClient } from 'mongodb';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { testEnv } from './helpers/env';
 import { messages } from './helpers/event-samples';
+import { eventually } from './helpers/eventually';
 import { alive, freeLauncherPorts, Launcher, sleep, until, type PID_FILES } from './helpers/launcher';
 
 describe('fault injection', () => {
@@ -61,19 +62,21 @@ describe('fault injection', () => {
     const ingesting = (async () => {
       while (!stop) {
         const batch = messages(20);
-        for (;;) {
-          const ok = await fetch(`http://127.0.0.1:${launcher.ports.api}/api/v1/webhooks/events/${conversationId}`, {
-            method: 'POST',
-            headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
-            body: JSON.stringify(batch),
-            signal: AbortSignal.timeout(15_000),
-          })
-            .then((r) => r.status === 200)
-            .catch(() => false);
-          if (ok) break;
-          retries++;
-          await sleep(200);
-        }
+        await eventually(
+          async () => {
+            const ok = await fetch(`http://127.0.0.1:${launcher.ports.api}/api/v1/webhooks/events/${conversationId}`, {
+              method: 'POST',
+              headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
+              body: JSON.stringify(batch),
+              signal: AbortSignal.timeout(15_000),
+            })
+              .then((r) => r.status === 200)
+              .catch(() => false);
+            if (!ok) retries++;
+            return ok;
+          },
+          { timeoutMs: Infinity, intervalMs: 200 }, // no bound: resent until acknowledged, through every kill
+        );
         for (const e of batch) acknowledged.add(e.id as string);
         batches++;
         await sleep(50);

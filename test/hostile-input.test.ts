@@ -5,8 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import WebSocket from 'ws';
-import { echoRequest, StartRequestSchema } from '../src/schemas/app-conversations';
-import { StartTasksStore } from '../src/store/start-tasks-store';
+import { echoRequest, StartRequestSchema, type StartTaskStatus } from '../src/schemas/app-conversations';
 import { testConfig } from './helpers/env';
 import { startTestApi, type TestApi } from './helpers/api';
 import { sample } from './helpers/event-samples';
@@ -295,8 +294,8 @@ describe('hostile input at the edge (issue 13)', () => {
   });
 
   describe('stream-start always ends once the task has', () => {
-    const startTasks = () => new StartTasksStore(t.database.db);
-    const change = (status: string) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+    const startTasks = () => t.stores.startTasks;
+    const change = (status: StartTaskStatus) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
     const accepted = async (id: string) =>
       startTasks().create({ id, created_by_user_id: userId, conversation_id: id, ...change('WORKING'), request: echoRequest(StartRequestSchema.parse({ conversation_id: id })) as Record<string, unknown> }, null);
     const stream = (id: string) => t.request('POST', '/api/v1/app-conversations/stream-start', { key, body: { conversation_id: id }, signal: AbortSignal.timeout(10_000) });
@@ -314,7 +313,7 @@ describe('hostile input at the edge (issue 13)', () => {
     it('a task whose run was started again (its history cleared) streams the new run to its end', async () => {
       const id = randomUUID();
       await accepted(id);
-      for (const [i, status] of ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY'].entries()) await startTasks().record(id, i, change(status));
+      for (const [i, status] of (['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY'] as const).entries()) await startTasks().record(id, i, change(status));
       const streaming = stream(id);
       await new Promise((r) => setTimeout(r, 500)); // the stream has sent the lost run's three statuses
       const task = await startTasks().get(id);

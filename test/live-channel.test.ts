@@ -4,6 +4,7 @@ import pino from 'pino';
 import { LIVE_COLLECTION, LiveChannel, type LiveDoc } from '../src/live/live-channel';
 import { openDatabase, type Database } from '../src/store/mongo';
 import { testEnv, uniqueName } from './helpers/env';
+import { eventually } from './helpers/eventually';
 
 describe('live channel', () => {
   let database: Database;
@@ -14,10 +15,7 @@ describe('live channel', () => {
     channels.push(c);
     return c;
   };
-  const until = async (what: () => boolean, ms = 10_000) => {
-    for (const end = Date.now() + ms; !what() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
-    expect(what()).toBe(true);
-  };
+  const until = (what: () => boolean, ms = 10_000) => eventually(() => expect(what()).toBe(true), { timeoutMs: ms, intervalMs: 10 });
 
   beforeEach(() => {
     database = openDatabase(testEnv().mongoUri, uniqueName('test'));
@@ -69,7 +67,7 @@ describe('live channel', () => {
     for (let i = 0; i < 20; i++) await a.publish('c', [{ seq: null, json: `m${i}` }]);
     await until(() => seen.length === 20);
     const slots = database.db.collection<{ _id: string; n: number }>(LIVE_COLLECTION);
-    for (let i = 0; i < 100 && (await slots.countDocuments({ _id: { $ne: 'floor' } })) > 5; i++) await new Promise((r) => setTimeout(r, 20));
+    await eventually(async () => expect(await slots.countDocuments({ _id: { $ne: 'floor' } })).toBeLessThanOrEqual(5), { timeoutMs: 2000, intervalMs: 20 }); // cleaned up
     expect(await slots.findOne({ _id: 'floor' })).toMatchObject({ n: 15 });
     expect((await slots.find({ _id: { $ne: 'floor' } }).toArray()).map((s) => s.n).sort((x, y) => x - y)).toEqual([16, 17, 18, 19, 20]);
     const fresh = channel(5);

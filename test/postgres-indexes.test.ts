@@ -14,6 +14,7 @@ import { ALL_INDEXES } from '../src/store/indexes';
 import { ensureIndexes } from '../src/store/mongo';
 import { ensurePostgresIndexes, ginFields } from '../src/store/postgres-indexes';
 import { testEnv, uniqueName } from './helpers/env';
+import { eventually } from './helpers/eventually';
 
 const CONVERSATIONS = 40;
 const PER_CONVERSATION = 100;
@@ -144,13 +145,14 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
       return { conversation: d(conversationIndex), id: d(`${events}__id_gin`) };
     };
     // A backend sends its counts at a transaction's end at most once a second, an idle one within 10 s.
-    let delta = await grew();
-    for (let i = 0; i < 60 && (delta.conversation < runs * 4 || delta.id < runs); i++) {
-      await new Promise((r) => setTimeout(r, 250));
-      delta = await grew();
-    }
-    expect(delta.conversation).toBeGreaterThanOrEqual(runs * 4);
-    expect(delta.id).toBeGreaterThanOrEqual(runs);
+    await eventually(
+      async () => {
+        const delta = await grew();
+        expect(delta.conversation).toBeGreaterThanOrEqual(runs * 4);
+        expect(delta.id).toBeGreaterThanOrEqual(runs);
+      },
+      { timeoutMs: 15_000, intervalMs: 250 },
+    );
     await db.dropDatabase();
   });
 

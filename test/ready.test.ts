@@ -4,6 +4,7 @@ import { freePort } from '../src/process/net';
 import { startFerretdb } from '../scripts/servers/ferretdb-server';
 import { startTestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';
+import { eventually } from './helpers/eventually';
 
 describe('health and readiness', () => {
   it('/ready is 200 with both servers, 503 once the database stops; /health stays 200', async () => {
@@ -17,12 +18,15 @@ describe('health and readiness', () => {
     });
     const t = await startTestApi(testConfig({ MONGODB_URI: ferret.uri }));
     try {
-      let ready = await t.request('GET', '/ready');
-      for (let i = 0; i < 40 && ready.status !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 250)); // indexes are created in the background
-        ready = await t.request('GET', '/ready');
-      }
-      expect(ready.status).toBe(200);
+      // Indexes are created in the background.
+      const ready = await eventually(
+        async () => {
+          const r = await t.request('GET', '/ready');
+          expect(r.status).toBe(200);
+          return r;
+        },
+        { timeoutMs: 10_000, intervalMs: 250 },
+      );
       expect(ready.body).toEqual({ ready: true, checks: { mongodb: { ok: true }, temporal: { ok: true } } });
 
       await ferret.stop();
@@ -47,12 +51,7 @@ describe('health and readiness', () => {
   it('/ready does not wait for the PostgreSQL indexes: an unreachable POSTGRES_URL is an error in the log, not a 503', async () => {
     const t = await startTestApi(testConfig({ POSTGRES_URL: `postgres://nobody:wrong@127.0.0.1:${await freePort()}/ferretdb` }));
     try {
-      let ready = await t.request('GET', '/ready');
-      for (let i = 0; i < 40 && ready.status !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 250));
-        ready = await t.request('GET', '/ready');
-      }
-      expect(ready.status).toBe(200);
+      await eventually(async () => expect((await t.request('GET', '/ready')).status).toBe(200), { timeoutMs: 10_000, intervalMs: 250 });
     } finally {
       await t.close();
     }
@@ -84,7 +83,7 @@ describe('health and readiness', () => {
     };
     const busy = Promise.all([client(), client(), client(), client()]);
     try {
-      while (served < 20) await new Promise((r) => setTimeout(r, 5));
+      await eventually(() => served >= 20, { what: '20 answers', timeoutMs: 60_000, intervalMs: 5 }); // the test's own bound
       const started = Date.now();
       await t.api.close();
       expect(Date.now() - started).toBeLessThan(2000); // without it: the whole grace period

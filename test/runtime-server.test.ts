@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../src/process/net';
 import { readStat } from '../src/process/process-tree';
+import { eventually } from './helpers/eventually';
 import { distPath } from './helpers/run';
 
 const KEY = 'runtime-test-session-key-0123456789';
@@ -31,11 +32,8 @@ async function startRuntime(env: Record<string, string> = {}): Promise<Runtime> 
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const rt = { url: `http://127.0.0.1:${port}`, child, workdir, exited };
   started.push(rt);
-  for (let i = 0; i < 200; i++) {
-    if ((await fetch(`${rt.url}/alive`).catch(() => null))?.ok) return rt;
-    await sleep(25);
-  }
-  throw new Error('the runtime did not come up');
+  await eventually(async () => (await fetch(`${rt.url}/alive`).catch(() => null))?.ok === true, { what: 'the runtime up', timeoutMs: 5000, intervalMs: 25 });
+  return rt;
 }
 
 async function call(rt: Runtime, method: string, p: string, opts: { key?: string | null; json?: unknown; bytes?: Buffer } = {}) {

@@ -10,6 +10,7 @@ import { readStat } from '../src/process/process-tree';
 import { sandboxWorkflowId } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForSandbox, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
@@ -266,20 +267,18 @@ describe('sandboxes', () => {
       for await (const w of client.workflow.list({ query: q })) ids.push(w.workflowId);
       return ids;
     };
-    for (let i = 0; i < 100 && (await listed(query)).length === 0; i++) await sleep(100);
-    expect(await listed(query)).toEqual([sandboxWorkflowId(s.id)]);
+    await eventually(async () => expect(await listed(query)).toEqual([sandboxWorkflowId(s.id)]), { timeoutMs: 10_000, intervalMs: 100 });
 
     // SANDBOX_HISTORY_LIMIT=120: health checks every 250 ms fill that in a few seconds.
     const first = (await handle.describe()).runId;
-    for (let i = 0; i < 200 && (await handle.describe()).runId === first; i++) await sleep(100);
-    expect((await handle.describe()).runId).not.toBe(first);
+    // Health checks run late on a loaded machine (one run measured 19.5 s here under load): a generous bound.
+    await eventually(async () => expect((await handle.describe()).runId).not.toBe(first), { timeoutMs: 45_000, intervalMs: 100 });
     expect(await handle.query('state')).toEqual({ status: 'RUNNING', status_detail: null });
     const paused = await t.request('POST', `/api/v1/sandboxes/${s.id}/pause`, { key: alice.key });
     expect(paused.body.status).toBe('PAUSED');
     const pausedQuery = `WorkflowId = "${sandboxWorkflowId(s.id)}" AND SandboxStatus = "PAUSED"`;
-    for (let i = 0; i < 100 && (await listed(pausedQuery)).length === 0; i++) await sleep(100);
-    expect(await listed(pausedQuery)).toEqual([sandboxWorkflowId(s.id)]);
-  });
+    await eventually(async () => expect(await listed(pausedQuery)).toEqual([sandboxWorkflowId(s.id)]), { timeoutMs: 10_000, intervalMs: 100 });
+  }, 90_000);
 });
 
 describe('idle sandboxes', () => {

@@ -13,18 +13,17 @@ import pino from 'pino';
 import { StartTaskReconciler, type ReconcileOutcome } from '../src/app-conversations/start-task-reconciler';
 import { StartTaskService } from '../src/app-conversations/start-task-service';
 import { freePort } from '../src/process/net';
-import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
-import { StartTasksStore } from '../src/store/start-tasks-store';
+import { echoRequest, START_TASK_STATUSES, StartRequestSchema, type StartTaskStatus } from '../src/schemas/app-conversations';
+import type { StartTasksStore } from '../src/store/start-tasks-store';
 import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskSnapshot, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, uniqueName } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const until = async (done: () => boolean, timeoutMs: number) => {
-  for (const deadline = Date.now() + timeoutMs; !done(); await sleep(10)) if (Date.now() > deadline) throw new Error('timed out');
-};
+const until = (done: () => boolean, timeoutMs: number) => eventually(done, { timeoutMs, intervalMs: 10 });
 const RECONCILE_AFTER_MS = 1000;
 
 describe('start tasks whose workflow was lost', () => {
@@ -49,7 +48,7 @@ describe('start tasks whose workflow was lost', () => {
     expect((await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key: user.key, body: { agent_settings: { agent_kind: 'platform', llm } } })).status).toBe(200);
     connection = await Connection.connect({ address: t.config.temporal.address! });
     temporal = new Client({ connection });
-    startTasks = new StartTasksStore(t.database.db);
+    startTasks = t.stores.startTasks;
   });
 
   afterAll(async () => {
@@ -74,14 +73,15 @@ describe('start tasks whose workflow was lost', () => {
     return id;
   };
   const task = async (id: string) => (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key: user.key })).body[0];
-  const waitForTask = async (id: string, done: (s: any) => boolean, timeoutMs = 60_000) => {
-    let last: any;
-    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(200)) {
-      last = await task(id);
-      if (last && done(last)) return last;
-    }
-    throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
-  };
+  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs = 60_000) =>
+    eventually(
+      async () => {
+        const last = await task(id);
+        if (!last || !done(last)) throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
+        return last;
+      },
+      { timeoutMs, intervalMs: 200 },
+    );
   const finished = (s: any) => s.status === 'READY' || s.status === 'ERROR';
 
   it('a record whose workflow never started is started again by the api from its record, and reaches READY', async () => {
@@ -129,7 +129,7 @@ describe('start tasks whose workflow was lost', () => {
     // Updated "in a minute": the api's sweep leaves it alone while this test follows it.
     const base = { created_by_user_id: user.userId, conversation_id: id, detail: null, request: echoRequest(request) as Record<string, unknown>, app_conversation_id: null, sandbox_id: null, agent_server_url: null };
     expect(await startTasks.create({ id, status: 'WORKING', ...base }, null, new Date(Date.now() + 60_000))).toBe(true);
-    const step = (status: string) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+    const step = (status: StartTaskStatus) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
     await startTasks.record(id, 0, step('WORKING'), new Date(Date.now() + 60_000)); // what the workflow writes first
     let reads = 0;
     const counted = Object.create(startTasks) as StartTasksStore;

@@ -8,16 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from '../scripts/servers/child';
 import { Supervisor, describeExit, type SupervisorOptions } from '../scripts/servers/supervisor';
+import { eventually } from './helpers/eventually';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}
+const until = (check: () => boolean, timeoutMs = 10_000) => eventually(check, { timeoutMs, intervalMs: 10 });
 
 describe('Supervisor', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'supervisor-test-'));

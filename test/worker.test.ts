@@ -9,6 +9,7 @@ import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure
 import { WORKFLOW_TYPES, type DiagnosticsResult } from '../src/temporal/shared';
 import { createWorker } from '../worker/worker';
 import { TEST_SECRETS_KEY, testConfig, testEnv, uniqueName } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { quietTemporalRuntime } from './helpers/temporal-runtime';
 
 describe('worker', () => {
@@ -75,8 +76,7 @@ describe('worker', () => {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    for (let i = 0; i < 200 && !out.includes('worker polling'); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(out).toContain('worker polling');
+    await eventually(() => expect(out).toContain('worker polling'), { timeoutMs: 20_000, intervalMs: 100 });
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out).toContain('worker stopped');

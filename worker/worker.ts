@@ -10,18 +10,7 @@ import { createActivities } from '../activities';
 import { createProviders } from '../activities/sandbox-providers';
 import { SecretBox } from '../src/auth/secret-box';
 import type { Config } from '../src/config';
-import { StartSettingsResolver } from '../src/orgs/start-settings';
-import { SandboxService, sandboxWorkflowSettings } from '../src/sandboxes/sandbox-service';
-import { AppConversationsStore } from '../src/store/app-conversations-store';
-import { CallbacksStore } from '../src/store/callbacks-store';
-import { EventsStore } from '../src/store/events-store';
-import { ConversationsStore } from '../src/store/conversations-store';
-import { OrganizationsStore } from '../src/store/organizations-store';
-import { SandboxSpecsStore } from '../src/store/sandbox-specs-store';
-import { SandboxesStore } from '../src/store/sandboxes-store';
-import { StartTasksStore } from '../src/store/start-tasks-store';
-import { UserSecretsStore } from '../src/store/user-secrets-store';
-import { UsersStore } from '../src/store/users-store';
+import { createSandboxService, createServices, createStores } from '../src/composition';
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -45,12 +34,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const identity = deps.identity ?? `${process.pid}@${os.hostname()}`;
   const workflowBundle: WorkflowBundleOption = { codePath: deps.workflowBundlePath };
   const box = new SecretBox(deps.secretsKey);
-  const sandboxes = new SandboxesStore(deps.db);
-  const conversations = new ConversationsStore(deps.db);
-  const users = new UsersStore(deps.db);
-  const startTasks = new StartTasksStore(deps.db);
-  const appConversations = new AppConversationsStore(deps.db);
-  const settings = new StartSettingsResolver({ users, organizations: new OrganizationsStore(deps.db), userSecrets: new UserSecretsStore(deps.db, box), box });
+  const stores = createStores(deps.db, { box });
+  const { sandboxes, conversations, startTasks, appConversations } = stores;
+  const settings = createServices(stores, { box }).startSettings;
   const activities = createActivities({
     db: deps.db,
     identity,
@@ -67,16 +53,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       appConversations,
       conversations,
       sandboxes,
-      sandboxService: new SandboxService({
-        sandboxes,
-        specs: new SandboxSpecsStore(deps.db),
-        conversations,
-        box,
-        temporal: deps.client,
-        taskQueue: deps.taskQueue,
-        defaultSpecId: deps.config.sandboxes.defaultSpecId,
-        settings: sandboxWorkflowSettings(deps.config.sandboxes),
-      }),
+      // Without the api's operation timeout: the default (60 s), as before.
+      sandboxService: createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes }),
       settings,
       box,
       gitCloneBaseUrl: deps.config.starts.gitCloneBaseUrl,
@@ -84,8 +62,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     callbacks: {
       appConversations,
       conversations,
-      events: new EventsStore(deps.db),
-      callbacks: new CallbacksStore(deps.db),
+      events: stores.events,
+      callbacks: stores.callbacks,
       startTasks,
       settings,
       box,

@@ -7,34 +7,19 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SecretBox } from '../auth/secret-box';
 import { requireSecretsKey, type Config } from '../config';
-import { EventIngest } from '../events/ingest';
 import { createApp } from '../http/app';
-import { answerClientErrors } from '../http/client-errors';
+import { answerClientErrors } from '../web/client-errors';
 import { EventHub } from '../live/event-hub';
 import { LiveChannel } from '../live/live-channel';
-import { attachEventSocket } from '../live/websocket';
+import { attachEventSocket } from '../http/websocket';
 import type { Logger } from '../logger';
-import { ApiKeysStore } from '../store/api-keys-store';
-import { ConversationsStore } from '../store/conversations-store';
-import { EventsStore } from '../store/events-store';
-import { MembershipsStore } from '../store/memberships-store';
-import { OrganizationsStore } from '../store/organizations-store';
-import { OrganizationsService } from '../orgs/organizations-service';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { ensurePostgresIndexes } from '../store/postgres-indexes';
-import { UsersStore } from '../store/users-store';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
-import { StartTaskService } from '../app-conversations/start-task-service';
-import { StartTaskReconciler } from '../app-conversations/start-task-reconciler';
-import { CallbackDispatch } from '../app-conversations/callback-dispatch';
-import { AppConversationsStore } from '../store/app-conversations-store';
-import { StartTasksStore } from '../store/start-tasks-store';
-import { SandboxService, sandboxWorkflowSettings } from '../sandboxes/sandbox-service';
+import { createApiServices, createStores } from '../composition';
 import { loadSandboxSpecs } from '../sandboxes/spec-file';
-import { SandboxSpecsStore } from '../store/sandbox-specs-store';
-import { SandboxesStore } from '../store/sandboxes-store';
-import { Readiness } from './readiness';
+import { Readiness } from '../http/readiness';
 
 export interface ApiServer {
   url: string;
@@ -57,7 +42,8 @@ export async function startApiServer(
     serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
     appName: 'agent-control-api',
   });
-  const sandboxSpecs = new SandboxSpecsStore(database.db);
+  const stores = createStores(database.db, { box, eventQueryTimeoutMs: config.eventQueryTimeoutMs });
+  const { sandboxSpecs } = stores;
   const temporal = Connection.lazy({ address: servers.temporalAddress });
 
   const hub = new EventHub();
@@ -108,70 +94,30 @@ export async function startApiServer(
     timeoutMs: config.readyTimeoutMs,
     databasePrepared: () => prepared,
   });
-  const apiKeys = new ApiKeysStore(database.db);
-  const conversations = new ConversationsStore(database.db);
-  const events = new EventsStore(database.db, { queryTimeoutMs: config.eventQueryTimeoutMs });
-  const ingest = new EventIngest({
-    events,
-    conversations,
-    live,
-    log: logger,
-    maxEventsPerConversation: config.limits.maxEventsPerConversation,
-  });
-  const users = new UsersStore(database.db);
-  const organizations = new OrganizationsService({
-    users,
-    organizations: new OrganizationsStore(database.db),
-    memberships: new MembershipsStore(database.db),
-    box,
-  });
-  const sandboxes = new SandboxesStore(database.db);
+  const { apiKeys, conversations, events } = stores;
   // Workflows started here carry the active trace context (a start's span) in their headers.
   const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
-  const startTasks = new StartTasksStore(database.db);
-  const appConversations = new AppConversationsStore(database.db);
-  const startSettings = { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs };
-  // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
-  const reconciler = new StartTaskReconciler({ startTasks, temporal: temporalClient, taskQueue: config.temporal.taskQueue, settings: startSettings, log: logger }, { afterMs: config.starts.reconcileAfterMs });
+  const services = createApiServices(stores, { box, temporal: temporalClient, config, live, log: logger });
+  const { reconciler } = services;
   reconciler.start();
-  const starts = new StartTaskService({
-    startTasks,
-    conversations,
-    box,
-    temporal: temporalClient,
-    taskQueue: config.temporal.taskQueue,
-    settings: startSettings,
-    reconciler,
-  });
-  const sandboxService = new SandboxService({
-    sandboxes,
-    specs: sandboxSpecs,
-    conversations,
-    box,
-    temporal: temporalClient,
-    taskQueue: config.temporal.taskQueue,
-    defaultSpecId: config.sandboxes.defaultSpecId,
-    settings: sandboxWorkflowSettings(config.sandboxes),
-    operationTimeoutMs: config.sandboxes.operationTimeoutMs,
-  });
   const app = createApp({
     config,
     logger,
     readiness,
     apiKeys,
-    users,
+    users: stores.users,
     conversations,
     events,
-    ingest,
-    organizations,
+    ingest: services.ingest,
+    organizations: services.organizations,
     box,
-    sandboxService,
-    sandboxes,
+    sandboxService: services.sandboxService,
+    sandboxes: stores.sandboxes,
     sandboxSpecs,
-    starts,
-    startTasks,
-    appConversations,
-    callbacks: new CallbackDispatch({ temporal: temporalClient, taskQueue: config.temporal.taskQueue, appConversations, log: logger }),
+    starts: services.starts,
+    startTasks: stores.startTasks,
+    appConversations: stores.appConversations,
+    callbacks: services.callbacks,
   });
 
   // requestTimeout: the time a client has to send its whole request (headers and body). It ends when the

@@ -7,41 +7,31 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { SecretBox } from '../auth/secret-box';
-import { OrganizationsService } from '../orgs/organizations-service';
+import { createServices, createStores, type Stores as AllStores } from '../composition';
+import type { OrganizationsService } from '../orgs/organizations-service';
 import { ROLES, type Role } from '../schemas/organizations';
-import { ApiKeysStore } from '../store/api-keys-store';
-import { MembershipsStore } from '../store/memberships-store';
-import { OrganizationsStore } from '../store/organizations-store';
-import { UserSecretsStore } from '../store/user-secrets-store';
+import type { UserSecretsStore } from '../store/user-secrets-store';
 import { ALL_INDEXES } from '../store/indexes';
-import { ensureIndexes, openDatabase, type Database } from '../store/mongo';
+import { ensureIndexes, openDatabase } from '../store/mongo';
 import { ensurePostgresIndexes } from '../store/postgres-indexes';
-import { UsersStore } from '../store/users-store';
+import type { UsersStore } from '../store/users-store';
 import { WORKFLOW_TYPES, diagnosticsWorkflowId, type DiagnosticsResult } from '../temporal/shared';
-import { ConversationsStore } from '../store/conversations-store';
 import { ADMIN_EMAIL, bootstrapAdmin } from './bootstrap';
 import { runDemo } from './demo';
 import { resolveSecretsKey, resolveServers } from './embedded-servers';
 
 class CliError extends Error {}
 
-interface Stores {
-  users: UsersStore;
-  apiKeys: ApiKeysStore;
-  memberships: MembershipsStore;
+interface Stores extends Pick<AllStores, 'users' | 'apiKeys' | 'memberships' | 'conversations'> {
   orgs: OrganizationsService;
   /** Needs SECRETS_KEY (or the launcher's key file). */
   userSecrets: () => UserSecretsStore;
 }
 
-async function withDatabase<T>(config: Config, fn: (stores: Stores, db: Database) => Promise<T>): Promise<T> {
+async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T>): Promise<T> {
   const { mongoUri, postgresUrl } = resolveServers(config);
   if (!mongoUri) throw new CliError('MONGODB_URI is not set and no launcher runs on DATA_DIR; start the service or set MONGODB_URI');
   const key = resolveSecretsKey(config);
-  const box = () => {
-    if (!key) throw new CliError('SECRETS_KEY is not set and no launcher has kept one in DATA_DIR');
-    return new SecretBox(key);
-  };
   const database = openDatabase(mongoUri, config.mongo.db, { serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs, appName: 'agent-control-admin' });
   try {
     await ensureIndexes(database.db, ALL_INDEXES);
@@ -50,11 +40,16 @@ async function withDatabase<T>(config: Config, fn: (stores: Stores, db: Database
       const outcome = await ensurePostgresIndexes(database.db, postgresUrl, ALL_INDEXES).catch((e: Error) => ({ skipped: e.message }));
       if ('skipped' in outcome) console.error(`warning: PostgreSQL indexes not made (queries scan whole tables): ${outcome.skipped}`);
     }
-    const users = new UsersStore(database.db);
-    const memberships = new MembershipsStore(database.db);
-    // Creating users and organizations seals no secret; a placeholder key serves when none is set.
-    const orgs = new OrganizationsService({ users, organizations: new OrganizationsStore(database.db), memberships, box: key ? new SecretBox(key) : new SecretBox(SecretBox.generateKey()) });
-    return await fn({ users, apiKeys: new ApiKeysStore(database.db), memberships, orgs, userSecrets: () => new UserSecretsStore(database.db, box()) }, database);
+    // Creating users and organizations seals no secret; a placeholder key serves when none is set
+    // (the user secrets need the real one: `userSecrets` refuses to run without it).
+    const box = key ? new SecretBox(key) : new SecretBox(SecretBox.generateKey());
+    const stores = createStores(database.db, { box });
+    const { users, apiKeys, memberships, conversations } = stores;
+    const userSecrets = () => {
+      if (!key) throw new CliError('SECRETS_KEY is not set and no launcher has kept one in DATA_DIR');
+      return stores.userSecrets;
+    };
+    return await fn({ users, apiKeys, memberships, conversations, orgs: createServices(stores, { box }).organizations, userSecrets });
   } finally {
     await database.close();
   }
@@ -207,7 +202,7 @@ export function buildCli(config: () => Config): Command {
     .option('--timeout <seconds>', 'how long the whole demo may take', '120')
     .action(async (o: { user: string; timeout: string }) => {
       const c = config();
-      const result = await withDatabase(c, async ({ users, apiKeys }, database) => {
+      const result = await withDatabase(c, async ({ users, apiKeys, conversations }) => {
         const owner = await findUser(users, o.user);
         // A key of its own for the demo's calls, revoked when it ends: the user's keys are not stored raw.
         const { key: info, raw } = await apiKeys.create(owner.id, 'demo');
@@ -216,7 +211,7 @@ export function buildCli(config: () => Config): Command {
             apiUrl: c.api.publicBaseUrl,
             apiKey: raw,
             userId: owner.id,
-            conversations: new ConversationsStore(database.db),
+            conversations,
             print: json() ? () => undefined : (line) => console.log(line),
             timeoutMs: Number(o.timeout) * 1000,
           });

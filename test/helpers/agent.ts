@@ -5,8 +5,7 @@
  */
 import { ScriptedLlm, type ScriptStep } from '../../src/llm/scripted-llm';
 import type { TestApi } from './api';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { eventually } from './eventually';
 
 export interface Runtime {
   url: string;
@@ -60,15 +59,15 @@ export async function conversationInfo(c: AgentConversation): Promise<any> {
 }
 
 /** Polls the runtime until the conversation is in `status`. */
-export async function waitForExecution(c: AgentConversation, status: string, timeoutMs = 20_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  let last: any;
-  while (Date.now() < deadline) {
-    last = await conversationInfo(c);
-    if (last.execution_status === status) return last;
-    await sleep(50);
-  }
-  throw new Error(`conversation ${c.id} did not reach ${status} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+export function waitForExecution(c: AgentConversation, status: string, timeoutMs = 20_000): Promise<any> {
+  return eventually(
+    async () => {
+      const last = await conversationInfo(c);
+      if (last.execution_status !== status) throw new Error(`conversation ${c.id} did not reach ${status} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+      return last;
+    },
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 /** Every stored event of the conversation, read page by page through the api's search. */
@@ -85,19 +84,19 @@ export async function loggedEvents(t: TestApi, key: string, conversationId: stri
 }
 
 /** Waits until the runtime has sent everything and the log holds all its events; returns the log. */
-export async function settledLog(t: TestApi, key: string, c: AgentConversation, timeoutMs = 20_000): Promise<any[]> {
-  const deadline = Date.now() + timeoutMs;
-  let info: any;
+export function settledLog(t: TestApi, key: string, c: AgentConversation, timeoutMs = 20_000): Promise<any[]> {
   let log: any[] = [];
-  while (Date.now() < deadline) {
-    info = await conversationInfo(c);
-    if (info.unsent_events === 0) {
-      log = await loggedEvents(t, key, c.id);
-      if (log.length === info.events) return log;
-    }
-    await sleep(100);
-  }
-  throw new Error(`the log of ${c.id} did not settle: runtime ${JSON.stringify(info)}, log ${log.length}`);
+  return eventually(
+    async () => {
+      const info = await conversationInfo(c);
+      if (info.unsent_events === 0) {
+        log = await loggedEvents(t, key, c.id);
+        if (log.length === info.events) return log;
+      }
+      throw new Error(`the log of ${c.id} did not settle: runtime ${JSON.stringify(info)}, log ${log.length}`);
+    },
+    { timeoutMs, intervalMs: 100 },
+  );
 }
 
 export const kinds = (events: any[]) => events.map((e) => e.kind);

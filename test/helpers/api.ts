@@ -5,13 +5,12 @@ import type { Config } from '../../src/config';
 import type { Logger } from '../../src/logger';
 import { generateApiKey } from '../../src/auth/api-key';
 import { SecretBox } from '../../src/auth/secret-box';
-import { OrganizationsService } from '../../src/orgs/organizations-service';
-import { MembershipsStore } from '../../src/store/memberships-store';
-import { OrganizationsStore } from '../../src/store/organizations-store';
-import { ApiKeysStore } from '../../src/store/api-keys-store';
-import { ConversationsStore } from '../../src/store/conversations-store';
+import { createServices, createStores, type SealingStores, type Services } from '../../src/composition';
+import type { OrganizationsService } from '../../src/orgs/organizations-service';
+import type { ApiKeysStore } from '../../src/store/api-keys-store';
+import type { ConversationsStore } from '../../src/store/conversations-store';
 import { openDatabase, type Database } from '../../src/store/mongo';
-import { UsersStore } from '../../src/store/users-store';
+import type { UsersStore } from '../../src/store/users-store';
 import { testConfig, uniqueName } from './env';
 
 export interface TestApi {
@@ -21,6 +20,9 @@ export interface TestApi {
   config: Config;
   /** A separate client on the same database, for assertions on what was stored. */
   database: Database;
+  /** Every store over `database` (user secrets sealed with `box`), and the services over them. */
+  stores: SealingStores;
+  services: Services;
   users: UsersStore;
   apiKeys: ApiKeysStore;
   conversations: ConversationsStore;
@@ -50,11 +52,11 @@ export async function startTestApi(
   // Tests start when the api serves everything (its live channel too), as clients of `npm start` do.
   if (opts.waitPrepared ?? true) await api.prepared;
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
-  const users = new UsersStore(database.db);
-  const apiKeys = new ApiKeysStore(database.db);
-  const conversations = new ConversationsStore(database.db);
   const box = new SecretBox(config.secretsKey!);
-  const orgs = new OrganizationsService({ users, organizations: new OrganizationsStore(database.db), memberships: new MembershipsStore(database.db), box });
+  const stores = createStores(database.db, { box });
+  const services = createServices(stores, { box });
+  const { users, apiKeys, conversations } = stores;
+  const orgs = services.organizations;
   const request: TestApi['request'] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.key) headers['X-Access-Token'] = opts.key;
@@ -78,6 +80,8 @@ export async function startTestApi(
     api,
     config,
     database,
+    stores,
+    services,
     users,
     apiKeys,
     conversations,

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../src/process/net';
+import { eventually } from './eventually';
 import { distPath, runNode } from './run';
 
 export interface Launch {
@@ -35,11 +36,8 @@ export function alive(pid: number): boolean {
 
 /** Polls `check` until it holds; fails with `what` after `timeoutMs`. */
 export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await Promise.resolve(check()).catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(100);
-  }
+  // A check that throws counts as false: the error is not the report, `what` is.
+  await eventually(async () => (await Promise.resolve(check()).catch(() => false)) === true, { what, timeoutMs, intervalMs: 100 });
 }
 
 export async function freeLauncherPorts(): Promise<LauncherPorts> {
@@ -85,11 +83,14 @@ export class Launcher {
 
   /** Waits for the launcher's banner (everything up). */
   async waitUp(l: Launch): Promise<void> {
-    for (let i = 0; i < 1200 && !l.output().includes('Ctrl-C stops everything'); i++) {
-      if (l.child.exitCode !== null) throw new Error(`launcher exited early:\n${l.output()}`);
-      await sleep(100);
-    }
-    if (!l.output().includes('Ctrl-C stops everything')) throw new Error(`launcher not up in 120 s:\n${l.output()}`);
+    const up = () => l.output().includes('Ctrl-C stops everything');
+    await eventually(
+      () => {
+        if (!up() && l.child.exitCode === null) throw new Error(`launcher not up in 120 s:\n${l.output()}`);
+      },
+      { timeoutMs: 120_000, intervalMs: 100 },
+    );
+    if (!up()) throw new Error(`launcher exited early:\n${l.output()}`);
   }
 
   api(p: string, key?: string, init: RequestInit = {}): Promise<Response> {

@@ -2,20 +2,18 @@
 import fs from 'node:fs';
 import { readStat } from '../../src/process/process-tree';
 import type { TestApi } from './api';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { eventually } from './eventually';
 
 /** Polls the sandbox until `done` holds (or fails with the last value seen). */
-export async function waitForSandbox(t: TestApi, key: string, id: string, done: (s: any) => boolean, timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  let last: any;
-  while (Date.now() < deadline) {
-    const r = await t.request('GET', `/api/v1/sandboxes?id=${id}`, { key });
-    last = r.body?.[0];
-    if (last && done(last)) return last;
-    await sleep(100);
-  }
-  throw new Error(`sandbox ${id} did not reach the expected state within ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`);
+export function waitForSandbox(t: TestApi, key: string, id: string, done: (s: any) => boolean, timeoutMs = 30_000): Promise<any> {
+  return eventually(
+    async () => {
+      const last = (await t.request('GET', `/api/v1/sandboxes?id=${id}`, { key })).body?.[0];
+      if (!last || !done(last)) throw new Error(`sandbox ${id} did not reach the expected state within ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`);
+      return last;
+    },
+    { timeoutMs, intervalMs: 100 },
+  );
 }
 
 export const waitForStatus = (t: TestApi, key: string, id: string, status: string, timeoutMs?: number) =>

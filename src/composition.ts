@@ -1,0 +1,153 @@
+/**
+ * Where the stores and services are built: the api, the worker, the admin CLI, the tests and the benches
+ * call these factories over their handles (the database, the secrets box, the Temporal client) instead of
+ * constructing stores and services by hand. Nothing here connects or starts anything: the caller owns
+ * the handles, and starts and stops what runs (the reconciler's sweep).
+ */
+import type { Client } from '@temporalio/client';
+import type { Db } from 'mongodb';
+import { CallbackDispatch } from './app-conversations/callback-dispatch';
+import { StartTaskReconciler } from './app-conversations/start-task-reconciler';
+import { StartTaskService } from './app-conversations/start-task-service';
+import type { SecretBox } from './auth/secret-box';
+import type { Config } from './config';
+import { EventIngest } from './events/ingest';
+import type { LiveChannel } from './live/live-channel';
+import type { Logger } from './logger';
+import { OrganizationsService } from './orgs/organizations-service';
+import { StartSettingsResolver } from './orgs/start-settings';
+import { SandboxService, sandboxWorkflowSettings } from './sandboxes/sandbox-service';
+import { ApiKeysStore } from './store/api-keys-store';
+import { AppConversationsStore } from './store/app-conversations-store';
+import { CallbacksStore } from './store/callbacks-store';
+import { ConversationsStore } from './store/conversations-store';
+import { EventsStore } from './store/events-store';
+import { MembershipsStore } from './store/memberships-store';
+import { OrganizationsStore } from './store/organizations-store';
+import { SandboxSpecsStore } from './store/sandbox-specs-store';
+import { SandboxesStore } from './store/sandboxes-store';
+import { StartTasksStore } from './store/start-tasks-store';
+import { UserSecretsStore } from './store/user-secrets-store';
+import { UsersStore } from './store/users-store';
+
+export interface StoresOptions {
+  /** Seals and opens the users' stored secrets; without it there is no `userSecrets` store. */
+  box?: SecretBox;
+  /**
+   * Time budget of each read of the event log (the config's EVENT_QUERY_TIMEOUT_MS in the api).
+   * @default 15000 (EventsStore's default)
+   */
+  eventQueryTimeoutMs?: number;
+}
+
+/** One store per collection, over the same database. */
+export interface Stores {
+  apiKeys: ApiKeysStore;
+  appConversations: AppConversationsStore;
+  callbacks: CallbacksStore;
+  conversations: ConversationsStore;
+  events: EventsStore;
+  memberships: MembershipsStore;
+  organizations: OrganizationsStore;
+  sandboxSpecs: SandboxSpecsStore;
+  sandboxes: SandboxesStore;
+  startTasks: StartTasksStore;
+  users: UsersStore;
+}
+
+/** The stores with the one that needs the secrets box. */
+export interface SealingStores extends Stores {
+  userSecrets: UserSecretsStore;
+}
+
+export function createStores(db: Db, options: StoresOptions & { box: SecretBox }): SealingStores;
+export function createStores(db: Db, options?: StoresOptions): Stores;
+export function createStores(db: Db, options: StoresOptions = {}): Stores | SealingStores {
+  const stores: Stores = {
+    apiKeys: new ApiKeysStore(db),
+    appConversations: new AppConversationsStore(db),
+    callbacks: new CallbacksStore(db),
+    conversations: new ConversationsStore(db),
+    events: new EventsStore(db, { queryTimeoutMs: options.eventQueryTimeoutMs }),
+    memberships: new MembershipsStore(db),
+    organizations: new OrganizationsStore(db),
+    sandboxSpecs: new SandboxSpecsStore(db),
+    sandboxes: new SandboxesStore(db),
+    startTasks: new StartTasksStore(db),
+    users: new UsersStore(db),
+  };
+  return options.box ? { ...stores, userSecrets: new UserSecretsStore(db, options.box) } : stores;
+}
+
+/** The services every process with the secrets key uses: organizations, and the settings a start copies. */
+export interface Services {
+  organizations: OrganizationsService;
+  startSettings: StartSettingsResolver;
+}
+
+export function createServices(stores: SealingStores, deps: { box: SecretBox }): Services {
+  const { users, organizations, memberships, userSecrets } = stores;
+  return {
+    organizations: new OrganizationsService({ users, organizations, memberships, box: deps.box }),
+    startSettings: new StartSettingsResolver({ users, organizations, userSecrets, box: deps.box }),
+  };
+}
+
+export interface SandboxServiceOptions {
+  box: SecretBox;
+  temporal: Client;
+  taskQueue: string;
+  sandboxes: Config['sandboxes'];
+  /** How long pause, resume and delete wait for the workflow (the api passes its config's; else 60 s). */
+  operationTimeoutMs?: number;
+}
+
+/** The sandboxes' service: the api's routes and the worker's start tasks create and resume through it. */
+export function createSandboxService(stores: Stores, options: SandboxServiceOptions): SandboxService {
+  return new SandboxService({
+    sandboxes: stores.sandboxes,
+    specs: stores.sandboxSpecs,
+    conversations: stores.conversations,
+    box: options.box,
+    temporal: options.temporal,
+    taskQueue: options.taskQueue,
+    defaultSpecId: options.sandboxes.defaultSpecId,
+    settings: sandboxWorkflowSettings(options.sandboxes),
+    operationTimeoutMs: options.operationTimeoutMs,
+  });
+}
+
+export interface ApiServicesDeps {
+  box: SecretBox;
+  /** The api's client: workflows it starts carry the trace context of the request. */
+  temporal: Client;
+  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits'>;
+  live: Pick<LiveChannel, 'publish'>;
+  log: Logger;
+}
+
+/** Everything the api's routes call. The reconciler is built, not started: the api starts and stops it. */
+export interface ApiServices extends Services {
+  ingest: EventIngest;
+  sandboxService: SandboxService;
+  reconciler: StartTaskReconciler;
+  starts: StartTaskService;
+  callbacks: CallbackDispatch;
+}
+
+export function createApiServices(stores: SealingStores, deps: ApiServicesDeps): ApiServices {
+  const { box, temporal, config, live, log } = deps;
+  const taskQueue = config.temporal.taskQueue;
+  const { startTasks, conversations, appConversations } = stores;
+  const settings = { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs };
+  // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
+  const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
+  return {
+    ...createServices(stores, { box }),
+    ingest: new EventIngest({ events: stores.events, conversations, live, log, maxEventsPerConversation: config.limits.maxEventsPerConversation }),
+    sandboxService: createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs }),
+    reconciler,
+    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler }),
+    callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log }),
+  };
+}
