@@ -17,6 +17,7 @@
  *     or sessions of their own (the runtime runs each command detached; PostgreSQL's postmaster forks
  *     every backend and auxiliary process into a session of its own).
  */
+import { eachProcessFile } from '../src/process/process-tree';
 import fs from 'node:fs';
 
 /** USER_HZ: the unit of /proc's times (`getconf CLK_TCK`); 100 on every Linux architecture Node runs on. */
@@ -35,19 +36,12 @@ interface Proc {
 /** Every process now, by pid. */
 export function readProcs(): Map<number, Proc> {
   const procs = new Map<number, Proc>();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let text: string;
-    try {
-      text = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // exited between the listing and the read
-    }
+  for (const [pid, text] of eachProcessFile('stat')) {
     // "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses: split after the last ')'.
     // f[0] is field 3 (state), so field n is f[n - 3].
     const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
     const n = (field: number) => Number(f[field - 3]);
-    procs.set(Number(name), { pid: Number(name), ppid: n(4), pgrp: n(5), own: n(14) + n(15), reaped: n(16) + n(17) });
+    procs.set(pid, { pid, ppid: n(4), pgrp: n(5), own: n(14) + n(15), reaped: n(16) + n(17) });
   }
   return procs;
 }

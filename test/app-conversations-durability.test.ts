@@ -13,6 +13,7 @@ import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
+import { waitForStartTask } from './helpers/start-tasks';
 import { bareRepo } from './helpers/git-repo';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { startWorkerProcess } from './helpers/worker';
@@ -29,16 +30,7 @@ describe('starts across process failures', () => {
     await w.ready;
     return w.child;
   };
-  const task = async (id: string) => (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key: user.key })).body[0];
-  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs = 60_000) =>
-    eventually(
-      async () => {
-        const last = await task(id);
-        if (!last || !done(last)) throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
-        return last;
-      },
-      { timeoutMs, intervalMs: 200 },
-    );
+  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) => waitForStartTask(t, user.key, id, done, timeoutMs);
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-durable-'));

@@ -19,6 +19,7 @@ import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskSnapshot, type Start
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, uniqueName } from './helpers/env';
 import { eventually } from './helpers/eventually';
+import { waitForStartTask } from './helpers/start-tasks';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
@@ -72,16 +73,7 @@ describe('start tasks whose workflow was lost', () => {
     expect(created).toBe(true);
     return id;
   };
-  const task = async (id: string) => (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key: user.key })).body[0];
-  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs = 60_000) =>
-    eventually(
-      async () => {
-        const last = await task(id);
-        if (!last || !done(last)) throw new Error(`start task ${id} did not get there; last: ${JSON.stringify(last)}`);
-        return last;
-      },
-      { timeoutMs, intervalMs: 200 },
-    );
+  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) => waitForStartTask(t, user.key, id, done, timeoutMs);
   const finished = (s: any) => s.status === 'READY' || s.status === 'ERROR';
 
   it('a record whose workflow never started is started again by the api from its record, and reaches READY', async () => {

@@ -21,6 +21,10 @@ export function readStat(pid: number): ProcStat | null {
   } catch {
     return null;
   }
+  return parseStat(pid, text);
+}
+
+function parseStat(pid: number, text: string): ProcStat {
   // "pid (comm) state ppid ..."; comm may hold spaces and parentheses, so split after the last ')'.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return { pid, state: fields[0]!, ppid: Number(fields[1]), startTicks: fields[19]! };
@@ -29,10 +33,8 @@ export function readStat(pid: number): ProcStat | null {
 /** `pid` and every process below it, parents before children. */
 export function processTree(pid: number): number[] {
   const children = new Map<number, number[]>();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const s = readStat(Number(name));
-    if (!s) continue;
+  for (const [p, text] of eachProcessFile('stat')) {
+    const s = parseStat(p, text);
     const list = children.get(s.ppid) ?? [];
     list.push(s.pid);
     children.set(s.ppid, list);
@@ -66,15 +68,23 @@ export function signalAll(pids: readonly number[], signal: NodeJS.Signals): void
 export function processesWithEnv(name: string, value: string): number[] {
   const wanted = `${name}=${value}`;
   const found: number[] = [];
+  for (const [pid, environ] of eachProcessFile('environ')) if (environ.split('\0').includes(wanted)) found.push(pid);
+  return found;
+}
+
+/**
+ * Each process's `/proc/<pid>/<file>` now, as [pid, text]; a process that exited between the listing
+ * and the read, or one this process may not read, is skipped.
+ */
+export function* eachProcessFile(file: 'stat' | 'environ'): Generator<[number, string]> {
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    let environ: string;
+    let text: string;
     try {
-      environ = fs.readFileSync(`/proc/${entry}/environ`, 'latin1');
+      text = fs.readFileSync(`/proc/${entry}/${file}`, 'latin1');
     } catch {
       continue;
     }
-    if (environ.split('\0').includes(wanted)) found.push(Number(entry));
+    yield [Number(entry), text];
   }
-  return found;
 }

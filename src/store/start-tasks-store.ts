@@ -4,26 +4,23 @@
  * retention, and read back by a client that lost its stream.
  */
 import type { Db, Filter } from 'mongodb';
-import { START_TASK_STATUSES, type StartTaskStatus } from '../schemas/app-conversations';
+import { START_TASK_STATUSES, type StartTask, type StartTaskStatus } from '../schemas/app-conversations';
 import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
 import type { CollectionIndexes } from './mongo';
 
-export interface StartTaskRecord {
-  id: string;
-  created_by_user_id: string;
-  /** The conversation the task starts (the request's conversation_id, or one the task chose). */
+/**
+ * A start task as stored: the api's view of it (StartTaskSchema) with its dates as Dates, its request as
+ * the free-form object it is stored as, and the conversation it starts (the request's conversation_id,
+ * or one the task chose).
+ */
+export type StartTaskRecord = Omit<StartTask, 'request' | 'created_at' | 'updated_at'> & {
   conversation_id: string;
-  status: StartTaskStatus;
-  detail: string | null;
   /** The request as echoed (secrets masked). */
   request: Record<string, unknown>;
-  app_conversation_id: string | null;
-  sandbox_id: string | null;
-  agent_server_url: string | null;
   created_at: Date;
   updated_at: Date;
-}
+};
 
 /** One status of the task as it was reached (the snapshots a stream sends). */
 export type StartTaskStep = StartTaskChange & { at: Date };

@@ -6,7 +6,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import type { StartTaskStatus } from '../schemas/app-conversations';
+import type { StartTask, StartTaskStatus } from '../schemas/app-conversations';
 import type { SandboxStatus } from '../schemas/sandboxes';
 
 export type { SandboxStatus, StartTaskStatus };
@@ -104,19 +104,8 @@ export interface SandboxWorkflowInput {
 /** One workflow per start task; the task id is the conversation's id, so a second start of it joins the first. */
 export const startTaskWorkflowId = (taskId: string) => `start-task-${taskId}`;
 
-/** A start task as the api serves it (SPEC 2.3); dates as ISO strings. */
-export interface StartTaskSnapshot {
-  id: string;
-  created_by_user_id: string;
-  status: StartTaskStatus;
-  detail: string | null;
-  request: Record<string, unknown>;
-  app_conversation_id: string | null;
-  sandbox_id: string | null;
-  agent_server_url: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/** A start task as the api serves it (SPEC 2.3, StartTaskSchema); its request as the free-form object the workflow carries. */
+export type StartTaskSnapshot = Omit<StartTask, 'request'> & { request: Record<string, unknown> };
 
 /** Query of the start-task workflow: every snapshot so far, oldest first (a reader never misses a status). */
 export const startTaskSnapshotsQuery = defineQuery<StartTaskSnapshot[]>('snapshots');
