@@ -45,7 +45,7 @@ export class BadRequest extends DomainError {
 export class InvalidInput extends DomainError {
   readonly kind = 'invalid_input';
   constructor(readonly details: ValidationDetail[]) {
-    super(`invalid input: ${details.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; ')}`);
+    super(`request validation failed: ${details.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; ')}`);
   }
 }
 

@@ -32,6 +32,10 @@ describe('layering lint rule', () => {
     ['src/web/x.ts', "export { Readiness } from '../http/readiness';", 'src/web may not import src/http'],
     ['activities/x.ts', "import { createApp } from '../src/http/app';", 'activities may not import src/http'],
     ['src/events/x.ts', "const m = import('../../worker/worker');", 'src/events may not import worker'],
+    ['src/store/x.ts', 'const m = import(`../http/app`);', 'src/store may not import src/http'],
+    ['src/store/x.ts', "type T = import('../http/app').App;", 'src/store may not import src/http'],
+    ['src/orgs/x.ts', "import app = require('../api/server');", 'src/orgs may not import src/api'],
+    ['src/orgs/x.ts', "const app = require('../api/server');", 'src/orgs may not import src/api'],
   ])('refuses %s importing upward', (file, code, message) => {
     const found = problems(file, code);
     expect(found).toHaveLength(1);

@@ -23,7 +23,8 @@ describe('process provider', () => {
   let provider: ProcessProvider;
 
   beforeEach(() => {
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'process-provider-'));
+    // Not ASCII: the environment is matched as the bytes the kernel keeps.
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'process-provider-é-'));
     provider = new ProcessProvider({ sandboxesDir: root, runtimeEntry: '/nonexistent' });
   });
 

@@ -71,6 +71,14 @@ export class SandboxLifecycle {
     return this.status === 'STARTING' ? { act: { call: 'start' } } : NOTHING;
   }
 
+  /**
+   * The start as workflows before this class made it: always, even after an early update (one that came
+   * before the start's turn) had resumed or deleted the sandbox. Only for replaying their histories.
+   */
+  startAsBefore(): Step {
+    return { act: { call: 'start' } };
+  }
+
   /** The refusal an update meets before it enters history (its validator): none but for a deleted sandbox. */
   validate(op: SandboxUpdateName): Step['refuse'] {
     if (op === 'delete' || !this.deleted) return undefined;

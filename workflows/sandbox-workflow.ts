@@ -19,6 +19,7 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -50,6 +51,9 @@ const PROVIDER_CALLS = {
   resume: provider.resumeSandboxRuntime,
   delete: provider.deleteSandboxRuntime,
 } as const satisfies Record<ProviderAction['call'], (sandboxId: string) => Promise<void>>;
+
+/** The patch that made the start depend on the status (see where it is used). */
+const START_ONLY_WHILE_STARTING = 'sandbox-start-only-while-starting';
 
 /** Workflow time: `new Date()` in a workflow is the replayed time of the current task. */
 const now = () => new Date().getTime();
@@ -120,7 +124,10 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
     { key: SEARCH_ATTRIBUTE_KEYS.SandboxStatus, value: lifecycle.state.status },
   ]);
 
-  await serial(() => drive(lifecycle.start()));
+  // A new run starts its runtime unless an update that came first (resume, delete) has settled that.
+  // Runs recorded before this check started the runtime regardless; they replay as they ran.
+  if (patched(START_ONLY_WHILE_STARTING)) await serial(() => drive(lifecycle.start()));
+  else if (!input.carried) await serial(() => drive(lifecycle.startAsBefore()));
 
   while (!lifecycle.deleted) {
     await condition(() => lifecycle.deleted || historyTooLong(), settings.healthIntervalMs);

@@ -66,7 +66,7 @@ export class ProcessProvider implements SandboxProvider {
       throw new ProviderConfigError(`spec ${req.spec.id}: working_dir ${req.spec.working_dir} leaves the sandbox directory`);
     }
     fs.mkdirSync(workspace, { recursive: true });
-    this.killEarlierRuntime(dir);
+    await this.killEarlierRuntime(dir);
     const port = await freePort();
     const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
     const env = {
@@ -101,20 +101,21 @@ export class ProcessProvider implements SandboxProvider {
   }
 
   /**
-   * A start that died after spawning but before its handle was recorded (a worker killed mid-start)
-   * left a runtime behind: the file it wrote beside the runtime names it, and it is stopped here.
+   * A start that died after spawning (a worker killed mid-start) left a runtime behind: the file
+   * written beside it names it, and it is stopped here before another is spawned.
    */
-  private killEarlierRuntime(dir: string): void {
-    let recorded: number[] = [];
+  private async killEarlierRuntime(dir: string): Promise<void> {
+    let recorded: number[] | null = null;
     try {
-      recorded = this.tree(JSON.parse(fs.readFileSync(path.join(dir, RUNTIME_FILE), 'utf8')) as ProcessHandle) ?? [];
+      recorded = this.tree(JSON.parse(fs.readFileSync(path.join(dir, RUNTIME_FILE), 'utf8')) as ProcessHandle);
     } catch {
-      // no file (a first start), or one cut short
+      // no file, or one cut short
     }
-    // And whatever still runs with this sandbox's directory, file or not (a worker killed in the instant
-    // between the fork and the write; a file removed by hand): the runtime and what it ran inherit it.
-    const pids = [...new Set([...recorded, ...processesWithEnv('RUNTIME_SANDBOX_DIR', dir)])];
-    signalAll(pids, 'SIGKILL');
+    if (recorded) return signalAll(recorded, 'SIGKILL');
+    // No live runtime on file, yet one was spawned here before (its log exists; it is opened before the
+    // fork): a worker killed in the instant between the fork and the write, or a file removed by hand,
+    // left one that only its environment names. The runtime and what it ran inherit the variable.
+    if (fs.existsSync(path.join(dir, 'runtime.log'))) signalAll(await processesWithEnv('RUNTIME_SANDBOX_DIR', dir), 'SIGKILL');
   }
 
   /** The pids of the runtime and its descendants, or null when the runtime process is no longer ours. */

@@ -56,18 +56,37 @@ const importsGoDown = {
     messages: { up: '{{from}} may not import {{to}} ({{spec}}): it may import only {{allowed}}. The layers are in scripts/lint/layers.js.' },
   },
   create(context) {
-    const root = context.cwd;
+    // The project's root, wherever ESLint runs from (an editor, a subfolder).
+    const root = path.resolve(__dirname, '..', '..');
     const from = unitOf(root, context.filename);
     const allowed = from && LAYERS[from];
     if (!allowed) return {};
-    const check = (node) => {
-      const spec = node.source && node.source.value;
+    /** The module a source node names: a string, or a template literal without substitutions. */
+    const specOf = (source) => {
+      if (!source) return null;
+      if (source.type === 'Literal' && typeof source.value === 'string') return source.value;
+      if (source.type === 'TemplateLiteral' && source.expressions.length === 0) return source.quasis[0].value.cooked;
+      // `import(x)` with a computed name, and typescript-eslint's TSImportType (`import('...').T`) whose argument is a literal type
+      if (source.type === 'TSLiteralType') return specOf(source.literal);
+      return null;
+    };
+    const checkSource = (source) => {
+      const spec = specOf(source);
       if (typeof spec !== 'string' || !spec.startsWith('.')) return;
       const to = unitOf(root, path.resolve(path.dirname(context.filename), spec));
       if (!to || to === from || allowed.includes(to)) return;
-      context.report({ node: node.source, messageId: 'up', data: { from, to, spec, allowed: allowed.join(', ') || 'nothing outside itself' } });
+      context.report({ node: source, messageId: 'up', data: { from, to, spec, allowed: allowed.join(', ') || 'nothing outside itself' } });
     };
-    return { ImportDeclaration: check, ExportNamedDeclaration: check, ExportAllDeclaration: check, ImportExpression: check };
+    const check = (node) => checkSource(node.source);
+    return {
+      ImportDeclaration: check,
+      ExportNamedDeclaration: check,
+      ExportAllDeclaration: check,
+      ImportExpression: check,
+      TSImportType: (node) => checkSource(node.argument),
+      TSExternalModuleReference: (node) => checkSource(node.expression),
+      'CallExpression[callee.name="require"]': (node) => checkSource(node.arguments[0]),
+    };
   },
 };
 

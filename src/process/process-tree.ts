@@ -65,26 +65,44 @@ export function signalAll(pids: readonly number[], signal: NodeJS.Signals): void
  * may not read are skipped). Finds a process by what it was started with even when no record of its pid
  * survived, and its descendants too, which inherit the variable.
  */
-export function processesWithEnv(name: string, value: string): number[] {
-  const wanted = `${name}=${value}`;
+export async function processesWithEnv(name: string, value: string): Promise<number[]> {
+  const wanted = Buffer.from(`${name}=${value}`);
   const found: number[] = [];
-  for (const [pid, environ] of eachProcessFile('environ')) if (environ.split('\0').includes(wanted)) found.push(pid);
-  return found;
+  // Read off the event loop (a process's environ waits on its memory lock); compared as bytes, as the
+  // kernel keeps it (a directory name need not be valid UTF-8 or Latin-1).
+  await Promise.all(
+    pids().map(async (pid) => {
+      const environ = await fs.promises.readFile(`/proc/${pid}/environ`).catch(() => null);
+      if (environ && splitNul(environ).some((entry) => entry.equals(wanted))) found.push(pid);
+    }),
+  );
+  return found.sort((a, b) => a - b);
 }
+
+function splitNul(buf: Buffer): Buffer[] {
+  const parts: Buffer[] = [];
+  for (let start = 0; start < buf.length; ) {
+    const end = buf.indexOf(0, start);
+    parts.push(buf.subarray(start, end === -1 ? buf.length : end));
+    start = end === -1 ? buf.length : end + 1;
+  }
+  return parts;
+}
+
+const pids = () => fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number);
 
 /**
  * Each process's `/proc/<pid>/<file>` now, as [pid, text]; a process that exited between the listing
  * and the read, or one this process may not read, is skipped.
  */
-export function* eachProcessFile(file: 'stat' | 'environ'): Generator<[number, string]> {
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+export function* eachProcessFile(file: 'stat'): Generator<[number, string]> {
+  for (const pid of pids()) {
     let text: string;
     try {
-      text = fs.readFileSync(`/proc/${entry}/${file}`, 'latin1');
+      text = fs.readFileSync(`/proc/${pid}/${file}`, 'utf8');
     } catch {
       continue;
     }
-    yield [Number(entry), text];
+    yield [pid, text];
   }
 }

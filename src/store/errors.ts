@@ -21,7 +21,8 @@ export class DatabaseBusyError extends Unavailable {
     readonly budgetMs: number,
     options?: { cause?: unknown },
   ) {
-    super(`The database is busy: ${operation} ran out of its time budget of ${budgetMs} ms; retry shortly`, BUSY_RETRY_AFTER_SECONDS, options);
+    // The message is what a client reads: no operation names or budgets (they are fields, for the log).
+    super('The database is busy and the request ran out of its time budget; retry shortly', BUSY_RETRY_AFTER_SECONDS, options);
     this.name = 'DatabaseBusyError';
   }
 }
