@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { callbacksWorkflowId, startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
 import { loggedEvents, states } from './helpers/agent';
@@ -59,6 +59,24 @@ describe('app conversation starts', () => {
     killRuntimesUnder(dataDir);
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
+
+  /** The workflows a visibility query lists, once it lists `atLeast` (visibility is eventually consistent). */
+  const workflowsMatching = async (query: string, atLeast = 1) => {
+    const connection = await Connection.connect({ address: t.config.temporal.address! });
+    try {
+      const client = new Client({ connection, namespace: t.config.temporal.namespace });
+      return await eventually(
+        async () => {
+          const listed: { workflowId: string; searchAttributes: Record<string, unknown[]> }[] = [];
+          for await (const w of client.workflow.list({ query })) listed.push({ workflowId: w.workflowId, searchAttributes: w.searchAttributes as Record<string, unknown[]> });
+          return listed.length >= atLeast ? listed : false;
+        },
+        { timeoutMs: 10_000, intervalMs: 200, what: `a workflow matching ${query}` },
+      );
+    } finally {
+      await connection.close();
+    }
+  };
 
   /** POSTs stream-start and reads the whole JSON array it streams. */
   const streamStart = async (body: object, key = user.key) => {
@@ -161,6 +179,13 @@ describe('app conversation starts', () => {
     const error = started.body.at(-1);
     expect(error.detail).toMatch(/setup script \.agents\/setup\.sh failed \(exit 3\)/);
     expect(error.detail).toContain('error: no such package: left-pad');
+
+    // An operator finds the failed start by owner, status and conversation, and sees its sandbox.
+    const q = `OwnerUserId = "${user.userId}" AND StartTaskStatus = "ERROR" AND ConversationId = "${error.id}"`;
+    const found = await workflowsMatching(q);
+    expect(found.map((w) => w.workflowId)).toEqual([startTaskWorkflowId(error.id)]);
+    expect(found[0]!.searchAttributes.SandboxId).toEqual([error.sandbox_id]);
+    expect(await workflowsMatching(`OwnerUserId = "${user.userId}" AND StartTaskStatus = "READY" AND ConversationId = "${error.id}"`, 0)).toEqual([]);
   }, 60_000);
 
   it("refuses another user's sandbox: ERROR saying it was not found", async () => {
@@ -292,6 +317,9 @@ describe('app conversation starts', () => {
     expect(comment.attempts).toBe(3); // two 500s, then posted
     expect(recorded.filter((x) => x.kind === 'LoggingCallbackProcessor').every((x) => x.status === 'ok')).toBe(true);
     expect(recorded.map((x) => x.kind)).toContain('SetTitleCallbackProcessor'); // always registered
+    // Its callbacks workflow and its start are found by the conversation.
+    const byConversation = await workflowsMatching(`ConversationId = "${id}"`, 2);
+    expect(byConversation.map((w) => w.workflowId).sort()).toEqual([callbacksWorkflowId(id), startTaskWorkflowId(id)].sort());
 
     // The agent finishes again, and the record of the first comment is gone (a crash right after the post):
     // the comment is not posted twice (its marker is found on the pull request).

@@ -5,9 +5,9 @@
  * failing target does not hold the others back. What was processed is kept in MongoDB, so a new run
  * (after a quiet hour ended the last one) goes on from there.
  */
-import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { callbacksEventsSignal, type CallbacksWorkflowInput } from '../src/temporal/shared';
+import { callbacksEventsSignal, SEARCH_ATTRIBUTE_KEYS, type CallbacksWorkflowInput } from '../src/temporal/shared';
 import { CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
 
 const { callbackRange, markCallbacksProcessed } = proxyActivities<Activities>(CALLBACK_ACTIVITY_OPTIONS.bookkeeping);
@@ -16,6 +16,8 @@ const { runCallback } = proxyActivities<Activities>(CALLBACK_ACTIVITY_OPTIONS.ta
 export async function conversationCallbacksWorkflow(input: CallbacksWorkflowInput): Promise<void> {
   let pending = true; // started by a signal: something is new
   setHandler(callbacksEventsSignal, () => void (pending = true));
+  // Found by its conversation in the Temporal UI; runs recorded before the attribute replay without it.
+  if (patched('callbacks-search-attributes')) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.ConversationId, value: input.conversationId }]);
   for (;;) {
     if (!(await condition(() => pending, '1 hour'))) return; // quiet: the next stored event starts a new run
     pending = false;

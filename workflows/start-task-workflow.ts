@@ -6,9 +6,9 @@
  *   WORKING -> WAITING_FOR_SANDBOX -> PREPARING_REPOSITORY -> RUNNING_SETUP_SCRIPT -> SETTING_UP_GIT_HOOKS
  *   -> SETTING_UP_SKILLS -> STARTING_CONVERSATION -> READY        (or ERROR, with a detail to act on)
  */
-import { ActivityFailure, ApplicationFailure, TimeoutFailure, proxyActivities, proxyLocalActivities, setHandler, uuid4 } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { SEARCH_ATTRIBUTE_KEYS, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
 
 const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
@@ -17,6 +17,9 @@ const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY
 const { setUpGitHooks, startConversation } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
 const { acquireSandbox } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
 const { loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long); // plugins are cloned
+
+/** The patch that added the search attributes (see where it is used). */
+const START_TASK_SEARCH_ATTRIBUTES = 'start-task-search-attributes';
 
 /** What a person can act on: the message of the failure that stopped the start, or which step ran out of time. */
 function detailOf(e: unknown): string {
@@ -37,9 +40,24 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   const snapshots: StartTaskSnapshot[] = [];
   setHandler(startTaskSnapshotsQuery, () => snapshots);
   const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
+  // Operators find starts by owner, conversation, sandbox and status (README: "Finding workflows").
+  // Runs recorded before these attributes replay without them.
+  const searchable = patched(START_TASK_SEARCH_ATTRIBUTES);
   const report = async (status: StartTaskStatus, detail: string | null = null) => {
+    if (searchable) {
+      upsertSearchAttributes([
+        { key: SEARCH_ATTRIBUTE_KEYS.StartTaskStatus, value: status },
+        ...(where.sandbox_id ? [{ key: SEARCH_ATTRIBUTE_KEYS.SandboxId, value: where.sandbox_id }] : []),
+      ]);
+    }
     snapshots.push(await recordStartTask(taskId, snapshots.length, { status, detail, ...where }));
   };
+  if (searchable) {
+    upsertSearchAttributes([
+      { key: SEARCH_ATTRIBUTE_KEYS.OwnerUserId, value: userId },
+      { key: SEARCH_ATTRIBUTE_KEYS.ConversationId, value: taskId },
+    ]);
+  }
 
   try {
     await report('WORKING');

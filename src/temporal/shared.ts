@@ -43,6 +43,10 @@ export const SEARCH_ATTRIBUTE_KEYS = {
   OwnerUserId: defineSearchAttributeKey('OwnerUserId', SearchAttributeType.KEYWORD),
   SandboxStatus: defineSearchAttributeKey('SandboxStatus', SearchAttributeType.KEYWORD),
   StartTaskStatus: defineSearchAttributeKey('StartTaskStatus', SearchAttributeType.KEYWORD),
+  /** The conversation a start task starts, or whose callbacks a callbacks workflow runs. */
+  ConversationId: defineSearchAttributeKey('ConversationId', SearchAttributeType.KEYWORD),
+  /** The sandbox a start task runs in, once it has one. */
+  SandboxId: defineSearchAttributeKey('SandboxId', SearchAttributeType.KEYWORD),
 } as const;
 export type SearchAttributeName = keyof typeof SEARCH_ATTRIBUTE_KEYS;
 

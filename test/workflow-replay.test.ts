@@ -1,0 +1,31 @@
+/**
+ * Workflows that run while the worker is upgraded: histories recorded by a real Temporal server with the
+ * workflow code of commit b6e6613 (before the sandbox lifecycle was a class of its own and before start
+ * tasks and callbacks carried search attributes) replay with today's code. Protobuf bytes in
+ * test/fixtures (the JSON form needs a converter this install lacks).
+ *
+ * Sandboxes: one ordinary life (start, pause, resume) and two that met an update before their start's
+ * turn (a resume, a delete sent before any worker polled), where that code started the runtime
+ * regardless. A start task that reached READY, and a callbacks workflow's round.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { testEnv } from './helpers/env';
+import { quietTemporalRuntime } from './helpers/temporal-runtime';
+
+const fixture = (name: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'fixtures', `${name}.binpb`)));
+
+describe('workflow replay across the upgrade', () => {
+  beforeAll(() => quietTemporalRuntime());
+
+  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history'])(
+    'replays %s, recorded by the earlier code',
+    async (name) => {
+      const history = fixture(name);
+      expect(history.events!.length).toBeGreaterThan(5);
+      await expect(Worker.runReplayHistory({ workflowBundle: { codePath: testEnv().workflowBundlePath } }, history)).resolves.toBeUndefined();
+    },
+  );
+});
