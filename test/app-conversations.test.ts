@@ -186,6 +186,22 @@ describe('app conversation starts', () => {
     expect(found.map((w) => w.workflowId)).toEqual([startTaskWorkflowId(error.id)]);
     expect(found[0]!.searchAttributes.SandboxId).toEqual([error.sandbox_id]);
     expect(await workflowsMatching(`OwnerUserId = "${user.userId}" AND StartTaskStatus = "READY" AND ConversationId = "${error.id}"`, 0)).toEqual([]);
+
+    // Its summary and its steps' summaries read without decoding payloads.
+    const connection = await Connection.connect({ address: t.config.temporal.address! });
+    try {
+      const handle = new Client({ connection, namespace: t.config.temporal.namespace }).workflow.getHandle(startTaskWorkflowId(error.id));
+      const described = await handle.describe();
+      expect(await described.staticSummary()).toBe(`Start ${repo} for user ${user.userId}`);
+      expect(await described.staticDetails()).toContain(`- conversation: ${error.id}`);
+      const history = await handle.fetchHistory();
+      const summaries = (history.events ?? [])
+        .filter((e) => e.activityTaskScheduledEventAttributes)
+        .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')));
+      expect(summaries).toEqual(['start a new sandbox', `wait for sandbox ${error.sandbox_id} to run`, `clone ${repo}`, 'run the setup script (workspace broken)']);
+    } finally {
+      await connection.close();
+    }
   }, 60_000);
 
   it("refuses another user's sandbox: ERROR saying it was not found", async () => {

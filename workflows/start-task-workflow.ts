@@ -62,24 +62,31 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   try {
     await report('WORKING');
     await report('WAITING_FOR_SANDBOX');
-    const sandboxId = await acquireSandbox({ taskId, userId, sandboxId: request.sandbox_id, newSandboxId: uuid4() });
+    // Each step with a summary the Temporal UI shows in the history (what it works on, never a secret).
+    const sandboxId = await acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${request.sandbox_id} if paused` : 'start a new sandbox' }, [
+      { taskId, userId, sandboxId: request.sandbox_id, newSandboxId: uuid4() },
+    ]);
     where.sandbox_id = sandboxId;
-    where.agent_server_url = await waitForSandbox({ userId, sandboxId, timeoutMs: settings.sandboxWaitMs });
+    where.agent_server_url = await waitForSandbox.executeWithOptions({ summary: `wait for sandbox ${sandboxId} to run` }, [{ userId, sandboxId, timeoutMs: settings.sandboxWaitMs }]);
 
     await report('PREPARING_REPOSITORY');
-    const workingDir = await prepareRepository({ taskId, sandboxId, repository: request.selected_repository, branch: request.selected_branch, gitProvider: request.git_provider ?? null });
+    const repository = request.selected_repository;
+    const workingDir = await prepareRepository.executeWithOptions({ summary: repository ? `clone ${repository}${request.selected_branch ? `@${request.selected_branch}` : ''}` : 'make an empty git workspace' }, [
+      { taskId, sandboxId, repository, branch: request.selected_branch, gitProvider: request.git_provider ?? null },
+    ]);
 
     await report('RUNNING_SETUP_SCRIPT');
-    await runSetupScript({ taskId, userId, sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs });
+    await runSetupScript.executeWithOptions({ summary: `run the setup script (workspace ${workingDir})` }, [{ taskId, userId, sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs }]);
 
     await report('SETTING_UP_GIT_HOOKS');
-    await setUpGitHooks({ sandboxId, workingDir });
+    await setUpGitHooks.executeWithOptions({ summary: `install git hooks (workspace ${workingDir})` }, [{ sandboxId, workingDir }]);
 
     await report('SETTING_UP_SKILLS');
-    const skills = await loadSkills({ taskId, userId, sandboxId, workingDir, plugins: request.plugins ?? [] });
+    const plugins = request.plugins ?? [];
+    const skills = await loadSkills.executeWithOptions({ summary: `load skills (${plugins.length} plugin${plugins.length === 1 ? '' : 's'})` }, [{ taskId, userId, sandboxId, workingDir, plugins }]);
 
     await report('STARTING_CONVERSATION');
-    where.app_conversation_id = await startConversation({ taskId, userId, sandboxId, workingDir, skills });
+    where.app_conversation_id = await startConversation.executeWithOptions({ summary: `start the agent in sandbox ${sandboxId}` }, [{ taskId, userId, sandboxId, workingDir, skills }]);
 
     await report('READY');
   } catch (e) {

@@ -7,7 +7,7 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { AppConversationsStore } from '../store/app-conversations-store';
-import { callbacksEventsSignal, callbacksWorkflowId, WORKFLOW_TYPES, type CallbacksWorkflow, type CallbacksWorkflowInput } from '../temporal/shared';
+import { callbacksEventsSignal, callbacksWorkflowId, WORKFLOW_TYPES, workflowSummaries, type CallbacksWorkflow, type CallbacksWorkflowInput } from '../temporal/shared';
 
 /** How long "this conversation has no processors" is believed (an app conversation may be recorded later). */
 const NEGATIVE_TTL_MS = 30_000;
@@ -45,6 +45,7 @@ export class CallbackDispatch {
           args: [input],
           signal: callbacksEventsSignal,
           signalArgs: [],
+          ...workflowSummaries.callbacks(input),
         });
         return;
       } catch (e) {

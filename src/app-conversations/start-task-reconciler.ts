@@ -12,7 +12,7 @@
 import { isGrpcServiceError, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
-import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskSettings, type StartTaskWorkflow, type StartTaskWorkflowInput } from '../temporal/shared';
+import { startTaskWorkflowId, WORKFLOW_TYPES, workflowSummaries, type StartTaskSettings, type StartTaskWorkflow, type StartTaskWorkflowInput } from '../temporal/shared';
 
 export interface StartTaskReconcilerDeps {
   startTasks: StartTasksStore;
@@ -148,6 +148,7 @@ export class StartTaskReconciler {
           taskQueue: this.deps.taskQueue,
           args: [input],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          ...workflowSummaries.startTask(input),
         }),
       );
     } catch (e) {

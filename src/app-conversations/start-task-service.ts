@@ -19,6 +19,7 @@ import {
   type StartTaskSnapshot,
   type StartTaskWorkflow,
   type StartTaskWorkflowInput,
+  workflowSummaries,
 } from '../temporal/shared';
 import type { StartTaskReconciler } from './start-task-reconciler';
 
@@ -87,6 +88,7 @@ export class StartTaskService {
         taskQueue: this.deps.taskQueue,
         args: [input],
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        ...workflowSummaries.startTask(input),
       });
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return id; // joined

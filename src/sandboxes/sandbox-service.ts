@@ -22,6 +22,7 @@ import {
   type SandboxWorkflow,
   type SandboxWorkflowInput,
   type SandboxWorkflowSettings,
+  workflowSummaries,
 } from '../temporal/shared';
 import { sandboxView } from './sandbox-view';
 
@@ -124,7 +125,7 @@ export class SandboxService {
   private async startWorkflow(sandboxId: string, userId: string): Promise<void> {
     const input: SandboxWorkflowInput = { sandboxId, ownerUserId: userId, settings: this.deps.settings };
     try {
-      await this.deps.temporal.workflow.start<SandboxWorkflow>(WORKFLOW_TYPES.sandbox, { workflowId: sandboxWorkflowId(sandboxId), taskQueue: this.deps.taskQueue, args: [input] });
+      await this.deps.temporal.workflow.start<SandboxWorkflow>(WORKFLOW_TYPES.sandbox, { workflowId: sandboxWorkflowId(sandboxId), taskQueue: this.deps.taskQueue, args: [input], ...workflowSummaries.sandbox(input) });
     } catch (e) {
       if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
     }

@@ -158,3 +158,24 @@ export interface CallbackRange {
   toSeq: number;
   processors: number;
 }
+
+/**
+ * What the Temporal UI shows for each workflow (its static summary and details), so an operator reads a
+ * list of workflows without decoding payloads. Built from the inputs, which hold no secrets.
+ */
+export const workflowSummaries = {
+  sandbox: (input: SandboxWorkflowInput) => ({ staticSummary: `Sandbox ${input.sandboxId} of user ${input.ownerUserId}` }),
+  startTask: (input: StartTaskWorkflowInput) => {
+    const r = input.request;
+    const what = r.selected_repository ? `${r.selected_repository}${r.selected_branch ? `@${r.selected_branch}` : ''}` : 'an empty workspace';
+    const details = [
+      `- conversation: ${input.taskId}`,
+      `- user: ${input.userId}`,
+      `- repository: ${what}${r.git_provider ? ` (${r.git_provider})` : ''}`,
+      `- sandbox: ${r.sandbox_id ?? 'a new one'}`,
+      `- plugins: ${r.plugins?.length ?? 0}`,
+    ];
+    return { staticSummary: `Start ${what} for user ${input.userId}`, staticDetails: details.join('\n') };
+  },
+  callbacks: (input: CallbacksWorkflowInput) => ({ staticSummary: `Callbacks of conversation ${input.conversationId}` }),
+};
