@@ -81,6 +81,13 @@ export const envSchema = z.object({
   SERVERS_CACHE_DIR: nonEmpty('directory path').optional(),
   /** The workflow bundle the worker loads; defaults to dist/workflow-bundle.js written by `npm run build`. */
   WORKFLOW_BUNDLE_PATH: nonEmpty('file path').optional(),
+  /**
+   * Where the api serves Prometheus metrics (GET /metrics), as host:port, on a listener of its own: not
+   * behind the users' API keys, so keep it on loopback or a network only the scraper reaches. Unset: none.
+   */
+  METRICS_ADDRESS: hostPort.optional(),
+  /** The same for the worker: the Temporal SDK's own metrics (workflows, activities, polls). Unset: none. */
+  WORKER_METRICS_ADDRESS: hostPort.optional(),
   /** Ports of the embedded servers (used only when the launcher starts them). */
   EMBEDDED_MONGODB_PORT: port('the embedded MongoDB-wire server').default(27017),
   EMBEDDED_POSTGRES_PORT: port('the embedded PostgreSQL').default(27432),
@@ -186,6 +193,8 @@ export interface Config {
   shutdownGraceMs: number;
   starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; reconcileAfterMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
+  /** host:port of each process's Prometheus listener, when it has one. */
+  metrics: { apiAddress: string | undefined; workerAddress: string | undefined };
   sandboxes: {
     specsFile: string | undefined;
     defaultSpecId: string;
@@ -256,6 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     eventQueryTimeoutMs: e.EVENT_QUERY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
+    metrics: { apiAddress: e.METRICS_ADDRESS, workerAddress: e.WORKER_METRICS_ADDRESS },
     starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),

@@ -38,8 +38,14 @@ async function main(): Promise<void> {
       warn: (m, meta) => logger.warn(meta, m),
       error: (m, meta) => logger.error(meta, m),
     },
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
+      // The SDK's own metrics (workflow and activity outcomes and latencies by type, polls, slots), served
+      // by its core for Prometheus at http://WORKER_METRICS_ADDRESS/metrics.
+      ...(config.metrics.workerAddress ? { metrics: { prometheus: { bindAddress: config.metrics.workerAddress, countersTotalSuffix: true, useSecondsForDurations: true } } } : {}),
+    },
   });
+  if (config.metrics.workerAddress) logger.info({ url: `http://${config.metrics.workerAddress}/metrics` }, 'serving Prometheus metrics');
 
   const bundlePath = config.workflowBundlePath ?? path.resolve(__dirname, '..', 'workflow-bundle.js');
   if (!fs.existsSync(bundlePath)) {

@@ -5,6 +5,7 @@
 import { Client, Connection } from '@temporalio/client';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ApiMetrics } from '../observability/metrics';
 import { SecretBox } from '../auth/secret-box';
 import { requireSecretsKey, type Config } from '../config';
 import { createApp } from '../http/app';
@@ -23,6 +24,8 @@ import { Readiness } from '../http/readiness';
 
 export interface ApiServer {
   url: string;
+  /** Where Prometheus scrapes this api (METRICS_ADDRESS), when it serves metrics. */
+  metricsUrl: string | undefined;
   server: http.Server;
   /** Live subscribers connected to this process. */
   hub: EventHub;
@@ -97,6 +100,7 @@ export async function startApiServer(
   const { apiKeys, conversations, events } = stores;
   // Workflows started here carry the active trace context (a start's span) in their headers.
   const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
+  const metrics = config.metrics.apiAddress ? new ApiMetrics({ subscribers: () => hub.subscriberCount }) : undefined;
   const services = createApiServices(stores, { box, temporal: temporalClient, config, live, log: logger });
   const { reconciler } = services;
   reconciler.start();
@@ -118,6 +122,7 @@ export async function startApiServer(
     startTasks: stores.startTasks,
     appConversations: stores.appConversations,
     callbacks: services.callbacks,
+    metrics,
   });
 
   // requestTimeout: the time a client has to send its whole request (headers and body). It ends when the
@@ -141,12 +146,16 @@ export async function startApiServer(
     server.once('error', reject);
     server.listen(config.api.port, config.api.host, () => resolve());
   });
+  // Its own listener, started with the api (a busy address stops the start with the error).
+  const metricsServer = metrics && (await metrics.serve(config.metrics.apiAddress!));
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'serving Prometheus metrics');
   const closeSockets = attachEventSocket(server, { hub, apiKeys, conversations, events, log: logger, ready: () => prepared });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.api.host}:${port}`;
 
   return {
     url,
+    metricsUrl: metricsServer?.url,
     server,
     hub,
     prepared: preparing,
@@ -163,6 +172,7 @@ export async function startApiServer(
       await preparing;
       await reconciler.stop();
       await live.stop();
+      await metricsServer?.close();
       await readiness.drain();
       await temporal.close().catch(() => undefined);
       await database.close();

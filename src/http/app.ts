@@ -14,6 +14,7 @@ import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { EventsStore } from '../store/events-store';
 import type { UsersStore } from '../store/users-store';
+import type { ApiMetrics } from '../observability/metrics';
 import type { SecretBox } from '../auth/secret-box';
 import type { SandboxService } from '../sandboxes/sandbox-service';
 import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
@@ -58,6 +59,8 @@ export interface AppDeps {
   callbacks: CallbackDispatch;
   startTasks: StartTasksStore;
   appConversations: AppConversationsStore;
+  /** Counts requests, ingest and streams when the api serves metrics (METRICS_ADDRESS). */
+  metrics?: ApiMetrics;
 }
 
 export interface App {
@@ -76,6 +79,24 @@ const refuseNul: Koa.Middleware = async (ctx, next) => {
   await next();
 };
 
+/**
+ * Counts every answer by method, route pattern and status (outermost, so errors are counted with the
+ * status the error middleware gave them). The route is the router's pattern, never the raw path: label
+ * values stay bounded whatever clients send.
+ */
+function countRequests(metrics: ApiMetrics): Koa.Middleware {
+  return async (ctx, next) => {
+    const stop = metrics.requestSeconds.startTimer();
+    try {
+      await next();
+    } finally {
+      const labels = { method: ctx.method, route: (ctx as { _matchedRoute?: unknown })._matchedRoute?.toString() ?? 'unmatched', status: String(ctx.status) };
+      metrics.requests.inc(labels);
+      stop(labels);
+    }
+  };
+}
+
 export function createApp(deps: AppDeps): App {
   const registry = new OpenAPIRegistry();
   const auth: AuthMiddlewares = {
@@ -90,7 +111,7 @@ export function createApp(deps: AppDeps): App {
     usersRoutes(router('/api/v1/users', 'users'), deps.users),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
-    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks),
+    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks, deps.metrics),
     sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),
     sandboxSpecsRoutes(router('/api/v1/sandbox-specs', 'sandbox-specs'), deps.sandboxSpecs),
     appConversationsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
@@ -107,6 +128,7 @@ export function createApp(deps: AppDeps): App {
     if (err.code === 'ERR_STREAM_PREMATURE_CLOSE' || err.code === 'ECONNRESET' || err.code === 'EPIPE') return;
     deps.logger.error({ err }, 'error while answering');
   });
+  if (deps.metrics) koa.use(countRequests(deps.metrics));
   koa.use(requestContext(deps.logger));
   koa.use(errorMiddleware());
   koa.use(refuseNul);

@@ -2,6 +2,7 @@
  * /api/v1/app-conversations (SPEC 4.2, 4.5): starting conversations (streamed or not), their start
  * tasks, and the caller's conversations. Everything is scoped to the caller.
  */
+import type { ApiMetrics } from '../../observability/metrics';
 import { callerId } from '../state';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
@@ -53,7 +54,7 @@ const conversationFilters = (q: z.output<typeof AppConversationCountQuerySchema>
 
 export function appConversationsRoutes(
   router: ApiRouter,
-  deps: { starts: StartTaskService; startTasks: StartTasksStore; appConversations: AppConversationsStore },
+  deps: { starts: StartTaskService; startTasks: StartTasksStore; appConversations: AppConversationsStore; metrics?: Pick<ApiMetrics, 'startStreams'> },
 ): ApiRouter {
   const { starts, startTasks, appConversations } = deps;
   const searchPage = async (userId: string, query: z.output<typeof AppConversationSearchQuerySchema>) => {
@@ -89,6 +90,7 @@ export function appConversationsRoutes(
         // A start can be silent for minutes (a sandbox coming up, a long setup script); whitespace between
         // the array's elements keeps proxies and clients from taking the quiet connection for a dead one.
         const keepAlive = setInterval(() => stream.write('\n'), KEEP_ALIVE_MS);
+        deps.metrics?.startStreams.inc();
         let first = true;
         void starts
           .follow(
@@ -102,6 +104,7 @@ export function appConversationsRoutes(
           .catch((e: Error) => ctx.state.log?.error({ err: e.message, task_id: id }, 'following a start failed'))
           .finally(() => {
             clearInterval(keepAlive);
+            deps.metrics?.startStreams.dec();
             stream.end(']');
           });
       },

@@ -1,3 +1,4 @@
+import type { ApiMetrics } from '../../observability/metrics';
 import type { CallbackDispatch } from '../../app-conversations/callback-dispatch';
 import type { EventIngest } from '../../events/ingest';
 import type { SandboxService } from '../../sandboxes/sandbox-service';
@@ -12,6 +13,7 @@ export function webhooksRoutes(
   ingest: EventIngest,
   sandboxes: Pick<SandboxService, 'touchConversation'>,
   callbacks: Pick<CallbackDispatch, 'notify'>,
+  metrics?: Pick<ApiMetrics, 'ingestBatches' | 'ingestEvents'>,
 ): ApiRouter {
   return router.route(
     {
@@ -36,6 +38,8 @@ export function webhooksRoutes(
     async (ctx, { params, body }) => {
       const result = await ingest.ingest(params.conversation_id, body);
       ctx.body = result;
+      metrics?.ingestBatches.inc();
+      metrics?.ingestEvents.inc(result.stored);
       sandboxes.touchConversation(params.conversation_id); // events are use: no idle auto-pause
       if (result.stored > 0) callbacks.notify(params.conversation_id); // its processors run in the callbacks workflow
     },
