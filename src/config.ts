@@ -86,8 +86,15 @@ export const envSchema = z.object({
    * behind the users' API keys, so keep it on loopback or a network only the scraper reaches. Unset: none.
    */
   METRICS_ADDRESS: hostPort.optional(),
-  /** The same for the worker: the Temporal SDK's own metrics (workflows, activities, polls). Unset: none. */
-  WORKER_METRICS_ADDRESS: hostPort.optional(),
+  /**
+   * The same for the worker: the Temporal SDK's own metrics (workflows, activities, polls). Its exporter
+   * binds a literal address (IP:port, [IPv6]:port), not a host name. Unset: none.
+   */
+  WORKER_METRICS_ADDRESS: z
+    .string()
+    .trim()
+    .regex(/^((\d{1,3}\.){3}\d{1,3}|\[[0-9A-Fa-f:.]+\]):\d{1,5}$/, { error: 'IP:port or [IPv6]:port, such as 127.0.0.1:9464 (the exporter binds no host names)' })
+    .optional(),
   /** Ports of the embedded servers (used only when the launcher starts them). */
   EMBEDDED_MONGODB_PORT: port('the embedded MongoDB-wire server').default(27017),
   EMBEDDED_POSTGRES_PORT: port('the embedded PostgreSQL').default(27432),

@@ -192,13 +192,13 @@ describe('app conversation starts', () => {
     try {
       const handle = new Client({ connection, namespace: t.config.temporal.namespace }).workflow.getHandle(startTaskWorkflowId(error.id));
       const described = await handle.describe();
-      expect(await described.staticSummary()).toBe(`Start ${repo} for user ${user.userId}`);
+      expect(await described.staticSummary()).toBe(`Start for user ${user.userId}: ${JSON.stringify(repo)}`);
       expect(await described.staticDetails()).toContain(`- conversation: ${error.id}`);
       const history = await handle.fetchHistory();
       const summaries = (history.events ?? [])
         .filter((e) => e.activityTaskScheduledEventAttributes)
         .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')));
-      expect(summaries).toEqual(['start a new sandbox', `wait for sandbox ${error.sandbox_id} to run`, `clone ${repo}`, 'run the setup script (workspace broken)']);
+      expect(summaries).toEqual(['start a new sandbox', `wait for sandbox ${error.sandbox_id} to run`, `clone ${JSON.stringify(repo)}`, 'run the setup script (workspace "broken")']);
     } finally {
       await connection.close();
     }

@@ -83,6 +83,16 @@ describe('metrics', () => {
     expect((await fetch(metricsUrl, { method: 'POST' })).status).toBe(404);
   });
 
+  it('a METRICS_ADDRESS in use stops the api before it listens, naming the variable', async () => {
+    const busy = new URL(metricsUrl).host;
+    await expect(startTestApi(testConfig({ METRICS_ADDRESS: busy }))).rejects.toThrow(`METRICS_ADDRESS=${busy}: listen EADDRINUSE`);
+  });
+
+  it('the worker exporter binds addresses, not host names: a name is a configuration error', () => {
+    expect(() => testConfig({ WORKER_METRICS_ADDRESS: 'localhost:9464' })).toThrow(/WORKER_METRICS_ADDRESS="localhost:9464" is invalid: expected IP:port/);
+    expect(testConfig({ WORKER_METRICS_ADDRESS: '[::1]:9464' }).metrics.workerAddress).toBe('[::1]:9464');
+  });
+
   it("the worker serves the Temporal SDK's metrics", async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-worker-'));
     const address = `127.0.0.1:${await freePort()}`;

@@ -29,22 +29,28 @@ async function main(): Promise<void> {
   const secretsKey = requireSecretsKey(config);
   const logger = createLogger(config, 'worker');
   const tracing = installTracing(config.tracing, 'agent-control-worker');
-  Runtime.install({
-    logger: {
-      log: (level, message, meta) => logger[level.toLowerCase() as Lowercase<typeof level>](meta ?? {}, message),
-      trace: (m, meta) => logger.trace(meta, m),
-      debug: (m, meta) => logger.debug(meta, m),
-      info: (m, meta) => logger.info(meta, m),
-      warn: (m, meta) => logger.warn(meta, m),
-      error: (m, meta) => logger.error(meta, m),
-    },
-    telemetryOptions: {
-      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
-      // The SDK's own metrics (workflow and activity outcomes and latencies by type, polls, slots), served
-      // by its core for Prometheus at http://WORKER_METRICS_ADDRESS/metrics.
-      ...(config.metrics.workerAddress ? { metrics: { prometheus: { bindAddress: config.metrics.workerAddress, countersTotalSuffix: true, useSecondsForDurations: true } } } : {}),
-    },
-  });
+  try {
+    Runtime.install({
+      logger: {
+        log: (level, message, meta) => logger[level.toLowerCase() as Lowercase<typeof level>](meta ?? {}, message),
+        trace: (m, meta) => logger.trace(meta, m),
+        debug: (m, meta) => logger.debug(meta, m),
+        info: (m, meta) => logger.info(meta, m),
+        warn: (m, meta) => logger.warn(meta, m),
+        error: (m, meta) => logger.error(meta, m),
+      },
+      telemetryOptions: {
+        logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
+        // The SDK's own metrics (workflow and activity outcomes and latencies by type, polls, slots), served
+        // by its core for Prometheus at http://WORKER_METRICS_ADDRESS/metrics.
+        ...(config.metrics.workerAddress ? { metrics: { prometheus: { bindAddress: config.metrics.workerAddress, countersTotalSuffix: true, useSecondsForDurations: true } } } : {}),
+      },
+    });
+  } catch (e) {
+    // The exporter's own message names no variable (a busy port, an address it cannot bind).
+    if (config.metrics.workerAddress) throw new Error(`WORKER_METRICS_ADDRESS=${config.metrics.workerAddress}: ${(e as Error).message}`, { cause: e });
+    throw e;
+  }
   if (config.metrics.workerAddress) logger.info({ url: `http://${config.metrics.workerAddress}/metrics` }, 'serving Prometheus metrics');
 
   const bundlePath = config.workflowBundlePath ?? path.resolve(__dirname, '..', 'workflow-bundle.js');

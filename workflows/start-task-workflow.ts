@@ -8,7 +8,7 @@
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { SEARCH_ATTRIBUTE_KEYS, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { SEARCH_ATTRIBUTE_KEYS, shown, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
 
 const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
@@ -63,7 +63,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     await report('WORKING');
     await report('WAITING_FOR_SANDBOX');
     // Each step with a summary the Temporal UI shows in the history (what it works on, never a secret).
-    const sandboxId = await acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${request.sandbox_id} if paused` : 'start a new sandbox' }, [
+    const sandboxId = await acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${shown(request.sandbox_id)} if paused` : 'start a new sandbox' }, [
       { taskId, userId, sandboxId: request.sandbox_id, newSandboxId: uuid4() },
     ]);
     where.sandbox_id = sandboxId;
@@ -71,15 +71,15 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
 
     await report('PREPARING_REPOSITORY');
     const repository = request.selected_repository;
-    const workingDir = await prepareRepository.executeWithOptions({ summary: repository ? `clone ${repository}${request.selected_branch ? `@${request.selected_branch}` : ''}` : 'make an empty git workspace' }, [
+    const workingDir = await prepareRepository.executeWithOptions({ summary: repository ? `clone ${shown(repository)}${request.selected_branch ? ` branch ${shown(request.selected_branch)}` : ''}` : 'make an empty git workspace' }, [
       { taskId, sandboxId, repository, branch: request.selected_branch, gitProvider: request.git_provider ?? null },
     ]);
 
     await report('RUNNING_SETUP_SCRIPT');
-    await runSetupScript.executeWithOptions({ summary: `run the setup script (workspace ${workingDir})` }, [{ taskId, userId, sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs }]);
+    await runSetupScript.executeWithOptions({ summary: `run the setup script (workspace ${shown(workingDir)})` }, [{ taskId, userId, sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs }]);
 
     await report('SETTING_UP_GIT_HOOKS');
-    await setUpGitHooks.executeWithOptions({ summary: `install git hooks (workspace ${workingDir})` }, [{ sandboxId, workingDir }]);
+    await setUpGitHooks.executeWithOptions({ summary: `install git hooks (workspace ${shown(workingDir)})` }, [{ sandboxId, workingDir }]);
 
     await report('SETTING_UP_SKILLS');
     const plugins = request.plugins ?? [];

@@ -83,7 +83,7 @@ const importsGoDown = {
       ExportNamedDeclaration: check,
       ExportAllDeclaration: check,
       ImportExpression: check,
-      TSImportType: (node) => checkSource(node.argument),
+      TSImportType: (node) => checkSource(node.source ?? node.argument),
       TSExternalModuleReference: (node) => checkSource(node.expression),
       'CallExpression[callee.name="require"]': (node) => checkSource(node.arguments[0]),
     };

@@ -142,13 +142,16 @@ export async function startApiServer(
   server.on('request', (_req, res: http.ServerResponse) => {
     if (closing) res.setHeader('Connection', 'close');
   });
+  // Metrics first, on their own listener: a busy METRICS_ADDRESS stops the start before the api listens.
+  const metricsServer = metrics && (await metrics.serve(config.metrics.apiAddress!, (err) => logger.error({ err }, 'metrics listener')));
+  if (metricsServer) logger.info({ url: metricsServer.url }, 'serving Prometheus metrics');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.api.port, config.api.host, () => resolve());
+  }).catch(async (e: unknown) => {
+    await metricsServer?.close();
+    throw e;
   });
-  // Its own listener, started with the api (a busy address stops the start with the error).
-  const metricsServer = metrics && (await metrics.serve(config.metrics.apiAddress!));
-  if (metricsServer) logger.info({ url: metricsServer.url }, 'serving Prometheus metrics');
   const closeSockets = attachEventSocket(server, { hub, apiKeys, conversations, events, log: logger, ready: () => prepared });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.api.host}:${port}`;

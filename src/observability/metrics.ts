@@ -56,7 +56,7 @@ export class ApiMetrics {
   }
 
   /** A listener that answers GET /metrics and 404 to everything else; resolves once it listens. */
-  async serve(address: string): Promise<{ url: string; close(): Promise<void> }> {
+  async serve(address: string, onError: (e: Error) => void): Promise<{ url: string; close(): Promise<void> }> {
     const server = http.createServer((req, res) => {
       if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
@@ -71,9 +71,11 @@ export class ApiMetrics {
     const at = address.lastIndexOf(':');
     const host = address.slice(0, at).replace(/^\[|\]$/g, '');
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (e) => reject(new Error(`METRICS_ADDRESS=${address}: ${e.message}`, { cause: e })));
       server.listen(Number(address.slice(at + 1)), host, () => resolve());
     });
+    // Once listening, an error of the listener (out of file handles) is reported, never fatal.
+    server.on('error', (e) => onError(e));
     const bound = server.address() as { address: string; port: number };
     return {
       url: `http://${bound.address.includes(':') ? `[${bound.address}]` : bound.address}:${bound.port}/metrics`,

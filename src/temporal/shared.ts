@@ -160,6 +160,16 @@ export interface CallbackRange {
 }
 
 /**
+ * A value a user sent, as the Temporal UI may show it: one line, at most 120 characters, in JSON quotes
+ * (so Markdown and look-alike text stay text).
+ */
+export function shown(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  const line = value.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, ' ');
+  return JSON.stringify(line.length > 120 ? `${line.slice(0, 119)}…` : line);
+}
+
+/**
  * What the Temporal UI shows for each workflow (its static summary and details), so an operator reads a
  * list of workflows without decoding payloads. Built from the inputs, which hold no secrets.
  */
@@ -167,15 +177,17 @@ export const workflowSummaries = {
   sandbox: (input: SandboxWorkflowInput) => ({ staticSummary: `Sandbox ${input.sandboxId} of user ${input.ownerUserId}` }),
   startTask: (input: StartTaskWorkflowInput) => {
     const r = input.request;
-    const what = r.selected_repository ? `${r.selected_repository}${r.selected_branch ? `@${r.selected_branch}` : ''}` : 'an empty workspace';
+    const what = r.selected_repository ? `${shown(r.selected_repository)}${r.selected_branch ? ` branch ${shown(r.selected_branch)}` : ''}` : 'an empty workspace';
+    // What the service knows first, then what the user sent, quoted: a request cannot dress itself up
+    // as another user's start or add lines to the details.
     const details = [
-      `- conversation: ${input.taskId}`,
       `- user: ${input.userId}`,
-      `- repository: ${what}${r.git_provider ? ` (${r.git_provider})` : ''}`,
-      `- sandbox: ${r.sandbox_id ?? 'a new one'}`,
+      `- conversation: ${input.taskId}`,
+      `- repository: ${what}${r.git_provider ? ` (${shown(r.git_provider)})` : ''}`,
+      `- sandbox: ${r.sandbox_id ? shown(r.sandbox_id) : 'a new one'}`,
       `- plugins: ${r.plugins?.length ?? 0}`,
     ];
-    return { staticSummary: `Start ${what} for user ${input.userId}`, staticDetails: details.join('\n') };
+    return { staticSummary: `Start for user ${input.userId}: ${what}`, staticDetails: details.join('\n') };
   },
   callbacks: (input: CallbacksWorkflowInput) => ({ staticSummary: `Callbacks of conversation ${input.conversationId}` }),
 };

@@ -1,4 +1,5 @@
 /** Runs the real launcher (`npm start`'s program) as a process on free ports, in a data directory of its own. */
+import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,8 +41,34 @@ export async function until(what: string, check: () => Promise<boolean> | boolea
   await eventually(async () => (await Promise.resolve(check()).catch(() => false)) === true, { what, timeoutMs, intervalMs: 100 });
 }
 
+/** Ports handed out by this process, never handed out twice. */
+const handedOut = new Set<number>();
+
+/**
+ * A free loopback port below the kernel's ephemeral range (32768-60999 by default), where listen(0)
+ * ports come from: the launcher binds its ports seconds after they are chosen, and an outgoing
+ * connection of another test may be given an ephemeral port meanwhile (seen: "port ... is already in
+ * use" under load).
+ */
+async function launcherPort(): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  return freePort();
+}
+
 export async function freeLauncherPorts(): Promise<LauncherPorts> {
-  return { api: await freePort(), mongo: await freePort(), postgres: await freePort(), temporal: await freePort(), ui: await freePort() };
+  return { api: await launcherPort(), mongo: await launcherPort(), postgres: await launcherPort(), temporal: await launcherPort(), ui: await launcherPort() };
 }
 
 export class Launcher {
