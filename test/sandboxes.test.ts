@@ -278,6 +278,15 @@ describe('sandboxes', () => {
     expect(paused.body.status).toBe('PAUSED');
     const pausedQuery = `WorkflowId = "${sandboxWorkflowId(s.id)}" AND SandboxStatus = "PAUSED"`;
     await eventually(async () => expect(await listed(pausedQuery)).toEqual([sandboxWorkflowId(s.id)]), { timeoutMs: 10_000, intervalMs: 100 });
+
+    // The provider calls read as what they do in the Temporal UI: the first run started the runtime, the
+    // current one paused it.
+    const summaries = async (runId?: string) =>
+      ((await client.workflow.getHandle(sandboxWorkflowId(s.id), runId).fetchHistory()).events ?? [])
+        .filter((e) => e.activityTaskScheduledEventAttributes)
+        .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')));
+    expect(await summaries(first)).toEqual(['start the runtime']);
+    expect(await summaries()).toEqual(['pause the runtime']);
   }, 90_000);
 });
 

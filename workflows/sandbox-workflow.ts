@@ -84,12 +84,16 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
     for (;;) {
       if (step.change) {
         publish(step.change.status);
-        if (!step.change.written) await recordSandboxStatus(sandboxId, step.change.status, step.change.status_detail);
+        if (!step.change.written) {
+          await recordSandboxStatus.executeWithOptions({ summary: `record ${step.change.status}` }, [sandboxId, step.change.status, step.change.status_detail]);
+        }
       }
       if (step.refuse) throw ApplicationFailure.nonRetryable(step.refuse.message, SANDBOX_FAILURES[step.refuse.failure]);
       const action = step.act;
       if (!action) return lifecycle.state;
-      const outcome = await PROVIDER_CALLS[action.call](sandboxId).then(
+      // The history reads "start the runtime", "pause the runtime (idle)", ... without decoding payloads.
+      const summary = `${action.call} the runtime${action.call === 'pause' && action.why === 'idle' ? ' (idle)' : ''}`;
+      const outcome = await PROVIDER_CALLS[action.call].executeWithOptions({ summary }, [sandboxId]).then(
         (): ProviderOutcome => ({ ok: true }),
         (e: unknown): ProviderOutcome => ({ ok: false, reason: reason(e) }),
       );
@@ -110,7 +114,7 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   /** One look at the runtime, acting on what it shows. */
   const healthCheck = async () => {
     if (!lifecycle.checksHealth) return;
-    const check = await checkSandboxRuntime(sandboxId).catch((e: unknown): RuntimeCheck => ({ state: 'unreachable', detail: reason(e), lastUsedAtMs: now() }));
+    const check = await checkSandboxRuntime.executeWithOptions({ summary: 'health check' }, [sandboxId]).catch((e: unknown): RuntimeCheck => ({ state: 'unreachable', detail: reason(e), lastUsedAtMs: now() }));
     await drive(lifecycle.observed(check, now()));
   };
 
