@@ -1,0 +1,169 @@
+/**
+ * The images the docker tests and benches run, built on the machine (no registry is needed):
+ * - a Node base, standing in for node:20-bookworm-slim: a Debian bookworm root file system made by
+ *   debootstrap (minbase, with git), this machine's node and npm, and a `node` user (uid 1000);
+ * - the project's images from its Dockerfile on that base: the api/worker image and the runtime image;
+ * - the Temporal dev server and FerretDB, from the binaries the project already builds.
+ * Each is built only when the engine does not have it; the project's own builds go through the
+ * engine's layer cache, so a run that changed no file rebuilds nothing.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { repoRoot, FERRETDB_VERSION, TEMPORAL_CLI_VERSION } from '../servers/paths';
+import { aptInstall, engineGet } from './engine';
+
+const run = promisify(execFile);
+type Say = (line: string) => void;
+
+/** Bump when the base's recipe changes: the tag names the recipe, so an old base is not reused. */
+const BASE_RECIPE = 2;
+const BASE_PACKAGES = ['git', 'ca-certificates'];
+
+export interface ProjectImages {
+  /** The Node base the others are built on. */
+  base: string;
+  /** api and worker (the Dockerfile's default target). */
+  app: string;
+  /** The sandbox runtime (the Dockerfile's `runtime` target). */
+  runtime: string;
+}
+
+export interface ServerImages {
+  temporal: string;
+  ferretdb: string;
+}
+
+/** The docker CLI against `host`, with the classic builder (it reads .dockerignore and needs no buildx). */
+function docker(host: string, args: string[], opts: { input?: NodeJS.ReadableStream; say?: Say } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' }, stdio: [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`docker ${args.slice(0, 2).join(' ')} exited with ${code}:\n${out.trim().split('\n').slice(-30).join('\n')}`))));
+    if (opts.input) opts.input.pipe(child.stdin!);
+  });
+}
+
+async function hasImage(host: string, image: string): Promise<boolean> {
+  return (await engineGet(host, `/images/${encodeURIComponent(image)}/json`)).status === 200;
+}
+
+const nodeVersion = process.versions.node;
+export const nodeBaseTag = () => `agent-control/node-base:${nodeVersion}-bookworm-r${BASE_RECIPE}`;
+
+/**
+ * The Node base: debootstrap's minbase of Debian bookworm (this machine's mirror) with git, plus the node
+ * binary and npm this process runs (the same Debian release's libraries, so it runs unchanged), imported
+ * as an image. About 2 minutes, once per engine.
+ */
+export async function ensureNodeBase(host: string, say: Say = () => {}): Promise<string> {
+  const tag = nodeBaseTag();
+  if (await hasImage(host, tag)) return tag;
+  if (process.getuid?.() !== 0) throw new Error(`the image ${tag} is missing, and building it (debootstrap) needs root`);
+  if (!fs.existsSync('/usr/sbin/debootstrap')) await aptInstall(['debootstrap'], say);
+  const started = Date.now();
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-node-base-'));
+  try {
+    say(`building ${tag}: debootstrap of Debian bookworm (about 2 minutes, once)`);
+    const mirror = process.env.DEBIAN_MIRROR ?? 'http://deb.debian.org/debian';
+    await run('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, 'bookworm', root, mirror], { maxBuffer: 64 << 20 });
+    const npmDir = path.resolve(path.dirname(fs.realpathSync(process.execPath)), '..', 'lib', 'node_modules', 'npm');
+    if (!fs.existsSync(path.join(npmDir, 'bin', 'npm-cli.js'))) throw new Error(`npm was not found beside node (${npmDir})`);
+    fs.copyFileSync(fs.realpathSync(process.execPath), path.join(root, 'usr/local/bin/node'));
+    fs.chmodSync(path.join(root, 'usr/local/bin/node'), 0o755);
+    fs.cpSync(npmDir, path.join(root, 'usr/local/lib/node_modules/npm'), { recursive: true });
+    fs.symlinkSync('../lib/node_modules/npm/bin/npm-cli.js', path.join(root, 'usr/local/bin/npm'));
+    fs.symlinkSync('../lib/node_modules/npm/bin/npx-cli.js', path.join(root, 'usr/local/bin/npx'));
+    // The host's own certificate authorities (a TLS-inspecting proxy's, say): the build reaches the npm
+    // registry the way the host does.
+    const localCas = '/usr/local/share/ca-certificates';
+    if (fs.existsSync(localCas)) fs.cpSync(localCas, path.join(root, localCas.slice(1)), { recursive: true });
+    await run('chroot', [root, 'sh', '-c', 'update-ca-certificates >/dev/null && groupadd -g 1000 node && useradd -u 1000 -g node -m -s /bin/bash node && node --version && npm --version']);
+    for (const d of ['var/cache/apt/archives', 'var/lib/apt/lists']) {
+      for (const f of fs.readdirSync(path.join(root, d))) if (f.endsWith('.deb') || d.endsWith('lists')) fs.rmSync(path.join(root, d, f), { recursive: true, force: true });
+    }
+    const tar = spawn('tar', ['-C', root, '--numeric-owner', '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await docker(
+      host,
+      [
+        'import',
+        ...['--change', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+        ...['--change', 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt'],
+        ...['--change', 'CMD ["node"]'],
+        ...['-', tag],
+      ],
+      { input: tar.stdout },
+    );
+    say(`built ${tag} in ${Math.round((Date.now() - started) / 1000)} s`);
+    return tag;
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The base the project's images build on: AGENT_CONTROL_NODE_IMAGE when set; the Node base built here
+ * as root; otherwise the registry's node:20-bookworm-slim, pulled when the engine lacks it.
+ */
+export async function ensureBaseImage(host: string, say: Say = () => {}): Promise<string> {
+  const chosen = process.env.AGENT_CONTROL_NODE_IMAGE;
+  if (chosen) return chosen;
+  if (process.getuid?.() === 0) return ensureNodeBase(host, say);
+  const slim = 'node:20-bookworm-slim';
+  if (!(await hasImage(host, slim))) await docker(host, ['pull', slim]);
+  return slim;
+}
+
+/** The project's images from its Dockerfile, on the Node base; the layer cache skips what did not change. */
+export async function buildProjectImages(host: string, base: string, say: Say = () => {}): Promise<ProjectImages> {
+  const root = repoRoot();
+  const images: ProjectImages = { base, app: 'agent-control:local', runtime: 'agent-control-runtime:local' };
+  const started = Date.now();
+  // The build stage installs the npm dependencies: it needs the host's network to reach the registry.
+  const common = ['build', '--force-rm', '--network=host', '--build-arg', `NODE_IMAGE=${base}`, '--label', 'agent-control.test-image=1'];
+  await docker(host, [...common, '--target', 'runtime', '-t', images.runtime, root]);
+  await docker(host, [...common, '-t', images.app, root]);
+  say(`built ${images.app} and ${images.runtime} in ${Math.round((Date.now() - started) / 1000)} s`);
+  return images;
+}
+
+/** The Temporal dev server and FerretDB as images (the binaries the project built, on the Node base). */
+export async function buildServerImages(host: string, base: string, binaries: { temporal: string; ferretdb: string }, say: Say = () => {}): Promise<ServerImages> {
+  const images: ServerImages = { temporal: `agent-control/temporal:${TEMPORAL_CLI_VERSION.slice(1)}`, ferretdb: `agent-control/ferretdb:${FERRETDB_VERSION.slice(1)}` };
+  for (const [name, binary, tag] of [
+    ['temporal', binaries.temporal, images.temporal],
+    ['ferretdb', binaries.ferretdb, images.ferretdb],
+  ] as const) {
+    // The tag names the version; the label the binary, so a rebuilt binary makes a new image.
+    const digest = createHash('sha256').update(fs.readFileSync(binary)).digest('hex').slice(0, 16);
+    const info = await engineGet(host, `/images/${encodeURIComponent(tag)}/json`);
+    if (info.status === 200 && (JSON.parse(info.body) as { Config?: { Labels?: Record<string, string> } }).Config?.Labels?.['agent-control.binary'] === digest) continue;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-control-${name}-image-`));
+    try {
+      fs.copyFileSync(binary, path.join(dir, name));
+      fs.writeFileSync(
+        path.join(dir, 'Dockerfile'),
+        [
+          `FROM ${base}`,
+          `COPY ${name} /usr/local/bin/${name}`,
+          `LABEL agent-control.binary=${digest}`,
+          'RUN mkdir -p /state && chown node:node /state',
+          'USER node',
+          `ENTRYPOINT ["/usr/local/bin/${name}"]`,
+          '',
+        ].join('\n'),
+      );
+      await docker(host, ['build', '--force-rm', '-t', tag, dir]);
+      say(`built ${tag}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return images;
+}
