@@ -128,7 +128,7 @@ export const envSchema = z.object({
   EVENT_QUERY_TIMEOUT_MS: positiveInt('milliseconds').default(15_000),
   /** Grace period for in-flight work on SIGTERM before a process exits (ms). */
   SHUTDOWN_GRACE_MS: positiveInt('milliseconds').default(10_000),
-  /** JSON file with an array of sandbox specs ({id, provider, image, command, working_dir, initial_env}) written at start-up. */
+  /** JSON file with an array of sandbox specs ({id, provider, image, command, working_dir, initial_env, memory_mb, cpus, pids_limit}) written at start-up. */
   SANDBOX_SPECS_FILE: nonEmpty('file path').optional(),
   /** Spec used when a sandbox is created without one. */
   DEFAULT_SANDBOX_SPEC_ID: nonEmpty('sandbox spec id').default('local-process'),
@@ -167,6 +167,11 @@ export const envSchema = z.object({
     .default('unix:///var/run/docker.sock'),
   /** Host name in a docker sandbox's exposed URLs: where its published ports are reached. */
   DOCKER_PUBLISH_HOST: nonEmpty('host name').default('127.0.0.1'),
+  /**
+   * A network docker sandboxes join (docker-compose: <project>_default): their AGENT_SERVER is then their
+   * container name on it, reached by the api and worker containers, and no port is published.
+   */
+  DOCKER_NETWORK: nonEmpty('Docker network name').optional(),
   /** Remote runtime API of the remote provider, and its key (sent as X-API-Key). */
   REMOTE_RUNTIME_API_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   REMOTE_RUNTIME_API_KEY: nonEmpty('API key').optional(),
@@ -216,6 +221,7 @@ export interface Config {
     historyLimit: number;
     dockerHost: string;
     dockerPublishHost: string;
+    dockerNetwork: string | undefined;
     remote: { baseUrl: string; apiKey: string } | undefined;
   };
 }
@@ -286,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       historyLimit: e.SANDBOX_HISTORY_LIMIT,
       dockerHost: e.DOCKER_HOST,
       dockerPublishHost: e.DOCKER_PUBLISH_HOST,
+      dockerNetwork: e.DOCKER_NETWORK,
       remote:
         e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY } : undefined,
     },

@@ -1,10 +1,11 @@
 /**
- * The docker and remote providers' translation to their backends' protocols, against loopback
- * stand-ins that speak them (there is no Docker engine or remote runtime service here). The process
- * provider runs for real in sandboxes.test.ts.
+ * What the docker provider does that a real engine here cannot be made to show (a pull from a registry:
+ * none is reachable), and the remote provider's translation to its service's protocol, against loopback
+ * stand-ins that speak them. The docker provider runs on a real engine in test/docker; the process
+ * provider in sandboxes.test.ts.
  */
 import Docker from 'dockerode';
-import { DockerProvider, dockerFromHost } from '../activities/sandbox-providers/docker-provider';
+import { DockerProvider, dockerFromHost, publishBinding } from '../activities/sandbox-providers/docker-provider';
 import { ProviderConfigError } from '../activities/sandbox-providers/provider';
 import { RemoteProvider } from '../activities/sandbox-providers/remote-provider';
 import type { SandboxSpec } from '../src/schemas/sandboxes';
@@ -17,7 +18,7 @@ const CONTROL_PLANE = 'http://127.0.0.1:9';
 describe('docker provider', () => {
   let engine: DockerEngineStandIn;
   let provider: DockerProvider;
-  const spec: SandboxSpec = { id: 'img', provider: 'docker', image: 'example/runtime:1', command: null, working_dir: null, initial_env: { FOO: 'bar' } };
+  const spec: SandboxSpec = { id: 'img', provider: 'docker', image: 'example/runtime:1', command: null, working_dir: null, initial_env: { FOO: 'bar' }, memory_mb: null, cpus: null, pids_limit: null };
 
   beforeAll(async () => {
     engine = await new DockerEngineStandIn().start();
@@ -49,7 +50,7 @@ describe('docker provider', () => {
       WorkingDir: '/workspace',
       Labels: { 'agent-control.sandbox-id': 'sb1' },
       ExposedPorts: { '8000/tcp': {} },
-      HostConfig: { PortBindings: { '8000/tcp': [{ HostPort: '' }] }, Binds: ['agent-control-sandbox-sb1:/workspace'] },
+      HostConfig: { Init: true, PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] }, Binds: ['agent-control-sandbox-sb1:/workspace'] },
     });
     expect(create.body.Cmd).toBeUndefined();
     expect(create.body.Env).toEqual(
@@ -64,65 +65,8 @@ describe('docker provider', () => {
     expect(started.sessionApiKey).toBeUndefined();
   });
 
-  it('does not pull an image it has, and passes the command and working directory of the spec', async () => {
-    const n = engine.requests.length;
-    await provider.start({ sandboxId: 'sb2', spec: { ...spec, command: ['node', 'server.js'], working_dir: '/home/agent' }, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    expect(requestsSince(n)).not.toContain('POST /images/create');
-    const create = engine.requests.slice(n).find((r) => r.path === '/containers/create')!;
-    expect(create.body).toMatchObject({ Cmd: ['node', 'server.js'], WorkingDir: '/home/agent', HostConfig: { Binds: ['agent-control-sandbox-sb2:/home/agent'] } });
-  });
-
-  it('a repeated start finds the container it made instead of creating another', async () => {
-    const first = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    const n = engine.requests.length;
-    const again = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    expect(requestsSince(n)).not.toContain('POST /containers/create');
-    expect(requestsSince(n).filter((c) => c.endsWith('/start'))).toEqual([]);
-    expect(again).toEqual(first);
-  });
-
-  it('pauses, unpauses and inspects', async () => {
-    const { handle } = await provider.start({ sandboxId: 'sb4', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    const id = (handle as any).containerId as string;
-    expect(await provider.inspect(handle)).toEqual({ state: 'running' });
-    const n = engine.requests.length;
-    await provider.pause(handle);
-    expect(await provider.inspect(handle)).toEqual({ state: 'paused' });
-    await provider.resume(handle);
-    expect(await provider.inspect(handle)).toEqual({ state: 'running' });
-    expect(requestsSince(n).filter((c) => c.startsWith('POST'))).toEqual([`POST /containers/${id}/pause`, `POST /containers/${id}/unpause`]);
-
-    engine.find(id)!.State = { Running: false, Paused: false, Status: 'exited', ExitCode: 137 };
-    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'container agent-control-sandbox-sb4 is exited (exit code 137)' });
-  });
-
-  it('delete removes the container with its volumes; deleting again is not an error', async () => {
-    const { handle } = await provider.start({ sandboxId: 'sb5', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    const id = (handle as any).containerId as string;
-    const n = engine.requests.length;
-    await provider.delete('sb5', handle);
-    const removal = engine.requests.slice(n);
-    expect(removal.map((r) => `${r.method} ${r.path}`)).toEqual([`DELETE /containers/${id}`, 'DELETE /volumes/agent-control-sandbox-sb5']);
-    expect(removal[0]!.query).toEqual({ force: 'true', v: 'true' });
-    expect(engine.find(id)).toBeUndefined();
-    expect(engine.volumes.has('agent-control-sandbox-sb5')).toBe(false);
-    await expect(provider.delete('sb5', handle)).resolves.toBeUndefined();
-    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'container agent-control-sandbox-sb5 no longer exists' });
-  });
-
   it('refuses a spec without an image as a configuration error', async () => {
     await expect(provider.start({ sandboxId: 'sb6', spec: { ...spec, image: null }, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE })).rejects.toBeInstanceOf(ProviderConfigError);
-  });
-
-  it('a repeated start starts again a container that exited, without creating another', async () => {
-    const first = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    const container = engine.find('agent-control-sandbox-sb7')!;
-    container.State = { Running: false, Paused: false, Status: 'exited', ExitCode: 1 };
-    const n = engine.requests.length;
-    const again = await provider.start({ sandboxId: 'sb7', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    expect(requestsSince(n).filter((c) => c.startsWith('POST'))).toEqual(['POST /containers/agent-control-sandbox-sb7/start']); // found by name
-    expect(container.State.Running).toBe(true);
-    expect((again.handle as any).containerId).toBe((first.handle as any).containerId);
   });
 
   it('works through a client that puts the API version in the path, heartbeating through the pull', async () => {
@@ -143,6 +87,15 @@ describe('docker provider', () => {
     expect(engine.volumes.has('agent-control-sandbox-sb8')).toBe(false);
   });
 
+  it('publishes on the publish host when it is an address, on loopback for localhost, everywhere for other names', () => {
+    expect(publishBinding('127.0.0.1')).toBe('127.0.0.1');
+    expect(publishBinding('127.0.0.2')).toBe('127.0.0.2');
+    expect(publishBinding('localhost')).toBe('127.0.0.1');
+    expect(publishBinding('[::1]')).toBe('::1');
+    expect(publishBinding('10.1.2.3')).toBe('10.1.2.3');
+    expect(publishBinding('sandboxes.example.com')).toBe('');
+  });
+
   it('reads DOCKER_HOST forms', () => {
     expect((dockerFromHost('unix:///var/run/docker.sock').modem as any).socketPath).toBe('/var/run/docker.sock');
     const tcp = dockerFromHost('tcp://10.0.0.5:2376').modem as any;
@@ -154,7 +107,7 @@ describe('remote provider', () => {
   const API_KEY = 'remote-api-key';
   let api: RemoteRuntimeStandIn;
   let provider: RemoteProvider;
-  const spec: SandboxSpec = { id: 'remote', provider: 'remote', image: 'example/runtime:2', command: ['serve'], working_dir: '/work', initial_env: { A: '1' } };
+  const spec: SandboxSpec = { id: 'remote', provider: 'remote', image: 'example/runtime:2', command: ['serve'], working_dir: '/work', initial_env: { A: '1' }, memory_mb: null, cpus: null, pids_limit: null };
 
   beforeAll(async () => {
     api = await new RemoteRuntimeStandIn(API_KEY).start();

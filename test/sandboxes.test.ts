@@ -65,7 +65,7 @@ describe('sandboxes', () => {
     const page = await t.request('GET', '/api/v1/sandbox-specs/search', { key: alice.key });
     expect(page.status).toBe(200);
     expect(page.body.items).toEqual([
-      { id: 'local-process', provider: 'process', image: null, command: null, working_dir: 'workspace', initial_env: {}, created_at: expect.any(String) },
+      { id: 'local-process', provider: 'process', image: null, command: null, working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, created_at: expect.any(String) },
     ]);
     expect(page.body.next_page_id).toBeNull();
     const got = await t.request('GET', '/api/v1/sandbox-specs?id=local-process&id=nope', { key: alice.key });

@@ -18,7 +18,7 @@ export const BUILT_IN_RUNTIME_ENTRY = fs.existsSync(compiledBeside)
 
 export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): ProviderRegistry {
   const process = new ProcessProvider({ sandboxesDir: path.join(config.dataDir, 'sandboxes'), runtimeEntry: BUILT_IN_RUNTIME_ENTRY });
-  const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost });
+  const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost, network: config.sandboxes.dockerNetwork });
   const remoteConfig = config.sandboxes.remote;
   const remote = remoteConfig && new RemoteProvider(remoteConfig);
   return (name) => {

@@ -42,6 +42,13 @@ export const SandboxPageSchema = z
   .object({ items: z.array(SandboxSchema), next_page_id: z.string().nullable() })
   .meta({ id: 'SandboxPage' });
 
+/** Resource limits of a sandbox (docker; the process provider does not enforce them). */
+const LIMIT_DESCRIPTIONS = {
+  memory_mb: 'Memory limit in MiB, swap included (docker); null: no limit.',
+  cpus: 'CPU limit in cores, fractions allowed (docker); null: no limit.',
+  pids_limit: 'Most processes and threads at once (docker); null: no limit.',
+};
+
 const specId = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, { error: 'letters, digits, . _ - (at most 100), starting with a letter or digit' });
@@ -65,6 +72,9 @@ export const SandboxSpecInputSchema = z
       .default(null)
       .meta({ description: 'Workspace of the runtime: relative to the sandbox directory (process) or absolute (containers).' }),
     initial_env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    memory_mb: z.number().int().min(64).max(1_048_576).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.memory_mb }),
+    cpus: z.number().positive().max(1024).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.cpus }),
+    pids_limit: z.number().int().min(16).max(4_194_304).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.pids_limit }),
   })
   .superRefine((s, ctx) => {
     if (s.provider !== 'process' && !s.image) ctx.addIssue({ code: 'custom', path: ['image'], message: `a ${s.provider} spec needs an image` });
@@ -79,6 +89,9 @@ export const SandboxSpecSchema = z
     command: z.array(z.string()).nullable(),
     working_dir: z.string().nullable(),
     initial_env: z.record(z.string(), z.string()),
+    memory_mb: z.number().int().nullable().meta({ description: LIMIT_DESCRIPTIONS.memory_mb }),
+    cpus: z.number().nullable().meta({ description: LIMIT_DESCRIPTIONS.cpus }),
+    pids_limit: z.number().int().nullable().meta({ description: LIMIT_DESCRIPTIONS.pids_limit }),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'SandboxSpec', description: 'A template sandboxes start from.' });

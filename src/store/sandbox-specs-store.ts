@@ -21,9 +21,13 @@ export const DEFAULT_SANDBOX_SPEC: SandboxSpecInput = {
   command: null,
   working_dir: 'workspace',
   initial_env: {},
+  memory_mb: null,
+  cpus: null,
+  pids_limit: null,
 };
 
-const toSpec = ({ _id, ...rest }: SandboxSpecDoc): StoredSandboxSpec => ({ id: _id, ...rest });
+/** Specs written before the resource limits existed have none. */
+const toSpec = ({ _id, ...rest }: SandboxSpecDoc): StoredSandboxSpec => ({ id: _id, ...rest, memory_mb: rest.memory_mb ?? null, cpus: rest.cpus ?? null, pids_limit: rest.pids_limit ?? null });
 
 export class SandboxSpecsStore {
   constructor(private readonly db: Db) {}
