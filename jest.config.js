@@ -3,6 +3,8 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // test/docker needs a Docker engine (the global setup provides one); AGENT_CONTROL_DOCKER_TESTS=off leaves it out.
+  testPathIgnorePatterns: ['/node_modules/', ...(process.env.AGENT_CONTROL_DOCKER_TESTS === 'off' ? ['<rootDir>/test/docker/'] : [])],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
     // The OpenAPI validator ships ESM only; compile it to CommonJS for jest.

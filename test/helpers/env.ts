@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { loadConfig, type Config } from '../../src/config';
+import type { DockerTestEnv } from '../setup/docker';
 
 export interface TestEnv {
   dir: string;
@@ -14,6 +15,8 @@ export interface TestEnv {
   namespace: string;
   workflowBundlePath: string;
   binaries: { temporal: string; ferretdb: string };
+  /** The engine and images of the docker tests (absent with AGENT_CONTROL_DOCKER_TESTS=off). */
+  docker?: DockerTestEnv;
 }
 
 export function testEnv(): TestEnv {

@@ -13,14 +13,24 @@ import { ferretdbBackendFromEnv, startDocumentStore } from '../../scripts/server
 import { obtainServers } from '../../scripts/servers/obtain';
 import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';
 import type { TestEnv } from '../helpers/env';
+import { dockerTestsEnabled, prepareDocker } from './docker';
+import type { DockerEngine } from '../../scripts/docker/engine';
 
 declare global {
-  var __agentControlServers: { children: Child[]; dir: string } | undefined;
+  var __agentControlServers: { children: Child[]; dir: string; docker?: { engine: DockerEngine; host: string } } | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
-  const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.log(`[setup] ${l}`));
+  const say = (l: string) => console.log(`[setup] ${l}`);
+  const obtained = obtainServers(process.env.SERVERS_CACHE_DIR, say);
+  // The Docker engine and images come up beside the servers (the server images need the binaries).
+  const docker = dockerTestsEnabled() ? prepareDocker(obtained, say) : null;
+  docker?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+  const binaries = await obtained.catch(async (e) => {
+    await docker?.then((d) => d.engine.stop()).catch(() => undefined);
+    throw e;
+  });
   const bundle = path.resolve(__dirname, '..', '..', 'dist', 'workflow-bundle.js');
   if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (npm test does) before jest`);
   const backend = ferretdbBackendFromEnv();
@@ -32,9 +42,11 @@ export default async function globalSetup(): Promise<void> {
       startTemporalDevServer({ binary: binaries.temporal, dataDir: path.join(dir, 'temporal'), port, uiPort, namespace: 'default' }),
     ),
   ]);
-  const failed = servers.find((r) => r.status === 'rejected');
+  const dockerReady = docker && (await Promise.allSettled([docker]))[0]!;
+  const failed = [...servers, ...(dockerReady ? [dockerReady] : [])].find((r) => r.status === 'rejected');
   if (failed) {
     await Promise.all(servers.map((r) => (r.status === 'fulfilled' ? r.value.stop(5000) : undefined)));
+    if (dockerReady?.status === 'fulfilled') await dockerReady.value.engine.stop();
     fs.rmSync(dir, { recursive: true, force: true });
     throw (failed as PromiseRejectedResult).reason;
   }
@@ -42,6 +54,7 @@ export default async function globalSetup(): Promise<void> {
     Awaited<ReturnType<typeof startDocumentStore>>,
     Awaited<ReturnType<typeof startTemporalDevServer>>,
   ];
+  const prepared = dockerReady?.status === 'fulfilled' ? dockerReady.value : undefined;
   const env: TestEnv = {
     dir,
     mongoUri: store.uri,
@@ -52,11 +65,16 @@ export default async function globalSetup(): Promise<void> {
     namespace: 'default',
     workflowBundlePath: bundle,
     binaries,
+    ...(prepared ? { docker: prepared.env } : {}),
   };
   const envFile = path.join(dir, 'env.json');
   fs.writeFileSync(envFile, JSON.stringify(env, null, 2));
   process.env.AGENT_CONTROL_TEST_ENV = envFile;
   // Stopped in this order: FerretDB before the PostgreSQL it uses.
-  globalThis.__agentControlServers = { children: [temporal, ...[...store.children].reverse()], dir };
+  globalThis.__agentControlServers = {
+    children: [temporal, ...[...store.children].reverse()],
+    dir,
+    ...(prepared ? { docker: { engine: prepared.engine, host: prepared.env.host } } : {}),
+  };
   console.log(`[setup] Temporal ${temporal.address}, FerretDB ${store.uri} (${store.backend}) up in ${Date.now() - started} ms`);
 }

@@ -1,0 +1,87 @@
+/**
+ * The docker tests' side of the engine the global setup prepared: a client, the runtime image's sandbox
+ * spec, and a config whose api listens where the sandboxes' containers reach it (the host's address on
+ * the engine's bridge).
+ */
+import Docker from 'dockerode';
+import fs from 'node:fs';
+import path from 'node:path';
+import { dockerFromHost, SANDBOX_LABEL } from '../../activities/sandbox-providers/docker-provider';
+import type { Config } from '../../src/config';
+import type { SandboxSpecInput } from '../../src/schemas/sandboxes';
+import { freePort } from '../../src/process/net';
+import type { DockerTestEnv } from '../setup/docker';
+import { testConfig, testEnv } from './env';
+
+export const DOCKER_SPEC_ID = 'docker-runtime';
+
+export function dockerEnv(): DockerTestEnv {
+  const d = testEnv().docker;
+  if (!d) throw new Error('the global setup prepared no Docker engine (AGENT_CONTROL_DOCKER_TESTS=off leaves test/docker out)');
+  return d;
+}
+
+export const dockerClient = (): Docker => dockerFromHost(dockerEnv().host);
+
+/** The runtime image as a sandbox spec, with resource limits. */
+export function runtimeSpec(overrides: Partial<SandboxSpecInput> = {}): SandboxSpecInput {
+  return {
+    id: DOCKER_SPEC_ID,
+    provider: 'docker',
+    image: dockerEnv().images.runtime,
+    command: null,
+    working_dir: null,
+    initial_env: {},
+    memory_mb: 512,
+    cpus: 1,
+    pids_limit: 512,
+    ...overrides,
+  };
+}
+
+/**
+ * Config for a docker test file: the api on the bridge's gateway address (the runtimes in containers
+ * report events there), the docker spec as the default, published ports on loopback.
+ */
+export async function dockerTestConfig(dir: string, overrides: Record<string, string> = {}, moreSpecs: SandboxSpecInput[] = []): Promise<Config> {
+  const d = dockerEnv();
+  const port = await freePort();
+  const specsFile = path.join(dir, 'specs.json');
+  fs.writeFileSync(specsFile, JSON.stringify([runtimeSpec(), ...moreSpecs]));
+  return testConfig({
+    DATA_DIR: dir,
+    API_HOST: d.gateway,
+    API_PORT: String(port),
+    SANDBOX_CONTROL_PLANE_URL: `http://${d.gateway}:${port}`,
+    SANDBOX_SPECS_FILE: specsFile,
+    DEFAULT_SANDBOX_SPEC_ID: DOCKER_SPEC_ID,
+    DOCKER_HOST: d.host,
+    DOCKER_PUBLISH_HOST: '127.0.0.1',
+    SANDBOX_IDLE_TIMEOUT_MS: '0',
+    ...overrides,
+  });
+}
+
+/** Containers (any state) of a sandbox, found by the provider's label. */
+export async function containersOf(sandboxId: string): Promise<Docker.ContainerInfo[]> {
+  return dockerClient().listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=${sandboxId}`] } });
+}
+
+export async function volumeExists(name: string): Promise<boolean> {
+  try {
+    await dockerClient().getVolume(name).inspect();
+    return true;
+  } catch (e) {
+    if ((e as { statusCode?: number }).statusCode === 404) return false;
+    throw e;
+  }
+}
+
+/** Removes every container and volume of the given sandboxes (a test's own clean-up, whatever it left). */
+export async function removeSandboxContainers(sandboxIds: Iterable<string>): Promise<void> {
+  const docker = dockerClient();
+  for (const id of sandboxIds) {
+    for (const c of await containersOf(id)) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
+    await docker.getVolume(`agent-control-sandbox-${id}`).remove().catch(() => undefined);
+  }
+}
