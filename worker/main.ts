@@ -90,6 +90,9 @@ async function main(): Promise<void> {
   await tracing.shutdown();
   await database.close();
   logger.info('worker stopped');
+  // Everything is closed: what may still hold the event loop (a name lookup of a sandbox just deleted,
+  // which an engine's DNS answers only after seconds) has nobody waiting for it.
+  process.exit(0);
 }
 
 main().catch((e: Error) => {

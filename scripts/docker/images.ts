@@ -140,25 +140,25 @@ export async function buildServerImages(host: string, base: string, binaries: { 
     ['temporal', binaries.temporal, images.temporal],
     ['ferretdb', binaries.ferretdb, images.ferretdb],
   ] as const) {
-    // The tag names the version; the label the binary, so a rebuilt binary makes a new image.
-    const digest = createHash('sha256').update(fs.readFileSync(binary)).digest('hex').slice(0, 16);
+    const dockerfile = (digest: string) =>
+      [
+        `FROM ${base}`,
+        `COPY ${name} /usr/local/bin/${name}`,
+        `LABEL agent-control.binary=${digest}`,
+        // Where each keeps its data (docker-compose.yml mounts a volume on the second): writable by node.
+        'RUN mkdir -p /state /var/lib/temporal && chown node:node /state /var/lib/temporal',
+        'USER node',
+        `ENTRYPOINT ["/usr/local/bin/${name}"]`,
+        '',
+      ].join('\n');
+    // The tag names the version; the label the binary and this recipe, so either changed makes a new image.
+    const digest = createHash('sha256').update(fs.readFileSync(binary)).update(dockerfile('')).digest('hex').slice(0, 16);
     const info = await engineGet(host, `/images/${encodeURIComponent(tag)}/json`);
     if (info.status === 200 && (JSON.parse(info.body) as { Config?: { Labels?: Record<string, string> } }).Config?.Labels?.['agent-control.binary'] === digest) continue;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-control-${name}-image-`));
     try {
       fs.copyFileSync(binary, path.join(dir, name));
-      fs.writeFileSync(
-        path.join(dir, 'Dockerfile'),
-        [
-          `FROM ${base}`,
-          `COPY ${name} /usr/local/bin/${name}`,
-          `LABEL agent-control.binary=${digest}`,
-          'RUN mkdir -p /state && chown node:node /state',
-          'USER node',
-          `ENTRYPOINT ["/usr/local/bin/${name}"]`,
-          '',
-        ].join('\n'),
-      );
+      fs.writeFileSync(path.join(dir, 'Dockerfile'), dockerfile(digest));
       await docker(host, ['build', '--force-rm', '-t', tag, dir]);
       say(`built ${tag}`);
     } finally {
