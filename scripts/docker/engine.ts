@@ -115,6 +115,8 @@ export async function ensureDockerEngine(opts: EngineOptions = {}): Promise<Dock
   fs.mkdirSync(path.join(state, 'run'), { recursive: true });
   fs.rmSync(socket, { force: true });
   const bridgeExisted = fs.existsSync('/sys/class/net/docker0');
+  const execRoot = path.join(state, 'run', 'exec');
+  for (const mount of mountsUnder(execRoot)) await run('umount', [mount]).catch(() => undefined); // a killed run's
   const started = Date.now();
   const child: Child = await startChild({
     name: 'dockerd',
@@ -126,7 +128,7 @@ export async function ensureDockerEngine(opts: EngineOptions = {}): Promise<Dock
       '--ip6tables=false',
       '--ip-forward=false',
       `--data-root=${path.join(state, 'data')}`,
-      `--exec-root=${path.join(state, 'run', 'exec')}`,
+      `--exec-root=${execRoot}`,
       `--pidfile=${pidFile}`,
       `--host=${host}`,
     ],
@@ -142,10 +144,26 @@ export async function ensureDockerEngine(opts: EngineOptions = {}): Promise<Dock
     version: ownVersion,
     async stop() {
       await child.stop(20_000);
-      // dockerd leaves its default bridge behind: remove it when it was not there before.
+      // dockerd leaves its default bridge and its network namespace's mount behind: remove them.
       if (!bridgeExisted && fs.existsSync('/sys/class/net/docker0')) await run('ip', ['link', 'delete', 'docker0']).catch(() => undefined);
+      for (const mount of mountsUnder(execRoot)) await run('umount', [mount]).catch(() => undefined);
     },
   };
+}
+
+/** Mount points below `dir` (deepest first), from /proc/self/mounts. */
+function mountsUnder(dir: string): string[] {
+  let table: string;
+  try {
+    table = fs.readFileSync('/proc/self/mounts', 'utf8');
+  } catch {
+    return [];
+  }
+  return table
+    .split('\n')
+    .map((line) => line.split(' ')[1]?.replace(/\\040/g, ' '))
+    .filter((m): m is string => !!m && m.startsWith(dir + '/'))
+    .sort((a, b) => b.length - a.length);
 }
 
 /** A dockerd of ours that a killed run left behind (its pid file names it): stop it before starting another. */
