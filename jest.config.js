@@ -4,7 +4,12 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   // test/docker needs a Docker engine (the global setup provides one); AGENT_CONTROL_DOCKER_TESTS=off leaves it out.
-  testPathIgnorePatterns: ['/node_modules/', ...(process.env.AGENT_CONTROL_DOCKER_TESTS === 'off' ? ['<rootDir>/test/docker/'] : [])],
+  // test/root needs root (uids, firewall rules): CI runs as root; elsewhere it is left out.
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    ...(process.env.AGENT_CONTROL_DOCKER_TESTS === 'off' ? ['<rootDir>/test/docker/'] : []),
+    ...(process.getuid && process.getuid() !== 0 ? ['<rootDir>/test/root/'] : []),
+  ],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
     // The OpenAPI validator ships ESM only; compile it to CommonJS for jest.

@@ -49,6 +49,9 @@ export async function startBenchServers(name: string) {
         DATA_DIR: path.join(dir, 'data'),
         LOG_LEVEL: 'warn',
         LOG_FORMAT: 'json',
+        // As root, process sandboxes would each get a uid and the host a firewall rule: the benches
+        // measure the service, and leave the host as they found it.
+        SANDBOX_PROCESS_ISOLATION: 'none',
         AGENT_CONTROL_PARENT_PID: String(process.pid), // the services stop if the bench is killed
         ...extra,
       };

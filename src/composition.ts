@@ -114,6 +114,8 @@ export function createSandboxService(stores: Stores, options: SandboxServiceOpti
     defaultSpecId: options.sandboxes.defaultSpecId,
     settings: sandboxWorkflowSettings(options.sandboxes),
     operationTimeoutMs: options.operationTimeoutMs,
+    users: stores.users,
+    processSandboxes: { restricted: options.sandboxes.processIsolation === 'restricted', users: options.sandboxes.processUsers },
   });
 }
 

@@ -143,6 +143,30 @@ export const envSchema = z.object({
   SANDBOX_OPERATION_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   /** Where sandbox runtimes report conversation events (the api as they reach it); default PUBLIC_BASE_URL. */
   SANDBOX_CONTROL_PLANE_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
+  /**
+   * Process sandboxes: `user` runs each as a user of its own (uid from SANDBOX_UID_RANGE) behind a
+   * firewall rule, and needs root; `none` shares this machine's user among every user of the service.
+   * Unset: `user` as root; otherwise none, and only the users in SANDBOX_PROCESS_USERS may start them.
+   */
+  SANDBOX_PROCESS_ISOLATION: z.enum(['user', 'none']).optional(),
+  /** Without isolation (and without SANDBOX_PROCESS_ISOLATION=none): the users (ids or emails, comma-separated) who may start process sandboxes. */
+  SANDBOX_PROCESS_USERS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((x) => (x.includes('@') ? x.trim().toLowerCase() : x.trim())).filter(Boolean)),
+  /** The uids isolated process sandboxes run as (first-last), one per sandbox; nothing else on the machine may use them. */
+  SANDBOX_UID_RANGE: z
+    .string()
+    .regex(/^\d+-\d+$/, { error: 'first-last, e.g. 3000000-3999999' })
+    .transform((v) => v.split('-').map(Number) as [number, number])
+    .refine(([a, b]) => a >= 1000 && b > a && b < 2 ** 32 - 1, { error: 'a range of uids above 999 (first < last < 4294967295)' })
+    .default([3_000_000, 3_999_999]),
+  /** host:port pairs on this machine that isolated process sandboxes may reach besides the api (a local LLM proxy), comma-separated. */
+  SANDBOX_LOCAL_ALLOW: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .refine((xs) => xs.every((x) => /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/.test(x)), { error: 'host:port pairs, comma-separated' }),
   /** How long a start waits for its sandbox to run (ms): 10 minutes, not the reference service's fixed 120 s. */
   START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
   /** Bound of a repository's setup script (.agents/setup.sh) in a start (ms). */
@@ -218,6 +242,11 @@ export interface Config {
     operationTimeoutMs: number;
     /** CONTROL_PLANE_URL of the runtimes. */
     controlPlaneUrl: string;
+    /** user: a uid of its own per sandbox; none: shared on purpose; restricted: shared, for processUsers only. */
+    processIsolation: 'user' | 'none' | 'restricted';
+    processUsers: string[];
+    uidRange: [number, number];
+    localAllow: string[];
     historyLimit: number;
     dockerHost: string;
     dockerPublishHost: string;
@@ -289,6 +318,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       startTimeoutMs: e.SANDBOX_START_TIMEOUT_MS,
       operationTimeoutMs: e.SANDBOX_OPERATION_TIMEOUT_MS,
       controlPlaneUrl: (e.SANDBOX_CONTROL_PLANE_URL ?? e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
+      processIsolation: e.SANDBOX_PROCESS_ISOLATION ?? (process.getuid?.() === 0 ? 'user' : 'restricted'),
+      processUsers: e.SANDBOX_PROCESS_USERS,
+      uidRange: e.SANDBOX_UID_RANGE,
+      localAllow: e.SANDBOX_LOCAL_ALLOW,
       historyLimit: e.SANDBOX_HISTORY_LIMIT,
       dockerHost: e.DOCKER_HOST,
       dockerPublishHost: e.DOCKER_PUBLISH_HOST,

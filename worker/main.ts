@@ -3,8 +3,8 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig, requireSecretsKey, requireServers } from '../src/config';
-import { createLogger } from '../src/logger';
+import { ConfigError, loadConfig, requireSecretsKey, requireServers, type Config } from '../src/config';
+import { createLogger, type Logger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
 import { openDatabase } from '../src/store/mongo';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
@@ -23,11 +23,24 @@ async function connectWithRetry(address: string, log: (msg: string) => void): Pr
   }
 }
 
+/** Process sandboxes that are not isolated say so at every start, with what the operator can do. */
+function warnAboutProcessIsolation(config: Config, logger: Logger): void {
+  const { processIsolation, processUsers } = config.sandboxes;
+  if (processIsolation === 'user') return;
+  const line = '*'.repeat(100);
+  const why =
+    processIsolation === 'none'
+      ? 'SANDBOX_PROCESS_ISOLATION=none: process sandboxes run as this worker\'s user, shared by every user of the service.'
+      : `process sandboxes are NOT isolated (the worker does not run as root): only ${processUsers.length ? processUsers.join(', ') : 'nobody'} (SANDBOX_PROCESS_USERS) may start them.`;
+  logger.warn(`\n${line}\n${why}\nA sandbox's commands can read this worker's files (DATA_DIR, its secrets key, other sandboxes) and reach the database and Temporal.\nRun the worker as root for a uid per sandbox, or use the docker provider.\n${line}`);
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const { mongoUri, temporalAddress } = requireServers(config);
   const secretsKey = requireSecretsKey(config);
   const logger = createLogger(config, 'worker');
+  warnAboutProcessIsolation(config, logger);
   const tracing = installTracing(config.tracing, 'agent-control-worker');
   try {
     Runtime.install({

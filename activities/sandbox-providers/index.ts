@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Config } from '../../src/config';
 import type { SandboxProviderName } from '../../src/schemas/sandboxes';
 import { DockerProvider, dockerFromHost } from './docker-provider';
+import { ProcessIsolation } from './process-isolation';
 import { ProcessProvider } from './process-provider';
 import { ProviderConfigError, type SandboxProvider } from './provider';
 import { RemoteProvider } from './remote-provider';
@@ -16,8 +17,17 @@ export const BUILT_IN_RUNTIME_ENTRY = fs.existsSync(compiledBeside)
   ? compiledBeside
   : path.resolve(__dirname, '..', '..', 'dist', 'src', 'runtime', 'main.js');
 
+/** dist/runtime-bundle.js: the runtime as one file, for sandboxes that cannot read the checkout. */
+export const BUILT_IN_RUNTIME_BUNDLE = path.resolve(path.dirname(BUILT_IN_RUNTIME_ENTRY), '..', '..', 'runtime-bundle.js');
+
 export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): ProviderRegistry {
-  const process = new ProcessProvider({ sandboxesDir: path.join(config.dataDir, 'sandboxes'), runtimeEntry: BUILT_IN_RUNTIME_ENTRY });
+  const sandboxesDir = path.join(config.dataDir, 'sandboxes');
+  const s = config.sandboxes;
+  const isolation =
+    s.processIsolation === 'user'
+      ? new ProcessIsolation({ dataDir: config.dataDir, sandboxesDir, uidRange: s.uidRange, runtimeBundle: BUILT_IN_RUNTIME_BUNDLE, controlPlaneUrl: s.controlPlaneUrl, localAllow: s.localAllow })
+      : undefined;
+  const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation });
   const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost, network: config.sandboxes.dockerNetwork });
   const remoteConfig = config.sandboxes.remote;
   const remote = remoteConfig && new RemoteProvider(remoteConfig);

@@ -9,9 +9,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../src/process/net';
-import { processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
+import { processesOfUser, processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
 import type { ProcessRuntimeHandle as ProcessHandle, RuntimeHandle } from '../../src/store/runtime-handle';
+import type { ProcessIsolation } from './process-isolation';
 import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 
 export interface ProcessProviderOptions {
@@ -20,6 +21,8 @@ export interface ProcessProviderOptions {
   /** The built-in runtime's entry point (dist/src/runtime/main.js), run when a spec has no command. */
   runtimeEntry: string;
   host?: string;
+  /** Each sandbox as a uid of its own behind a firewall rule (the worker runs as root). */
+  isolation?: ProcessIsolation;
 }
 
 /** Variables a runtime needs from the worker's environment; nothing else (no credentials) is passed on. */
@@ -65,7 +68,9 @@ export class ProcessProvider implements SandboxProvider {
     if (workspace !== dir && !workspace.startsWith(dir + path.sep)) {
       throw new ProviderConfigError(`spec ${req.spec.id}: working_dir ${req.spec.working_dir} leaves the sandbox directory`);
     }
-    fs.mkdirSync(workspace, { recursive: true });
+    const isolation = this.opts.isolation;
+    const uid = isolation ? await isolation.uidFor(req.sandboxId, dir, workspace) : undefined;
+    if (!isolation) fs.mkdirSync(workspace, { recursive: true });
     await this.killEarlierRuntime(dir);
     const port = await freePort();
     const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
@@ -78,16 +83,18 @@ export class ProcessProvider implements SandboxProvider {
       RUNTIME_WORKING_DIR: workspace,
       RUNTIME_SANDBOX_DIR: dir,
       CONTROL_PLANE_URL: req.controlPlaneUrl,
+      ...isolation?.env(dir),
     };
-    const [command, ...args] = req.spec.command ?? [process.execPath, this.opts.runtimeEntry];
-    const log = fs.openSync(path.join(dir, 'runtime.log'), 'a');
-    const child = spawn(command!, args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log] });
+    const builtIn = isolation ? Object.values(await isolation.prepare()) : [process.execPath, this.opts.runtimeEntry];
+    const [command, ...args] = req.spec.command ?? builtIn;
+    const log = fs.openSync(path.join(dir, 'runtime.log'), 'a', 0o600);
+    const child = spawn(command!, args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log], ...(uid === undefined ? {} : { uid, gid: uid }) });
     fs.closeSync(log);
     // Recorded before anything else runs (no await between the fork and the write): a worker killed
     // from here on leaves a file that names the runtime to the next attempt.
     const stat = child.pid === undefined ? null : readStat(child.pid);
     const handle: ProcessHandle | null = stat && { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir };
-    if (handle) fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle));
+    if (handle) fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', (e) => reject(new ProviderConfigError(`spec ${req.spec.id}: cannot run ${command}: ${e.message}`)));
@@ -144,7 +151,12 @@ export class ProcessProvider implements SandboxProvider {
       const pid = asProcess(handle!).pid;
       for (let i = 0; i < 100 && readStat(pid) && readStat(pid)!.state !== 'Z'; i++) await new Promise((r) => setTimeout(r, 20));
     }
-    await fs.promises.rm(this.dirOf(sandboxId), { recursive: true, force: true });
+    const dir = this.dirOf(sandboxId);
+    const uid = this.opts.isolation && fs.statSync(path.join(dir, 'home'), { throwIfNoEntry: false })?.uid;
+    // An isolated sandbox's uid is its own: whatever runs as it (a daemon that left the runtime's tree) goes too.
+    if (uid) signalAll(await processesOfUser(uid), 'SIGKILL');
+    await fs.promises.rm(dir, { recursive: true, force: true });
+    this.opts.isolation?.release(sandboxId, uid || undefined);
   }
 
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {

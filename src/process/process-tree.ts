@@ -106,3 +106,15 @@ export function* eachProcessFile(file: 'stat'): Generator<[number, string]> {
     yield [pid, text];
   }
 }
+
+/** Every live process whose real uid is `uid` (from /proc/<pid>/status); zombies, already dead, are left out. */
+export async function processesOfUser(uid: number): Promise<number[]> {
+  const found: number[] = [];
+  await Promise.all(
+    pids().map(async (pid) => {
+      const status = await fs.promises.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && !/^State:\s+[ZX]/m.test(status)) found.push(pid);
+    }),
+  );
+  return found.sort((a, b) => a - b);
+}

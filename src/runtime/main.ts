@@ -9,6 +9,8 @@ import { loadRuntimeConfig } from './runtime-config';
 import { startRuntimeServer } from './server';
 
 async function main(): Promise<void> {
+  // An isolated sandbox's files (and what its commands write to /tmp) are its own: RUNTIME_UMASK=077.
+  if (process.env.RUNTIME_UMASK) process.umask(parseInt(process.env.RUNTIME_UMASK, 8));
   const config = loadRuntimeConfig();
   const logger = pino({ name: 'runtime', level: process.env.LOG_LEVEL ?? 'info' });
   // One conversation's unexpected failure must not stop the others: logged, and the runtime goes on.

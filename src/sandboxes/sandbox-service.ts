@@ -8,11 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
 import type { SecretBox } from '../auth/secret-box';
 import type { Config } from '../config';
-import { Conflict, InvalidInput, NotFound, Unavailable, UpstreamFailed } from '../errors';
+import { Conflict, Forbidden, InvalidInput, NotFound, Unavailable, UpstreamFailed } from '../errors';
 import type { SandboxView } from '../schemas/sandboxes';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
 import type { SandboxesStore } from '../store/sandboxes-store';
+import type { UsersStore } from '../store/users-store';
 import {
   SANDBOX_FAILURES,
   SANDBOX_UPDATES,
@@ -37,6 +38,9 @@ export interface SandboxServiceDeps {
   settings: SandboxWorkflowSettings;
   /** How long pause, resume and delete wait for the workflow's answer (no worker polling: it never comes). */
   operationTimeoutMs?: number;
+  users: Pick<UsersStore, 'get'>;
+  /** Who may start process sandboxes: everyone, unless they are not isolated and not shared on purpose. */
+  processSandboxes: { restricted: boolean; users: string[] };
 }
 
 /** The sandbox workflow's settings, from the config (the api and the worker start sandbox workflows). */
@@ -62,6 +66,15 @@ export class SandboxService {
   /** Last time this process recorded use of a sandbox (or of a conversation's sandbox). */
   private readonly touched = new Map<string, number>();
   private readonly touchEveryMs: number;
+
+  /** A user allowed process sandboxes: always when they are isolated or shared on purpose, else only if listed (by id or email). */
+  private async mayRunProcesses(userId: string): Promise<boolean> {
+    const { restricted, users } = this.deps.processSandboxes;
+    if (!restricted || users.includes(userId)) return true;
+    if (!users.some((u) => u.includes('@'))) return false;
+    const user = await this.deps.users.get(userId);
+    return !!user && users.includes(user.email);
+  }
 
   constructor(private readonly deps: SandboxServiceDeps) {
     const idle = deps.settings.idleTimeoutMs;
@@ -92,6 +105,12 @@ export class SandboxService {
           ctx: { error: 'unknown sandbox spec' },
         },
       ]);
+    }
+    if (spec.provider === 'process' && !(await this.mayRunProcesses(userId))) {
+      throw new Forbidden(
+        'Process sandboxes are not isolated from each other on this installation (the service does not run as root), ' +
+          'so only the users its operator lists in SANDBOX_PROCESS_USERS may start them; SANDBOX_PROCESS_ISOLATION=none shares them with every user.',
+      );
     }
     const { created_at: _created, ...specFields } = spec;
     const key = generateApiKey();

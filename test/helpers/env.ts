@@ -47,6 +47,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       LOG_FORMAT: 'json',
       READY_TIMEOUT_MS: '1500',
       MONGODB_SERVER_SELECTION_TIMEOUT_MS: '2000',
+      // Tests run as root in CI, where process sandboxes would get a uid and a firewall rule each; the
+      // files that test that isolation ask for it (test/process-isolation.test.ts).
+      SANDBOX_PROCESS_ISOLATION: 'none',
       ...overrides,
     },
     false,

@@ -95,6 +95,7 @@ export class Launcher {
         MONGODB_URI: '',
         TEMPORAL_ADDRESS: '',
         LOG_FORMAT: 'json',
+        SANDBOX_PROCESS_ISOLATION: 'none', // see testConfig
         ...this.extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

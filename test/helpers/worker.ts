@@ -58,6 +58,7 @@ export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Re
       SECRETS_KEY: TEST_SECRETS_KEY,
       DATA_DIR: dataDir,
       API_PORT: String(config.api.port),
+      ...(config.sandboxes.processIsolation === 'restricted' ? {} : { SANDBOX_PROCESS_ISOLATION: config.sandboxes.processIsolation }),
       LOG_FORMAT: 'json',
       LOG_LEVEL: 'info',
       ...extraEnv,

@@ -1,0 +1,252 @@
+/**
+ * Isolation of process sandboxes when the worker runs as root (SANDBOX_PROCESS_ISOLATION=user):
+ * - each sandbox runs as a uid of its own from SANDBOX_UID_RANGE, claimed atomically with a file in
+ *   DATA_DIR/sandbox-uids and given back on delete; its directories (workspace, home, tmp, the runtime's
+ *   conversations) are its own, mode 0700; the sandbox directory itself and the runtime's handle and log
+ *   stay root's, so a sandbox cannot forge what the worker reads back;
+ * - DATA_DIR is 0711 and everything in it but `sandboxes` is closed to others: a sandbox reaches its own
+ *   directory by name and nothing else (no listing, no secrets key, no database files);
+ * - the runtime is a single bundled file (dist/runtime-bundle.js) copied where every uid may read it,
+ *   since the checkout and its node_modules may not be (a clone under a 0700 directory);
+ * - a firewall chain for the whole uid range refuses new connections to any address of this machine
+ *   (the database, Temporal, the worker, other sandboxes' runtimes), except the api (events), DNS, and
+ *   SANDBOX_LOCAL_ALLOW; replies of the runtime's own server pass. Sandboxes keep the internet (LLMs).
+ */
+import { execFile, spawn } from 'node:child_process';
+import { createHash, randomInt } from 'node:crypto';
+import dns from 'node:dns/promises';
+import fs from 'node:fs';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface ProcessIsolationOptions {
+  dataDir: string;
+  sandboxesDir: string;
+  uidRange: [number, number];
+  /** The built runtime bundle (dist/runtime-bundle.js). */
+  runtimeBundle: string;
+  /** The api as runtimes reach it (SANDBOX_CONTROL_PLANE_URL): allowed through the firewall when it is local. */
+  controlPlaneUrl: string;
+  /** host:port pairs sandboxes may reach on this machine besides the api. */
+  localAllow: string[];
+}
+
+/** The directories of a sandbox that its uid owns. */
+export const OWN_DIRS = ['home', 'tmp', 'conversations'] as const;
+
+/** The firewall chain of a uid range (iptables names are at most 28 characters). */
+export const chainName = (range: [number, number]) => `AC_SBX_${range[0]}`;
+
+/** Whether a path is readable (and its directories traversable) by a user that is neither its owner nor in its group. */
+function readableByOthers(file: string): boolean {
+  let dir = path.dirname(file);
+  try {
+    if ((fs.statSync(file).mode & 0o004) === 0) return false;
+    for (;;) {
+      if ((fs.statSync(dir).mode & 0o001) === 0) return false;
+      const parent = path.dirname(dir);
+      if (parent === dir) return true;
+      dir = parent;
+    }
+  } catch {
+    return false;
+  }
+}
+
+async function hostPorts(pairs: string[]): Promise<{ address: string; family: 4 | 6; port: number }[]> {
+  const out: { address: string; family: 4 | 6; port: number }[] = [];
+  for (const pair of pairs) {
+    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(pair);
+    if (!m) throw new Error(`not host:port: ${pair}`);
+    const [, host, port] = m;
+    const addresses = isIP(host!) ? [{ address: host!, family: isIP(host!) }] : await dns.lookup(host!, { all: true });
+    for (const a of addresses) out.push({ address: a.address, family: a.family === 6 ? 6 : 4, port: Number(port) });
+  }
+  return out;
+}
+
+/** iptables-restore input for one family: the chain (flushed and refilled atomically) and its jump. */
+function rules(chain: string, range: [number, number], allowed: { address: string; port: number }[], withJump: boolean): string {
+  const local = '-m addrtype --dst-type LOCAL';
+  return [
+    '*filter',
+    `:${chain} - [0:0]`,
+    `-A ${chain} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN`,
+    ...allowed.map((a) => `-A ${chain} -p tcp -d ${a.address} --dport ${a.port} -j RETURN`),
+    `-A ${chain} -p udp --dport 53 ${local} -j RETURN`,
+    `-A ${chain} -p tcp --dport 53 ${local} -j RETURN`,
+    `-A ${chain} ${local} -p tcp -j REJECT --reject-with tcp-reset`,
+    `-A ${chain} ${local} -j REJECT`,
+    ...(withJump ? [`-I OUTPUT 1 -m owner --uid-owner ${range[0]}-${range[1]} -j ${chain}`] : []),
+    'COMMIT',
+    '',
+  ].join('\n');
+}
+
+function restore(command: string, input: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, ['--noflush'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${err.trim()}`))));
+    child.stdin.end(input);
+  });
+}
+
+export class ProcessIsolation {
+  private prepared: Promise<{ node: string; bundle: string }> | null = null;
+  private readonly claims: string;
+
+  constructor(private readonly opts: ProcessIsolationOptions) {
+    this.claims = path.join(opts.dataDir, 'sandbox-uids');
+  }
+
+  /** Once per worker (again after a failure): modes of DATA_DIR, the runtime copy, the firewall. */
+  prepare(): Promise<{ node: string; bundle: string }> {
+    this.prepared ??= this.doPrepare().catch((e: unknown) => {
+      this.prepared = null;
+      throw e;
+    });
+    return this.prepared;
+  }
+
+  private async doPrepare(): Promise<{ node: string; bundle: string }> {
+    if (process.getuid?.() !== 0) throw new Error('SANDBOX_PROCESS_ISOLATION=user needs the worker to run as root');
+    const { dataDir, sandboxesDir } = this.opts;
+    fs.mkdirSync(sandboxesDir, { recursive: true });
+    fs.mkdirSync(this.claims, { recursive: true, mode: 0o700 });
+    // Sandboxes reach their own directories by name; nothing else in DATA_DIR is open to them.
+    const runtimeDir = path.join(dataDir, 'sandbox-runtime');
+    fs.mkdirSync(runtimeDir, { recursive: true });
+    fs.chmodSync(dataDir, 0o711);
+    for (const entry of fs.readdirSync(dataDir)) {
+      const p = path.join(dataDir, entry);
+      if (p === sandboxesDir || p === runtimeDir) fs.chmodSync(p, 0o711);
+      else fs.chmodSync(p, fs.statSync(p).mode & 0o770);
+    }
+    if (path.dirname(sandboxesDir) !== dataDir) fs.chmodSync(sandboxesDir, 0o711);
+    // The runtime as one file any uid may read, named by its content.
+    const code = fs.readFileSync(this.opts.runtimeBundle);
+    const bundle = path.join(runtimeDir, `runtime-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.js`);
+    if (!fs.existsSync(bundle)) {
+      fs.writeFileSync(`${bundle}.tmp`, code, { mode: 0o644 });
+      fs.renameSync(`${bundle}.tmp`, bundle);
+    }
+    let node = process.execPath;
+    if (!readableByOthers(node)) {
+      node = path.join(runtimeDir, `node-${process.versions.node}`);
+      if (!fs.existsSync(node)) {
+        fs.copyFileSync(process.execPath, `${node}.tmp`);
+        fs.chmodSync(`${node}.tmp`, 0o755);
+        fs.renameSync(`${node}.tmp`, node);
+      }
+    }
+    await this.installFirewall();
+    return { node, bundle };
+  }
+
+  private async installFirewall(): Promise<void> {
+    const chain = chainName(this.opts.uidRange);
+    const range = this.opts.uidRange;
+    const api = new URL(this.opts.controlPlaneUrl);
+    const allowed = await hostPorts([`${api.hostname}:${api.port || (api.protocol === 'https:' ? 443 : 80)}`, ...this.opts.localAllow]);
+    for (const [family, command, check] of [
+      [4, 'iptables-restore', 'iptables'],
+      [6, 'ip6tables-restore', 'ip6tables'],
+    ] as const) {
+      const jumped = await run(check, ['-C', 'OUTPUT', '-m', 'owner', '--uid-owner', `${range[0]}-${range[1]}`, '-j', chain]).then(
+        () => true,
+        () => false,
+      );
+      try {
+        await restore(command, rules(chain, range, allowed.filter((a) => a.family === family), !jumped));
+      } catch (e) {
+        throw new Error(`the firewall rule of process sandboxes could not be installed (${(e as Error).message}); install iptables, or set SANDBOX_PROCESS_ISOLATION=none`, { cause: e });
+      }
+    }
+  }
+
+  /**
+   * The uid of a sandbox: the one its directories already have (a restart), or a free one claimed now.
+   * Its own directories are made (or fixed) to belong to it, mode 0700.
+   */
+  async uidFor(sandboxId: string, dir: string, workspace: string): Promise<number> {
+    await this.prepare();
+    const [first, last] = this.opts.uidRange;
+    let uid = this.claimedUid(sandboxId, dir, first, last);
+    for (let attempt = 0; uid === null && attempt < 1000; attempt++) {
+      const candidate = randomInt(first, last + 1);
+      try {
+        fs.writeFileSync(path.join(this.claims, String(candidate)), sandboxId, { flag: 'wx', mode: 0o600 });
+        uid = candidate;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+    }
+    if (uid === null) throw new Error(`no free uid in SANDBOX_UID_RANGE ${first}-${last}`);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o711 });
+    fs.chownSync(dir, 0, 0);
+    fs.chmodSync(dir, 0o711);
+    for (const own of [...OWN_DIRS.map((d) => path.join(dir, d)), ...ownPath(dir, workspace)]) {
+      fs.mkdirSync(own, { recursive: true });
+      fs.chownSync(own, uid, uid);
+      fs.chmodSync(own, 0o700);
+    }
+    return uid;
+  }
+
+  /** The uid this sandbox claimed before, when its workspace still belongs to it. */
+  private claimedUid(sandboxId: string, dir: string, first: number, last: number): number | null {
+    try {
+      const owner = fs.statSync(path.join(dir, 'home')).uid;
+      if (owner < first || owner > last) return null;
+      return fs.readFileSync(path.join(this.claims, String(owner)), 'utf8') === sandboxId ? owner : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Gives a deleted sandbox's uid back (its directory is gone by then or about to be). */
+  release(sandboxId: string, uid: number | undefined): void {
+    if (uid === undefined) return;
+    const claim = path.join(this.claims, String(uid));
+    try {
+      if (fs.readFileSync(claim, 'utf8') === sandboxId) fs.rmSync(claim, { force: true });
+    } catch {
+      // no claim
+    }
+  }
+
+  /** The environment an isolated runtime gets on top of the provider's. */
+  env(dir: string): Record<string, string> {
+    return { HOME: path.join(dir, 'home'), TMPDIR: path.join(dir, 'tmp'), RUNTIME_STATE_DIR: path.join(dir, 'conversations'), RUNTIME_UMASK: '077' };
+  }
+}
+
+/** The workspace and each directory between the sandbox directory and it: the sandbox's own. */
+function ownPath(dir: string, workspace: string): string[] {
+  const rel = path.relative(dir, workspace);
+  if (!rel || rel.startsWith('..')) return [];
+  const parts = rel.split(path.sep);
+  return parts.map((_, i) => path.join(dir, ...parts.slice(0, i + 1)));
+}
+
+/** Removes the firewall chain of a uid range (an operator's clean-up; the tests' own). */
+export async function removeSandboxFirewall(range: [number, number]): Promise<void> {
+  const chain = chainName(range);
+  for (const cmd of ['iptables', 'ip6tables']) {
+    for (let i = 0; i < 10; i++) {
+      const removed = await run(cmd, ['-D', 'OUTPUT', '-m', 'owner', '--uid-owner', `${range[0]}-${range[1]}`, '-j', chain]).then(
+        () => true,
+        () => false,
+      );
+      if (!removed) break;
+    }
+    await run(cmd, ['-F', chain]).catch(() => undefined);
+    await run(cmd, ['-X', chain]).catch(() => undefined);
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * Process sandboxes isolated as root (SANDBOX_PROCESS_ISOLATION=user): two users' sandboxes, and from
+ * user B's runtime (its bash endpoint and its agent) every attempt on user A's directory, DATA_DIR, the
+ * secrets key, the database files and ports, Temporal and A's runtime fails, while what B may reach
+ * (its own workspace, the api, an allowed local LLM) works. Runs only as root (jest.config.js).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { chainName, removeSandboxFirewall } from '../../activities/sandbox-providers/process-isolation';
+import { ScriptedLlm } from '../../src/llm/scripted-llm';
+import { freePort } from '../../src/process/net';
+import { processesOfUser } from '../../src/process/process-tree';
+import { runtimeCall, settledLog, waitForExecution, type Runtime } from '../helpers/agent';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { testConfig, testEnv } from '../helpers/env';
+import { agentUrl, killRuntimesUnder, waitForStatus } from '../helpers/sandboxes';
+import { startTestWorker, type TestWorker } from '../helpers/worker';
+
+/** The port of a URL, or of a bare host:port. */
+const portOf = (address: string) => Number(new URL(address.includes('://') ? address : `tcp://${address}`).port);
+
+describe('process sandboxes isolated by uid and firewall', () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dataDir: string;
+  let llm: ScriptedLlm;
+  // A range of this file's own, so the firewall chain is this run's and is removed at the end.
+  const first = 3_500_000 + Math.floor(Math.random() * 400) * 1000;
+  const range: [number, number] = [first, first + 999];
+  const sandboxes: Record<'a' | 'b', { s: any; rt: Runtime; dir: string; uid: number }> = {} as any;
+  let users: Record<'a' | 'b', { userId: string; key: string }>;
+
+  const bash = (who: 'a' | 'b', command: string) =>
+    runtimeCall(sandboxes[who].rt, 'POST', '/api/bash/execute_bash_command', { command, timeout: 20 }).then((r) => {
+      expect(r.status).toBe(200);
+      return r.body as { exit_code: number; output: string };
+    });
+  /** A TCP connection from inside B: "connected" or the error code. */
+  const probe = async (port: number, host = '127.0.0.1') =>
+    (
+      await bash(
+        'b',
+        `node -e "const s=require('net').connect(${port},'${host}');s.setTimeout(3000,()=>{console.log('TIMEOUT');process.exit(0)});s.on('connect',()=>{console.log('connected');process.exit(0)});s.on('error',e=>{console.log(e.code);process.exit(0)})"`,
+      )
+    ).output.trim();
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'isolation-'));
+    // What `npm start` keeps in DATA_DIR: the secrets key and the database's files.
+    fs.writeFileSync(path.join(dataDir, 'secrets.key'), 'k'.repeat(44), { mode: 0o600 });
+    fs.mkdirSync(path.join(dataDir, 'postgres'), { mode: 0o755 });
+    fs.writeFileSync(path.join(dataDir, 'postgres', 'pg_hba.conf'), 'host all all 127.0.0.1/32 scram-sha-256\n', { mode: 0o644 });
+    llm = await new ScriptedLlm([
+      { tool_calls: [{ name: 'terminal', arguments: { command: `cat ${dataDir}/secrets.key; ls ${dataDir}/sandboxes` } }] },
+      { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
+    ]).start();
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      API_PORT: String(await freePort()), // the runtimes report there, through the firewall's one opening
+      SANDBOX_PROCESS_ISOLATION: 'user',
+      SANDBOX_UID_RANGE: `${range[0]}-${range[1]}`,
+      SANDBOX_LOCAL_ALLOW: new URL(llm.url).host,
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+    });
+    t = await startTestApi(config);
+    worker = await startTestWorker(config);
+    users = { a: await t.newUser(), b: await t.newUser() };
+    for (const who of ['a', 'b'] as const) {
+      const created = await t.request('POST', '/api/v1/sandboxes', { key: users[who].key, body: {} });
+      const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING');
+      const dir = path.join(dataDir, 'sandboxes', s.id);
+      sandboxes[who] = { s, rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id }, dir, uid: fs.statSync(path.join(dir, 'home')).uid };
+    }
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await t?.close();
+    await llm?.close();
+    killRuntimesUnder(dataDir);
+    for (const { uid } of Object.values(sandboxes)) for (const pid of await processesOfUser(uid)) process.kill(pid, 'SIGKILL');
+    await removeSandboxFirewall(range);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('runs each sandbox as a uid of its own from the range, its directories private to it', async () => {
+    const { a, b } = sandboxes;
+    expect(a.uid).not.toBe(b.uid);
+    for (const x of [a, b]) {
+      expect(x.uid).toBeGreaterThanOrEqual(range[0]);
+      expect(x.uid).toBeLessThanOrEqual(range[1]);
+      expect(fs.statSync(path.join(x.dir, 'workspace'))).toMatchObject({ uid: x.uid, mode: expect.any(Number) });
+      expect(fs.statSync(path.join(x.dir, 'workspace')).mode & 0o777).toBe(0o700);
+      expect(fs.statSync(x.dir).uid).toBe(0); // the handle and log beside it stay root's
+    }
+    expect((await bash('b', 'id -u')).output.trim()).toBe(String(b.uid));
+    expect((await bash('b', 'echo mine > note.txt && cat note.txt && stat -c %a note.txt')).output.trim().split('\n')).toEqual(['mine', '600']);
+  });
+
+  it("refuses B every file that is not its own: A's directory, DATA_DIR, the secrets key, the database's files", async () => {
+    const a = sandboxes.a;
+    fs.writeFileSync(path.join(a.dir, 'workspace', 'secret.txt'), 'of A\n');
+    for (const target of [
+      `ls ${a.dir}/workspace`,
+      `cat ${a.dir}/workspace/secret.txt`,
+      `ls ${a.dir}/conversations`,
+      `cat ${a.dir}/runtime.json`,
+      `ls ${dataDir}`,
+      `cat ${dataDir}/secrets.key`,
+      `cat ${dataDir}/postgres/pg_hba.conf`,
+      `ls ${dataDir}/sandbox-uids`,
+      `cat /proc/${(JSON.parse(fs.readFileSync(path.join(a.dir, 'runtime.json'), 'utf8')) as { pid: number }).pid}/environ`,
+    ]) {
+      const r = await bash('b', target);
+      expect({ target, exit: r.exit_code !== 0, output: r.output }).toEqual({ target, exit: true, output: expect.stringContaining('Permission denied') });
+    }
+  });
+
+  it("refuses B connections to the database, Temporal and A's runtime; the api and the allowed LLM answer", async () => {
+    const env = testEnv();
+    expect(await probe(portOf(env.mongoUri))).toBe('ECONNREFUSED');
+    expect(await probe(portOf(env.temporalAddress))).toBe('ECONNREFUSED');
+    if (env.postgresUrl) expect(await probe(Number(new URL(env.postgresUrl).port))).toBe('ECONNREFUSED');
+    expect(await probe(sandboxes.a.s.exposed_urls[0].port)).toBe('ECONNREFUSED');
+    expect(await probe(sandboxes.b.s.exposed_urls[0].port)).toBe('ECONNREFUSED'); // its own runtime too: only replies pass
+    // The same probe reaches what B is allowed: the controls that the refusals above are the firewall's.
+    expect(await probe(portOf(t.api.url))).toBe('connected');
+    expect(await probe(portOf(llm.url))).toBe('connected');
+    expect(execFileSync('iptables', ['-S', 'OUTPUT'], { encoding: 'utf8' })).toContain(`-j ${chainName(range)}`);
+  });
+
+  it("B's agent, running commands through its LLM, meets the same refusals; its key is not in their environment", async () => {
+    const b = sandboxes.b;
+    const c = await t.conversations.create({ userId: users.b.userId, sandboxId: b.s.id, sessionApiKey: b.rt.key });
+    const created = await runtimeCall(b.rt, 'POST', '/api/conversations', {
+      conversation_id: c.id,
+      agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' } },
+      initial_message: { content: [{ text: 'Look around.' }] },
+    });
+    expect(created.status).toBe(201);
+    const conversation = { id: c.id, llm, runtime: b.rt };
+    await waitForExecution(conversation, 'finished', 30_000);
+    const log = await settledLog(t, users.b.key, conversation, 30_000);
+    const observation = JSON.stringify(log.find((e) => e.kind === 'ObservationEvent'));
+    expect(observation).toContain(`${dataDir}/secrets.key: Permission denied`);
+    expect(observation).toContain(`${dataDir}/sandboxes': Permission denied`);
+    expect((await bash('b', 'env | grep -c SESSION_API_KEY || true')).output.trim()).toBe('0');
+  });
+
+  it("deleting B ends everything running as its uid (a daemon that left the runtime's tree too) and frees the uid", async () => {
+    const b = sandboxes.b;
+    await bash('b', 'setsid nohup sleep 600 > /dev/null 2>&1 &');
+    expect((await processesOfUser(b.uid)).length).toBeGreaterThanOrEqual(2);
+    const deleted = await t.request('DELETE', `/api/v1/sandboxes/${b.s.id}`, { key: users.b.key });
+    expect(deleted.body.status).toBe('DELETED');
+    expect(await processesOfUser(b.uid)).toEqual([]);
+    expect(fs.existsSync(b.dir)).toBe(false);
+    expect(fs.existsSync(path.join(dataDir, 'sandbox-uids', String(b.uid)))).toBe(false);
+    expect(fs.readFileSync(path.join(dataDir, 'sandbox-uids', String(sandboxes.a.uid)), 'utf8')).toBe(sandboxes.a.s.id);
+  });
+});
