@@ -3,6 +3,7 @@
  * `loadConfig()` and gets a typed, validated value, or a ConfigError naming each bad variable and the
  * form it expects.
  */
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -154,6 +155,12 @@ export const envSchema = z.object({
     .string()
     .default('')
     .transform((v) => v.split(',').map((x) => (x.includes('@') ? x.trim().toLowerCase() : x.trim())).filter(Boolean)),
+  /**
+   * Where process sandboxes live. Default: DATA_DIR/sandboxes; isolated (`user`), a directory of their
+   * own under /var/lib/agent-control, so DATA_DIR stays closed to them (0700) and its parents (a
+   * checkout under /root) need not be open.
+   */
+  SANDBOXES_DIR: nonEmpty('directory').optional(),
   /** The uids isolated process sandboxes run as (first-last), one per sandbox; nothing else on the machine may use them. */
   SANDBOX_UID_RANGE: z
     .string()
@@ -244,6 +251,8 @@ export interface Config {
     controlPlaneUrl: string;
     /** user: a uid of its own per sandbox; none: shared on purpose; restricted: shared, for processUsers only. */
     processIsolation: 'user' | 'none' | 'restricted';
+    /** Where process sandboxes live (SANDBOXES_DIR). */
+    dir: string;
     processUsers: string[];
     uidRange: [number, number];
     localAllow: string[];
@@ -280,6 +289,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     );
   }
   const e = parsed.data;
+  const processIsolation = e.SANDBOX_PROCESS_ISOLATION ?? (process.getuid?.() === 0 ? 'user' : 'restricted');
   return {
     api: {
       host: e.API_HOST,
@@ -318,7 +328,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       startTimeoutMs: e.SANDBOX_START_TIMEOUT_MS,
       operationTimeoutMs: e.SANDBOX_OPERATION_TIMEOUT_MS,
       controlPlaneUrl: (e.SANDBOX_CONTROL_PLANE_URL ?? e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
-      processIsolation: e.SANDBOX_PROCESS_ISOLATION ?? (process.getuid?.() === 0 ? 'user' : 'restricted'),
+      processIsolation,
+      dir: e.SANDBOXES_DIR
+        ? path.resolve(e.SANDBOXES_DIR)
+        : processIsolation === 'user'
+          ? path.join('/var/lib/agent-control', createHash('sha256').update(path.resolve(e.DATA_DIR)).digest('hex').slice(0, 12), 'sandboxes')
+          : path.join(path.resolve(e.DATA_DIR), 'sandboxes'),
       processUsers: e.SANDBOX_PROCESS_USERS,
       uidRange: e.SANDBOX_UID_RANGE,
       localAllow: e.SANDBOX_LOCAL_ALLOW,

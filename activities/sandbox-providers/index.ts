@@ -21,7 +21,7 @@ export const BUILT_IN_RUNTIME_ENTRY = fs.existsSync(compiledBeside)
 export const BUILT_IN_RUNTIME_BUNDLE = path.resolve(path.dirname(BUILT_IN_RUNTIME_ENTRY), '..', '..', 'runtime-bundle.js');
 
 export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): ProviderRegistry {
-  const sandboxesDir = path.join(config.dataDir, 'sandboxes');
+  const sandboxesDir = config.sandboxes.dir;
   const s = config.sandboxes;
   const isolation =
     s.processIsolation === 'user'

@@ -40,6 +40,18 @@ export const OWN_DIRS = ['home', 'tmp', 'conversations'] as const;
 /** The firewall chain of a uid range (iptables names are at most 28 characters). */
 export const chainName = (range: [number, number]) => `AC_SBX_${range[0]}`;
 
+/** The first existing directory from `dir` up that others cannot traverse, or null. */
+function untraversable(dir: string): string | null {
+  let d = dir;
+  for (;;) {
+    const st = fs.statSync(d, { throwIfNoEntry: false });
+    if (st && (st.mode & 0o001) === 0) return d;
+    const parent = path.dirname(d);
+    if (parent === d) return null;
+    d = parent;
+  }
+}
+
 /** Whether a path is readable (and its directories traversable) by a user that is neither its owner nor in its group. */
 function readableByOthers(file: string): boolean {
   let dir = path.dirname(file);
@@ -117,18 +129,20 @@ export class ProcessIsolation {
   private async doPrepare(): Promise<{ node: string; bundle: string }> {
     if (process.getuid?.() !== 0) throw new Error('SANDBOX_PROCESS_ISOLATION=user needs the worker to run as root');
     const { dataDir, sandboxesDir } = this.opts;
-    fs.mkdirSync(sandboxesDir, { recursive: true });
     fs.mkdirSync(this.claims, { recursive: true, mode: 0o700 });
-    // Sandboxes reach their own directories by name; nothing else in DATA_DIR is open to them.
-    const runtimeDir = path.join(dataDir, 'sandbox-runtime');
-    fs.mkdirSync(runtimeDir, { recursive: true });
-    fs.chmodSync(dataDir, 0o711);
-    for (const entry of fs.readdirSync(dataDir)) {
-      const p = path.join(dataDir, entry);
-      if (p === sandboxesDir || p === runtimeDir) fs.chmodSync(p, 0o711);
-      else fs.chmodSync(p, fs.statSync(p).mode & 0o770);
+    // DATA_DIR is the service's alone; sandboxes live elsewhere (SANDBOXES_DIR), reached by name only.
+    fs.chmodSync(dataDir, 0o700);
+    if (sandboxesDir === dataDir || sandboxesDir.startsWith(dataDir + path.sep)) {
+      throw new Error(`SANDBOXES_DIR (${sandboxesDir}) is inside DATA_DIR, which isolated sandboxes may not enter: leave it unset, or choose a directory outside`);
     }
-    if (path.dirname(sandboxesDir) !== dataDir) fs.chmodSync(sandboxesDir, 0o711);
+    const unreachable = untraversable(path.dirname(sandboxesDir));
+    if (unreachable) throw new Error(`sandboxes in ${sandboxesDir} cannot be reached by their users: ${unreachable} is closed to others (o+x); choose another SANDBOXES_DIR`);
+    const runtimeDir = path.join(path.dirname(sandboxesDir), 'runtime');
+    for (const d of [sandboxesDir, runtimeDir]) {
+      fs.mkdirSync(d, { recursive: true });
+      fs.chmodSync(d, 0o711);
+    }
+    fs.chmodSync(path.dirname(sandboxesDir), 0o711);
     // The runtime as one file any uid may read, named by its content.
     const code = fs.readFileSync(this.opts.runtimeBundle);
     const bundle = path.join(runtimeDir, `runtime-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.js`);
@@ -191,9 +205,24 @@ export class ProcessIsolation {
     fs.mkdirSync(dir, { recursive: true, mode: 0o711 });
     fs.chownSync(dir, 0, 0);
     fs.chmodSync(dir, 0o711);
-    for (const own of [...OWN_DIRS.map((d) => path.join(dir, d)), ...ownPath(dir, workspace)]) {
+    // Direct children of the (root's) sandbox directory cannot be swapped by the sandbox: fixed every
+    // start. Deeper ones (a working_dir below the workspace) are the sandbox's: made once, never
+    // chown'd or chmod'ed again, since it could have turned them into links to anywhere.
+    const [top, ...deeper] = ownPath(dir, workspace);
+    for (const own of [...OWN_DIRS.map((d) => path.join(dir, d)), ...(top ? [top] : [])]) {
       fs.mkdirSync(own, { recursive: true });
+      if (fs.lstatSync(own).isSymbolicLink()) throw new Error(`${own} is a symbolic link`);
       fs.chownSync(own, uid, uid);
+      fs.chmodSync(own, 0o700);
+    }
+    for (const own of deeper) {
+      try {
+        fs.mkdirSync(own);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw e;
+      }
+      fs.lchownSync(own, uid, uid);
       fs.chmodSync(own, 0o700);
     }
     return uid;

@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { chainName, removeSandboxFirewall } from '../../activities/sandbox-providers/process-isolation';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
 import { freePort } from '../../src/process/net';
-import { processesOfUser } from '../../src/process/process-tree';
+import { processesOfUser, signalAll } from '../../src/process/process-tree';
 import { runtimeCall, settledLog, waitForExecution, type Runtime } from '../helpers/agent';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { testConfig, testEnv } from '../helpers/env';
@@ -70,7 +70,7 @@ describe('process sandboxes isolated by uid and firewall', () => {
     for (const who of ['a', 'b'] as const) {
       const created = await t.request('POST', '/api/v1/sandboxes', { key: users[who].key, body: {} });
       const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING');
-      const dir = path.join(dataDir, 'sandboxes', s.id);
+      const dir = path.join(t.config.sandboxes.dir, s.id);
       sandboxes[who] = { s, rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id }, dir, uid: fs.statSync(path.join(dir, 'home')).uid };
     }
   });
@@ -79,14 +79,22 @@ describe('process sandboxes isolated by uid and firewall', () => {
     await worker?.stop();
     await t?.close();
     await llm?.close();
-    killRuntimesUnder(dataDir);
-    for (const { uid } of Object.values(sandboxes)) for (const pid of await processesOfUser(uid)) process.kill(pid, 'SIGKILL');
+    if (t) killRuntimesUnder(t.config.sandboxes.dir);
+    for (const { uid } of Object.values(sandboxes)) signalAll(await processesOfUser(uid), 'SIGKILL');
     await removeSandboxFirewall(range);
     fs.rmSync(dataDir, { recursive: true, force: true });
+    if (t) fs.rmSync(path.dirname(t.config.sandboxes.dir), { recursive: true, force: true });
+    try {
+      fs.rmdirSync('/var/lib/agent-control'); // only when empty: another installation may live there
+    } catch {
+      // not empty, or gone
+    }
   });
 
-  it('runs each sandbox as a uid of its own from the range, its directories private to it', async () => {
+  it('runs each sandbox as a uid of its own from the range, its directories private to it, outside DATA_DIR', async () => {
     const { a, b } = sandboxes;
+    expect(t.config.sandboxes.dir.startsWith('/var/lib/agent-control/')).toBe(true);
+    expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
     expect(a.uid).not.toBe(b.uid);
     for (const x of [a, b]) {
       expect(x.uid).toBeGreaterThanOrEqual(range[0]);
