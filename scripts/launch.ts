@@ -16,7 +16,7 @@ import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-ser
 import { createLogger } from '../src/logger';
 import { portOpen } from '../src/process/net';
 import { reapStale, startChild } from './servers/child';
-import { startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
+import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
 import { postgresLogin, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
 import { migrateSqliteData } from './servers/sqlite-migration';
@@ -142,10 +142,11 @@ async function main(): Promise<void> {
     }
     const options = { binary: binaries!.ferretdb, backend, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
     const ferret = await supervision.start('ferretdb', (onSpawn) => startFerretdb({ ...options, onSpawn }));
+    // On PostgreSQL, with the user and password FerretDB logs in to PostgreSQL with: it takes no client without.
     mongoUri = ferret.uri;
     // The data of a start before PostgreSQL became the default, moved once.
     if (backend.kind === 'postgresql') await migrateSqliteData({ ferretdbBinary: binaries!.ferretdb, dataDir: config.dataDir, targetUri: mongoUri, log });
-    log.info({ uri: mongoUri }, 'FerretDB (MongoDB wire protocol) is up'); // embedded: no credentials
+    log.info({ uri: redactUri(mongoUri) }, 'FerretDB (MongoDB wire protocol) is up');
   }
 
   let temporalAddress = config.temporal.address;
@@ -166,6 +167,7 @@ async function main(): Promise<void> {
     temporalUi = temporal.uiUrl;
     log.info({ address: temporalAddress }, 'Temporal dev server is up');
   }
+  // For the admin CLI; holds the credentials (mode 0600).
   writeEmbeddedServers(config.dataDir, { mongoUri, temporalAddress, postgresUrl });
 
   const env: NodeJS.ProcessEnv = {
@@ -191,7 +193,8 @@ async function main(): Promise<void> {
       name: 'worker',
       command: process.execPath,
       args: [path.join(dist, 'worker', 'main.js')],
-      env: { ...env, POSTGRES_URL: '' }, // the worker never talks to PostgreSQL: no password for it
+      // The worker makes no PostgreSQL indexes: no POSTGRES_URL (its MONGODB_URI has the credentials FerretDB needs).
+      env: { ...env, POSTGRES_URL: '' },
       logFile: workerLog,
       pidFile: path.join(config.dataDir, 'worker.pid'),
       ready: async () => logSince(workerLog, from).includes('worker polling'),
@@ -214,7 +217,7 @@ async function main(): Promise<void> {
     '',
     `  API          ${config.api.publicBaseUrl}   (docs: ${config.api.publicBaseUrl}/docs)`,
     temporalUi ? `  Temporal UI  ${temporalUi}` : `  Temporal     ${temporalAddress}`,
-    `  MongoDB      ${mongoUri.replace(/\/\/[^@/]*@/, '//***@')}   (${storage})`,
+    `  MongoDB      ${redactUri(mongoUri)}   (${storage})`,
     `  Data         ${config.dataDir}   (logs in ${logs})`,
     bootstrap.key
       ? `\n  Admin API key (shown once, not stored; send it as X-Access-Token):\n  ${bootstrap.key}`

@@ -6,8 +6,10 @@
  * start is READY or ERROR, and no ingest lease is left behind.
  */
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { MongoClient } from 'mongodb';
+import { embeddedServersFile } from '../src/cli/embedded-servers';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { testEnv } from './helpers/env';
 import { messages } from './helpers/event-samples';
@@ -118,7 +120,9 @@ describe('fault injection', () => {
     const final = await Promise.all(starts.map(taskOf));
 
     // The log, read straight from the database: acknowledged events once each, seq 1..n without a hole.
-    const client = await MongoClient.connect(`mongodb://127.0.0.1:${launcher.ports.mongo}/`);
+    // With the credentials the launcher gave its api (FerretDB refuses a client without).
+    const { mongoUri } = JSON.parse(fs.readFileSync(embeddedServersFile(launcher.dataDir), 'utf8')) as { mongoUri: string };
+    const client = await MongoClient.connect(mongoUri);
     try {
       const db = client.db('agent_control');
       const events = await db.collection('events').find({ conversation_id: conversationId }, { projection: { id: 1, seq: 1 } }).toArray();

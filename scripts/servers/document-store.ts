@@ -20,6 +20,7 @@ export function ferretdbBackendFromEnv(env: NodeJS.ProcessEnv = process.env): Fe
 }
 
 export interface DocumentStore {
+  /** The MongoDB URI; on PostgreSQL with the user and password FerretDB logs in with (it refuses clients without). */
   uri: string;
   backend: FerretdbBackendName;
   /** PostgreSQL's own URL (with its password), for EXPLAIN and the benchmarks' raw queries. */

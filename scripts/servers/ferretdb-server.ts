@@ -3,6 +3,12 @@
  * backends: PostgreSQL (the default: filters on equality, sorts and limits run in SQL, on indexes made
  * through the driver) or SQLite (files under the directory; every query but `{_id: <string>}` reads the
  * whole collection).
+ *
+ * On PostgreSQL, FerretDB keeps no users of its own: it logs in to PostgreSQL as the client that
+ * connects to it (MongoDB's PLAIN mechanism), with the user and password that client gives. It is
+ * started with a PostgreSQL URL that carries neither, so a client that gives none, or a wrong one, is
+ * refused by PostgreSQL on every command that reads or writes; the credentials go into the MongoDB URI
+ * of the clients (`uri`). SQLite has no users: every local process may read and write.
  */
 import { MongoClient } from 'mongodb';
 import fs from 'node:fs';
@@ -32,6 +38,50 @@ export async function mongoAnswers(uri: string): Promise<boolean> {
   }
 }
 
+export interface PostgresCredentials {
+  username: string;
+  password: string;
+}
+
+/**
+ * Splits a PostgreSQL URL into the URL FerretDB is started with (no user, no password) and the
+ * credentials its clients log in with. A URL without a user and a password is kept whole: whoever runs
+ * that PostgreSQL lets in whom it chooses (`trust`, a password from the environment, ...).
+ */
+export function splitPostgresCredentials(url: string): { serverUrl: string; credentials?: PostgresCredentials } {
+  const u = new URL(url);
+  // pgx also reads them as query parameters, as libpq does.
+  const username = decodeURIComponent(u.username) || u.searchParams.get('user') || '';
+  const password = decodeURIComponent(u.password) || u.searchParams.get('password') || '';
+  if (!username || !password) return { serverUrl: url };
+  u.username = '';
+  u.password = '';
+  u.searchParams.delete('user');
+  u.searchParams.delete('password');
+  return { serverUrl: u.toString(), credentials: { username, password } };
+}
+
+/** The MongoDB URI of a FerretDB on loopback: with credentials, PLAIN (the only mechanism FerretDB 1.24 takes on PostgreSQL). */
+export function ferretdbUri(port: number, credentials?: PostgresCredentials): string {
+  if (!credentials) return `mongodb://127.0.0.1:${port}/`;
+  const { username, password } = credentials;
+  return `mongodb://${encodeURIComponent(username)}:${encodeURIComponent(password)}@127.0.0.1:${port}/?authMechanism=PLAIN`;
+}
+
+/** The URI with its password replaced, for logs and the terminal. */
+export function redactUri(uri: string): string {
+  return uri.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+/**
+ * pgx's other sources of a password (the environment, `~/.pgpass`, a service file): none may log in a
+ * client that gave no credentials.
+ */
+function withoutPostgresPasswords(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { PGPASSWORD: _password, PGUSER: _user, PGSERVICE: _service, PGSERVICEFILE: _serviceFile, ...rest } = env;
+  return { ...rest, PGPASSFILE: '/dev/null' };
+}
+
 /** The URL with a run-time parameter the PostgreSQL driver (pgx) sends at connect, unless it sets one already. */
 function withParam(url: string, name: string, value: string): string {
   const u = new URL(url);
@@ -40,7 +90,8 @@ function withParam(url: string, name: string, value: string): string {
 }
 
 export async function startFerretdb(o: FerretdbOptions): Promise<Child & { uri: string }> {
-  const uri = `mongodb://127.0.0.1:${o.port}/`;
+  const split = o.backend.kind === 'postgresql' ? splitPostgresCredentials(o.backend.url) : undefined;
+  const uri = ferretdbUri(o.port, split?.credentials);
   fs.mkdirSync(o.dataDir, { recursive: true });
   let backend: string[];
   if (o.backend.kind === 'sqlite') {
@@ -53,7 +104,7 @@ export async function startFerretdb(o: FerretdbOptions): Promise<Child & { uri: 
   // FerretDB sends its queries as prepared statements with the field name as a parameter
   // (`_jsonb -> $1 @> $2`); a plan made for any value of $1 cannot use an index on `_jsonb -> 'field'`.
   // Planning each execution with its values keeps the GIN indexes of src/store/postgres-indexes.ts in use.
-  const postgresUrl = o.backend.kind === 'postgresql' ? withParam(o.backend.url, 'plan_cache_mode', 'force_custom_plan') : undefined;
+  const postgresUrl = split ? withParam(split.serverUrl, 'plan_cache_mode', 'force_custom_plan') : undefined;
   const child = await startChild({
     name: 'ferretdb',
     command: o.binary,
@@ -66,8 +117,12 @@ export async function startFerretdb(o: FerretdbOptions): Promise<Child & { uri: 
       '--log-level=warn',
       '--log-format=text',
     ],
-    // The PostgreSQL URL carries a password: passed in the environment, not on a command line others can read.
-    env: { ...process.env, DO_NOT_TRACK: '1', ...(postgresUrl ? { FERRETDB_POSTGRESQL_URL: postgresUrl } : {}) },
+    // In the environment, not on a command line others can read: a URL kept whole may carry a password.
+    env: {
+      ...(split?.credentials ? withoutPostgresPasswords(process.env) : process.env),
+      DO_NOT_TRACK: '1',
+      ...(postgresUrl ? { FERRETDB_POSTGRESQL_URL: postgresUrl } : {}),
+    },
     cwd: o.dataDir,
     logFile: path.join(o.dataDir, 'ferretdb.log'),
     pidFile: o.pidFile ? path.join(o.dataDir, 'ferretdb.pid') : undefined,

@@ -17,9 +17,12 @@ export interface EmbeddedServers {
 export const embeddedServersFile = (dataDir: string) => path.join(dataDir, 'embedded-servers.json');
 
 export function writeEmbeddedServers(dataDir: string, servers: EmbeddedServers): void {
-  // May hold a connection string with credentials: readable by this user only.
-  fs.writeFileSync(embeddedServersFile(dataDir), JSON.stringify(servers, null, 2) + '\n', { mode: 0o600 });
-  fs.chmodSync(embeddedServersFile(dataDir), 0o600);
+  // Holds a connection string with credentials: readable by this user only, from its first byte (a new
+  // file renamed over the old one, whatever mode the old one had).
+  const file = embeddedServersFile(dataDir);
+  fs.rmSync(`${file}.tmp`, { force: true });
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(servers, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+  fs.renameSync(`${file}.tmp`, file);
 }
 
 /** Configured servers win; otherwise those of a launcher running on the same data directory. */

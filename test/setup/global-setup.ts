@@ -10,6 +10,7 @@ import path from 'node:path';
 import { freePort } from '../../src/process/net';
 import type { Child } from '../../scripts/servers/child';
 import { ferretdbBackendFromEnv, startDocumentStore } from '../../scripts/servers/document-store';
+import { redactUri } from '../../scripts/servers/ferretdb-server';
 import { obtainServers } from '../../scripts/servers/obtain';
 import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';
 import type { TestEnv } from '../helpers/env';
@@ -76,5 +77,5 @@ export default async function globalSetup(): Promise<void> {
     dir,
     ...(prepared ? { docker: { engine: prepared.engine, host: prepared.env.host } } : {}),
   };
-  console.log(`[setup] Temporal ${temporal.address}, FerretDB ${store.uri} (${store.backend}) up in ${Date.now() - started} ms`);
+  console.log(`[setup] Temporal ${temporal.address}, FerretDB ${redactUri(store.uri)} (${store.backend}) up in ${Date.now() - started} ms`);
 }
