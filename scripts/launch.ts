@@ -11,10 +11,10 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../src/config';
+import { ConfigError, loadConfig, type Config } from '../src/config';
 import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
-import { portOpen } from '../src/process/net';
+import { freePort, portOpen } from '../src/process/net';
 import { reapStale, startChild } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
@@ -179,6 +179,7 @@ async function main(): Promise<void> {
     DATA_DIR: config.dataDir,
     SECRETS_KEY: resolveSecretsKey(config, true),
     AGENT_CONTROL_PARENT_PID: String(process.pid),
+    ...(await demoEnv(config)),
   };
   const bootstrap = JSON.parse(await runAdmin(['bootstrap'], env)) as { key?: string };
 
@@ -230,6 +231,16 @@ async function main(): Promise<void> {
   if (process.argv.includes('--demo')) {
     await runAdmin(['demo'], env, true).catch((e: Error) => log.error(`the demo failed: ${e.message}`));
   }
+}
+
+/**
+ * With --demo: the demo's scripted LLM gets a port of its own on loopback, which isolated process
+ * sandboxes may reach (their firewall refuses every other local port but the api's).
+ */
+async function demoEnv(config: Config): Promise<NodeJS.ProcessEnv> {
+  if (!process.argv.includes('--demo')) return {};
+  const port = config.demoLlmPort || (await freePort());
+  return { DEMO_LLM_PORT: String(port), SANDBOX_LOCAL_ALLOW: [...config.sandboxes.localAllow, `127.0.0.1:${port}`].join(',') };
 }
 
 main().catch((e: Error) => {

@@ -168,6 +168,8 @@ export const envSchema = z.object({
     .transform((v) => v.split('-').map(Number) as [number, number])
     .refine(([a, b]) => a >= 1000 && b > a && b < 2 ** 32 - 1, { error: 'a range of uids above 999 (first < last < 4294967295)' })
     .default([3_000_000, 3_999_999]),
+  /** Port of the demo's scripted LLM on loopback (0: any free one); `npm start -- --demo` picks one and lets isolated sandboxes reach it. */
+  DEMO_LLM_PORT: nonNegativeInt('port').max(65535).default(0),
   /** host:port pairs on this machine that isolated process sandboxes may reach besides the api (a local LLM proxy), comma-separated. */
   SANDBOX_LOCAL_ALLOW: z
     .string()
@@ -231,6 +233,7 @@ export interface Config {
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
   live: { pollMs: number; idlePollMs: number; retainSlots: number };
+  demoLlmPort: number;
   readyTimeoutMs: number;
   eventQueryTimeoutMs: number;
   shutdownGraceMs: number;
@@ -313,6 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
     limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
     live: { pollMs: e.LIVE_POLL_MS, idlePollMs: e.LIVE_IDLE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
+    demoLlmPort: e.DEMO_LLM_PORT,
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     eventQueryTimeoutMs: e.EVENT_QUERY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

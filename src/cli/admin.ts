@@ -210,6 +210,7 @@ export function buildCli(config: () => Config): Command {
           return await runDemo({
             apiUrl: c.api.publicBaseUrl,
             apiKey: raw,
+            llmPort: c.demoLlmPort,
             userId: owner.id,
             conversations,
             print: json() ? () => undefined : (line) => console.log(line),

@@ -20,6 +20,8 @@ export interface DemoOptions {
   /** Where each line goes. */
   print: (line: string) => void;
   timeoutMs?: number;
+  /** Where the scripted LLM listens on loopback (DEMO_LLM_PORT); 0: any free port. */
+  llmPort?: number;
 }
 
 export interface DemoResult {
@@ -73,7 +75,7 @@ export function describeEvent(e: Event): string {
 export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   const deadline = Date.now() + (o.timeoutMs ?? 120_000);
   const auth = { 'X-Access-Token': o.apiKey };
-  const llm = await new ScriptedLlm(DEMO_SCRIPT).start();
+  const llm = await new ScriptedLlm(DEMO_SCRIPT).start(o.llmPort ?? 0);
   let ws: WebSocket | undefined;
   try {
     o.print(`[demo] scripted LLM on ${llm.url}: every answer below is scripted, no model is called`);
