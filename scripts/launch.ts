@@ -15,6 +15,7 @@ import { ConfigError, loadConfig, type Config } from '../src/config';
 import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
 import { freePort, portOpen } from '../src/process/net';
+import { ensureCommands } from './host-packages';
 import { reapStale, startChild } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
@@ -113,6 +114,10 @@ async function main(): Promise<void> {
   }
 
   const embedded = !config.mongo.uri || !config.temporal.address;
+  if (config.sandboxes.processIsolation === 'user') {
+    // Isolated process sandboxes sit behind a firewall chain of their uids.
+    await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'isolating process sandboxes (SANDBOX_PROCESS_ISOLATION=user)', (l) => log.info(l));
+  }
   const binaries = embedded ? await obtainServers(config.serversCacheDir, (l) => log.info(l)) : undefined;
 
   let mongoUri = config.mongo.uri;

@@ -12,6 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startChild, type Child } from '../servers/child';
+import { aptInstall, hasCommand } from '../host-packages';
 import { serversCacheRoot } from '../servers/paths';
 
 const run = promisify(execFile);
@@ -69,21 +70,6 @@ export function dockerStateDir(override?: string): string {
   return override ?? path.join(path.dirname(serversCacheRoot(process.env.SERVERS_CACHE_DIR)), 'docker');
 }
 
-const which = async (cmd: string) => (await run('sh', ['-c', `command -v ${cmd}`]).catch(() => ({ stdout: '' }))).stdout.trim();
-
-/** Installs Debian packages (after an `apt-get update` when the first attempt finds no lists). */
-export async function aptInstall(packages: string[], say: (l: string) => void): Promise<void> {
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = () => run('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...packages], { env, maxBuffer: 64 << 20 });
-  say(`installing ${packages.join(', ')} with apt-get`);
-  try {
-    await install();
-  } catch {
-    await run('apt-get', ['update', '-q'], { env, maxBuffer: 64 << 20 });
-    await install();
-  }
-}
-
 /** Why no engine can be had here, or null when this process may install and run one. */
 export function cannotRunEngine(): string | null {
   if (process.platform !== 'linux') return 'the project runs its own Docker engine only on Linux';
@@ -109,7 +95,7 @@ export async function ensureDockerEngine(opts: EngineOptions = {}): Promise<Dock
 
   const why = cannotRunEngine();
   if (why) throw new Error(`no Docker engine answers at ${theirs}, and ${why}`);
-  if (!(await which('dockerd'))) await aptInstall(['docker.io'], say);
+  if (!(await hasCommand('dockerd'))) await aptInstall(['docker.io'], say);
   await reapOwnEngine(pidFile);
 
   fs.mkdirSync(path.join(state, 'run'), { recursive: true });

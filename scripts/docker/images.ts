@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot, FERRETDB_VERSION, TEMPORAL_CLI_VERSION } from '../servers/paths';
-import { aptInstall, engineGet } from './engine';
+import { aptInstall } from '../host-packages';
+import { engineGet } from './engine';
 
 const run = promisify(execFile);
 type Say = (line: string) => void;

@@ -6,7 +6,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { aptInstall, engineGet, ensureDockerEngine, type DockerEngine } from '../../scripts/docker/engine';
+import { engineGet, ensureDockerEngine, type DockerEngine } from '../../scripts/docker/engine';
+import { ensureCommands } from '../../scripts/host-packages';
 import { buildProjectImages, buildServerImages, ensureBaseImage, type ProjectImages, type ServerImages } from '../../scripts/docker/images';
 import type { ServerBinaries } from '../../scripts/servers/obtain';
 import { SANDBOX_LABEL } from '../../activities/sandbox-providers/docker-provider';
@@ -27,16 +28,6 @@ export const COMPOSE_PROJECT_PREFIX = 'agent-control-test-';
 
 export const dockerTestsEnabled = () => process.env.AGENT_CONTROL_DOCKER_TESTS !== 'off';
 
-const has = async (cmd: string) => (await run('sh', ['-c', `command -v ${cmd}`]).catch(() => ({ stdout: '' }))).stdout.trim() !== '';
-
-/** docker (the CLI builds images) and docker-compose, installed from Debian's packages as root when missing. */
-async function ensureTools(say: (l: string) => void): Promise<void> {
-  const missing = [(await has('docker')) ? null : 'docker.io', (await has('docker-compose')) ? null : 'docker-compose'].filter((p): p is string => p !== null);
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0) throw new Error(`the docker tests need ${missing.join(' and ')}; install them, or run with AGENT_CONTROL_DOCKER_TESTS=off`);
-  await aptInstall(missing, say);
-}
-
 /** The IPv4 address of a local interface (`ip`, since Node lists no interface that is down, as an idle bridge is). */
 async function bridgeAddress(name: string): Promise<string | undefined> {
   const out = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', name]).catch(() => ({ stdout: '' }));
@@ -49,7 +40,8 @@ export async function prepareDocker(binaries: Promise<ServerBinaries>, say: (l: 
     throw new Error(`${e.message}. The docker provider's tests need one: start Docker, run the tests as root (they install Debian's docker.io), or set AGENT_CONTROL_DOCKER_TESTS=off to leave them out.`);
   });
   try {
-    await ensureTools(say);
+    // The CLI builds the images; docker-compose runs test/docker/compose.test.ts.
+    await ensureCommands({ docker: 'docker.io', 'docker-compose': 'docker-compose' }, 'the docker tests (or AGENT_CONTROL_DOCKER_TESTS=off)', say);
     const base = await ensureBaseImage(engine.host, say);
     const project = await buildProjectImages(engine.host, base, say);
     const servers = await buildServerImages(engine.host, base, await binaries, say);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { freePort } from '../../src/process/net';
 import type { Child } from '../../scripts/servers/child';
 import { ferretdbBackendFromEnv, startDocumentStore } from '../../scripts/servers/document-store';
+import { ensureCommands } from '../../scripts/host-packages';
 import { redactUri } from '../../scripts/servers/ferretdb-server';
 import { obtainServers } from '../../scripts/servers/obtain';
 import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';
@@ -24,6 +25,8 @@ declare global {
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   const say = (l: string) => console.log(`[setup] ${l}`);
+  // test/root (run as root only) isolates process sandboxes with firewall rules.
+  if (process.getuid?.() === 0) await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'test/root', say);
   const obtained = obtainServers(process.env.SERVERS_CACHE_DIR, say);
   // The Docker engine and images come up beside the servers (the server images need the binaries).
   const docker = dockerTestsEnabled() ? prepareDocker(obtained, say) : null;
