@@ -12,7 +12,7 @@
  *   (the database, Temporal, the worker, other sandboxes' runtimes), except the api (events), DNS, and
  *   SANDBOX_LOCAL_ALLOW; replies of the runtime's own server pass. Sandboxes keep the internet (LLMs).
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomInt } from 'node:crypto';
 import dns from 'node:dns/promises';
 import fs from 'node:fs';
@@ -81,7 +81,7 @@ async function hostPorts(pairs: string[]): Promise<{ address: string; family: 4 
 }
 
 /** iptables-restore input for one family: the chain (flushed and refilled atomically) and its jump. */
-function rules(chain: string, range: [number, number], allowed: { address: string; port: number }[], withJump: boolean): string {
+function rules(chain: string, range: [number, number], allowed: { address: string; port: number }[], withJump: boolean, linkLocal: string): string {
   const local = '-m addrtype --dst-type LOCAL';
   return [
     '*filter',
@@ -92,6 +92,11 @@ function rules(chain: string, range: [number, number], allowed: { address: strin
     `-A ${chain} -p tcp --dport 53 ${local} -j RETURN`,
     `-A ${chain} ${local} -p tcp -j REJECT --reject-with tcp-reset`,
     `-A ${chain} ${local} -j REJECT`,
+    // Broadcast and multicast reach local listeners too; a published port is a local one rewritten
+    // (DNAT); link-local addresses include cloud metadata services (169.254.169.254) and their credentials.
+    `-A ${chain} -m addrtype --dst-type ${linkLocal.includes(':') ? 'MULTICAST' : 'BROADCAST,MULTICAST'} -j REJECT`, // IPv6 has no broadcast
+    `-A ${chain} -m conntrack --ctstate DNAT -j REJECT`,
+    `-A ${chain} -d ${linkLocal} -j REJECT`,
     ...(withJump ? [`-I OUTPUT 1 -m owner --uid-owner ${range[0]}-${range[1]} -j ${chain}`] : []),
     'COMMIT',
     '',
@@ -163,6 +168,14 @@ export class ProcessIsolation {
     return { node, bundle };
   }
 
+  /** The chain's jump is checked at every start: a firewall flushed by another tool is put back. */
+  private async ensureFirewall(): Promise<void> {
+    const jump = ['-m', 'owner', '--uid-owner', `${this.opts.uidRange[0]}-${this.opts.uidRange[1]}`, '-j', chainName(this.opts.uidRange)];
+    for (const cmd of ['iptables', 'ip6tables']) {
+      if (!(await run(cmd, ['-C', 'OUTPUT', ...jump]).then(() => true, () => false))) return this.installFirewall();
+    }
+  }
+
   private async installFirewall(): Promise<void> {
     const chain = chainName(this.opts.uidRange);
     const range = this.opts.uidRange;
@@ -177,7 +190,7 @@ export class ProcessIsolation {
         () => false,
       );
       try {
-        await restore(command, rules(chain, range, allowed.filter((a) => a.family === family), !jumped));
+        await restore(command, rules(chain, range, allowed.filter((a) => a.family === family), !jumped, family === 4 ? '169.254.0.0/16' : 'fe80::/10'));
       } catch (e) {
         throw new Error(`the firewall rule of process sandboxes could not be installed (${(e as Error).message}); install iptables, or set SANDBOX_PROCESS_ISOLATION=none`, { cause: e });
       }
@@ -206,8 +219,8 @@ export class ProcessIsolation {
     fs.chownSync(dir, 0, 0);
     fs.chmodSync(dir, 0o711);
     // Direct children of the (root's) sandbox directory cannot be swapped by the sandbox: fixed every
-    // start. Deeper ones (a working_dir below the workspace) are the sandbox's: made once, never
-    // chown'd or chmod'ed again, since it could have turned them into links to anywhere.
+    // start. Deeper ones (a working_dir below the workspace) are made by the sandbox's uid itself: root
+    // never follows a path the sandbox could have turned into a link to anywhere.
     const [top, ...deeper] = ownPath(dir, workspace);
     for (const own of [...OWN_DIRS.map((d) => path.join(dir, d)), ...(top ? [top] : [])]) {
       fs.mkdirSync(own, { recursive: true });
@@ -215,16 +228,11 @@ export class ProcessIsolation {
       fs.chownSync(own, uid, uid);
       fs.chmodSync(own, 0o700);
     }
-    for (const own of deeper) {
-      try {
-        fs.mkdirSync(own);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        throw e;
-      }
-      fs.lchownSync(own, uid, uid);
-      fs.chmodSync(own, 0o700);
+    if (deeper.length > 0) {
+      const made = spawnSync('mkdir', ['-p', '-m', '700', workspace], { uid, gid: uid, encoding: 'utf8', timeout: 10_000 });
+      if (made.status !== 0) throw new Error(`the sandbox's working directory ${workspace} could not be made: ${made.stderr || made.error?.message}`);
     }
+    await this.ensureFirewall();
     return uid;
   }
 

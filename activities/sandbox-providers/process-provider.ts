@@ -5,7 +5,7 @@
  * directory. The handle (pid, its start time, port, directory) lives in MongoDB, so any worker, including
  * one started after this one died, finds the process again; the process does not depend on the worker.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../src/process/net';
@@ -50,6 +50,41 @@ function lastWords(logFile: string): string {
   return lines ? `; its log (${logFile}) ends: ${lines}` : `; its log is ${logFile}`;
 }
 
+/** The port an isolated runtime reports (opened without following links: the file is in the sandbox's own directory). */
+async function readPortFile(file: string, pid: number, logFile: string): Promise<number> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      const buf = Buffer.alloc(8);
+      const n = fs.readSync(fd, buf, 0, 8, 0);
+      fs.closeSync(fd);
+      const text = buf.subarray(0, n).toString('latin1');
+      if (/^\d{1,5}$/.test(text) && Number(text) > 0 && Number(text) < 65536) return Number(text);
+      throw new Error('the runtime reported no port');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`the runtime's port file is not a port: ${(e as Error).message}`, { cause: e });
+    }
+    if (!readStat(pid)) throw new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the runtime (pid ${pid}) did not report its port within 30 s${lastWords(logFile)}`);
+}
+
+/**
+ * Kills every process of a uid: `kill -9 -1` run as that uid (the kernel signals all of them in one
+ * pass, which a process forking in a loop cannot outrun as it can a list read from /proc), again until
+ * none is left; throws (the activity retries) if some survive.
+ */
+async function killUser(uid: number): Promise<void> {
+  for (let round = 0; round < 50; round++) {
+    if ((await processesOfUser(uid)).length === 0) return;
+    spawnSync('kill', ['-9', '-1'], { uid, gid: uid, timeout: 5000 });
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const left = await processesOfUser(uid);
+  if (left.length > 0) throw new Error(`processes of uid ${uid} survive SIGKILL: ${left.join(', ')}`);
+}
+
 export class ProcessProvider implements SandboxProvider {
   readonly name = 'process' as const;
   private readonly host: string;
@@ -72,13 +107,18 @@ export class ProcessProvider implements SandboxProvider {
     const uid = isolation ? await isolation.uidFor(req.sandboxId, dir, workspace) : undefined;
     if (!isolation) fs.mkdirSync(workspace, { recursive: true });
     await this.killEarlierRuntime(dir);
-    const port = await freePort();
+    // Isolated, the runtime binds a port the system picks and says which: a free port chosen here could
+    // be taken by another sandbox before the runtime binds it, and that sandbox would get its clients.
+    const portFile = isolation ? path.join(dir, 'tmp', '.runtime-port') : undefined;
+    if (portFile) fs.rmSync(portFile, { force: true });
+    let port = portFile ? 0 : await freePort();
     const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
     const env = {
       ...inherited,
       ...req.spec.initial_env,
       RUNTIME_HOST: this.host,
       RUNTIME_PORT: String(port),
+      ...(portFile ? { RUNTIME_PORT_FILE: portFile } : {}),
       SESSION_API_KEY: req.sessionApiKey,
       RUNTIME_WORKING_DIR: workspace,
       RUNTIME_SANDBOX_DIR: dir,
@@ -101,6 +141,11 @@ export class ProcessProvider implements SandboxProvider {
     });
     child.unref();
     if (!handle || !readStat(handle.pid)) throw new Error(`the runtime process (pid ${child.pid}) exited at once; see ${path.join(dir, 'runtime.log')}`);
+    if (portFile) {
+      port = await readPortFile(portFile, handle.pid, path.join(dir, 'runtime.log'));
+      handle.port = port;
+      fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
+    }
     return {
       handle,
       exposedUrls: [{ name: AGENT_SERVER, url: `http://${this.host}:${port}`, port }],
@@ -153,8 +198,9 @@ export class ProcessProvider implements SandboxProvider {
     }
     const dir = this.dirOf(sandboxId);
     const uid = this.opts.isolation && fs.statSync(path.join(dir, 'home'), { throwIfNoEntry: false })?.uid;
-    // An isolated sandbox's uid is its own: whatever runs as it (a daemon that left the runtime's tree) goes too.
-    if (uid) signalAll(await processesOfUser(uid), 'SIGKILL');
+    // An isolated sandbox's uid is its own: whatever runs as it (a daemon that left the runtime's tree,
+    // one that keeps forking) ends before its files go and before the uid can be someone else's.
+    if (uid) await killUser(uid);
     await fs.promises.rm(dir, { recursive: true, force: true });
     this.opts.isolation?.release(sandboxId, uid || undefined);
   }

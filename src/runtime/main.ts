@@ -17,6 +17,12 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (e) => logger.error({ err: (e as Error)?.message ?? String(e) }, 'unhandled rejection'));
   const server = await startRuntimeServer(config, logger);
   logger.info({ url: server.url, working_dir: config.workingDir }, 'runtime listening');
+  // With RUNTIME_PORT=0 the system chose the port (no other process can take it first): the provider reads it here.
+  const portFile = process.env.RUNTIME_PORT_FILE;
+  if (portFile) {
+    fs.writeFileSync(`${portFile}.tmp`, new URL(server.url).port, { mode: 0o600 });
+    fs.renameSync(`${portFile}.tmp`, portFile);
+  }
 
   let stopping = false;
   const stop = async (why: string) => {

@@ -126,6 +126,17 @@ describe('process sandboxes isolated by uid and firewall', () => {
     }
   });
 
+  it("refuses B broadcast and multicast to the machine's listeners, link-local addresses, and its runtime's port file is its own", async () => {
+    const udp = async (host: string) =>
+      (await bash('b', `node -e "const s=require('dgram').createSocket('${host.includes(':') ? 'udp6' : 'udp4'}');s.bind(()=>{s.setBroadcast(true);s.send('x',9999,'${host}',e=>{console.log(e?e.code:'sent');process.exit(0)})})"`)).output.trim();
+    expect(await udp('127.255.255.255')).toBe('EPERM');
+    expect(await udp('255.255.255.255')).toBe('EPERM');
+    expect(await udp('ff02::1')).toBe('EPERM');
+    expect(await probe(80, '169.254.169.254')).toBe('ECONNREFUSED');
+    // The runtime bound a port the system chose and reported it; that is the port the api gives out.
+    expect(fs.readFileSync(path.join(sandboxes.b.dir, 'tmp', '.runtime-port'), 'utf8')).toBe(String(sandboxes.b.s.exposed_urls[0].port));
+  });
+
   it("refuses B connections to the database, Temporal and A's runtime; the api and the allowed LLM answer", async () => {
     const env = testEnv();
     expect(await probe(portOf(env.mongoUri))).toBe('ECONNREFUSED');
@@ -157,9 +168,11 @@ describe('process sandboxes isolated by uid and firewall', () => {
     expect((await bash('b', 'env | grep -c SESSION_API_KEY || true')).output.trim()).toBe('0');
   });
 
-  it("deleting B ends everything running as its uid (a daemon that left the runtime's tree too) and frees the uid", async () => {
+  it("deleting B ends everything running as its uid (a daemon that left the runtime's tree, one that keeps forking) and frees the uid", async () => {
     const b = sandboxes.b;
     await bash('b', 'setsid nohup sleep 600 > /dev/null 2>&1 &');
+    // A process that forks and exits in a loop is never where a list of pids says it is.
+    await bash('b', `setsid perl -e '$t=time; while(time-$t<20){ exit if fork } exec "sleep","300"' > /dev/null 2>&1 &`);
     expect((await processesOfUser(b.uid)).length).toBeGreaterThanOrEqual(2);
     const deleted = await t.request('DELETE', `/api/v1/sandboxes/${b.s.id}`, { key: users.b.key });
     expect(deleted.body.status).toBe('DELETED');
