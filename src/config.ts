@@ -205,6 +205,14 @@ export const envSchema = z.object({
    * container name on it, reached by the api and worker containers, and no port is published.
    */
   DOCKER_NETWORK: nonEmpty('Docker network name').optional(),
+  /**
+   * With DOCKER_NETWORK: compose services (or container names) joined to each sandbox's own network
+   * under their names (api,worker), so a sandbox reaches them and nothing else of the project.
+   */
+  DOCKER_SANDBOX_PEERS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean)),
   /** Remote runtime API of the remote provider, and its key (sent as X-API-Key). */
   REMOTE_RUNTIME_API_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   REMOTE_RUNTIME_API_KEY: nonEmpty('API key').optional(),
@@ -263,6 +271,7 @@ export interface Config {
     dockerHost: string;
     dockerPublishHost: string;
     dockerNetwork: string | undefined;
+    dockerPeers: string[];
     remote: { baseUrl: string; apiKey: string } | undefined;
   };
 }
@@ -345,6 +354,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       dockerHost: e.DOCKER_HOST,
       dockerPublishHost: e.DOCKER_PUBLISH_HOST,
       dockerNetwork: e.DOCKER_NETWORK,
+      dockerPeers: e.DOCKER_SANDBOX_PEERS,
       remote:
         e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY } : undefined,
     },

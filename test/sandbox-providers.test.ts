@@ -5,7 +5,8 @@
  * provider in sandboxes.test.ts.
  */
 import Docker from 'dockerode';
-import { DockerProvider, dockerFromHost, publishBinding } from '../activities/sandbox-providers/docker-provider';
+import type http from 'node:http';
+import { DockerProvider, dockerFromHost, publishBinding, SANDBOX_LABEL } from '../activities/sandbox-providers/docker-provider';
 import { ProviderConfigError } from '../activities/sandbox-providers/provider';
 import { RemoteProvider } from '../activities/sandbox-providers/remote-provider';
 import type { SandboxSpec } from '../src/schemas/sandboxes';
@@ -15,26 +16,105 @@ import { RemoteRuntimeStandIn } from './helpers/remote-runtime-stand-in';
 const KEY = 'acp_session_key_for_provider_tests';
 const CONTROL_PLANE = 'http://127.0.0.1:9';
 
+interface FakeNetwork {
+  Id: string;
+  Name: string;
+  Created: string;
+  Driver: string;
+  Labels: Record<string, string>;
+}
+
+/** The Engine's words when its address pools are used up. */
+const NO_ADDRESS_POOL = 'could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network';
+
+/** The stand-in with the Engine's network routes (create, list, remove), its JSON shapes and status codes. */
+class NetworkingEngineStandIn extends DockerEngineStandIn {
+  readonly networks = new Map<string, FakeNetwork>();
+  /** When set, network creation fails as on an engine whose address pools are used up. */
+  noAddressPool = false;
+  private nextNetwork = 1;
+
+  /** The networks by id or name (names need not be unique: the Engine keys networks by id). */
+  findNetworks(idOrName: string): FakeNetwork[] {
+    const byId = this.networks.get(idOrName);
+    return byId ? [byId] : [...this.networks.values()].filter((n) => n.Name === idOrName);
+  }
+
+  /** Adds a network as the Engine makes one (a test's stand-in for another attempt's creation). */
+  addNetwork(Name: string, Labels: Record<string, string> = {}): FakeNetwork {
+    const i = this.nextNetwork++;
+    const n = { Id: `n${String(i).padStart(12, '0')}`, Name, Created: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), Driver: 'bridge', Labels };
+    this.networks.set(n.Id, n);
+    return n;
+  }
+
+  protected override async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url!, 'http://x');
+    const path = decodeURIComponent(url.pathname.replace(/^\/v\d+\.\d+/, ''));
+    if (!path.startsWith('/networks')) return super.handle(req, res);
+    const body = await this.readJson(req);
+    this.requests.push({ method: req.method!, url: req.url!, path, query: Object.fromEntries(url.searchParams), body });
+    const json = (status: number, value?: unknown) => {
+      res.writeHead(status, { 'Content-Type': 'application/json' });
+      res.end(value === undefined ? '' : JSON.stringify(value));
+    };
+    let m: RegExpMatchArray | null;
+    if (req.method === 'POST' && path === '/networks/create') {
+      if (this.noAddressPool) return json(500, { message: NO_ADDRESS_POOL });
+      if (body.CheckDuplicate && this.findNetworks(body.Name).length > 0) return json(409, { message: `network with name ${body.Name} already exists` });
+      return json(201, { Id: this.addNetwork(body.Name, body.Labels ?? {}).Id, Warning: '' });
+    }
+    if (req.method === 'GET' && path === '/networks') {
+      const filters = JSON.parse(url.searchParams.get('filters') ?? '{}') as { label?: string[]; name?: string[] };
+      const labelled = (n: FakeNetwork, l: string) => {
+        const [k, ...v] = l.split('=');
+        return k! in n.Labels && (v.length === 0 || n.Labels[k!] === v.join('='));
+      };
+      // The Engine's name filter matches a part of the name.
+      const matches = (n: FakeNetwork) => (filters.label ?? []).every((l) => labelled(n, l)) && (filters.name ?? []).every((x) => n.Name.includes(x));
+      return json(200, [...this.networks.values()].filter(matches));
+    }
+    if (req.method === 'GET' && (m = path.match(/^\/networks\/([^/]+)$/))) {
+      const found = this.findNetworks(m[1]!);
+      if (found.length !== 1) return json(404, { message: `network ${m[1]} not found` });
+      return json(200, { ...found[0], Containers: {} }); // containers join by NetworkMode here: none is attached later
+    }
+    if (req.method === 'DELETE' && (m = path.match(/^\/networks\/(.+)$/))) {
+      const found = this.findNetworks(m[1]!);
+      if (found.length !== 1) return json(found.length ? 400 : 404, { message: found.length ? `network ${m[1]} is ambiguous` : `No such network: ${m[1]}` });
+      const n = found[0]!;
+      if ([...this.containers.values()].some((c) => [n.Id, n.Name].includes(c.HostConfig?.NetworkMode))) {
+        return json(403, { message: `error while removing network: network ${n.Name} id ${n.Id} has active endpoints` });
+      }
+      this.networks.delete(n.Id);
+      return json(204);
+    }
+    json(404, { message: `page not found: ${req.method} ${path}` });
+  }
+}
+
 describe('docker provider', () => {
-  let engine: DockerEngineStandIn;
+  let engine: NetworkingEngineStandIn;
   let provider: DockerProvider;
   const spec: SandboxSpec = { id: 'img', provider: 'docker', image: 'example/runtime:1', command: null, working_dir: null, initial_env: { FOO: 'bar' }, memory_mb: null, cpus: null, pids_limit: null };
 
   beforeAll(async () => {
-    engine = await new DockerEngineStandIn().start();
+    engine = await new NetworkingEngineStandIn().start();
     provider = new DockerProvider({ docker: dockerFromHost(engine.url), publishHost: '127.0.0.1' });
   });
   afterAll(() => engine.close());
 
   const requestsSince = (n: number) => engine.requests.slice(n).map((r) => `${r.method} ${r.path}`);
 
-  it('pulls a missing image, creates the container with its volume, env and published port, starts it', async () => {
+  it('pulls a missing image, creates the container with its network, volume, env and published port, starts it', async () => {
     const started = await provider.start({ sandboxId: 'sb1', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const id = engine.find('agent-control-sandbox-sb1')!.Id;
     expect(requestsSince(0)).toEqual([
       'GET /containers/agent-control-sandbox-sb1/json',
       'GET /images/example/runtime:1/json',
       'POST /images/create',
+      'POST /networks/create',
+      'GET /networks',
       'POST /volumes/create',
       'POST /containers/create',
       `GET /containers/${id}/json`,
@@ -43,6 +123,9 @@ describe('docker provider', () => {
     ]);
     const pull = engine.requests.find((r) => r.path === '/images/create')!;
     expect(pull.query).toEqual({ fromImage: 'example/runtime', tag: '1' });
+    const [network, ...others] = engine.findNetworks('agent-control-sandbox-sb1');
+    expect(others).toEqual([]);
+    expect(network).toMatchObject({ Driver: 'bridge', Labels: { [SANDBOX_LABEL]: 'sb1' } });
     const create = engine.requests.find((r) => r.path === '/containers/create')!;
     expect(create.query.name).toBe('agent-control-sandbox-sb1'); // docker-modem repeats the options in the query; the Engine reads only name
     expect(create.body).toMatchObject({
@@ -50,7 +133,15 @@ describe('docker provider', () => {
       WorkingDir: '/workspace',
       Labels: { 'agent-control.sandbox-id': 'sb1' },
       ExposedPorts: { '8000/tcp': {} },
-      HostConfig: { Init: true, PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] }, Binds: ['agent-control-sandbox-sb1:/workspace'] },
+    });
+    expect(create.body.HostConfig).toEqual({
+      Init: true,
+      Privileged: false,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      NetworkMode: network!.Id,
+      PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] },
+      Binds: ['agent-control-sandbox-sb1:/workspace'],
     });
     expect(create.body.Cmd).toBeUndefined();
     expect(create.body.Env).toEqual(
@@ -85,6 +176,58 @@ describe('docker provider', () => {
     await p.delete('sb8', started.handle);
     expect(engine.find('agent-control-sandbox-sb8')).toBeUndefined();
     expect(engine.volumes.has('agent-control-sandbox-sb8')).toBe(false);
+    expect(engine.findNetworks('agent-control-sandbox-sb8')).toEqual([]);
+  });
+
+  it('a start that finds its network (an earlier attempt, or a concurrent one that made a second) settles on the oldest', async () => {
+    const earlier = engine.addNetwork('agent-control-sandbox-sb2', { [SANDBOX_LABEL]: 'sb2' });
+    const concurrent = engine.addNetwork('agent-control-sandbox-sb2', { [SANDBOX_LABEL]: 'sb2' });
+    const other = engine.addNetwork('agent-control-sandbox-sb2x', { [SANDBOX_LABEL]: 'sb2x' }); // a longer name the Engine's filter also matches
+    const n = engine.requests.length;
+    const started = await provider.start({ sandboxId: 'sb2', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
+    expect(requestsSince(n).slice(2, 6)).toEqual(['POST /networks/create', 'GET /networks', `GET /networks/${concurrent.Id}`, `DELETE /networks/${concurrent.Id}`]);
+    expect(engine.find('agent-control-sandbox-sb2')!.HostConfig.NetworkMode).toBe(earlier.Id);
+    expect(engine.findNetworks('agent-control-sandbox-sb2')).toEqual([earlier]);
+
+    await provider.delete('sb2', started.handle);
+    expect(engine.findNetworks('agent-control-sandbox-sb2')).toEqual([]);
+    expect(engine.findNetworks('agent-control-sandbox-sb2x')).toEqual([other]);
+    await expect(provider.delete('sb2', started.handle)).resolves.toBeUndefined(); // nothing left: not an error
+  });
+
+  it('an engine out of address pools is a configuration error that says what to change, and leaves nothing behind', async () => {
+    engine.noAddressPool = true;
+    try {
+      const err = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ProviderConfigError);
+      expect((err as Error).message).toBe(
+        `cannot create the sandbox network agent-control-sandbox-sb3: the Docker engine has no address range left (${NO_ADDRESS_POOL}); give dockerd larger default-address-pools, or delete sandboxes`,
+      );
+      expect(engine.find('agent-control-sandbox-sb3')).toBeUndefined();
+      expect(engine.volumes.has('agent-control-sandbox-sb3')).toBe(false);
+      expect(engine.findNetworks('agent-control-sandbox-sb3')).toEqual([]);
+    } finally {
+      engine.noAddressPool = false;
+    }
+  });
+
+  it('with a network set, containers join it unpublished and get no network of their own', async () => {
+    const shared = engine.addNetwork('project_default');
+    const p = new DockerProvider({ docker: dockerFromHost(engine.url), publishHost: '127.0.0.1', network: 'project_default' });
+    const started = await p.start({ sandboxId: 'sb4', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
+    const container = engine.find('agent-control-sandbox-sb4')!;
+    expect(container.HostConfig).toEqual({
+      Init: true,
+      Privileged: false,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      NetworkMode: 'project_default',
+      Binds: ['agent-control-sandbox-sb4:/workspace'],
+    });
+    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: 'http://agent-control-sandbox-sb4:8000', port: 8000 }]);
+    expect(engine.findNetworks('agent-control-sandbox-sb4')).toEqual([]);
+    await p.delete('sb4', started.handle);
+    expect(engine.findNetworks('project_default')).toEqual([shared]);
   });
 
   it('publishes on the publish host when it is an address, on loopback for localhost, everywhere for other names', () => {

@@ -4,6 +4,13 @@
  * port of `publishHost` (or, with `network`, reached by the container's name on that network), and the
  * workspace is a named volume that outlives the container and is removed with the sandbox. The runtime
  * runs under the engine's init (node as PID 1 would ignore SIGTERM), with the spec's resource limits.
+ *
+ * What a sandbox reaches: a bridge network of its own (named and labelled like the container), so it
+ * shares no network with another sandbox (the engine does not forward between bridges); the host only
+ * through its gateway address, where loopback-bound services (published ports included) are out of
+ * reach. With a shared `network` (compose), either every sandbox joins it, or, with `peers`, the peers
+ * (the api, the worker) join each sandbox's own network instead. No capability, no privilege gain
+ * (no-new-privileges), no host path: the volume is its only mount.
  */
 import Docker from 'dockerode';
 import { isIP } from 'node:net';
@@ -17,9 +24,23 @@ export interface DockerProviderOptions {
   publishHost: string;
   /** Port the runtime listens on inside the container. */
   runtimePort?: number;
-  /** A network the containers join; their AGENT_SERVER is then `http://<container name>:<port>` on it. */
+  /**
+   * A network the containers join (unpublished; their AGENT_SERVER is `http://<container name>:<port>` on
+   * it), shared by every sandbox. Unset: each sandbox gets a bridge network of its own.
+   */
   network?: string;
+  /**
+   * With `network`: the containers that join each sandbox's own network instead (the sandbox joins no
+   * other), under these names: the running containers of a compose service of that name in the project
+   * that made `network` (e.g. `api`, `worker`), or else the container of that name. The sandbox reaches
+   * them, and they reach it by its container name; nothing else on `network` is in its reach.
+   */
+  peers?: string[];
 }
+
+/** Compose's labels of the project (on its networks and containers) and of a container's service. */
+const COMPOSE_PROJECT = 'com.docker.compose.project';
+const COMPOSE_SERVICE = 'com.docker.compose.service';
 
 export const SANDBOX_LABEL = 'agent-control.sandbox-id';
 const LABEL = SANDBOX_LABEL;
@@ -29,6 +50,11 @@ const STATE_DIR = '.agent-runtime';
 const MIB = 1024 * 1024;
 
 const statusOf = (e: unknown) => (e as { statusCode?: number }).statusCode;
+/** What the engine said (dockerode's message wraps it). */
+const engineMessage = (e: unknown): string => {
+  const said = (e as { json?: { message?: unknown } }).json?.message;
+  return typeof said === 'string' ? said : (e as Error).message;
+};
 const notFound = <T>(e: unknown): T | null => {
   if (statusOf(e) === 404) return null;
   throw e;
@@ -43,6 +69,18 @@ export function publishBinding(publishHost: string): string {
   const bare = publishHost.replace(/^\[(.*)\]$/, '$1');
   return isIP(bare) ? bare : '';
 }
+
+/** A failed network creation; the engine's address pools running out is the operator's to fix. */
+function networkError(name: string, e: unknown): Error {
+  const message = engineMessage(e);
+  if (/address pool|non-overlapping/i.test(message)) {
+    return new ProviderConfigError(
+      `cannot create the sandbox network ${name}: the Docker engine has no address range left (${message}); give dockerd larger default-address-pools, or delete sandboxes`,
+    );
+  }
+  return e as Error;
+}
+
 const asDocker = (h: RuntimeHandle): DockerHandle => (h.provider === 'docker' ? h : wrongHandle('docker', h));
 
 /** Parses DOCKER_HOST (unix:///var/run/docker.sock, tcp://host:2375, http(s)://host:port) into dockerode options. */
@@ -56,12 +94,92 @@ export class DockerProvider implements SandboxProvider {
   readonly name = 'docker' as const;
   private readonly runtimePort: number;
 
+  /** Whether each sandbox has a network of its own: always, but with a shared `network` and no peers. */
+  private readonly ownNetworks: boolean;
+
   constructor(private readonly opts: DockerProviderOptions) {
     this.runtimePort = opts.runtimePort ?? 8000;
+    this.ownNetworks = !opts.network || (opts.peers ?? []).length > 0;
   }
 
   private names(sandboxId: string) {
-    return { container: `agent-control-sandbox-${sandboxId}`, volume: `agent-control-sandbox-${sandboxId}` };
+    const name = `agent-control-sandbox-${sandboxId}`;
+    return { container: name, volume: name, network: name };
+  }
+
+  /**
+   * The sandbox's own bridge network, made when missing. A name is no key for the engine (two concurrent
+   * creations can both succeed), so every attempt settles on the oldest network of that name and label
+   * and removes the others.
+   */
+  private async ensureNetwork(sandboxId: string): Promise<string> {
+    const { network: name } = this.names(sandboxId);
+    const docker = this.opts.docker;
+    try {
+      await docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: { [LABEL]: sandboxId } });
+    } catch (e) {
+      if (statusOf(e) !== 409) throw networkError(name, e); // 409: an earlier attempt made it
+    }
+    const [kept, ...duplicates] = await this.networksOf(sandboxId);
+    if (!kept) throw new Error(`the network ${name} is gone right after its creation`);
+    for (const d of duplicates) await this.removeNetwork(d.Id).catch(() => undefined); // the other attempt settles on the same one
+    return kept.Id;
+  }
+
+  /** Removes a network, after taking off what is still attached to it (peers). A missing one is not an error. */
+  private async removeNetwork(id: string): Promise<void> {
+    const network = this.opts.docker.getNetwork(id);
+    const info = await network.inspect().catch((e: unknown) => notFound<Docker.NetworkInspectInfo>(e));
+    if (!info) return;
+    for (const container of Object.keys(info.Containers ?? {})) await network.disconnect({ Container: container, Force: true }).catch(() => undefined);
+    await network.remove().catch((e: unknown) => notFound(e));
+  }
+
+  /** The containers `peers` names, each with the name the sandbox reaches it by. */
+  private async peerContainers(): Promise<{ id: string; alias: string }[]> {
+    const docker = this.opts.docker;
+    const shared = await docker
+      .getNetwork(this.opts.network!)
+      .inspect()
+      .catch((e: unknown) => notFound<Docker.NetworkInspectInfo>(e));
+    if (!shared) throw new ProviderConfigError(`the Docker network ${this.opts.network} (DOCKER_NETWORK) does not exist`);
+    const project = shared.Labels?.[COMPOSE_PROJECT];
+    const found: { id: string; alias: string }[] = [];
+    for (const alias of this.opts.peers ?? []) {
+      const services = project ? await docker.listContainers({ filters: { label: [`${COMPOSE_PROJECT}=${project}`, `${COMPOSE_SERVICE}=${alias}`] } }) : [];
+      if (services.length > 0) {
+        found.push(...services.map((c) => ({ id: c.Id, alias })));
+        continue;
+      }
+      const container = await docker
+        .getContainer(alias)
+        .inspect()
+        .catch((e: unknown) => notFound<Docker.ContainerInspectInfo>(e));
+      if (!container) throw new ProviderConfigError(`the sandbox peer ${alias} is neither a running service of the compose project ${project ?? '(none)'} nor a container`);
+      found.push({ id: container.Id, alias });
+    }
+    return found;
+  }
+
+  /** Attaches the peers to the sandbox's network, those not on it yet (a peer recreated since, say). */
+  private async connectPeers(sandboxId: string): Promise<void> {
+    const [own] = await this.networksOf(sandboxId);
+    if (!own) return; // a container made before peers were configured: it is on the shared network
+    const network = this.opts.docker.getNetwork(own.Id);
+    const attached = new Set(Object.keys((await network.inspect()).Containers ?? {}));
+    for (const peer of await this.peerContainers()) {
+      if (attached.has(peer.id)) continue;
+      await network.connect({ Container: peer.id, EndpointConfig: { Aliases: [peer.alias] } }).catch((e: unknown) => {
+        if (!/already exists/i.test(engineMessage(e))) throw e; // a concurrent attempt attached it
+      });
+    }
+  }
+
+  /** The sandbox's networks (one, but for concurrent creations), oldest first. */
+  private async networksOf(sandboxId: string): Promise<Docker.NetworkInspectInfo[]> {
+    const { network: name } = this.names(sandboxId);
+    const found = await this.opts.docker.listNetworks({ filters: { label: [`${LABEL}=${sandboxId}`], name: [name] } });
+    return found.filter((n) => n.Name === name).sort((a, b) => a.Created.localeCompare(b.Created) || a.Id.localeCompare(b.Id));
   }
 
   private async ensureImage(image: string, progress?: () => void): Promise<void> {
@@ -100,6 +218,7 @@ export class DockerProvider implements SandboxProvider {
       container = await this.create(req);
       info = await container.inspect();
     }
+    if (this.opts.network && this.ownNetworks) await this.connectPeers(req.sandboxId);
     if (info.State.Paused) await container.unpause();
     else if (!info.State.Running) await container.start();
     info = await container.inspect();
@@ -123,6 +242,7 @@ export class DockerProvider implements SandboxProvider {
     const { container: name, volume } = this.names(req.sandboxId);
     const docker = this.opts.docker;
     await this.ensureImage(image, req.progress);
+    const ownNetwork = this.ownNetworks ? await this.ensureNetwork(req.sandboxId) : null;
     await docker.createVolume({ Name: volume, Labels: { [LABEL]: req.sandboxId } });
     const port = `${this.runtimePort}/tcp`;
     const workdir = spec.working_dir ?? DEFAULT_WORKDIR;
@@ -152,11 +272,15 @@ export class DockerProvider implements SandboxProvider {
         ExposedPorts: { [port]: {} },
         HostConfig: {
           Init: true,
+          // Whatever the spec: no capability (the runtime, an ordinary user, needs none), no privilege gained
+          // through a setuid file, no device.
+          Privileged: false,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
           ...limits,
           Binds: [`${volume}:${workdir}`],
-          ...(this.opts.network
-            ? { NetworkMode: this.opts.network }
-            : { PortBindings: { [port]: [{ HostIp: publishBinding(this.opts.publishHost), HostPort: '' }] } }),
+          NetworkMode: ownNetwork ?? this.opts.network,
+          ...(this.opts.network ? {} : { PortBindings: { [port]: [{ HostIp: publishBinding(this.opts.publishHost), HostPort: '' }] } }),
         },
       });
     } catch (e) {
@@ -183,6 +307,8 @@ export class DockerProvider implements SandboxProvider {
       .remove({ force: true, v: true })
       .catch(ignoreMissing);
     await this.opts.docker.getVolume(names.volume).remove().catch(ignoreMissing);
+    // Also with `network` set: the sandbox may date from a configuration without it.
+    for (const n of await this.networksOf(sandboxId)) await this.removeNetwork(n.Id);
   }
 
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {

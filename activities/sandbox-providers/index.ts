@@ -28,7 +28,7 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
       ? new ProcessIsolation({ dataDir: config.dataDir, sandboxesDir, uidRange: s.uidRange, runtimeBundle: BUILT_IN_RUNTIME_BUNDLE, controlPlaneUrl: s.controlPlaneUrl, localAllow: s.localAllow })
       : undefined;
   const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation });
-  const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost, network: config.sandboxes.dockerNetwork });
+  const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost, network: config.sandboxes.dockerNetwork, peers: config.sandboxes.dockerPeers });
   const remoteConfig = config.sandboxes.remote;
   const remote = remoteConfig && new RemoteProvider(remoteConfig);
   return (name) => {

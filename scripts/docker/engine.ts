@@ -113,6 +113,8 @@ export async function ensureDockerEngine(opts: EngineOptions = {}): Promise<Dock
       '--iptables=false',
       '--ip6tables=false',
       '--ip-forward=false',
+      // A network per docker sandbox: /24s from a /15 give 512 (the defaults run out at about 30).
+      '--default-address-pool=base=172.18.0.0/15,size=24',
       `--data-root=${path.join(state, 'data')}`,
       `--exec-root=${execRoot}`,
       `--pidfile=${pidFile}`,

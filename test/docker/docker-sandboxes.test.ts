@@ -9,7 +9,7 @@ import path from 'node:path';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
 import { runtimeCall, settledLog, steps, waitForExecution, type Runtime } from '../helpers/agent';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { containersOf, dockerClient, dockerEnv, DOCKER_SPEC_ID, dockerTestConfig, removeSandboxContainers, runtimeSpec, volumeExists } from '../helpers/docker';
+import { containersOf, dockerClient, dockerEnv, DOCKER_SPEC_ID, dockerTestConfig, networksOf, removeSandboxContainers, runtimeSpec, volumeExists } from '../helpers/docker';
 import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
 import { startTestWorker, type TestWorker } from '../helpers/worker';
 
@@ -45,7 +45,7 @@ describe('docker sandboxes on a real engine', () => {
   };
   const bash = (s: any, command: string) => runtimeCall({ url: agentUrl(s), key: s.session_api_key, sandboxId: s.id }, 'POST', '/api/bash/execute_bash_command', { command });
 
-  it('starts a container: RUNNING, /alive on a loopback port, limits, init, an unprivileged runtime on its volume', async () => {
+  it('starts a container: RUNNING, /alive on a loopback port, limits, init, an unprivileged runtime on its volume and its own network', async () => {
     const s = await running();
     expect(s.exposed_urls).toEqual([{ name: 'AGENT_SERVER', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), port: expect.any(Number) }]);
     expect(await runtimeGet(agentUrl(s), '/alive')).toEqual({ status: 200, body: { status: 'ok' } });
@@ -55,14 +55,39 @@ describe('docker sandboxes on a real engine', () => {
     const info = await dockerClient().getContainer(c!.Id).inspect();
     expect(info.Name).toBe(`/agent-control-sandbox-${s.id}`);
     expect(info.Config.Image).toBe(dockerEnv().images.runtime);
-    expect(info.HostConfig).toMatchObject({ Init: true, Memory: 512 * 1024 * 1024, MemorySwap: 512 * 1024 * 1024, NanoCpus: 1e9, PidsLimit: 512, Privileged: false });
-    expect(info.HostConfig.PortBindings!['8000/tcp']).toEqual([{ HostIp: '127.0.0.1', HostPort: '' }]);
+    const [network, ...others] = await networksOf(s.id);
+    expect(others).toEqual([]);
+    expect(network).toMatchObject({ Name: `agent-control-sandbox-${s.id}`, Driver: 'bridge', Internal: false });
+    expect(info.HostConfig).toMatchObject({
+      Init: true,
+      Memory: 512 * 1024 * 1024,
+      MemorySwap: 512 * 1024 * 1024,
+      NanoCpus: 1e9,
+      PidsLimit: 512,
+      Privileged: false,
+      CapDrop: ['ALL'],
+      CapAdd: null,
+      SecurityOpt: ['no-new-privileges'],
+      NetworkMode: network!.Id,
+      Binds: [`agent-control-sandbox-${s.id}:/workspace`],
+    });
+    expect(info.HostConfig.PortBindings).toEqual({ '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] });
+    expect(info.HostConfig.Devices ?? []).toEqual([]);
+    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([`agent-control-sandbox-${s.id}`]);
     expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: `agent-control-sandbox-${s.id}`, Destination: '/workspace' })]);
 
     const whoami = await bash(s, 'id -un; pwd; cat /proc/1/comm');
     expect(whoami.status).toBe(200);
     expect(whoami.body.exit_code).toBe(0);
     expect(whoami.body.output.split('\n').slice(0, 3)).toEqual(['node', '/workspace', 'docker-init']);
+
+    // Without a capability the runtime still does its work: a repository cloned, files edited, bash.
+    const work = await bash(
+      s,
+      'set -e; git init -q origin && cd origin && echo one > f && git add f && git -c user.email=a@b -c user.name=a commit -qm one && cd .. && ' +
+        'git clone -q origin copy && sed -i s/one/two/ copy/f && cat copy/f && mkdir -p d/e && ln -s ../../copy/f d/e/link && cat d/e/link',
+    );
+    expect(work.body).toMatchObject({ exit_code: 0, output: 'two\ntwo\n' });
   });
 
   it('runs an agent conversation with the scripted LLM; its events reach the log through the api', async () => {
@@ -121,6 +146,9 @@ describe('docker sandboxes on a real engine', () => {
     const now = await containersOf(s.id);
     expect(now).toHaveLength(1);
     expect(now[0]!.Id).not.toBe(c!.Id);
+    const networks = await networksOf(s.id);
+    expect(networks).toHaveLength(1); // the same network, joined again
+    expect((await dockerClient().getContainer(now[0]!.Id).inspect()).HostConfig.NetworkMode).toBe(networks[0]!.Id);
     expect((await bash(back, 'cat /workspace/marker')).body.output.trim()).toBe('kept');
   });
 
@@ -131,14 +159,17 @@ describe('docker sandboxes on a real engine', () => {
     expect(failed.status_detail).toContain('the image agent-control/no-such-image:1 is not on the Docker engine and pulling it failed');
     expect(await containersOf(r.body.id)).toEqual([]);
     expect(await volumeExists(`agent-control-sandbox-${r.body.id}`)).toBe(false);
+    expect(await networksOf(r.body.id)).toEqual([]);
   });
 
-  it('delete removes the container and its volume', async () => {
+  it('delete removes the container, its volume and its network', async () => {
     const s = await running();
+    expect(await networksOf(s.id)).toHaveLength(1);
     const deleted = await t.request('DELETE', `/api/v1/sandboxes/${s.id}`, { key: user.key });
     expect(deleted.body.status).toBe('DELETED');
     expect(await containersOf(s.id)).toEqual([]);
     expect(await volumeExists(`agent-control-sandbox-${s.id}`)).toBe(false);
+    expect(await networksOf(s.id)).toEqual([]);
     expect(await runtimeGet(agentUrl(s), '/alive', undefined, 700)).toBeNull();
   });
 });

@@ -77,11 +77,27 @@ export async function volumeExists(name: string): Promise<boolean> {
   }
 }
 
-/** Removes every container and volume of the given sandboxes (a test's own clean-up, whatever it left). */
+/** Networks of a sandbox (the provider's own per-sandbox network), found by the provider's label. */
+export async function networksOf(sandboxId: string): Promise<Docker.NetworkInspectInfo[]> {
+  return dockerClient().listNetworks({ filters: { label: [`${SANDBOX_LABEL}=${sandboxId}`] } });
+}
+
+/** A sandbox container's address and gateway on its own network (`agent-control-sandbox-<id>`). */
+export async function sandboxAddress(sandboxId: string): Promise<{ ip: string; gateway: string; network: string }> {
+  const [c, ...more] = await containersOf(sandboxId);
+  if (!c || more.length > 0) throw new Error(`sandbox ${sandboxId} has ${more.length + (c ? 1 : 0)} containers, not one`);
+  const network = `agent-control-sandbox-${sandboxId}`;
+  const on = (await dockerClient().getContainer(c.Id).inspect()).NetworkSettings.Networks[network];
+  if (!on?.IPAddress || !on.Gateway) throw new Error(`the container of sandbox ${sandboxId} has no address on ${network}`);
+  return { ip: on.IPAddress, gateway: on.Gateway, network };
+}
+
+/** Removes every container, volume and network of the given sandboxes (a test's own clean-up, whatever it left). */
 export async function removeSandboxContainers(sandboxIds: Iterable<string>): Promise<void> {
   const docker = dockerClient();
   for (const id of sandboxIds) {
     for (const c of await containersOf(id)) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
     await docker.getVolume(`agent-control-sandbox-${id}`).remove().catch(() => undefined);
+    for (const n of await networksOf(id)) await docker.getNetwork(n.Id).remove().catch(() => undefined);
   }
 }
