@@ -88,6 +88,14 @@ describe('metrics', () => {
     await expect(startTestApi(testConfig({ METRICS_ADDRESS: busy }))).rejects.toThrow(`METRICS_ADDRESS=${busy}: listen EADDRINUSE`);
   });
 
+  it('an api port in use stops the start with the error, and what it began in the background ends', async () => {
+    const config = testConfig({ API_PORT: String(new URL(t.url).port) });
+    const before = process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+    await expect(startTestApi(config)).rejects.toThrow('EADDRINUSE');
+    // Its database and Temporal connections are closed: no socket more than before the attempt.
+    expect(process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length).toBeLessThanOrEqual(before);
+  });
+
   it('the worker exporter binds addresses, not host names: a name is a configuration error', () => {
     expect(() => testConfig({ WORKER_METRICS_ADDRESS: 'localhost:9464' })).toThrow(/WORKER_METRICS_ADDRESS="localhost:9464" is invalid: expected IP:port/);
     expect(testConfig({ WORKER_METRICS_ADDRESS: '[::1]:9464' }).metrics.workerAddress).toBe('[::1]:9464');

@@ -142,15 +142,26 @@ export async function startApiServer(
   server.on('request', (_req, res: http.ServerResponse) => {
     if (closing) res.setHeader('Connection', 'close');
   });
+  // An api that never served stops what it started in the background (index work would keep a process,
+  // a test run, alive), as close() does.
+  const abandon = async (e: unknown): Promise<never> => {
+    closing = true;
+    await preparing;
+    await reconciler.stop();
+    await live.stop();
+    await temporal.close().catch(() => undefined);
+    await database.close();
+    throw e;
+  };
   // Metrics first, on their own listener: a busy METRICS_ADDRESS stops the start before the api listens.
-  const metricsServer = metrics && (await metrics.serve(config.metrics.apiAddress!, (err) => logger.error({ err }, 'metrics listener')));
+  const metricsServer = metrics && (await metrics.serve(config.metrics.apiAddress!, (err) => logger.error({ err }, 'metrics listener')).catch(abandon));
   if (metricsServer) logger.info({ url: metricsServer.url }, 'serving Prometheus metrics');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.api.port, config.api.host, () => resolve());
   }).catch(async (e: unknown) => {
     await metricsServer?.close();
-    throw e;
+    return abandon(e);
   });
   const closeSockets = attachEventSocket(server, { hub, apiKeys, conversations, events, log: logger, ready: () => prepared });
   const { port } = server.address() as AddressInfo;
