@@ -5,12 +5,11 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import Docker from 'dockerode';
 import { engineGet, ensureDockerEngine, type DockerEngine } from '../../scripts/docker/engine';
 import { ensureCommands } from '../../scripts/host-packages';
 import { buildProjectImages, buildServerImages, ensureBaseImage, type ProjectImages, type ServerImages } from '../../scripts/docker/images';
 import type { ServerBinaries } from '../../scripts/servers/obtain';
-import { SANDBOX_LABEL } from '../../activities/sandbox-providers/docker-provider';
+import { dockerFromHost, SANDBOX_LABEL } from '../../activities/sandbox-providers/docker-provider';
 
 const run = promisify(execFile);
 
@@ -63,7 +62,7 @@ export async function prepareDocker(binaries: Promise<ServerBinaries>, say: (l: 
  * it found: every test cleans up after itself, so anything here is a defect to look at.
  */
 export async function cleanUpDocker(host: string): Promise<string[]> {
-  const docker = new Docker(host.startsWith('unix://') ? { socketPath: host.slice(7) } : { host: new URL(host.replace(/^tcp:/, 'http:')).hostname, port: Number(new URL(host.replace(/^tcp:/, 'http:')).port) });
+  const docker = dockerFromHost(host);
   const found: string[] = [];
   const ours = (labels: Record<string, string> | undefined | null) =>
     !!labels && (SANDBOX_LABEL in labels || (labels['com.docker.compose.project'] ?? '').startsWith(COMPOSE_PROJECT_PREFIX));
