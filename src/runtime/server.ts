@@ -1,5 +1,6 @@
 /**
- * The runtime's HTTP API (first part): liveness, health, running a command and moving files, each but
+ * The runtime's HTTP API (first part): liveness, health, running a command and moving files (the
+ * conversations and the git views are in their own route files), each but
  * /alive behind the sandbox's session key. Built from the same pieces as the service's api (route specs
  * with zod, the one error middleware), so errors look the same: 422 HTTPValidationError, `{detail}`.
  */
@@ -20,6 +21,8 @@ import { ErrorResponseSchema } from '../schemas/errors';
 import { executeBash } from './bash';
 import { ConversationRegistry } from './agent/conversation-registry';
 import { conversationRoutes } from './conversation-routes';
+import { gitRoutes } from './git-routes';
+import { GitViews } from './git-views';
 import type { RuntimeConfig } from './runtime-config';
 import { PathEscapeError, resolveInside } from './workspace-paths';
 
@@ -169,6 +172,7 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry
     );
 
   conversationRoutes(router, registry);
+  gitRoutes(router, new GitViews({ workingDir: config.workingDir }));
 
   const koa = new Koa({ proxy: false });
   koa.use(requestContext(logger));
