@@ -16,6 +16,7 @@ import type { LiveChannel } from './live/live-channel';
 import type { Logger } from './logger';
 import { OrganizationsService } from './orgs/organizations-service';
 import { StartSettingsResolver } from './orgs/start-settings';
+import { UserSettingsService } from './orgs/user-settings-service';
 import { SandboxService, sandboxWorkflowSettings } from './sandboxes/sandbox-service';
 import { ApiKeysStore } from './store/api-keys-store';
 import { AppConversationsStore } from './store/app-conversations-store';
@@ -28,6 +29,7 @@ import { SandboxSpecsStore } from './store/sandbox-specs-store';
 import { SandboxesStore } from './store/sandboxes-store';
 import { StartTasksStore } from './store/start-tasks-store';
 import { UserSecretsStore } from './store/user-secrets-store';
+import { UserSettingsStore } from './store/user-settings-store';
 import { UsersStore } from './store/users-store';
 
 export interface StoresOptions {
@@ -53,6 +55,7 @@ export interface Stores {
   sandboxes: SandboxesStore;
   startTasks: StartTasksStore;
   users: UsersStore;
+  userSettings: UserSettingsStore;
 }
 
 /** The stores with the one that needs the secrets box. */
@@ -75,6 +78,7 @@ export function createStores(db: Db, options: StoresOptions = {}): Stores | Seal
     sandboxes: new SandboxesStore(db),
     startTasks: new StartTasksStore(db),
     users: new UsersStore(db),
+    userSettings: new UserSettingsStore(db),
   };
   return options.box ? { ...stores, userSecrets: new UserSecretsStore(db, options.box) } : stores;
 }
@@ -83,13 +87,16 @@ export function createStores(db: Db, options: StoresOptions = {}): Stores | Seal
 export interface Services {
   organizations: OrganizationsService;
   startSettings: StartSettingsResolver;
+  /** A user's own settings, secrets and provider tokens (the /api/v1/settings and /api/v1/secrets routes). */
+  userSettings: UserSettingsService;
 }
 
 export function createServices(stores: SealingStores, deps: { box: SecretBox }): Services {
-  const { users, organizations, memberships, userSecrets } = stores;
+  const { users, organizations, memberships, userSecrets, userSettings } = stores;
   return {
     organizations: new OrganizationsService({ users, organizations, memberships, box: deps.box }),
-    startSettings: new StartSettingsResolver({ users, organizations, userSecrets, box: deps.box }),
+    startSettings: new StartSettingsResolver({ users, organizations, userSecrets, userSettings, box: deps.box }),
+    userSettings: new UserSettingsService({ users, organizations, memberships, userSecrets, userSettings, box: deps.box }),
   };
 }
 

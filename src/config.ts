@@ -216,6 +216,10 @@ export const envSchema = z.object({
   /** Remote runtime API of the remote provider, and its key (sent as X-API-Key). */
   REMOTE_RUNTIME_API_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   REMOTE_RUNTIME_API_KEY: nonEmpty('API key').optional(),
+  /** JSON array of the LLM models users may pick ("provider/name" strings or objects), for /api/v1/config/models/search. */
+  LLM_MODELS_FILE: nonEmpty('file path').optional(),
+  /** Also list the models the caller's effective LLM endpoint serves (its `/models`), asked by the api. */
+  LLM_MODELS_FROM_ENDPOINT: z.enum(['true', 'false'], { error: 'true or false' }).default('false'),
 });
 
 export type Env = z.infer<typeof envSchema>;
@@ -247,6 +251,8 @@ export interface Config {
   shutdownGraceMs: number;
   starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; reconcileAfterMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
+  /** Where the model catalogue comes from (LLM_MODELS_FILE, LLM_MODELS_FROM_ENDPOINT). */
+  models: { file: string | undefined; fromEndpoint: boolean };
   /** host:port of each process's Prometheus listener, when it has one. */
   metrics: { apiAddress: string | undefined; workerAddress: string | undefined };
   sandboxes: {
@@ -330,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     eventQueryTimeoutMs: e.EVENT_QUERY_TIMEOUT_MS,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
+    models: { file: e.LLM_MODELS_FILE && path.resolve(e.LLM_MODELS_FILE), fromEndpoint: e.LLM_MODELS_FROM_ENDPOINT === 'true' },
     metrics: { apiAddress: e.METRICS_ADDRESS, workerAddress: e.WORKER_METRICS_ADDRESS },
     starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {

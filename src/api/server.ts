@@ -20,6 +20,8 @@ import { ensurePostgresIndexes } from '../store/postgres-indexes';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createApiServices, createStores } from '../composition';
 import { loadSandboxSpecs } from '../sandboxes/spec-file';
+import { ModelCatalog } from '../orgs/model-catalog';
+import { webClientConfig } from '../orgs/web-client-config';
 import { Readiness } from '../http/readiness';
 
 export interface ApiServer {
@@ -41,6 +43,8 @@ export async function startApiServer(
 ): Promise<ApiServer> {
   const box = new SecretBox(requireSecretsKey(config));
   const specs = loadSandboxSpecs(config.sandboxes.specsFile);
+  // Read before anything starts: a bad LLM_MODELS_FILE stops start-up with what is wrong.
+  const models = new ModelCatalog({ file: config.models.file, fromEndpoint: config.models.fromEndpoint });
   const database = openDatabase(servers.mongoUri, config.mongo.db, {
     serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
     appName: 'agent-control-api',
@@ -122,6 +126,9 @@ export async function startApiServer(
     startTasks: stores.startTasks,
     appConversations: stores.appConversations,
     callbacks: services.callbacks,
+    userSettings: services.userSettings,
+    models,
+    webClient: webClientConfig(config),
     metrics,
   });
 

@@ -39,6 +39,13 @@ import type { StartTasksStore } from '../store/start-tasks-store';
 import { healthRoutes } from './routers/health.router';
 import { usersRoutes } from './routers/users.router';
 import { webhooksRoutes } from './routers/webhooks.router';
+import { secretsRoutes } from './routers/secrets.router';
+import { settingsRoutes } from './routers/settings.router';
+import { configRoutes } from './routers/config.router';
+import { webClientRoutes } from './routers/web-client.router';
+import type { UserSettingsService } from '../orgs/user-settings-service';
+import type { ModelCatalog } from '../orgs/model-catalog';
+import type { WebClientConfig } from '../schemas/settings';
 import './state';
 
 export interface AppDeps {
@@ -59,6 +66,10 @@ export interface AppDeps {
   callbacks: CallbackDispatch;
   startTasks: StartTasksStore;
   appConversations: AppConversationsStore;
+  /** A user's own settings, secrets and provider tokens; the model catalogue; the web client's boot config. */
+  userSettings: UserSettingsService;
+  models: ModelCatalog;
+  webClient: WebClientConfig;
   /** Counts requests, ingest and streams when the api serves metrics (METRICS_ADDRESS). */
   metrics?: ApiMetrics;
 }
@@ -108,7 +119,11 @@ export function createApp(deps: AppDeps): App {
 
   const routers: ApiRouter[] = [
     healthRoutes(router('', 'health'), deps.readiness),
-    usersRoutes(router('/api/v1/users', 'users'), deps.users),
+    usersRoutes(router('/api/v1/users', 'users'), deps.userSettings),
+    secretsRoutes(router('/api/v1/secrets', 'secrets'), deps.userSettings),
+    settingsRoutes(router('/api/v1/settings', 'settings'), deps.userSettings),
+    configRoutes(router('/api/v1/config', 'config'), { settings: deps.userSettings, catalog: deps.models }),
+    webClientRoutes(router('/api/v1/web-client', 'web-client'), deps.webClient),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
     webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks, deps.metrics),

@@ -221,6 +221,13 @@ export const OrganizationEditableSchema = z.strictObject({
   v1_enabled: z.boolean(),
 });
 
+/** What the published OrgUpdate body adds to the PATCH (sparse diffs merged into the stored settings). */
+export const PUBLISHED_ORG_PATCH_FIELDS = {
+  agent_settings_diff: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'Merged into agent_settings (as agent_settings is); send one of the two.' }),
+  conversation_settings_diff: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'Merged into conversation_settings; send one of the two.' }),
+  llm_api_key: z.string().max(65_536).nullable().optional().meta({ description: `Sets agent_settings.llm.api_key. Secret: encrypted at rest; "${SECRET_MASK}" keeps it.`, writeOnly: true }),
+};
+
 export const OrganizationSchema = z
   .object({
     id: z.string().meta({ format: 'uuid' }),

@@ -1,8 +1,26 @@
 import { z } from 'zod';
 import { uuidString } from './common';
+import { ConversationSettingsSchema, ROLES } from './organizations';
+import { PERMISSIONS } from './settings';
 
+/** The user behind the credential, with the published SaasUserInfo fields that mean something here. */
 export const UserSchema = z
-  .object({ id: z.string(), email: z.string(), current_org_id: z.string().nullable(), created_at: z.iso.datetime() })
+  .object({
+    id: z.string(),
+    email: z.string(),
+    current_org_id: z.string().nullable(),
+    created_at: z.iso.datetime(),
+    org_id: z.string().nullable().meta({ description: 'The active organization (as current_org_id).' }),
+    org_name: z.string().nullable(),
+    role: z.enum(ROLES).nullable().meta({ description: 'The role in the active organization.' }),
+    permissions: z.array(z.enum(PERMISSIONS)),
+    language: z.string().nullable(),
+    git_user_name: z.string().nullable(),
+    git_user_email: z.string().nullable(),
+    v1_enabled: z.boolean(),
+    agent_settings: z.record(z.string(), z.unknown()).meta({ description: 'The effective agent settings (secrets masked).' }),
+    conversation_settings: ConversationSettingsSchema,
+  })
   .meta({ id: 'User', description: 'The user behind the credential.' });
 
 export const ApiKeySchema = z

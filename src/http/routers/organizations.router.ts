@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { OrganizationsService } from '../../orgs/organizations-service';
 import { pageLimit, uuidString } from '../../schemas/common';
 import { ErrorResponseSchema } from '../../schemas/errors';
-import { OrganizationEditableSchema, OrganizationSchema } from '../../schemas/organizations';
+import { OrganizationEditableSchema, OrganizationSchema, PUBLISHED_ORG_PATCH_FIELDS } from '../../schemas/organizations';
+import { fromPublishedPatch } from '../../orgs/published-org-patch';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
 import type { ApiRouter } from '../../web/route';
 
@@ -11,17 +12,22 @@ const LISTING = 'organizations';
 const OrgPathSchema = z.object({ org_id: uuidString() });
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 
-/** Patch body: every editable field optional; objects are merged, the result is validated whole. */
+/**
+ * Patch body: every editable field optional (null: unchanged, as in the published OrgUpdate); objects are
+ * merged, the result is validated whole. The published body's agent_settings_diff,
+ * conversation_settings_diff and llm_api_key are taken beside today's fields.
+ */
 const OrganizationPatchSchema = z
-  .strictObject(
-    Object.fromEntries(
+  .strictObject({
+    ...(Object.fromEntries(
       Object.entries(OrganizationEditableSchema.shape).map(([k, v]) => [
         k,
-        (k === 'agent_settings' || k === 'conversation_settings' ? z.record(z.string(), z.unknown()) : (v as z.ZodType)).optional(),
+        (k === 'agent_settings' || k === 'conversation_settings' ? z.record(z.string(), z.unknown()) : (v as z.ZodType)).nullable().optional(),
       ]),
-    ) as Record<string, z.ZodOptional<z.ZodType>>,
-  )
-  .meta({ id: 'OrganizationPatch', description: 'Fields to change; nested settings objects are merged into the stored ones.' });
+    ) as Record<string, z.ZodOptional<z.ZodType>>),
+    ...PUBLISHED_ORG_PATCH_FIELDS,
+  })
+  .meta({ id: 'OrganizationPatch', description: 'Fields to change; nested settings objects (and the published *_diff fields) are merged into the stored ones.' });
 
 /** /api/organizations (SPEC 4.3 and around it). */
 export function organizationsRoutes(router: ApiRouter, service: OrganizationsService): ApiRouter {
@@ -75,7 +81,7 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         },
       },
       async (ctx, { params, body }) => {
-        ctx.body = await service.update(params.org_id, callerId(ctx), body as Record<string, unknown>);
+        ctx.body = await service.update(params.org_id, callerId(ctx), fromPublishedPatch(body as Record<string, unknown>));
       },
     )
     .route(

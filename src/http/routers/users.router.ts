@@ -1,18 +1,18 @@
 import { callerId } from '../state';
+import type { UserSettingsService } from '../../orgs/user-settings-service';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import { UserSchema } from '../../schemas/users';
-import type { UsersStore } from '../../store/users-store';
-import { notFound } from '../../web/errors';
 import type { ApiRouter } from '../../web/route';
 
-/** /api/v1/users: who the credential belongs to. */
-export function usersRoutes(router: ApiRouter, users: UsersStore): ApiRouter {
+/** /api/v1/users: who the credential belongs to, in which organization, with which role. */
+export function usersRoutes(router: ApiRouter, settings: UserSettingsService): ApiRouter {
   return router.route(
     {
       method: 'get',
       path: '/me',
       operationId: 'getCurrentUser',
       summary: 'The user behind the X-Access-Token',
+      description: 'With the active organization, the role there and its permissions, and a settings summary. Secrets are never shown.',
       security: 'APIKeyHeader',
       responses: {
         200: { description: 'The user', schema: UserSchema },
@@ -20,9 +20,7 @@ export function usersRoutes(router: ApiRouter, users: UsersStore): ApiRouter {
       },
     },
     async (ctx) => {
-      const user = await users.get(callerId(ctx));
-      if (!user) throw notFound('User not found');
-      ctx.body = { id: user.id, email: user.email, current_org_id: user.current_org_id, created_at: user.created_at.toISOString() };
+      ctx.body = await settings.me(callerId(ctx));
     },
   );
 }
