@@ -7,6 +7,7 @@ import type { DiagnosticsResult } from '../src/temporal/shared';
 import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-activities';
 import { createStartTaskActivities, type StartTaskActivityDeps } from './start-task-activities';
 import { createCallbackActivities, type CallbackActivityDeps } from './callback-activities';
+import { createPendingMessageActivities, type PendingMessageActivityDeps } from './pending-message-activities';
 import { withDomainFailures } from './domain-failure';
 
 export interface ActivityDeps {
@@ -16,6 +17,7 @@ export interface ActivityDeps {
   sandbox: SandboxActivityDeps;
   startTask: StartTaskActivityDeps;
   callbacks: CallbackActivityDeps;
+  pendingMessages: PendingMessageActivityDeps;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -37,6 +39,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSandboxActivities(deps.sandbox),
     ...createStartTaskActivities(deps.startTask),
     ...createCallbackActivities(deps.callbacks),
+    ...createPendingMessageActivities(deps.pendingMessages),
   });
 }
 

@@ -4,7 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { SecretBox } from '../src/auth/secret-box';
-import { AGENT_SERVER } from '../src/schemas/sandboxes';
+import { RuntimeClient } from '../src/sandboxes/runtime-client';
 import type { SandboxRecord } from '../src/store/sandboxes-store';
 
 export interface BashResult {
@@ -29,33 +29,10 @@ async function heartbeating<T>(work: Promise<T>): Promise<T> {
   }
 }
 
-export class SandboxRuntime {
-  private constructor(
-    readonly url: string,
-    private readonly key: string,
-  ) {}
-
-  static of(record: SandboxRecord, box: SecretBox): SandboxRuntime {
-    const url = record.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url;
-    if (!url) throw new Error(`sandbox ${record.id} exposes no ${AGENT_SERVER} url (status ${record.status})`);
-    return new SandboxRuntime(url, box.open(record.session_key_sealed));
-  }
-
-  private async call(method: string, path: string, body: unknown, timeoutMs: number): Promise<{ status: number; body: unknown }> {
-    const res = await fetch(this.url + path, {
-      method,
-      headers: { 'X-Session-API-Key': this.key, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: res.status, body: parsed };
+/** The runtime as the start's steps use it: commands with heartbeats, and conversation creation. */
+export class SandboxRuntime extends RuntimeClient {
+  static override of(record: SandboxRecord, box: SecretBox): SandboxRuntime {
+    return new SandboxRuntime(RuntimeClient.urlOf(record), box.open(record.session_key_sealed));
   }
 
   /** Runs a bash command in the sandbox (cwd relative to its working directory). */

@@ -7,6 +7,9 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from 'mongodb';
 import { CallbackDispatch } from './app-conversations/callback-dispatch';
+import { ConversationService } from './app-conversations/conversation-service';
+import { ConversationViews } from './app-conversations/conversation-views';
+import { PendingMessageService } from './app-conversations/pending-messages';
 import { StartTaskReconciler } from './app-conversations/start-task-reconciler';
 import { StartTaskService } from './app-conversations/start-task-service';
 import type { SecretBox } from './auth/secret-box';
@@ -22,6 +25,8 @@ import { ApiKeysStore } from './store/api-keys-store';
 import { AppConversationsStore } from './store/app-conversations-store';
 import { CallbacksStore } from './store/callbacks-store';
 import { ConversationsStore } from './store/conversations-store';
+import { ConversationStatesStore } from './store/conversation-states-store';
+import { PendingMessagesStore } from './store/pending-messages-store';
 import { EventsStore } from './store/events-store';
 import { MembershipsStore } from './store/memberships-store';
 import { OrganizationsStore } from './store/organizations-store';
@@ -48,8 +53,10 @@ export interface Stores {
   appConversations: AppConversationsStore;
   callbacks: CallbacksStore;
   conversations: ConversationsStore;
+  conversationStates: ConversationStatesStore;
   events: EventsStore;
   memberships: MembershipsStore;
+  pendingMessages: PendingMessagesStore;
   organizations: OrganizationsStore;
   sandboxSpecs: SandboxSpecsStore;
   sandboxes: SandboxesStore;
@@ -71,6 +78,8 @@ export function createStores(db: Db, options: StoresOptions = {}): Stores | Seal
     appConversations: new AppConversationsStore(db),
     callbacks: new CallbacksStore(db),
     conversations: new ConversationsStore(db),
+    conversationStates: new ConversationStatesStore(db),
+    pendingMessages: new PendingMessagesStore(db),
     events: new EventsStore(db, { queryTimeoutMs: options.eventQueryTimeoutMs }),
     memberships: new MembershipsStore(db),
     organizations: new OrganizationsStore(db),
@@ -126,6 +135,32 @@ export function createSandboxService(stores: Stores, options: SandboxServiceOpti
   });
 }
 
+/** What acts on started conversations: messages (now or queued), run control, rename, delete, workspace views. */
+export interface ConversationServices {
+  conversationService: ConversationService;
+  pendingMessages: PendingMessageService;
+  conversationViews: ConversationViews;
+}
+
+export function createConversationServices(
+  stores: Stores,
+  deps: { box: SecretBox; temporal: Client; sandboxService: SandboxService; sandboxWaitMs: number },
+): ConversationServices {
+  const conversationService = new ConversationService({
+    ...stores,
+    sandboxService: deps.sandboxService,
+    box: deps.box,
+    temporal: deps.temporal,
+    // A message waits at most a minute for a sandbox to come back; a runtime call at most 30 s.
+    settings: { runtimeCallTimeoutMs: 30_000, sandboxWaitMs: Math.min(deps.sandboxWaitMs, 60_000) },
+  });
+  return {
+    conversationService,
+    pendingMessages: new PendingMessageService({ ...stores, conversations: conversationService, temporal: deps.temporal }),
+    conversationViews: new ConversationViews({ ...stores, box: deps.box }),
+  };
+}
+
 export interface ApiServicesDeps {
   box: SecretBox;
   /** The api's client: workflows it starts carry the trace context of the request. */
@@ -136,7 +171,7 @@ export interface ApiServicesDeps {
 }
 
 /** Everything the api's routes call. The reconciler is built, not started: the api starts and stops it. */
-export interface ApiServices extends Services {
+export interface ApiServices extends Services, ConversationServices {
   ingest: EventIngest;
   sandboxService: SandboxService;
   reconciler: StartTaskReconciler;
@@ -151,10 +186,12 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
   const settings = { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs };
   // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
   const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
+  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs });
   return {
     ...createServices(stores, { box }),
-    ingest: new EventIngest({ events: stores.events, conversations, live, log, maxEventsPerConversation: config.limits.maxEventsPerConversation }),
-    sandboxService: createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs }),
+    ...createConversationServices(stores, { box, temporal, sandboxService, sandboxWaitMs: config.starts.sandboxWaitMs }),
+    ingest: new EventIngest({ events: stores.events, conversations, states: stores.conversationStates, live, log, maxEventsPerConversation: config.limits.maxEventsPerConversation }),
+    sandboxService,
     reconciler,
     starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler }),
     callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log }),

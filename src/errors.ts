@@ -7,7 +7,7 @@
  */
 import type { ValidationDetail } from './schemas/validation-detail';
 
-export type DomainErrorKind = 'not_found' | 'forbidden' | 'conflict' | 'invalid_input' | 'bad_request' | 'unavailable' | 'upstream_failed';
+export type DomainErrorKind = 'not_found' | 'forbidden' | 'conflict' | 'invalid_input' | 'bad_request' | 'unavailable' | 'upstream_failed' | 'too_many';
 
 export abstract class DomainError extends Error {
   abstract readonly kind: DomainErrorKind;
@@ -71,4 +71,9 @@ export class Unavailable extends DomainError {
 /** A provider this service relies on (a sandbox provider) failed to carry out the operation. */
 export class UpstreamFailed extends DomainError {
   readonly kind = 'upstream_failed';
+}
+
+/** The caller already has as many of these as it may (queued messages): it must wait for some to go. */
+export class TooMany extends DomainError {
+  readonly kind = 'too_many';
 }

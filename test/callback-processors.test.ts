@@ -15,6 +15,14 @@ const finish = (msg: string) => event('ActionEvent', { action: { kind: 'FinishAc
 const state = (key: string, value: unknown) => event('ConversationStateUpdateEvent', { key, value });
 
 const app: AppConversationRecord = {
+  llm_model: null,
+  public: null,
+  pr_number: [],
+  tags: {},
+  parent_conversation_id: null,
+  skills: [],
+  hooks: {},
+  working_dir: null,
   id: 'c1',
   created_by_user_id: 'u1',
   sandbox_id: null,

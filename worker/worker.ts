@@ -10,7 +10,7 @@ import { createActivities } from '../activities';
 import { createProviders } from '../activities/sandbox-providers';
 import { SecretBox } from '../src/auth/secret-box';
 import type { Config } from '../src/config';
-import { createSandboxService, createServices, createStores } from '../src/composition';
+import { createConversationServices, createSandboxService, createServices, createStores } from '../src/composition';
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -37,6 +37,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const stores = createStores(deps.db, { box });
   const { sandboxes, conversations, startTasks, appConversations } = stores;
   const settings = createServices(stores, { box }).startSettings;
+  // Without the api's operation timeout: the default (60 s), as before.
+  const sandboxService = createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes });
+  const { pendingMessages } = createConversationServices(stores, { box, temporal: deps.client, sandboxService, sandboxWaitMs: deps.config.starts.sandboxWaitMs });
   const activities = createActivities({
     db: deps.db,
     identity,
@@ -53,8 +56,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       appConversations,
       conversations,
       sandboxes,
-      // Without the api's operation timeout: the default (60 s), as before.
-      sandboxService: createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes }),
+      sandboxService,
       settings,
       box,
       gitCloneBaseUrl: deps.config.starts.gitCloneBaseUrl,
@@ -69,6 +71,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       box,
       gitHostAApiUrl: deps.config.starts.gitHostAApiUrl,
     },
+    pendingMessages: { pendingMessages },
   });
   return Worker.create({
     connection: deps.connection,

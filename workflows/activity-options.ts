@@ -46,6 +46,11 @@ export const START_TASK_ACTIVITY_OPTIONS = {
     startToCloseTimeout: '2 minutes',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [START_TASK_FAILURES.input] },
   },
+  /** Delivering queued messages: a runtime out of reach is tried again for a while, then the messages are given up. */
+  deliver: {
+    startToCloseTimeout: '3 minutes',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 8 },
+  },
   /** Waiting for a sandbox, cloning, a setup script: long, heartbeating, so a dead worker is noticed in seconds. */
   long: {
     startToCloseTimeout: '30 minutes',

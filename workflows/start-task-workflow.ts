@@ -8,7 +8,7 @@
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { SEARCH_ATTRIBUTE_KEYS, shown, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { pendingMessagesSignal, SEARCH_ATTRIBUTE_KEYS, shown, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
 
 const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
@@ -17,7 +17,10 @@ const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY
 const { setUpGitHooks, startConversation } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
 const { acquireSandbox } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
 const { loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long); // plugins are cloned
+const { deliverPendingMessages, givePendingMessagesUp } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.deliver);
 
+/** The patch that added the delivery of messages queued during the start. */
+const PENDING_MESSAGES = 'start-task-pending-messages';
 /** The patch that added the search attributes (see where it is used). */
 const START_TASK_SEARCH_ATTRIBUTES = 'start-task-search-attributes';
 
@@ -39,6 +42,9 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
 
   const snapshots: StartTaskSnapshot[] = [];
   setHandler(startTaskSnapshotsQuery, () => snapshots);
+  // Messages queued while the start runs wait in MongoDB; each signal says there may be more to deliver.
+  let messagesWaiting = true;
+  setHandler(pendingMessagesSignal, () => void (messagesWaiting = true));
   const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
   // Operators find starts by owner, conversation, sandbox and status (README: "Finding workflows").
   // Runs recorded before these attributes replay without them.
@@ -92,5 +98,27 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   } catch (e) {
     await report('ERROR', detailOf(e));
   }
+  if (patched(PENDING_MESSAGES)) await settlePendingMessages();
   return snapshots;
+
+  /**
+   * After READY: deliver the queued messages in order, again while signals say more came (a signal that
+   * lands as the workflow completes makes the server refuse the completion, so none is left behind).
+   * After ERROR, or a delivery that kept failing: they are marked UNDELIVERED with why.
+   */
+  async function settlePendingMessages(): Promise<void> {
+    const failed = snapshots.at(-1)?.status === 'ERROR';
+    while (messagesWaiting) {
+      messagesWaiting = false;
+      if (failed) {
+        await givePendingMessagesUp({ conversationId: taskId, detail: `the start failed: ${snapshots.at(-1)?.detail ?? 'no detail'}` });
+        continue;
+      }
+      try {
+        await deliverPendingMessages.executeWithOptions({ summary: `deliver the messages queued for conversation ${taskId}` }, [{ userId, conversationId: taskId }]);
+      } catch (e) {
+        await givePendingMessagesUp({ conversationId: taskId, detail: `delivery failed: ${detailOf(e)}` });
+      }
+    }
+  }
 }

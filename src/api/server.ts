@@ -129,6 +129,9 @@ export async function startApiServer(
     userSettings: services.userSettings,
     models,
     webClient: webClientConfig(config),
+    conversationService: services.conversationService,
+    pendingMessages: services.pendingMessages,
+    conversationViews: services.conversationViews,
     metrics,
   });
 

@@ -9,6 +9,7 @@ import type { LiveChannel, LiveItem } from '../live/live-channel';
 import type { Logger } from '../logger';
 import { TRANSIENT_KINDS, type Event } from '../schemas/events';
 import type { ConversationsStore } from '../store/conversations-store';
+import { TRACKED_STATE_KEYS, type ConversationStatesStore, type TrackedStateKey } from '../store/conversation-states-store';
 import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
 import { normalizeEventTime } from '../schemas/event-time';
 
@@ -24,6 +25,8 @@ export interface IngestResult {
 export interface IngestDeps {
   events: EventsStore;
   conversations: ConversationsStore;
+  /** Keeps the last execution_status and metrics reported, for the conversation views. */
+  states?: Pick<ConversationStatesStore, 'record'>;
   live: Pick<LiveChannel, 'publish'>;
   log: Logger;
   maxEventsPerConversation: number;
@@ -33,6 +36,16 @@ export interface IngestDeps {
 
 /** How long an ingest lease lasts without renewal (its holder renews it every third of that). */
 export const DEFAULT_LEASE_TTL_MS = 5_000;
+
+/** The last value of each tracked state key among newly stored events (in log order), or null when none. */
+function latestState(events: readonly Event[]): Partial<Record<TrackedStateKey, unknown>> | null {
+  let latest: Partial<Record<TrackedStateKey, unknown>> | null = null;
+  for (const e of events) {
+    if (e.kind !== 'ConversationStateUpdateEvent' || !TRACKED_STATE_KEYS.includes(e.key as TrackedStateKey)) continue;
+    latest = { ...(latest ?? {}), [e.key as TrackedStateKey]: e.value };
+  }
+  return latest;
+}
 
 export class EventIngest {
   constructor(private readonly deps: IngestDeps) {}
@@ -52,6 +65,7 @@ export class EventIngest {
       const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
       const { stored, last } = await this.store(conversationId, unique);
       const seqById = new Map(stored.map((d) => [d.id, d]));
+      const latest = latestState(unique.filter((e) => seqById.has(e.id)));
       const outgoing = batch.flatMap((e): LiveItem[] => {
         if (TRANSIENT_KINDS.has(e.kind)) return [{ seq: null, json: JSON.stringify(e) }];
         const d = seqById.get(e.id);
@@ -64,7 +78,11 @@ export class EventIngest {
         this.deps.log.warn({ err: e, conversationId }, 'publishing to the live channel failed');
       });
       // The last seq is recorded while the batch goes out live: one round trip instead of two.
-      await Promise.all([publishing, stored.length > 0 ? conversations.setLastSeq(conversationId, last) : undefined]);
+      await Promise.all([
+        publishing,
+        stored.length > 0 ? conversations.setLastSeq(conversationId, last) : undefined,
+        latest && this.deps.states ? this.deps.states.record(conversationId, latest) : undefined,
+      ]);
       return {
         stored: stored.length,
         already_stored: persistent.length - stored.length,

@@ -31,7 +31,12 @@ import { eventsRoutes } from './routers/events.router';
 import { organizationsRoutes } from './routers/organizations.router';
 import { sandboxSpecsRoutes } from './routers/sandbox-specs.router';
 import { sandboxesRoutes } from './routers/sandboxes.router';
-import { appConversationsRoutes } from './routers/app-conversations.router';
+import { appConversationsRoutes, appConversationView } from './routers/app-conversations.router';
+import { appConversationExportRoutes } from './routers/app-conversation-exports.router';
+import { appConversationActionsRoutes } from './routers/app-conversation-actions.router';
+import { appConversationWorkspaceRoutes } from './routers/app-conversation-workspace.router';
+import { pendingMessagesRoutes } from './routers/pending-messages.router';
+import type { ConversationServices } from '../composition';
 import type { StartTaskService } from '../app-conversations/start-task-service';
 import type { CallbackDispatch } from '../app-conversations/callback-dispatch';
 import type { AppConversationsStore } from '../store/app-conversations-store';
@@ -48,7 +53,7 @@ import type { ModelCatalog } from '../orgs/model-catalog';
 import type { WebClientConfig } from '../schemas/settings';
 import './state';
 
-export interface AppDeps {
+export interface AppDeps extends ConversationServices {
   config: Pick<Config, 'api' | 'limits'>;
   logger: Logger;
   readiness: Readiness;
@@ -130,6 +135,10 @@ export function createApp(deps: AppDeps): App {
     sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),
     sandboxSpecsRoutes(router('/api/v1/sandbox-specs', 'sandbox-specs'), deps.sandboxSpecs),
     appConversationsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
+    appConversationActionsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
+    appConversationWorkspaceRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
+    pendingMessagesRoutes(router('/api/v1/conversations', 'pending-messages'), deps),
+    appConversationExportRoutes(router('/api/v1/app-conversations', 'app-conversations'), { appConversations: deps.appConversations, events: deps.events, view: appConversationView }),
     organizationsRoutes(router('/api/organizations', 'organizations'), deps.organizations),
   ];
 

@@ -8,6 +8,7 @@ import { pageIdParam } from './page-cursor';
 import { dateTimeQuery, pageLimit, uuidString } from './common';
 import { TextContentSchema } from './events';
 import { SECRET_MASK } from './secret-mask';
+import { SandboxStatusSchema } from './sandboxes';
 
 // ---- enums ----
 
@@ -253,6 +254,35 @@ export const StartTaskPageSchema = z
   .object({ items: z.array(StartTaskSchema), next_page_id: z.string().nullable() })
   .meta({ id: 'AppConversationStartTaskPage' });
 
+/** The reference's execution states of a conversation's agent. */
+export const ConversationExecutionStatusSchema = z
+  .enum(['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck', 'deleting'])
+  .meta({ id: 'ConversationExecutionStatus' });
+
+export const TokenUsageSchema = z
+  .object({
+    model: z.string(),
+    prompt_tokens: z.number().int().gte(0),
+    completion_tokens: z.number().int().gte(0),
+    cache_read_tokens: z.number().int().gte(0),
+    cache_write_tokens: z.number().int().gte(0),
+    reasoning_tokens: z.number().int().gte(0),
+    context_window: z.number().int().gte(0),
+    per_turn_token: z.number().int().gte(0),
+    response_id: z.string(),
+  })
+  .meta({ id: 'TokenUsage' });
+
+export const MetricsSnapshotSchema = z
+  .object({
+    model_name: z.string(),
+    accumulated_cost: z.number().gte(0),
+    max_budget_per_task: z.number().nullable(),
+    accumulated_token_usage: TokenUsageSchema.nullable(),
+  })
+  .meta({ id: 'MetricsSnapshot' });
+export type MetricsSnapshot = z.output<typeof MetricsSnapshotSchema>;
+
 export const AppConversationSchema = z
   .object({
     id: z.string(),
@@ -265,6 +295,17 @@ export const AppConversationSchema = z
     trigger: TriggerSchema.nullable(),
     agent_server_url: nullableString(),
     start_task_id: nullableString('The start task that started it.'),
+    llm_model: nullableString('The model its agent was started with.'),
+    public: z.boolean().nullable(),
+    pr_number: z.array(z.number().int()),
+    tags: z.record(z.string(), z.string()),
+    parent_conversation_id: nullableString(),
+    sub_conversation_ids: z.array(z.string()).meta({ description: 'Conversations started with this one as their parent.' }),
+    sandbox_status: SandboxStatusSchema.meta({ description: 'The sandbox as it is now; MISSING when it is gone.' }),
+    execution_status: ConversationExecutionStatusSchema.nullable().meta({ description: 'What its agent last reported (ConversationStateUpdateEvent), or the runtime itself after a run control.' }),
+    metrics: MetricsSnapshotSchema.nullable().meta({ description: 'Tokens and cost so far, as the runtime last reported them.' }),
+    conversation_url: nullableString("The conversation on the sandbox's agent server (while it runs)."),
+    session_api_key: nullableString("The sandbox's session key, for calls to conversation_url; only while the sandbox runs."),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   })
@@ -284,7 +325,7 @@ const pageKey = z.tuple([z.number().int(), z.string()]);
 const pageId = (listing: string) =>
   pageIdParam(listing, pageKey).optional().meta({ type: 'string', description: 'The next_page_id of the previous page (an opaque cursor).' });
 
-export const START_TASK_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC'] as const;
+export const START_TASK_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
 export const APP_CONVERSATION_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
 
 export const StartTaskCountQuerySchema = z.object({
@@ -294,7 +335,7 @@ export const StartTaskCountQuerySchema = z.object({
 });
 
 export const StartTaskSearchQuerySchema = StartTaskCountQuerySchema.extend({
-  sort_order: z.enum(START_TASK_SORT_ORDERS).default('CREATED_AT_DESC'),
+  sort_order: z.enum(START_TASK_SORT_ORDERS).default('CREATED_AT_DESC').meta({ description: 'By creation or by last change (the last status), oldest or newest first; ties by id.' }),
   page_id: pageId(START_TASKS_LISTING),
   limit: pageLimit(),
 });

@@ -22,11 +22,35 @@ export interface AppConversationRecord {
   start_task_id: string | null;
   /** The callback processors registered at the start (SPEC 2.4), as sent. */
   processors: Record<string, unknown>[];
+  llm_model: string | null;
+  public: boolean | null;
+  pr_number: number[];
+  tags: Record<string, string>;
+  parent_conversation_id: string | null;
+  /** The skills the agent was started with (GET .../skills). */
+  skills: StartedSkill[];
+  /** The agent's working directory in the sandbox (the repository), relative to the runtime's. */
+  working_dir: string | null;
+  /** The agent hooks it was started with, by hook type (GET .../hooks). */
+  hooks: Record<string, { matcher: string; command: string; timeout: number }[]>;
   created_at: Date;
   updated_at: Date;
 }
 
-type AppConversationDoc = Omit<AppConversationRecord, 'id'> & { _id: string };
+export interface StartedSkill {
+  name: string;
+  content: string;
+  triggers: string[];
+}
+
+/** What PATCH may change (SPEC: AppConversationUpdateRequest); absent fields stay as they are. */
+export type AppConversationChange = Partial<Pick<AppConversationRecord, 'title' | 'public' | 'selected_repository' | 'selected_branch' | 'git_provider'>>;
+
+/** Fields added after the first records were written: absent from those. */
+type LaterFields = 'llm_model' | 'public' | 'pr_number' | 'tags' | 'parent_conversation_id' | 'skills' | 'hooks' | 'working_dir';
+/** A new record: the later fields may be left out (their empty values). */
+export type NewAppConversation = Omit<AppConversationRecord, LaterFields> & Partial<Pick<AppConversationRecord, LaterFields>>;
+type AppConversationDoc = Omit<AppConversationRecord, 'id' | LaterFields> & Partial<Pick<AppConversationRecord, LaterFields>> & { _id: string };
 
 export interface AppConversationFilters {
   titleContains?: string;
@@ -44,11 +68,26 @@ export const appConversationsIndexes: CollectionIndexes = {
   indexes: [
     { key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_created' },
     { key: { created_by_user_id: 1, updated_at: -1, _id: -1 }, name: 'by_owner_updated' },
+    // Delete asks whether another conversation still uses the sandbox; a view lists a page's children.
+    { key: { sandbox_id: 1 }, name: 'by_sandbox' },
+    { key: { parent_conversation_id: 1 }, name: 'by_parent' },
   ],
 };
 
-/** Processors hold free-form objects: their keys are stored escaped (key-codec). */
-const toRecord = ({ _id, processors, ...rest }: AppConversationDoc): AppConversationRecord => ({ id: _id, ...rest, processors: decodeKeys(processors) });
+/** Processors hold free-form objects: their keys are stored escaped (key-codec). Records older than a field get its empty value. */
+const toRecord = ({ _id, processors, ...rest }: AppConversationDoc): AppConversationRecord => ({
+  id: _id,
+  ...rest,
+  processors: decodeKeys(processors),
+  llm_model: rest.llm_model ?? null,
+  public: rest.public ?? null,
+  pr_number: rest.pr_number ?? [],
+  tags: rest.tags ? decodeKeys(rest.tags) : {},
+  parent_conversation_id: rest.parent_conversation_id ?? null,
+  skills: rest.skills ?? [],
+  hooks: rest.hooks ? decodeKeys(rest.hooks) : {},
+  working_dir: rest.working_dir ?? null,
+});
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export class AppConversationsStore {
@@ -59,10 +98,11 @@ export class AppConversationsStore {
   }
 
   /** Creates the record; a second call with the same id (a retried start step) leaves the first as it is. */
-  async create(record: AppConversationRecord): Promise<AppConversationRecord> {
+  async create(input: NewAppConversation): Promise<AppConversationRecord> {
+    const record = toRecord({ _id: input.id, ...input } as AppConversationDoc);
     const { id, ...rest } = record;
     try {
-      await this.conversations.insertOne({ _id: id, ...rest, processors: encodeKeys(rest.processors) });
+      await this.conversations.insertOne({ _id: id, ...rest, processors: encodeKeys(rest.processors), tags: encodeKeys(rest.tags), hooks: encodeKeys(rest.hooks) });
       return record;
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
@@ -77,6 +117,35 @@ export class AppConversationsStore {
 
   async setTitle(id: string, title: string): Promise<void> {
     await this.conversations.updateOne({ _id: id }, { $set: { title, updated_at: new Date() } });
+  }
+
+  /** Applies the change to the owner's conversation; answers it as it then is, or null when it is not the owner's. */
+  async update(id: string, userId: string, change: AppConversationChange): Promise<AppConversationRecord | null> {
+    const set = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined)); // absent: unchanged
+    if (Object.keys(set).length > 0) await this.conversations.updateOne({ _id: id, created_by_user_id: userId }, { $set: { ...set, updated_at: new Date() } });
+    const d = await this.conversations.findOne({ _id: id, created_by_user_id: userId });
+    return d && toRecord(d);
+  }
+
+  /** Removes the record; true when there was one. */
+  async delete(id: string): Promise<boolean> {
+    return (await this.conversations.deleteOne({ _id: id })).deletedCount > 0;
+  }
+
+  /** Whether a conversation other than `exceptId` runs in the sandbox. */
+  async otherUsesSandbox(sandboxId: string, exceptId: string): Promise<boolean> {
+    return (await this.conversations.findOne({ sandbox_id: sandboxId, _id: { $ne: exceptId } }, { projection: { _id: 1 } })) !== null;
+  }
+
+  /** The owner's conversations started as children of any of `parentIds`: parent id -> child ids. One query per page of parents. */
+  async childrenOf(parentIds: readonly string[], userId: string): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    if (parentIds.length === 0) return out;
+    const docs = await this.conversations
+      .find({ parent_conversation_id: { $in: [...parentIds] }, created_by_user_id: userId }, { projection: { _id: 1, parent_conversation_id: 1 } })
+      .toArray();
+    for (const d of docs) out.set(d.parent_conversation_id!, [...(out.get(d.parent_conversation_id!) ?? []), d._id]);
+    return out;
   }
 
   async getManyOwned(ids: readonly string[], userId: string): Promise<Map<string, AppConversationRecord>> {

@@ -60,6 +60,11 @@ export class CallbacksStore {
     return (await this.results.countDocuments({ conversation_id: conversationId, processor_index: processorIndex, status: 'ok', actions: action }, { limit: 1 })) > 0;
   }
 
+  /** Forgets what the processors did for the conversation (deleting it). */
+  async deleteConversation(conversationId: string): Promise<void> {
+    await Promise.all([this.state.deleteOne({ _id: conversationId }), this.results.deleteMany({ conversation_id: conversationId })]);
+  }
+
   async list(conversationId: string): Promise<CallbackResult[]> {
     const docs = await this.results.find({ conversation_id: conversationId }).sort({ processor_index: 1, to_seq: 1 }).toArray();
     return docs.map(({ _id, ...r }) => r);

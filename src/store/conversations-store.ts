@@ -78,6 +78,11 @@ export class ConversationsStore {
     return d && toConversation(d);
   }
 
+  /** Removes the record (and so the session key its runtime reports events with). */
+  async delete(id: string): Promise<void> {
+    await this.conversations.deleteOne({ _id: id });
+  }
+
   /** The sandbox that runs the conversation, if any. */
   async sandboxIdOf(id: string): Promise<string | null> {
     const d = await this.conversations.findOne({ _id: id }, { projection: { sandbox_id: 1 } });

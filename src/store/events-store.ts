@@ -146,6 +146,11 @@ export class EventsStore {
     );
   }
 
+  /** Removes the conversation's whole log (deleting a conversation). */
+  async deleteConversation(conversationId: string): Promise<number> {
+    return (await this.events.deleteMany({ conversation_id: conversationId })).deletedCount;
+  }
+
   /** Which of these event ids the conversation's log already holds (one query). */
   async existingIds(conversationId: string, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
@@ -251,5 +256,21 @@ export class EventsStore {
       takeWithin(this.events.find({ conversation_id: conversationId, seq }, { projection: { _id: 0, seq: 1, json: 1 }, maxTimeMS }).sort({ seq: 1 }).limit(limit), limit, RANGE_BYTES),
     );
     return docs;
+  }
+
+  /**
+   * The conversation's whole log in seq order, read a page at a time (one `range` query on the
+   * `conversation_seq` index per page of at most `pageSize` events or RANGE_BYTES of text, its cursor
+   * closed before the page is handed on): an export holds one page, never the log. A consumer that stops
+   * iterating (break, return, a thrown error) stops the reads; no cursor stays open between pages.
+   */
+  async *inSeqOrder(conversationId: string, pageSize = 500): AsyncGenerator<{ seq: number; json: string }, void, undefined> {
+    let after = 0;
+    for (;;) {
+      const page = await this.range(conversationId, after, pageSize);
+      if (page.length === 0) return;
+      yield* page;
+      after = page[page.length - 1]!.seq;
+    }
   }
 }

@@ -10,9 +10,11 @@ import { sandboxesIndexes } from './sandboxes-store';
 import { startTasksIndexes } from './start-tasks-store';
 import { appConversationsIndexes } from './app-conversations-store';
 import { callbacksIndexes } from './callbacks-store';
+import { pendingMessagesIndexes } from './pending-messages-store';
 
 /** Every index the service relies on, created at start-up. */
 export const ALL_INDEXES: readonly CollectionIndexes[] = [
+  pendingMessagesIndexes,
   usersIndexes,
   apiKeysIndexes,
   conversationsIndexes,

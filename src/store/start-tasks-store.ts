@@ -40,10 +40,15 @@ export interface StartTaskFilters {
   createdAtLt?: Date;
 }
 
+/** The order of a search (the published AppConversationStartTaskSortOrder: CREATED_AT, CREATED_AT_DESC, UPDATED_AT, UPDATED_AT_DESC). */
+export type StartTaskSort = { field: 'created_at' | 'updated_at'; order: 'asc' | 'desc' };
+
 export const startTasksIndexes: CollectionIndexes = {
   collection: 'start_tasks',
   indexes: [
     { key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_newest_first' },
+    // The search by last change (sort_order UPDATED_AT, UPDATED_AT_DESC).
+    { key: { created_by_user_id: 1, updated_at: -1, _id: -1 }, name: 'by_owner_updated' },
     { key: { created_by_user_id: 1, conversation_id: 1 }, name: 'by_owner_conversation' },
     // The reconciler's sweep: unfinished tasks that have not moved for a while, oldest first.
     { key: { status: 1, updated_at: 1, _id: 1 }, name: 'by_status_updated' },
@@ -135,6 +140,10 @@ export class StartTasksStore {
     return d && { task: toRecord(d), history: d.history ?? [] };
   }
 
+  async delete(id: string): Promise<void> {
+    await this.tasks.deleteOne({ _id: id });
+  }
+
   async get(id: string): Promise<StartTaskRecord | null> {
     const d = await this.tasks.findOne({ _id: id });
     return d && toRecord(d);
@@ -155,25 +164,29 @@ export class StartTasksStore {
     return filter;
   }
 
-  /** The user's tasks in created_at order (ties by id), `limit` at a time after the (created_at ms, id) of the last seen. */
+  /**
+   * The user's tasks in the given order (ties by id), `limit` at a time after the (sort time ms, id) of the
+   * last seen. The sort field is not filtered on here, so the cursor's condition goes beside the filter's
+   * created_at range in an `$and` (never over it).
+   */
   async search(
     userId: string,
     filters: StartTaskFilters,
-    order: 'asc' | 'desc',
+    sort: StartTaskSort,
     limit: number,
-    after?: readonly [createdAtMs: number, id: string],
+    after?: readonly [atMs: number, id: string],
   ): Promise<{ items: StartTaskRecord[]; last: [number, string] | null }> {
     const filter = this.filter(userId, filters);
-    const dir = order === 'asc' ? 1 : -1;
+    const dir = sort.order === 'asc' ? 1 : -1;
     if (after) {
       const at = new Date(after[0]);
-      const beyond = order === 'asc' ? '$gt' : '$lt';
-      filter.$or = [{ created_at: { [beyond]: at } }, { created_at: at, _id: { [beyond]: after[1] } }];
+      const beyond = sort.order === 'asc' ? '$gt' : '$lt';
+      filter.$and = [{ $or: [{ [sort.field]: { [beyond]: at } }, { [sort.field]: at, _id: { [beyond]: after[1] } }] }];
     }
-    const docs = await this.tasks.find(filter).sort({ created_at: dir, _id: dir }).limit(limit + 1).toArray();
+    const docs = await this.tasks.find(filter, { projection: { secrets_sealed: 0, history: 0 } }).sort({ [sort.field]: dir, _id: dir }).limit(limit + 1).toArray();
     const items = docs.slice(0, limit).map(toRecord);
     const last = docs.length > limit ? items.at(-1)! : null;
-    return { items, last: last ? [last.created_at.getTime(), last.id] : null };
+    return { items, last: last ? [last[sort.field].getTime(), last.id] : null };
   }
 
   async count(userId: string, filters: StartTaskFilters): Promise<number> {

@@ -114,6 +114,9 @@ export type StartTaskSnapshot = Omit<StartTask, 'request'> & { request: Record<s
 /** Query of the start-task workflow: every snapshot so far, oldest first (a reader never misses a status). */
 export const startTaskSnapshotsQuery = defineQuery<StartTaskSnapshot[]>('snapshots');
 
+/** Signal to the start-task workflow: a message was queued for the conversation (its delivery waits for READY). */
+export const pendingMessagesSignal = defineSignal('pendingMessages');
+
 /** Failure types of the start-task activities. */
 export const START_TASK_FAILURES = {
   /** Bad input (a foreign sandbox, a repository that cannot be cloned): not retried; its message is the ERROR detail. */

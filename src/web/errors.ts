@@ -37,6 +37,7 @@ const DOMAIN_STATUS: Record<DomainErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   invalid_input: 422,
+  too_many: 429,
   upstream_failed: 502,
   unavailable: 503,
 };

@@ -24,6 +24,7 @@ import type { AppConversationRecord, AppConversationsStore } from '../../store/a
 import type { StartTasksStore } from '../../store/start-tasks-store';
 import { encodeCursor } from '../../schemas/page-cursor';
 import type { ApiRouter } from '../../web/route';
+import type { ConversationViews } from '../../app-conversations/conversation-views';
 
 const IdsSchema = z.object({ ids: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }) });
 const ListQuerySchema = AppConversationSearchQuerySchema.extend({ ids: IdsSchema.shape.ids.optional() });
@@ -31,7 +32,7 @@ const ListQuerySchema = AppConversationSearchQuerySchema.extend({ ids: IdsSchema
 const KEEP_ALIVE_MS = 15_000;
 const date = (v: string | undefined) => (v === undefined ? undefined : new Date(v));
 
-const appConversationView = ({ processors: _p, ...r }: AppConversationRecord) => ({
+export const appConversationView = ({ processors: _p, ...r }: AppConversationRecord) => ({
   ...r,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
@@ -54,14 +55,20 @@ const conversationFilters = (q: z.output<typeof AppConversationCountQuerySchema>
 
 export function appConversationsRoutes(
   router: ApiRouter,
-  deps: { starts: StartTaskService; startTasks: StartTasksStore; appConversations: AppConversationsStore; metrics?: Pick<ApiMetrics, 'startStreams'> },
+  deps: {
+    starts: StartTaskService;
+    startTasks: StartTasksStore;
+    appConversations: AppConversationsStore;
+    conversationViews: ConversationViews;
+    metrics?: Pick<ApiMetrics, 'startStreams'>;
+  },
 ): ApiRouter {
-  const { starts, startTasks, appConversations } = deps;
+  const { starts, startTasks, appConversations, conversationViews: views } = deps;
   const searchPage = async (userId: string, query: z.output<typeof AppConversationSearchQuerySchema>) => {
     const field = query.sort_order.startsWith('UPDATED_AT') ? 'updated_at' : 'created_at';
     const order = query.sort_order.endsWith('DESC') ? 'desc' : 'asc';
     const page = await appConversations.search(userId, conversationFilters(query), { field, order }, query.limit, query.page_id);
-    return { items: page.items.map(appConversationView), next_page_id: page.last && encodeCursor(APP_CONVERSATIONS_LISTING, page.last) };
+    return { items: await views.many(userId, page.items), next_page_id: page.last && encodeCursor(APP_CONVERSATIONS_LISTING, page.last) };
   };
   return router
     .route(
@@ -154,7 +161,7 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'A page of tasks', schema: StartTaskPageSchema } },
       },
       async (ctx, { query }) => {
-        const page = await startTasks.search(callerId(ctx), startTaskFilters(query), query.sort_order === 'CREATED_AT' ? 'asc' : 'desc', query.limit, query.page_id);
+        const page = await startTasks.search(callerId(ctx), startTaskFilters(query), { field: query.sort_order.startsWith('UPDATED_AT') ? 'updated_at' : 'created_at', order: query.sort_order.endsWith('_DESC') ? 'desc' : 'asc' }, query.limit, query.page_id);
         ctx.body = { items: page.items.map(snapshotOf), next_page_id: page.last && encodeCursor(START_TASKS_LISTING, page.last) };
       },
     )
@@ -219,11 +226,10 @@ export function appConversationsRoutes(
           ctx.body = await searchPage(callerId(ctx), search);
           return;
         }
-        const found = await appConversations.getManyOwned(ids, callerId(ctx));
-        ctx.body = ids.map((id) => {
-          const c = found.get(id);
-          return c ? appConversationView(c) : null;
-        });
+        const userId = callerId(ctx);
+        const found = await appConversations.getManyOwned(ids, userId);
+        const shown = new Map((await views.many(userId, [...found.values()])).map((v) => [v.id, v]));
+        ctx.body = ids.map((id) => shown.get(id) ?? null);
       },
     );
 }

@@ -1,0 +1,225 @@
+/**
+ * What a client does with a conversation once it is started, through the control plane rather than the
+ * sandbox's own address and key: send a message (a paused sandbox is resumed first), pause, run or
+ * interrupt its agent, rename it, delete it with its log (and its sandbox when nothing else uses it),
+ * and read its workspace (a file, git changes and diffs). Only the owner's conversations exist here:
+ * anyone else's id is NotFound. A runtime that does not answer in time is Unavailable, never a hang.
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import path from 'node:path';
+import type { SecretBox } from '../auth/secret-box';
+import { BadRequest, Conflict, NotFound, Unavailable, UpstreamFailed } from '../errors';
+import type { SendMessageRequest } from '../schemas/messages';
+import type { SandboxStatus } from '../schemas/sandboxes';
+import type { SandboxService } from '../sandboxes/sandbox-service';
+import { RuntimeClient, type RuntimeAnswer } from '../sandboxes/runtime-client';
+import type { AppConversationChange, AppConversationRecord, AppConversationsStore } from '../store/app-conversations-store';
+import type { CallbacksStore } from '../store/callbacks-store';
+import type { ConversationStatesStore } from '../store/conversation-states-store';
+import type { ConversationsStore } from '../store/conversations-store';
+import type { EventsStore } from '../store/events-store';
+import type { PendingMessagesStore } from '../store/pending-messages-store';
+import type { SandboxesStore } from '../store/sandboxes-store';
+import type { StartTasksStore } from '../store/start-tasks-store';
+import { callbacksWorkflowId } from '../temporal/shared';
+
+export interface ConversationServiceSettings {
+  /** Deadline of one call to a runtime. */
+  runtimeCallTimeoutMs: number;
+  /** How long a message waits for a sandbox that is starting or being resumed to run. */
+  sandboxWaitMs: number;
+}
+
+export interface ConversationServiceDeps {
+  appConversations: AppConversationsStore;
+  conversations: ConversationsStore;
+  conversationStates: ConversationStatesStore;
+  events: EventsStore;
+  callbacks: CallbacksStore;
+  startTasks: StartTasksStore;
+  pendingMessages: PendingMessagesStore;
+  sandboxes: SandboxesStore;
+  sandboxService: SandboxService;
+  box: SecretBox;
+  temporal: Client;
+  settings: ConversationServiceSettings;
+}
+
+export type RunControl = 'pause' | 'run' | 'interrupt';
+
+export interface SendMessageResult {
+  success: boolean;
+  sandbox_status: SandboxStatus;
+  message: string | null;
+}
+
+/** A message as the runtime takes it: with an id, delivering the same message twice adds it once. */
+export type RuntimeMessage = SendMessageRequest & { id?: string };
+
+/** Files larger than this are not read through the control plane. */
+export const MAX_FILE_BYTES = 5 * 1024 * 1024;
+
+const detailOf = (a: RuntimeAnswer) => {
+  const d = (a.body as { detail?: unknown } | null)?.detail;
+  return typeof d === 'string' ? d : JSON.stringify(a.body ?? '').slice(0, 300);
+};
+
+export class ConversationService {
+  constructor(private readonly deps: ConversationServiceDeps) {}
+
+  /** The caller's conversation; NotFound for anyone else's or none. */
+  async owned(userId: string, id: string): Promise<AppConversationRecord> {
+    const [found] = (await this.deps.appConversations.getManyOwned([id], userId)).values();
+    if (!found) throw new NotFound('Conversation not found');
+    return found;
+  }
+
+  /**
+   * The conversation's runtime, running. A paused sandbox is resumed when `resume` says so; one that is
+   * starting is waited for (bounded); a deleted one is a Conflict, one in ERROR Unavailable.
+   */
+  private async runtimeOf(userId: string, c: AppConversationRecord, resume: boolean): Promise<{ runtime: RuntimeClient; resumed: boolean }> {
+    if (!c.sandbox_id) throw new Conflict(`Conversation ${c.id} has no sandbox`);
+    let sandbox = await this.deps.sandboxes.getOwned(c.sandbox_id, userId);
+    if (!sandbox || sandbox.status === 'DELETED' || sandbox.status === 'MISSING') {
+      throw new Conflict(`The sandbox of conversation ${c.id} is gone (${sandbox?.status ?? 'deleted'}); start a new conversation`);
+    }
+    let resumed = false;
+    if (sandbox.status === 'PAUSED') {
+      if (!resume) throw new Conflict(`The sandbox of conversation ${c.id} is paused; resume it (POST /api/v1/sandboxes/${c.sandbox_id}/resume) or send a message`);
+      await this.deps.sandboxService.operate(userId, c.sandbox_id, 'resume');
+      resumed = true;
+    }
+    const deadline = Date.now() + this.deps.settings.sandboxWaitMs;
+    for (;;) {
+      sandbox = await this.deps.sandboxes.get(c.sandbox_id);
+      if (sandbox?.status === 'RUNNING') break;
+      if (sandbox?.status === 'ERROR') throw new Unavailable(`The sandbox of conversation ${c.id} is in ERROR: ${sandbox.status_detail ?? 'no detail'}; resume it or start a new conversation`);
+      if (sandbox?.status !== 'STARTING' && !resumed) throw new Conflict(`The sandbox of conversation ${c.id} is ${sandbox?.status ?? 'gone'}`);
+      if (Date.now() >= deadline) {
+        throw new Unavailable(`The sandbox of conversation ${c.id} did not run within ${Math.round(this.deps.settings.sandboxWaitMs / 1000)} s (it is ${sandbox?.status}); try again shortly`, 5);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    this.deps.sandboxService.touch(c.sandbox_id);
+    return { runtime: RuntimeClient.of(sandbox, this.deps.box), resumed };
+  }
+
+  private call(runtime: RuntimeClient, method: string, p: string, body?: unknown): Promise<RuntimeAnswer> {
+    return runtime.call(method, p, body, this.deps.settings.runtimeCallTimeoutMs);
+  }
+
+  /** A runtime answer other than 2xx, in the domain's terms. */
+  private refusal(c: AppConversationRecord, a: RuntimeAnswer): Error {
+    if (a.status === 404) return new Conflict(`Conversation ${c.id} is not in its sandbox any more (the runtime does not know it)`);
+    if (a.status === 409) return new Conflict(detailOf(a));
+    if (a.status === 400) return new BadRequest(detailOf(a));
+    if (a.status === 413) return new BadRequest(detailOf(a));
+    return new UpstreamFailed(`The sandbox's agent server answered ${a.status}: ${detailOf(a)}`);
+  }
+
+  /** Delivers a message to the conversation's agent (resuming its sandbox if paused). */
+  async sendMessage(userId: string, id: string, message: RuntimeMessage): Promise<SendMessageResult> {
+    const c = await this.owned(userId, id);
+    return this.deliver(userId, c, message);
+  }
+
+  /** As sendMessage, for a conversation already read (pending messages deliver through this). */
+  async deliver(userId: string, c: AppConversationRecord, message: RuntimeMessage): Promise<SendMessageResult> {
+    const { runtime, resumed } = await this.runtimeOf(userId, c, true);
+    const a = await this.call(runtime, 'POST', `/api/conversations/${encodeURIComponent(c.id)}/events`, message);
+    if (a.status !== 200) throw this.refusal(c, a);
+    return { success: true, sandbox_status: 'RUNNING', message: resumed ? 'The sandbox was paused; it was resumed first' : null };
+  }
+
+  /** Pause, run or interrupt the agent; answers the runtime's execution status after it. */
+  async control(userId: string, id: string, action: RunControl): Promise<{ conversation: AppConversationRecord; execution_status: string | null }> {
+    const c = await this.owned(userId, id);
+    // Only run needs a running agent server; a paused sandbox has no agent step to pause or interrupt.
+    const { runtime } = await this.runtimeOf(userId, c, action === 'run');
+    const a = await this.call(runtime, 'POST', `/api/conversations/${encodeURIComponent(c.id)}/${action}`, {});
+    if (a.status !== 200) throw this.refusal(c, a);
+    const status = (a.body as { execution_status?: unknown }).execution_status;
+    return { conversation: c, execution_status: typeof status === 'string' ? status : null };
+  }
+
+  async update(userId: string, id: string, change: AppConversationChange): Promise<AppConversationRecord> {
+    const updated = await this.deps.appConversations.update(id, userId, change);
+    if (!updated) throw new NotFound('Conversation not found');
+    return updated;
+  }
+
+  /**
+   * Deletes the conversation, its log and everything kept for it; its sandbox too when no other
+   * conversation runs there (else only the runtime's copy of the conversation goes). The record goes
+   * last: a delete cut short is finished by the next one.
+   */
+  async delete(userId: string, id: string): Promise<void> {
+    const c = await this.owned(userId, id);
+    const { sandbox_id: sandboxId } = c;
+    if (sandboxId && !(await this.deps.appConversations.otherUsesSandbox(sandboxId, id))) {
+      await this.deps.sandboxService.operate(userId, sandboxId, 'delete').catch((e: unknown) => {
+        if (!(e instanceof NotFound)) throw e;
+      });
+    } else if (sandboxId) {
+      const sandbox = await this.deps.sandboxes.get(sandboxId);
+      if (sandbox?.status === 'RUNNING') {
+        // Best effort: the sandbox stays for its other conversations; its copy of this one is only disk.
+        await this.call(RuntimeClient.of(sandbox, this.deps.box), 'DELETE', `/api/conversations/${encodeURIComponent(id)}`).catch(() => undefined);
+      }
+    }
+    // The event record first: its session key is what the runtime reports with, so nothing more lands.
+    await this.deps.conversations.delete(id);
+    await this.deps.events.deleteConversation(id);
+    await Promise.all([
+      this.deps.callbacks.deleteConversation(id),
+      this.deps.conversationStates.delete(id),
+      this.deps.pendingMessages.deleteAll(id),
+      this.stopCallbacks(id),
+    ]);
+    await this.deps.startTasks.delete(id);
+    await this.deps.appConversations.delete(id);
+  }
+
+  private async stopCallbacks(id: string): Promise<void> {
+    try {
+      await this.deps.temporal.workflow.getHandle(callbacksWorkflowId(id)).terminate('the conversation was deleted');
+    } catch (e) {
+      if (!(e instanceof WorkflowNotFoundError)) throw e;
+    }
+  }
+
+  /** A path the client gave, as the runtime takes it: relative ones start at the conversation's working directory. */
+  private workspacePath(c: AppConversationRecord, requested: string): string {
+    if (path.posix.isAbsolute(requested) || !c.working_dir) return requested;
+    return path.posix.join(c.working_dir, requested);
+  }
+
+  /** A workspace file's text; '' when there is no such file (as the reference answers). */
+  async readFile(userId: string, id: string, filePath: string): Promise<string> {
+    const c = await this.owned(userId, id);
+    const { runtime } = await this.runtimeOf(userId, c, false);
+    const r = await runtime.download(this.workspacePath(c, filePath), MAX_FILE_BYTES, this.deps.settings.runtimeCallTimeoutMs);
+    if (r.status === 404) return '';
+    if (r.status !== 200) throw this.refusal(c, r);
+    return r.body as string;
+  }
+
+  async gitChanges(userId: string, id: string, repoPath: string, ref?: string): Promise<unknown> {
+    return this.git(userId, id, 'changes', repoPath, ref);
+  }
+
+  async gitDiff(userId: string, id: string, filePath: string, ref?: string): Promise<unknown> {
+    return this.git(userId, id, 'diff', filePath, ref);
+  }
+
+  private async git(userId: string, id: string, view: 'changes' | 'diff', p: string, ref?: string): Promise<unknown> {
+    const c = await this.owned(userId, id);
+    const { runtime } = await this.runtimeOf(userId, c, false);
+    const query = ref ? `?ref=${encodeURIComponent(ref)}` : '';
+    const a = await this.call(runtime, 'GET', `/api/git/${view}/${encodeURIComponent(this.workspacePath(c, p))}${query}`);
+    if (a.status === 422) throw new BadRequest(detailOf(a));
+    if (a.status !== 200) throw this.refusal(c, a);
+    return a.body;
+  }
+}

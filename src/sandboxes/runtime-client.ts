@@ -1,0 +1,98 @@
+/**
+ * A sandbox's runtime as its HTTP API (the agent server in the sandbox): its address from the sandbox
+ * record, its session key opened with the secrets box. Every call has a deadline; a runtime that does not
+ * answer is Unavailable (the api says 503 with why), never a request that hangs.
+ */
+import type { SecretBox } from '../auth/secret-box';
+import { Unavailable } from '../errors';
+import { AGENT_SERVER } from '../schemas/sandboxes';
+import type { SandboxRecord } from '../store/sandboxes-store';
+import { SESSION_KEY_HEADER } from '../web/security';
+
+export interface RuntimeAnswer {
+  status: number;
+  body: unknown;
+}
+
+export class RuntimeClient {
+  protected constructor(
+    readonly url: string,
+    protected readonly key: string,
+  ) {}
+
+  static of(record: SandboxRecord, box: SecretBox): RuntimeClient {
+    return new RuntimeClient(RuntimeClient.urlOf(record), box.open(record.session_key_sealed));
+  }
+
+  protected static urlOf(record: SandboxRecord): string {
+    const url = record.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url;
+    if (!url) throw new Unavailable(`sandbox ${record.id} exposes no ${AGENT_SERVER} url (status ${record.status})`, 5);
+    return url;
+  }
+
+  /**
+   * A workspace file's text (GET /api/file/download), read up to `maxBytes`: a larger one is refused
+   * (413) without reading it whole. Other answers come back as the runtime gave them.
+   */
+  async download(filePath: string, maxBytes: number, timeoutMs: number): Promise<RuntimeAnswer> {
+    const res = await this.fetch('GET', `/api/file/download?path=${encodeURIComponent(filePath)}`, undefined, timeoutMs);
+    if (res.status !== 200) return { status: res.status, body: parse(await readAll(res.text())) };
+    const tooLarge = { status: 413, body: { detail: `The file is larger than ${maxBytes} bytes; read it in the sandbox` } };
+    if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
+      await res.body?.cancel();
+      return tooLarge;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    await readAll(
+      (async () => {
+        for await (const chunk of res.body ?? []) {
+          size += (chunk as Uint8Array).length;
+          if (size > maxBytes) break;
+          chunks.push(Buffer.from(chunk as Uint8Array));
+        }
+      })(),
+    );
+    if (size > maxBytes) return tooLarge;
+    return { status: 200, body: Buffer.concat(chunks).toString('utf8') };
+  }
+
+  private async fetch(method: string, path: string, body: unknown, timeoutMs: number): Promise<Response> {
+    try {
+      return await fetch(this.url + path, {
+        method,
+        headers: { [SESSION_KEY_HEADER]: this.key, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (e) {
+      const why = (e as Error).name === 'TimeoutError' ? `did not answer within ${Math.round(timeoutMs / 1000)} s` : `could not be reached (${(e as Error).message})`;
+      throw new Unavailable(`The sandbox's agent server ${why}`, 5, { cause: e });
+    }
+  }
+
+  /** One call; JSON in and out (text when the answer is not JSON). A runtime that cannot be reached within `timeoutMs` is Unavailable. */
+  async call(method: string, path: string, body: unknown, timeoutMs: number): Promise<RuntimeAnswer> {
+    const res = await this.fetch(method, path, body, timeoutMs);
+    return { status: res.status, body: parse(await readAll(res.text())) };
+  }
+}
+
+/** The rest of an answer; a runtime that stops sending it (or runs out of time) is Unavailable. */
+async function readAll<T>(reading: Promise<T>): Promise<T> {
+  try {
+    return await reading;
+  } catch (e) {
+    throw new Unavailable(`The sandbox's agent server stopped answering (${(e as Error).message})`, 5, { cause: e });
+  }
+}
+
+/** JSON when it is JSON; the text otherwise; null for nothing. */
+function parse(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

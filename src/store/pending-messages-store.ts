@@ -1,0 +1,94 @@
+/**
+ * Messages queued for a conversation that is still starting (POST /api/v1/conversations/{id}/pending-
+ * messages): kept until its start is READY, then delivered in the order they came, once each. A start
+ * that ends in ERROR leaves them UNDELIVERED with the reason, never silently gone. The `_id` is the
+ * conversation id and the message id, so a client that sends the same message again stores it once.
+ */
+import type { Db } from 'mongodb';
+import { isDuplicateKey } from './errors';
+import type { CollectionIndexes } from './mongo';
+
+export const PENDING_MESSAGE_STATUSES = ['QUEUED', 'DELIVERED', 'UNDELIVERED'] as const;
+export type PendingMessageStatus = (typeof PENDING_MESSAGE_STATUSES)[number];
+
+export interface PendingMessageRecord {
+  id: string;
+  conversation_id: string;
+  created_by_user_id: string;
+  role: string;
+  content: Record<string, unknown>[];
+  status: PendingMessageStatus;
+  detail: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface PendingMessageDoc extends Omit<PendingMessageRecord, 'id'> {
+  _id: string;
+  message_id: string;
+}
+
+export const pendingMessagesIndexes: CollectionIndexes = {
+  collection: 'pending_messages',
+  indexes: [{ key: { conversation_id: 1, created_at: 1, _id: 1 }, name: 'by_conversation' }],
+};
+
+const key = (conversationId: string, messageId: string) => `${conversationId}:${messageId}`;
+const toRecord = ({ _id: _k, message_id, ...rest }: PendingMessageDoc): PendingMessageRecord => ({ id: message_id, ...rest });
+
+export class PendingMessagesStore {
+  constructor(private readonly db: Db) {}
+
+  private get messages() {
+    return this.db.collection<PendingMessageDoc>('pending_messages');
+  }
+
+  /**
+   * Stores the message unless its id is stored already for this conversation; answers the stored one and
+   * whether this call stored it.
+   */
+  async add(m: Omit<PendingMessageRecord, 'status' | 'detail' | 'created_at' | 'updated_at'>): Promise<{ record: PendingMessageRecord; fresh: boolean }> {
+    const now = new Date();
+    const { id, ...rest } = m;
+    const doc: PendingMessageDoc = { _id: key(m.conversation_id, id), message_id: id, ...rest, status: 'QUEUED', detail: null, created_at: now, updated_at: now };
+    try {
+      await this.messages.insertOne(doc);
+      return { record: toRecord(doc), fresh: true };
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+      const existing = await this.messages.findOne({ _id: doc._id });
+      return { record: toRecord(existing!), fresh: false };
+    }
+  }
+
+  /** The conversation's messages in the order they came (at most `limit`). */
+  async list(conversationId: string, limit = 100): Promise<PendingMessageRecord[]> {
+    return (await this.messages.find({ conversation_id: conversationId }).sort({ created_at: 1, _id: 1 }).limit(limit).toArray()).map(toRecord);
+  }
+
+  /** The conversation's messages still waiting, in the order they came. */
+  async queued(conversationId: string): Promise<PendingMessageRecord[]> {
+    return (await this.list(conversationId, 1000)).filter((m) => m.status === 'QUEUED');
+  }
+
+  /** How many of the conversation's messages wait, and where `messageId` stands among them (1-based; 0 when it does not wait). */
+  async position(conversationId: string, messageId: string): Promise<{ queued: number; position: number }> {
+    const waiting = await this.queued(conversationId);
+    return { queued: waiting.length, position: waiting.findIndex((m) => m.id === messageId) + 1 };
+  }
+
+  async mark(conversationId: string, messageId: string, status: PendingMessageStatus, detail: string | null = null): Promise<void> {
+    await this.messages.updateOne({ _id: key(conversationId, messageId) }, { $set: { status, detail, updated_at: new Date() } });
+  }
+
+  /** Marks every message still waiting UNDELIVERED with the reason; answers how many. */
+  async giveUp(conversationId: string, detail: string): Promise<number> {
+    const waiting = await this.queued(conversationId);
+    for (const m of waiting) await this.mark(conversationId, m.id, 'UNDELIVERED', detail);
+    return waiting.length;
+  }
+
+  async deleteAll(conversationId: string): Promise<void> {
+    await this.messages.deleteMany({ conversation_id: conversationId });
+  }
+}
