@@ -57,16 +57,35 @@ describe('starts across process failures', () => {
     const running = await waitForTask(accepted.body.id, (s) => s.status === 'RUNNING_SETUP_SCRIPT');
     const log = path.join(dataDir, 'sandboxes', running.sandbox_id, 'workspace', 'slow', 'setup.log');
     await eventually(() => fs.existsSync(log), { what: `${log} written`, timeoutMs: 90_000, intervalMs: 50 }); // the test's own bound
+    // Messages queued before and after the worker dies go out once, in order, after READY.
+    const queue = (id: string, text: string) =>
+      t.request('POST', `/api/v1/conversations/${accepted.body.id}/pending-messages`, { key: user.key, body: { id, content: [{ text }] } });
+    expect((await queue('d-1', 'one')).status).toBe(201);
+    expect((await queue('d-2', 'two')).status).toBe(201);
     const first = workers.at(-1)!;
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
+    expect((await queue('d-3', 'three')).body).toMatchObject({ queued: true, position: 3 });
 
     await newWorker();
     const ready = await waitForTask(accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR');
     expect(ready).toMatchObject({ status: 'READY', sandbox_id: running.sandbox_id, app_conversation_id: accepted.body.id });
     // The interrupted step was run again to its end (the setup script says so twice at most).
     expect(fs.readFileSync(log, 'utf8')).toMatch(/done\n$/);
-  }, 90_000);
+    await eventually(
+      async () => {
+        const listed = (await t.request('GET', `/api/v1/conversations/${accepted.body.id}/pending-messages`, { key: user.key })).body;
+        expect(listed.map((m: any) => [m.id, m.status])).toEqual([
+          ['d-1', 'DELIVERED'],
+          ['d-2', 'DELIVERED'],
+          ['d-3', 'DELIVERED'],
+        ]);
+        const events = (await t.request('GET', `/api/v1/conversation/${accepted.body.id}/events/search?kind__eq=MessageEvent&limit=100`, { key: user.key })).body.items;
+        expect(events.filter((e: any) => e.source === 'user').map((e: any) => e.id)).toEqual(['d-1', 'd-2', 'd-3']);
+      },
+      { timeoutMs: 30_000, intervalMs: 250, what: 'the queued messages delivered in order' },
+    );
+  }, 120_000);
 
   it('the api restarts during a stream: the stream is cut, the task goes on and is read back by id', async () => {
     const repo = bareRepo(dataDir, 'streamed', { '.agents/setup.sh': 'sleep 2\n' });
