@@ -19,7 +19,7 @@ export const LLMSettingsSchema = z
     is_subscription: z.boolean(),
     model: z.string(),
     api_key: secret('LLM API key.'),
-    auth_type: z.string(),
+    auth_type: z.enum(['api_key', 'subscription']),
     subscription_vendor: z.string(),
     base_url: z.string(),
     api_version: z.string(),
@@ -45,7 +45,7 @@ export const LLMSettingsSchema = z
     max_input_tokens: positiveInt(),
     max_output_tokens: positiveInt(),
     model_canonical_name: z.string(),
-    api_mode: z.string(),
+    api_mode: z.enum(['auto', 'chat', 'responses']),
     capability_overrides: z.record(z.string(), z.unknown()),
     extra_headers: z.record(z.string(), z.string()),
     input_cost_per_token: nonNegative(),
@@ -63,8 +63,8 @@ export const LLMSettingsSchema = z
     native_tool_calling: z.boolean(),
     force_string_serializer: z.boolean(),
     inline_image_urls: z.boolean(),
-    reasoning_effort: z.string(),
-    reasoning_summary: z.string(),
+    reasoning_effort: z.enum(['low', 'medium', 'high', 'xhigh', 'none']),
+    reasoning_summary: z.enum(['auto', 'concise', 'detailed']),
     enable_encrypted_reasoning: z.boolean(),
     prompt_cache_retention: z.string(),
     extended_thinking_budget: z.number().int().gte(0),
@@ -170,15 +170,14 @@ export const PlatformAgentSettingsSchema = z
   })
   .meta({ id: 'PlatformAgentSettings' });
 
-/** An agent from an LLM alone (fields beyond these: not shown by the spec). */
-export const LLMAgentSettingsSchema = z
-  .strictObject({
-    schema_version: z.number().int().gte(1).default(1),
-    agent_kind: z.literal('llm'),
-    llm: LLMSettingsSchema.default({}),
-    system_message_suffix: z.string().optional(),
-  })
-  .meta({ id: 'LLMAgentSettings' });
+/**
+ * The llm variant: the published document's legacy name of the standard agent, with the same fields
+ * (SPEC 2.6 lists them for the standard variant) and bounds; system_message_suffix is kept from before.
+ */
+export const LLMAgentSettingsSchema = PlatformAgentSettingsSchema.extend({
+  agent_kind: z.literal('llm'),
+  system_message_suffix: z.string().optional(),
+}).meta({ id: 'LLMAgentSettings' });
 
 /** An agent behind an external agent-protocol server (fields beyond these: not shown by the spec). */
 export const ACPAgentSettingsSchema = z
