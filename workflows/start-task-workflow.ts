@@ -17,7 +17,8 @@ const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY
 const { setUpGitHooks, startConversation } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
 const { acquireSandbox } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
 const { loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long); // plugins are cloned
-const { deliverPendingMessages, givePendingMessagesUp } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.deliver);
+// Local: every start ends with one look for queued messages (nearly always none), so it costs no round trip.
+const { deliverPendingMessages, givePendingMessagesUp } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.deliver);
 
 /** The patch that added the delivery of messages queued during the start. */
 const PENDING_MESSAGES = 'start-task-pending-messages';
