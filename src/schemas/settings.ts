@@ -31,8 +31,16 @@ export const SecretNameSchema = z
   .string()
   .min(1)
   .max(SECRET_LIMITS.nameChars)
-  .regex(ENV_VAR_NAME, { error: 'A secret name must be an environment variable name: letters, digits and _, not starting with a digit (such as DEPLOY_TOKEN)' })
-  .meta({ description: 'An environment variable name: letters, digits and _, not starting with a digit.' });
+  .superRefine((v, ctx) => {
+    if (!ENV_VAR_NAME.test(v)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'A secret name must be an environment variable name: letters, digits and _, not starting with a digit (such as DEPLOY_TOKEN)',
+        params: { type: 'value_error', ctx: { pattern: ENV_VAR_NAME.source } },
+      });
+    }
+  })
+  .meta({ description: 'An environment variable name: letters, digits and _, not starting with a digit.', pattern: ENV_VAR_NAME.source });
 
 const secretValue = () =>
   z
