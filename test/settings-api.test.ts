@@ -151,6 +151,25 @@ describe('the settings surface', () => {
     expect((await t.request('DELETE', '/api/v1/secrets/SHIP_KEY', { key: a.key })).status).toBe(404);
   });
 
+  it('a user keeps at most 200 secrets; overwriting one at the limit is still allowed', async () => {
+    const u = await t.newUser();
+    for (let i = 0; i < 200; i++) await t.stores.userSecrets.set(u.userId, `S_${String(i).padStart(3, '0')}`, 'v');
+    const over = await t.request('POST', '/api/v1/secrets', { key: u.key, body: { name: 'ONE_MORE', value: 'v' } });
+    expect(over.status).toBe(409);
+    expect(over.body.detail).toMatch(/200 secrets/);
+    expect((await t.request('POST', '/api/v1/secrets', { key: u.key, body: { name: 'S_000', value: 'w' } })).status).toBe(201);
+    // Paging through all of them reads each once.
+    const names: string[] = [];
+    let page: string | null = null;
+    do {
+      const r: { body: { items: { name: string }[]; next_page_id: string | null } } = await t.request('GET', `/api/v1/secrets/search?limit=100${page ? `&page_id=${page}` : ''}`, { key: u.key });
+      names.push(...r.body.items.map((x) => x.name));
+      page = r.body.next_page_id;
+    } while (page);
+    expect(names).toHaveLength(200);
+    expect(new Set(names).size).toBe(200);
+  }, 60_000);
+
   it('git provider tokens: stored sealed, listed as set, the mask keeps one, unknown providers are 422, unset', async () => {
     const u = await t.newUser();
     const api = publishedClient(t.url, u.key);
