@@ -44,4 +44,68 @@ describe('start tasks store', () => {
     expect(await store.clearHistoryIfUnchanged(id, moved!.updated_at)).toBe(true);
     expect((await store.withHistory(id))!.history).toEqual([]);
   });
+
+  describe('search in each published sort order, a page at a time', () => {
+    const owner = uniqueName('owner');
+    const t0 = Date.parse('2024-05-01T12:00:00Z');
+    /** [id, created second, updated second]: created and updated orders differ, with ties in both. */
+    const plan: [string, number, number][] = [
+      ['t-a', 0, 50],
+      ['t-b', 1, 10],
+      ['t-c', 1, 30],
+      ['t-d', 2, 30],
+      ['t-e', 3, 20],
+      ['t-f', 4, 40],
+      ['t-g', 4, 10],
+    ];
+    const expected = (field: 1 | 2, order: 'asc' | 'desc') => {
+      const sorted = [...plan].sort((x, y) => x[field] - y[field] || (x[0] < y[0] ? -1 : 1)).map((p) => `${owner}-${p[0]}`);
+      return order === 'asc' ? sorted : sorted.reverse();
+    };
+
+    beforeAll(async () => {
+      for (const [id, created, updated] of plan) {
+        const full = `${owner}-${id}`;
+        await store.create({ id: full, created_by_user_id: owner, conversation_id: full, ...change('WORKING'), request: {} }, null, new Date(t0 + created * 1000));
+        await store.record(full, 0, change('WAITING_FOR_SANDBOX'), new Date(t0 + updated * 1000));
+      }
+      // Another user's task between them all: never seen.
+      await store.create({ id: uniqueName('other'), created_by_user_id: 'someone-else', conversation_id: 'x', ...change('WORKING'), request: {} }, null, new Date(t0 + 2500));
+    });
+
+    const walk = async (field: 'created_at' | 'updated_at', order: 'asc' | 'desc', limit: number, filters = {}) => {
+      const ids: string[] = [];
+      let after: [number, string] | undefined;
+      for (let pages = 0; pages < 20; pages++) {
+        const page = await store.search(owner, filters, { field, order }, limit, after);
+        expect(page.items.length).toBeLessThanOrEqual(limit);
+        ids.push(...page.items.map((t) => t.id));
+        if (!page.last) return ids;
+        expect(page.last).toEqual([page.items.at(-1)![field].getTime(), page.items.at(-1)!.id]);
+        after = page.last;
+      }
+      throw new Error('no end of pages');
+    };
+
+    it.each([
+      ['created_at', 'asc', 1],
+      ['created_at', 'desc', 1],
+      ['updated_at', 'asc', 2],
+      ['updated_at', 'desc', 2],
+    ] as const)('%s %s: every task once, in order, ties by id, whatever the page size', async (field, order, column) => {
+      for (const limit of [1, 2, 3, 7, 100]) expect(await walk(field, order, limit)).toEqual(expected(column, order));
+    });
+
+    it('the cursor keeps the created_at range of the filter', async () => {
+      const range = { createdAtGte: new Date(t0 + 1000), createdAtLt: new Date(t0 + 4000) };
+      const inRange = (ids: string[]) => ids.filter((id) => ['t-b', 't-c', 't-d', 't-e'].some((x) => id.endsWith(x)));
+      expect(await walk('updated_at', 'desc', 2, range)).toEqual(inRange(expected(2, 'desc')));
+      expect(await walk('created_at', 'asc', 1, range)).toEqual(inRange(expected(1, 'asc')));
+    });
+
+    it('the store declares an index by owner and last change', async () => {
+      const { startTasksIndexes } = await import('../src/store/start-tasks-store');
+      expect(startTasksIndexes.indexes.map((i) => i.key)).toContainEqual({ created_by_user_id: 1, updated_at: -1, _id: -1 });
+    });
+  });
 });

@@ -261,16 +261,22 @@ export class EventsStore {
   /**
    * The conversation's whole log in seq order, read a page at a time (one `range` query on the
    * `conversation_seq` index per page of at most `pageSize` events or RANGE_BYTES of text, its cursor
-   * closed before the page is handed on): an export holds one page, never the log. A consumer that stops
-   * iterating (break, return, a thrown error) stops the reads; no cursor stays open between pages.
+   * closed before the page is handed on); the next page is read while this one is consumed, so at most
+   * two pages are held, never the log. A consumer that stops iterating (break, return, a thrown error)
+   * stops the reads after the page being read; no cursor stays open between pages.
    */
   async *inSeqOrder(conversationId: string, pageSize = 500): AsyncGenerator<{ seq: number; json: string }, void, undefined> {
-    let after = 0;
+    const read = (after: number) => {
+      const p = this.range(conversationId, after, pageSize);
+      void p.catch(() => undefined); // a read ahead that nobody awaits (the consumer stopped) fails quietly
+      return p;
+    };
+    let next = read(0);
     for (;;) {
-      const page = await this.range(conversationId, after, pageSize);
+      const page = await next;
       if (page.length === 0) return;
+      next = read(page[page.length - 1]!.seq);
       yield* page;
-      after = page[page.length - 1]!.seq;
     }
   }
 }

@@ -1,0 +1,55 @@
+/**
+ * GET /api/v1/app-conversations/{conversation_id}/download: the conversation's metadata and whole event
+ * log as a zip, streamed as the log is read (src/app-conversations/conversation-export.ts).
+ */
+import { z } from 'zod';
+import { conversationZip, exportFileName } from '../../app-conversations/conversation-export';
+import { ConversationPathSchema } from '../../schemas/event-queries';
+import { ErrorResponseSchema } from '../../schemas/errors';
+import type { AppConversationRecord, AppConversationsStore } from '../../store/app-conversations-store';
+import type { EventsStore } from '../../store/events-store';
+import { notFound } from '../../web/errors';
+import type { ApiRouter } from '../../web/route';
+import { callerId } from '../state';
+
+/** Events per read of the log while a zip is written. */
+const EXPORT_PAGE_SIZE = 500;
+
+export interface AppConversationExportDeps {
+  appConversations: Pick<AppConversationsStore, 'get'>;
+  events: Pick<EventsStore, 'inSeqOrder'>;
+  /** What meta.json holds: the conversation as GET /api/v1/app-conversations shows it. */
+  view: (record: AppConversationRecord) => unknown;
+}
+
+export function appConversationExportRoutes(router: ApiRouter, deps: AppConversationExportDeps): ApiRouter {
+  return router.route(
+    {
+      method: 'get',
+      path: '/:conversation_id/download',
+      operationId: 'downloadAppConversation',
+      summary: 'Download the conversation: its metadata and every event, as a zip',
+      description:
+        'A zip streamed as the log is read: `meta.json` (the conversation as GET /api/v1/app-conversations shows it) and one entry per ' +
+        'stored event in append order, `events/00000001.json`, `events/00000002.json`, ..., each holding the event exactly as stored.',
+      security: 'APIKeyHeader',
+      params: ConversationPathSchema,
+      responses: {
+        200: { description: 'The zip (Content-Disposition: attachment; filename="conversation_<id>.zip")', schema: z.string().meta({ format: 'binary' }), contentType: 'application/zip' },
+        404: { description: 'No such conversation of the caller', schema: ErrorResponseSchema },
+      },
+    },
+    async (ctx, { params }) => {
+      const id = params.conversation_id;
+      // Ownership first: nothing of the log is read for a conversation that is not the caller's.
+      const record = await deps.appConversations.get(id);
+      if (!record || record.created_by_user_id !== callerId(ctx)) throw notFound('Conversation not found');
+      const zip = conversationZip({ meta: deps.view(record), events: deps.events.inSeqOrder(id, EXPORT_PAGE_SIZE) });
+      ctx.status = 200;
+      ctx.set('Content-Disposition', `attachment; filename="${exportFileName(id)}"`);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = zip;
+      ctx.type = 'application/zip';
+    },
+  );
+}
