@@ -49,6 +49,36 @@ describe('OpenAPI', () => {
     expect(keys.parameters.find((p: any) => p.name === 'limit').schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
   });
 
+  it('shows no value made at build time as a default (a UUID, a date-time): events say what is filled in instead', () => {
+    const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+    const DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/;
+    const found: string[] = [];
+    let defaults = 0;
+    const walk = (node: unknown, at: string) => {
+      if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${at}/${i}`));
+      if (node === null || typeof node !== 'object') return;
+      for (const [k, v] of Object.entries(node)) {
+        if (k === 'default') {
+          defaults++;
+          if (typeof v === 'string' && (UUID.test(v) || DATE_TIME.test(v))) found.push(`${at}: ${v}`);
+        }
+        walk(v, `${at}/${k}`);
+      }
+    };
+    walk(doc, '#');
+    expect(found).toEqual([]);
+    expect(defaults).toBeGreaterThan(10); // the walk saw the document's other defaults
+    for (const kind of ['MessageEvent', 'PauseEvent', 'ObservationEvent']) {
+      const { id, timestamp } = doc.components.schemas[kind].properties;
+      expect(id).not.toHaveProperty('default');
+      expect(id.description).toMatch(/a new UUID when absent/);
+      expect(timestamp).not.toHaveProperty('default');
+      expect(timestamp).toMatchObject({ format: 'date-time' });
+      expect(timestamp.description).toMatch(/the time of receipt when absent/);
+      expect(doc.components.schemas[kind].required ?? []).not.toContain('id');
+    }
+  });
+
   it('has the HTTPValidationError shape of SPEC 2.7', () => {
     const ve = doc.components.schemas.ValidationError;
     expect(ve.required).toEqual(expect.arrayContaining(['loc', 'msg', 'type']));

@@ -98,16 +98,30 @@ const eventTimestamp = z
   })
   .meta({ description: 'Event time, ISO 8601; without a zone it is read as UTC.', format: 'date-time' });
 
+/**
+ * A field validation fills in when it is absent, with a value made at that moment. Not a zod `.default`:
+ * the OpenAPI generator would call the function once and print its value (one fixed random UUID, the
+ * build's time) as every event's `default`; the description says what is filled in instead.
+ */
+const filledWhenAbsent = (schema: z.ZodType<string, string>, fill: () => string, description: string) =>
+  schema
+    .optional()
+    .transform((v) => v ?? fill())
+    .meta({ description });
+
 function event<K extends EventKind, S extends z.ZodRawShape>(kind: K, defaultSource: EventSource | null, own: S) {
   return z
     .strictObject({
-      id: z
-        .string()
-        .min(1)
-        .max(200)
-        .refine((v) => !v.includes('\0'), { error: 'an event id may not contain the NUL character (U+0000)' })
-        .default(() => randomUUID()),
-      timestamp: eventTimestamp.default(() => new Date().toISOString()),
+      id: filledWhenAbsent(
+        z
+          .string()
+          .min(1)
+          .max(200)
+          .refine((v) => !v.includes('\0'), { error: 'an event id may not contain the NUL character (U+0000)' }),
+        () => randomUUID(),
+        'The event id: a new UUID when absent.',
+      ),
+      timestamp: filledWhenAbsent(eventTimestamp, () => new Date().toISOString(), 'Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.'),
       source: defaultSource ? z.enum(EVENT_SOURCES).default(defaultSource) : z.enum(EVENT_SOURCES),
       parent_id: z.string().nullable().default(null),
       kind: z.literal(kind),
