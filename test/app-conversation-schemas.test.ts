@@ -82,7 +82,8 @@ describe('start request', () => {
   it('parses a full request, filling defaults and normalising UUIDs', () => {
     const req = StartRequestSchema.parse(FULL);
     expect(req.conversation_id).toBe(UUID);
-    expect(req.initial_message).toEqual({ role: 'user', content: [{ text: 'Fix the failing test', type: 'text', cache_prompt: false }], run: true });
+    // run: false unless asked, as the published SendMessageRequest says.
+    expect(req.initial_message).toEqual({ role: 'user', content: [{ text: 'Fix the failing test', type: 'text', cache_prompt: false }], run: false });
     expect(req.processors[0]).toEqual({ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: {}, should_request_summary: true });
     expect(req.plugins).toEqual([{ source: 'github:org/plugin', ref: 'v1', parameters: {} }]);
   });
@@ -115,7 +116,8 @@ describe('start request', () => {
   it('checks field values', () => {
     const types = (input: unknown) => detail(StartRequestSchema, input).map((d) => [d.loc.join('.'), d.type]);
     expect(types({ initial_message: { content: [] } })).toEqual([['body.initial_message.content', 'too_short']]);
-    expect(types({ initial_message: { role: 'assistant', content: [{ text: 'x' }] } })).toEqual([['body.initial_message.role', 'literal_error']]);
+    expect(types({ initial_message: { role: 'robot', content: [{ text: 'x' }] } })).toEqual([['body.initial_message.role', 'enum']]);
+    expect(types({ initial_message: { content: [{ image_urls: [] }] } })).toEqual([['body.initial_message.content.0.image_urls', 'too_short']]);
     expect(types({ git_provider: 'gitlab' })).toEqual([['body.git_provider', 'enum']]);
     expect(types({ trigger: 'cron' })).toEqual([['body.trigger', 'enum']]);
     expect(types({ agent_type: 'fast' })).toEqual([['body.agent_type', 'enum']]);
@@ -129,6 +131,87 @@ describe('start request', () => {
     expect(types({ secrets: { 'BAD-NAME': 'v' } })).toEqual([['body.secrets.BAD-NAME', 'string_pattern_mismatch']]);
     expect(types({ secrets: { '1ST': 'v' } })).toEqual([['body.secrets.1ST', 'string_pattern_mismatch']]);
     expect(types({ secrets: { TOKEN: 1 } })).toEqual([['body.secrets.TOKEN', 'string_type']]);
+  });
+});
+
+describe('null as "not given" (what clients of the published document send)', () => {
+  /** Every field of the published AppConversationStartRequest-Input, null. */
+  const ALL_NULL = Object.fromEntries(
+    [
+      'sandbox_id', 'conversation_id', 'initial_message', 'system_message_suffix', 'processors', 'llm_model', 'agent_profile_id',
+      'selected_repository', 'selected_branch', 'git_provider', 'suggested_task', 'title', 'trigger', 'pr_number',
+      'parent_conversation_id', 'agent_type', 'public', 'observability_metadata', 'observability_tags', 'observability_span_name',
+      'plugins', 'secrets',
+    ].map((k) => [k, null]),
+  );
+
+  it('every optional field of the start request takes null as absent: the defaults apply, nothing null is kept', () => {
+    const req = StartRequestSchema.parse(ALL_NULL);
+    expect(req).toEqual({ processors: [], pr_number: [], agent_type: 'default', secrets: {} });
+    expect(Object.keys(req).sort()).toEqual(['agent_type', 'pr_number', 'processors', 'secrets']);
+    expect(echoRequest(req)).toEqual(echoRequest(StartRequestSchema.parse({})));
+  });
+
+  it('so do the nested objects: suggested_task fields, a plugin\'s ref, repo_path and parameters', () => {
+    const req = StartRequestSchema.parse({
+      suggested_task: { git_provider: null, task_type: null, repo: 'o/r', issue_number: null, title: null },
+      plugins: [{ source: 'github:org/plugin', ref: null, repo_path: null, parameters: null }],
+    });
+    expect(req.suggested_task).toEqual({ repo: 'o/r' });
+    expect(req.plugins).toEqual([{ source: 'github:org/plugin', parameters: {} }]);
+    expect(echoRequest(req).suggested_task).toEqual({ repo: 'o/r', git_provider: null, task_type: null });
+  });
+
+  it('stays closed: unknown fields, also null ones, are refused; a required field may not be null', () => {
+    expect(detail(StartRequestSchema, { ...ALL_NULL, surprise: null }).map((d) => [d.loc.join('.'), d.type])).toEqual([['body.surprise', 'extra_forbidden']]);
+    expect(detail(StartRequestSchema, { plugins: [{ source: 'x', extra: null }] }).map((d) => d.type)).toEqual(['extra_forbidden']);
+    expect(detail(StartRequestSchema, { suggested_task: { extra: 1 } }).map((d) => d.type)).toEqual(['extra_forbidden']);
+    expect(detail(StartRequestSchema, { plugins: [{ source: null }] })[0]).toMatchObject({ loc: ['body', 'plugins', 0, 'source'] });
+    expect(detail(StartRequestSchema, { initial_message: { content: null } })[0]).toMatchObject({ loc: ['body', 'initial_message', 'content'] });
+    // null is "not given", never a value of another type.
+    expect(detail(StartRequestSchema, { title: 5 })[0]).toMatchObject({ loc: ['body', 'title'] });
+  });
+
+  it('the OpenAPI document shows each optional field as anyOf[its schema, null], as the published one does', () => {
+    const registry = new OpenAPIRegistry();
+    registry.registerPath({ method: 'post', path: '/start', request: { body: { content: { 'application/json': { schema: StartRequestSchema } } } }, responses: { 200: { description: 'ok' } } });
+    const schemas = new OpenApiGeneratorV31(registry.definitions).generateDocument({ openapi: '3.1.0', info: { title: 't', version: '0' } }).components!.schemas! as Record<string, any>;
+    const start = schemas.AppConversationStartRequest;
+    expect(start.additionalProperties).toBe(false);
+    expect(start.required ?? []).toEqual([]);
+    for (const name of Object.keys(ALL_NULL)) {
+      expect([name, start.properties[name].anyOf?.at(-1)]).toEqual([name, { type: 'null' }]);
+    }
+    expect(start.properties.initial_message.anyOf[0]).toEqual({ $ref: '#/components/schemas/SendMessageRequest' });
+    expect(start.properties.suggested_task.anyOf[0]).toEqual({ $ref: '#/components/schemas/SuggestedTask' });
+    expect(start.properties.processors.default).toEqual([]);
+    expect(start.properties.agent_type.default).toBe('default');
+    for (const name of ['ref', 'repo_path', 'parameters']) expect(schemas.PluginSpec.properties[name].anyOf.at(-1)).toEqual({ type: 'null' });
+    expect(schemas.PluginSpec.required).toEqual(['source']);
+  });
+});
+
+describe('initial_message: the published SendMessageRequest', () => {
+  it('takes every role and image content; run is false unless sent', () => {
+    for (const role of ['user', 'system', 'assistant', 'tool'] as const) {
+      expect(StartRequestSchema.parse({ initial_message: { role, content: [{ text: 'x' }] } }).initial_message).toMatchObject({ role, run: false });
+    }
+    const withImage = StartRequestSchema.parse({ initial_message: { content: [{ text: 'What is this?' }, { image_urls: ['data:image/png;base64,AAAA'] }], run: true } });
+    expect(withImage.initial_message).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is this?', cache_prompt: false },
+        { type: 'image', image_urls: ['data:image/png;base64,AAAA'], cache_prompt: false },
+      ],
+      run: true,
+    });
+  });
+
+  it('the start task echoes it as parsed', () => {
+    const req = StartRequestSchema.parse({ initial_message: { role: 'system', content: [{ image_urls: ['https://example.com/a.png'] }] } });
+    const echo = echoRequest(req);
+    expect(echo.initial_message).toEqual({ role: 'system', content: [{ type: 'image', image_urls: ['https://example.com/a.png'], cache_prompt: false }], run: false });
+    expect(EchoedStartRequestSchema.parse(echo)).toEqual(echo);
   });
 });
 
@@ -250,7 +333,10 @@ describe('query parameters', () => {
       expect(detail(schema, { limit: '0' }, 'query')[0]).toMatchObject({ loc: ['query', 'limit'], type: 'greater_than' });
       expect(detail(schema, { limit: '101' }, 'query')[0]).toMatchObject({ loc: ['query', 'limit'], type: 'less_than_equal' });
     }
-    expect(detail(StartTaskSearchQuerySchema, { sort_order: 'UPDATED_AT' }, 'query')[0]!.type).toBe('enum');
+    for (const sort_order of ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC']) {
+      expect(StartTaskSearchQuerySchema.parse({ sort_order })).toEqual({ limit: 100, sort_order });
+    }
+    expect(detail(StartTaskSearchQuerySchema, { sort_order: 'TITLE' }, 'query')[0]!.type).toBe('enum');
   });
 
   it('normalise filters and refuse a page_id from elsewhere', () => {

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { pageIdParam } from './page-cursor';
 import { dateTimeQuery, pageLimit, uuidString } from './common';
-import { TextContentSchema } from './events';
+import { SendMessageRequestSchema } from './messages';
 import { SECRET_MASK } from './secret-mask';
 import { SandboxStatusSchema } from './sandboxes';
 
@@ -130,22 +130,46 @@ export const ObservabilityMetadataSchema = z
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SPAN_NAME = /^[A-Za-z0-9._/ -]+$/;
 
-export const InitialMessageSchema = z
-  .strictObject({
-    role: z.literal('user').default('user'),
-    content: z.array(TextContentSchema).min(1),
-    run: z.boolean().default(true).meta({ description: 'Start the agent on this message at once.' }),
-  })
-  .meta({ id: 'AppConversationInitialMessage' });
+/**
+ * An optional field: absent, or null, which the reference service's clients send for a field they leave
+ * out (its schema has anyOf[..., null] nearly everywhere). Both mean "not given"; the document shows
+ * anyOf[the field's schema, null], as the reference's does. The object holding it drops the field
+ * (`closed`), so a parsed request holds only what was given, and its defaults.
+ */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z
+    .union([schema, z.null()])
+    .optional()
+    .transform((v) => v ?? undefined);
+/** An optional field with a default, filled in when the field is absent or null. */
+const withDefault = <T extends z.ZodType>(schema: T, fill: () => z.output<T>) =>
+  z
+    .union([schema, z.null()])
+    .optional()
+    .transform((v): z.output<T> => v ?? fill())
+    .meta({ default: fill() });
+
+/** A closed object (unknown fields refused) whose fields a null left undefined are dropped. */
+const closed = <S extends z.ZodRawShape>(shape: S, meta: { id: string; description?: string }) =>
+  z
+    .strictObject(shape)
+    .meta(meta)
+    .transform((o) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as typeof o);
+
+/**
+ * The first message (the reference's SendMessageRequest): any of its roles, text and image content, and
+ * `run` false unless asked, as published: a start whose message should set the agent going sends `run: true`.
+ */
+export const InitialMessageSchema = SendMessageRequestSchema;
 
 const suggestedTaskShape = {
-  git_provider: GitProviderSchema.optional(),
-  task_type: SuggestedTaskTypeSchema.optional(),
-  repo: z.string().optional(),
-  issue_number: z.number().int().gte(0).optional(),
-  title: z.string().optional(),
+  git_provider: optional(GitProviderSchema),
+  task_type: optional(SuggestedTaskTypeSchema),
+  repo: optional(z.string()),
+  issue_number: optional(z.number().int().gte(0)),
+  title: optional(z.string()),
 };
-export const SuggestedTaskSchema = z.strictObject(suggestedTaskShape).meta({ id: 'SuggestedTask' });
+export const SuggestedTaskSchema = closed(suggestedTaskShape, { id: 'SuggestedTask' });
 
 /** A repository: owner/repo, a URL or a path, never with credentials in it (they belong in `secrets`). */
 const repositoryRef = (description: string) =>
@@ -155,50 +179,52 @@ const repositoryRef = (description: string) =>
     .refine((v) => !/^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i.test(v), { error: 'Put no credentials in the URL: send the token in secrets (GIT_TOKEN or <GIT_PROVIDER>_TOKEN)' })
     .meta({ description });
 
-export const PluginSchema = z
-  .strictObject({
+export const PluginSchema = closed(
+  {
     source: repositoryRef('A git repository (URL or path) holding the plugin.'),
-    ref: z.string().optional(),
-    repo_path: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).default({}),
-  })
-  .meta({ id: 'PluginSpec', description: 'Loaded for the conversation; its skills and tool-server config are merged into the agent.' });
+    ref: optional(z.string()),
+    repo_path: optional(z.string()),
+    parameters: withDefault(z.record(z.string(), z.unknown()), () => ({})),
+  },
+  { id: 'PluginSpec', description: 'Loaded for the conversation; its skills and tool-server config are merged into the agent.' },
+);
 
+/** Every optional field takes null as "not given" (see `optional`); unknown fields are still refused. */
 const startRequestShape = {
-  sandbox_id: z.string().optional().meta({ description: 'An existing sandbox to use.' }),
-  conversation_id: uuidString().optional(),
-  initial_message: InitialMessageSchema.optional(),
-  system_message_suffix: z.string().optional(),
-  processors: z.array(CallbackProcessorSchema).default([]),
-  llm_model: z.string().optional(),
-  agent_profile_id: z.string().optional(),
-  selected_repository: repositoryRef('owner/repo, a URL or a local path.').optional(),
-  selected_branch: z.string().optional(),
-  git_provider: GitProviderSchema.optional(),
-  suggested_task: SuggestedTaskSchema.optional(),
-  title: z.string().optional(),
-  trigger: TriggerSchema.optional(),
-  pr_number: z.array(z.number().int().gte(0)).default([]),
-  parent_conversation_id: uuidString().optional(),
-  agent_type: AgentTypeSchema.default('default'),
-  public: z.boolean().optional(),
-  observability_metadata: ObservabilityMetadataSchema.optional(),
-  observability_tags: z.array(z.string().min(1)).optional().meta({ description: 'Tags for the conversation root span.' }),
-  observability_span_name: z
-    .string()
-    .min(1)
-    .max(100)
-    .regex(SPAN_NAME, { error: 'a stable, low-cardinality name: letters, digits, ".", "_", "-", "/" and spaces' })
-    .optional()
-    .meta({ description: 'A named child span under the root span.' }),
-  plugins: z.array(PluginSchema).optional(),
-  secrets: z
-    .record(z.string().regex(ENV_NAME, { error: 'a secret name: letters, digits and "_", not starting with a digit' }), z.string())
-    .default({})
-    .meta({ description: 'Merged over the stored secrets; a request secret wins on an equal name.', writeOnly: true }),
+  sandbox_id: optional(z.string()).meta({ description: 'An existing sandbox to use.' }),
+  conversation_id: optional(uuidString()),
+  initial_message: optional(InitialMessageSchema),
+  system_message_suffix: optional(z.string()),
+  processors: withDefault(z.array(CallbackProcessorSchema), () => []),
+  llm_model: optional(z.string()),
+  agent_profile_id: optional(z.string()),
+  selected_repository: optional(repositoryRef('owner/repo, a URL or a local path.')),
+  selected_branch: optional(z.string()),
+  git_provider: optional(GitProviderSchema),
+  suggested_task: optional(SuggestedTaskSchema),
+  title: optional(z.string()),
+  trigger: optional(TriggerSchema),
+  pr_number: withDefault(z.array(z.number().int().gte(0)), () => []),
+  parent_conversation_id: optional(uuidString()),
+  agent_type: withDefault(AgentTypeSchema, () => 'default' as const),
+  public: optional(z.boolean()),
+  observability_metadata: optional(ObservabilityMetadataSchema),
+  observability_tags: optional(z.array(z.string().min(1))).meta({ description: 'Tags for the conversation root span.' }),
+  observability_span_name: optional(
+    z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(SPAN_NAME, { error: 'a stable, low-cardinality name: letters, digits, ".", "_", "-", "/" and spaces' }),
+  ).meta({ description: 'A named child span under the root span.' }),
+  plugins: optional(z.array(PluginSchema)),
+  secrets: withDefault(z.record(z.string().regex(ENV_NAME, { error: 'a secret name: letters, digits and "_", not starting with a digit' }), z.string()), () => ({})).meta({
+    description: 'Merged over the stored secrets; a request secret wins on an equal name.',
+    writeOnly: true,
+  }),
 };
 
-export const StartRequestSchema = z.strictObject(startRequestShape).meta({ id: 'AppConversationStartRequest' });
+export const StartRequestSchema = closed(startRequestShape, { id: 'AppConversationStartRequest' });
 export type StartRequest = z.output<typeof StartRequestSchema>;
 
 /** The request as the start task keeps and shows it (SPEC 2.3): defaults and filled-in fields present, secrets masked. */
@@ -208,10 +234,12 @@ export const EchoedStartRequestSchema = z
     processors: z.array(CallbackProcessorSchema),
     pr_number: z.array(z.number().int()),
     agent_type: AgentTypeSchema,
-    git_provider: GitProviderSchema.nullable(),
-    trigger: TriggerSchema.nullable(),
+    // A union with null, not .nullable(): the document then shows anyOf[$ref, null] (.nullable() of a
+    // named schema comes out as the bare $ref).
+    git_provider: z.union([GitProviderSchema, z.null()]),
+    trigger: z.union([TriggerSchema, z.null()]),
     suggested_task: z
-      .strictObject({ ...suggestedTaskShape, git_provider: GitProviderSchema.nullable(), task_type: SuggestedTaskTypeSchema.nullable() })
+      .strictObject({ ...suggestedTaskShape, git_provider: z.union([GitProviderSchema, z.null()]), task_type: z.union([SuggestedTaskTypeSchema, z.null()]) })
       .optional(),
     secrets: z.record(z.string(), z.string()).meta({ description: `Secret names; every value is "${SECRET_MASK}".` }),
   })
