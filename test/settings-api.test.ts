@@ -263,6 +263,9 @@ describe('the settings surface', () => {
     expect(legacy.status).toBe(422);
     expect(legacy.body.detail[0].msg).toMatch(/Legacy nested settings keys are not accepted/);
     expect((await t.request('POST', '/api/v1/settings', { key: u.key, body: { search_api_key: 'x' } })).status).toBe(422);
+    const huge = await t.request('POST', '/api/v1/settings', { key: u.key, body: { agent_settings_diff: { mcp_config: { blob: 'x'.repeat(300 * 1024) } } } });
+    expect(huge.status).toBe(422);
+    expect(huge.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'agent_settings_diff'], type: 'too_long' })]);
     expect((await api.GET('/api/v1/settings')).data!.user_version).toBe(3);
 
     // Another agent kind is a variant of its own.
@@ -367,6 +370,32 @@ describe('the settings surface', () => {
     expect(config.response.status).toBe(200);
     decodes('WebClientConfig', config.data);
     expect(config.data).toMatchObject({ kind: 'WebClientConfig', auth_mode: 'api_key', providers_configured: ['git_host_a'], limits: { secret_value_bytes: 65536 } });
+  });
+
+  it('the OpenAPI document describes each published path with its method', async () => {
+    const doc = (await t.request('GET', '/openapi.json')).body;
+    const served: [string, string][] = [
+      ['get', '/api/v1/secrets/search'],
+      ['post', '/api/v1/secrets'],
+      ['put', '/api/v1/secrets/{secret_id}'],
+      ['delete', '/api/v1/secrets/{secret_id}'],
+      ['post', '/api/v1/secrets/git-providers'],
+      ['delete', '/api/v1/secrets/git-providers'],
+      ['get', '/api/v1/settings'],
+      ['post', '/api/v1/settings'],
+      ['get', '/api/v1/settings/agent-schema'],
+      ['get', '/api/v1/settings/conversation-schema'],
+      ['patch', '/api/organizations/{org_id}'],
+      ['get', '/api/v1/config/models/search'],
+      ['get', '/api/v1/config/providers/search'],
+      ['get', '/api/v1/users/me'],
+      ['get', '/api/v1/web-client/config'],
+    ];
+    const published = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures/published/openhands-cloud.json'), 'utf8'));
+    for (const [method, p] of served) {
+      expect({ p, method, published: Boolean(published.paths[p]?.[method]), ours: Boolean(doc.paths[p]?.[method]) }).toEqual({ p, method, published: true, ours: true });
+    }
+    expect(doc.paths['/api/organizations/{org_id}'].patch.requestBody.content['application/json'].schema).toBeDefined();
   });
 
   it('no stored secret value appears in any answer of this file', () => {

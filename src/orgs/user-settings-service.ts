@@ -196,6 +196,15 @@ export class UserSettingsService {
       if (checked.success) next.conversation_settings_diff = diff;
       else problems.push(...underField('conversation_settings_diff', checked.error.issues, mergePatch(org.conversation_settings, diff)));
     }
+    for (const [field, diff] of [
+      ['agent_settings_diff', next.agent_settings_diff],
+      ['conversation_settings_diff', next.conversation_settings_diff],
+    ] as const) {
+      const bytes = Buffer.byteLength(JSON.stringify(diff), 'utf8');
+      if (bytes > SECRET_LIMITS.diffBytes) {
+        problems.push({ loc: ['body', field], msg: `Your stored ${field} would hold ${bytes} bytes, more than ${SECRET_LIMITS.diffBytes}`, type: 'too_long', input: null, ctx: { max_bytes: SECRET_LIMITS.diffBytes } });
+      }
+    }
     if (problems.length > 0) throw new InvalidInput(problems);
     for (const k of ['language', 'git_user_name', 'git_user_email', 'user_consents_to_analytics'] as const) {
       if (update[k] !== undefined && update[k] !== null) (next as unknown as Json)[k] = update[k];

@@ -22,6 +22,8 @@ export const SECRET_LIMITS = {
   valueBytes: 64 * 1024,
   /** Custom secrets per user. */
   perUser: 200,
+  /** Bytes of the JSON of each stored settings diff (agent, conversation). */
+  diffBytes: 256 * 1024,
 } as const;
 
 /** A name a start can export as an environment variable. */
