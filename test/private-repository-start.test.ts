@@ -124,7 +124,7 @@ describe('a private repository start set up through the API alone', () => {
     // The start clones the private repository with the stored token.
     llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'cat plan.txt' } }] }, { tool_calls: [{ name: 'finish', arguments: { message: 'read it' } }] }]);
     const before = llm.requests.length;
-    const started = await streamStart(user.key, { selected_repository: 'acme/private', git_provider: 'git_host_a', initial_message: { content: [{ text: 'Read the plan.' }] } });
+    const started = await streamStart(user.key, { selected_repository: 'acme/private', git_provider: 'git_host_a', initial_message: { content: [{ text: 'Read the plan.' }], run: true } });
     const ready = started.at(-1);
     expect(ready).toMatchObject({ status: 'READY', app_conversation_id: expect.any(String), sandbox_id: expect.any(String) });
     expect(git.requests.some((r) => r.authorized)).toBe(true);
