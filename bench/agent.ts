@@ -77,7 +77,7 @@ async function main(): Promise<void> {
       llm.load(script());
       const first = llm.requests.length;
       const t0 = now();
-      await rt('POST', '/api/conversations', { conversation_id: conv.id, agent: { llm: { model: 'bench', base_url: llm.url } }, initial_message: { content: [{ text: 'Run true many times.' }] }, max_iterations: STEPS + 5 });
+      await rt('POST', '/api/conversations', { conversation_id: conv.id, agent: { llm: { model: 'bench', base_url: llm.url } }, initial_message: { content: [{ text: 'Run true many times.' }], run: true }, max_iterations: STEPS + 5 });
       let info: ConversationInfo;
       do {
         await sleep(2);

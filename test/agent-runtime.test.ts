@@ -72,7 +72,7 @@ describe('agent runtime through the control plane', () => {
     const created = await runtimeCall(rt, 'POST', '/api/conversations', {
       conversation_id: c0.id,
       agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test', stream: true, log_completions: true } },
-      initial_message: { content: [{ text: 'Change the greeting in demo/greeting.txt to hello agents.' }] },
+      initial_message: { content: [{ text: 'Change the greeting in demo/greeting.txt to hello agents.' }], run: true },
     });
     expect(created.status).toBe(201);
     const c = { id: c0.id, llm, runtime: rt };

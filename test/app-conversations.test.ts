@@ -98,7 +98,7 @@ describe('app conversation starts', () => {
     const started = await streamStart({
       selected_repository: repo,
       selected_branch: 'main',
-      initial_message: { content: [{ text: 'List the files and run the tests.' }] },
+      initial_message: { content: [{ text: 'List the files and run the tests.' }], run: true },
       system_message_suffix: 'Be brief.',
       secrets: { DEPLOY_TOKEN: 'tok-start-secret' },
       title: 'Demo start',
@@ -160,7 +160,7 @@ describe('app conversation starts', () => {
     expect((await t.request('POST', `/api/v1/sandboxes/${sandbox.id}/pause`, { key: user.key })).body.status).toBe('PAUSED');
     llm.load([{ content: 'Nothing to do.' }]);
     const requestsBefore = llm.requests.length;
-    const started = await streamStart({ sandbox_id: sandbox.id, plugins: [{ source: plugin }], initial_message: { content: [{ text: 'Hello' }] } });
+    const started = await streamStart({ sandbox_id: sandbox.id, plugins: [{ source: plugin }], initial_message: { content: [{ text: 'Hello' }], run: true } });
     expect(started.body.at(-1)).toMatchObject({ status: 'READY', sandbox_id: sandbox.id });
     expect((await t.request('GET', `/api/v1/sandboxes?id=${sandbox.id}`, { key: user.key })).body[0].status).toBe('RUNNING');
     await eventually(() => llm.requests.length > requestsBefore, { what: 'an LLM request', timeoutMs: 60_000, intervalMs: 50 }); // the test's own bound
@@ -313,7 +313,7 @@ describe('app conversation starts', () => {
     gitHost.failNext = 2;
     llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'Fixed the flaky test in widgets.' } }] }, { content: 'Still fixed.' }]);
     const started = await streamStart({
-      initial_message: { content: [{ text: 'Fix the flaky test\nIt fails one run in ten.' }] },
+      initial_message: { content: [{ text: 'Fix the flaky test\nIt fails one run in ten.' }], run: true },
       processors: [{ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: { repo: 'acme/widgets', pr_number: 7 } }, { kind: 'LoggingCallbackProcessor' }],
       secrets: { GIT_HOST_A_TOKEN: 'ghs-test-token' },
     });
@@ -356,7 +356,7 @@ describe('app conversation starts', () => {
     try {
       llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }]);
       const started = await streamStart({
-        initial_message: { content: [{ text: 'Do it' }] },
+        initial_message: { content: [{ text: 'Do it' }], run: true },
         processors: [{ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: { repo: 'acme/refused', pr_number: 1 } }],
       });
       const id = started.body.at(-1).app_conversation_id;

@@ -117,7 +117,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
       body: JSON.stringify({
         conversation_id: conversation.id,
         agent: { llm: { model: DEMO_MODEL, base_url: llm.url }, system_message_suffix: 'This is a demo conversation played by a scripted LLM.' },
-        initial_message: { content: [{ text: DEMO_TASK }] },
+        initial_message: { content: [{ text: DEMO_TASK }], run: true },
         max_iterations: 20,
       }),
     });

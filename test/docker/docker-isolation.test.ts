@@ -258,7 +258,7 @@ describe('a docker sandbox reaches nothing that is not its own', () => {
       const created = await runtimeCall(b.runtime, 'POST', '/api/conversations', {
         conversation_id: c.id,
         agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' } },
-        initial_message: { content: [{ text: "Reach the other user's sandbox and the database." }] },
+        initial_message: { content: [{ text: "Reach the other user's sandbox and the database." }], run: true },
       });
       expect(created.status).toBe(201);
       const conversation = { id: c.id, llm, runtime: b.runtime };

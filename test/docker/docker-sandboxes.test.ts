@@ -102,7 +102,7 @@ describe('docker sandboxes on a real engine', () => {
       const created = await runtimeCall(rt, 'POST', '/api/conversations', {
         conversation_id: c.id,
         agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' } },
-        initial_message: { content: [{ text: 'Write a note.' }] },
+        initial_message: { content: [{ text: 'Write a note.' }], run: true },
       });
       expect(created.status).toBe(201);
       const conversation = { id: c.id, llm, runtime: rt };

@@ -46,7 +46,7 @@ export async function startAgentConversation(
   const created = await runtimeCall(rt, 'POST', '/api/conversations', {
     conversation_id: c.id,
     agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test', ...llmOverrides }, ...agent },
-    ...(message ? { initial_message: { content: [{ text: message }] } } : {}),
+    ...(message ? { initial_message: { content: [{ text: message }], run: true } } : {}),
     ...rest,
   });
   return { id: c.id, llm, runtime: rt, created };

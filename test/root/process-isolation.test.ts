@@ -156,7 +156,7 @@ describe('process sandboxes isolated by uid and firewall', () => {
     const created = await runtimeCall(b.rt, 'POST', '/api/conversations', {
       conversation_id: c.id,
       agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' } },
-      initial_message: { content: [{ text: 'Look around.' }] },
+      initial_message: { content: [{ text: 'Look around.' }], run: true },
     });
     expect(created.status).toBe(201);
     const conversation = { id: c.id, llm, runtime: b.rt };
