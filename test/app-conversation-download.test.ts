@@ -165,10 +165,16 @@ describe('conversation download', () => {
     expect(badKey.status).toBe(401);
   });
 
-  it('422 for a conversation id that cannot be one', async () => {
-    const r = await download('bad%20id');
-    expect(r.status).toBe(422);
-    expect(((await r.json()) as { detail: unknown[] }).detail[0]).toMatchObject({ loc: ['path', 'conversation_id'] });
+  it('422 for a conversation id that is not a UUID; a UUID in another spelling is the same conversation', async () => {
+    for (const bad of ['bad%20id', 'not-a-uuid', '1234']) {
+      const r = await download(bad);
+      expect(r.status).toBe(422);
+      expect(((await r.json()) as { detail: unknown[] }).detail[0]).toMatchObject({ loc: ['path', 'conversation_id'], type: 'uuid_parsing' });
+    }
+    const upper = await download(conversationId.toUpperCase().replace(/-/g, ''));
+    expect(upper.status).toBe(200);
+    expect(upper.headers.get('content-disposition')).toBe(`attachment; filename="conversation_${conversationId}.zip"`);
+    await upper.arrayBuffer();
   });
 
   it('a client generated from the published document downloads and decodes it', async () => {

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { conversationZip, exportFileName } from '../../app-conversations/conversation-export';
-import { ConversationPathSchema } from '../../schemas/event-queries';
+import { ConversationPathSchema } from '../../schemas/app-conversation-actions';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import type { AppConversationRecord, AppConversationsStore } from '../../store/app-conversations-store';
 import type { EventsStore } from '../../store/events-store';
@@ -19,7 +19,7 @@ export interface AppConversationExportDeps {
   appConversations: Pick<AppConversationsStore, 'get'>;
   events: Pick<EventsStore, 'inSeqOrder'>;
   /** What meta.json holds: the conversation as GET /api/v1/app-conversations shows it. */
-  view: (record: AppConversationRecord) => unknown;
+  view: (record: AppConversationRecord) => Promise<unknown>;
 }
 
 export function appConversationExportRoutes(router: ApiRouter, deps: AppConversationExportDeps): ApiRouter {
@@ -44,7 +44,7 @@ export function appConversationExportRoutes(router: ApiRouter, deps: AppConversa
       // Ownership first: nothing of the log is read for a conversation that is not the caller's.
       const record = await deps.appConversations.get(id);
       if (!record || record.created_by_user_id !== callerId(ctx)) throw notFound('Conversation not found');
-      const zip = conversationZip({ meta: deps.view(record), events: deps.events.inSeqOrder(id, EXPORT_PAGE_SIZE) });
+      const zip = conversationZip({ meta: await deps.view(record), events: deps.events.inSeqOrder(id, EXPORT_PAGE_SIZE) });
       ctx.status = 200;
       ctx.set('Content-Disposition', `attachment; filename="${exportFileName(id)}"`);
       ctx.set('Cache-Control', 'no-store');
