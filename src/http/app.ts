@@ -31,12 +31,14 @@ import { eventsRoutes } from './routers/events.router';
 import { organizationsRoutes } from './routers/organizations.router';
 import { sandboxSpecsRoutes } from './routers/sandbox-specs.router';
 import { sandboxesRoutes } from './routers/sandboxes.router';
-import { appConversationsRoutes, appConversationView } from './routers/app-conversations.router';
+import { appConversationsRoutes } from './routers/app-conversations.router';
 import { appConversationExportRoutes } from './routers/app-conversation-exports.router';
 import { appConversationActionsRoutes } from './routers/app-conversation-actions.router';
 import { appConversationWorkspaceRoutes } from './routers/app-conversation-workspace.router';
 import { pendingMessagesRoutes } from './routers/pending-messages.router';
-import type { ConversationServices } from '../composition';
+import type { ConversationService } from '../app-conversations/conversation-service';
+import type { ConversationViews } from '../app-conversations/conversation-views';
+import type { PendingMessageService } from '../app-conversations/pending-messages';
 import type { StartTaskService } from '../app-conversations/start-task-service';
 import type { CallbackDispatch } from '../app-conversations/callback-dispatch';
 import type { AppConversationsStore } from '../store/app-conversations-store';
@@ -53,7 +55,7 @@ import type { ModelCatalog } from '../orgs/model-catalog';
 import type { WebClientConfig } from '../schemas/settings';
 import './state';
 
-export interface AppDeps extends ConversationServices {
+export interface AppDeps {
   config: Pick<Config, 'api' | 'limits'>;
   logger: Logger;
   readiness: Readiness;
@@ -71,6 +73,9 @@ export interface AppDeps extends ConversationServices {
   callbacks: CallbackDispatch;
   startTasks: StartTasksStore;
   appConversations: AppConversationsStore;
+  conversationService: ConversationService;
+  pendingMessages: PendingMessageService;
+  conversationViews: ConversationViews;
   /** A user's own settings, secrets and provider tokens; the model catalogue; the web client's boot config. */
   userSettings: UserSettingsService;
   models: ModelCatalog;
@@ -138,7 +143,11 @@ export function createApp(deps: AppDeps): App {
     appConversationActionsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
     appConversationWorkspaceRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
     pendingMessagesRoutes(router('/api/v1/conversations', 'pending-messages'), deps),
-    appConversationExportRoutes(router('/api/v1/app-conversations', 'app-conversations'), { appConversations: deps.appConversations, events: deps.events, view: appConversationView }),
+    appConversationExportRoutes(router('/api/v1/app-conversations', 'app-conversations'), {
+      appConversations: deps.appConversations,
+      events: deps.events,
+      view: (record) => deps.conversationViews.one(record.created_by_user_id, record),
+    }),
     organizationsRoutes(router('/api/organizations', 'organizations'), deps.organizations),
   ];
 

@@ -5,9 +5,8 @@
  */
 import type { SecretBox } from '../auth/secret-box';
 import { Unavailable } from '../errors';
-import { AGENT_SERVER } from '../schemas/sandboxes';
+import { AGENT_SERVER, SESSION_KEY_HEADER } from '../schemas/sandboxes';
 import type { SandboxRecord } from '../store/sandboxes-store';
-import { SESSION_KEY_HEADER } from '../web/security';
 
 export interface RuntimeAnswer {
   status: number;

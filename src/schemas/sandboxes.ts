@@ -17,6 +17,8 @@ export const SandboxProviderSchema = z.enum(SANDBOX_PROVIDERS).meta({ id: 'Sandb
 export type SandboxProviderName = z.infer<typeof SandboxProviderSchema>;
 
 /** Name of the exposed URL where the runtime (agent server) answers. */
+/** The header a sandbox's runtime takes its session key in (and reports events with). */
+export const SESSION_KEY_HEADER = 'X-Session-API-Key';
 export const AGENT_SERVER = 'AGENT_SERVER';
 
 export const ExposedUrlSchema = z

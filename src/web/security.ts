@@ -6,7 +6,9 @@
 import type { Middleware } from 'koa';
 
 export const ACCESS_TOKEN_HEADER = 'X-Access-Token';
-export const SESSION_KEY_HEADER = 'X-Session-API-Key';
+import { SESSION_KEY_HEADER } from '../schemas/sandboxes';
+
+export { SESSION_KEY_HEADER };
 
 export const SECURITY_SCHEMES = {
   APIKeyHeader: { type: 'apiKey', in: 'header', name: ACCESS_TOKEN_HEADER },

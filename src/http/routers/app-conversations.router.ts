@@ -20,7 +20,7 @@ import {
   StartTaskSchema,
   StartTaskSearchQuerySchema,
 } from '../../schemas/app-conversations';
-import type { AppConversationRecord, AppConversationsStore } from '../../store/app-conversations-store';
+import type { AppConversationsStore } from '../../store/app-conversations-store';
 import type { StartTasksStore } from '../../store/start-tasks-store';
 import { encodeCursor } from '../../schemas/page-cursor';
 import type { ApiRouter } from '../../web/route';
@@ -31,12 +31,6 @@ const ListQuerySchema = AppConversationSearchQuerySchema.extend({ ids: IdsSchema
 /** How often a quiet stream-start writes a newline (valid JSON whitespace). */
 const KEEP_ALIVE_MS = 15_000;
 const date = (v: string | undefined) => (v === undefined ? undefined : new Date(v));
-
-export const appConversationView = ({ processors: _p, ...r }: AppConversationRecord) => ({
-  ...r,
-  created_at: r.created_at.toISOString(),
-  updated_at: r.updated_at.toISOString(),
-});
 
 const startTaskFilters = (q: z.output<typeof StartTaskCountQuerySchema>) => ({
   conversationId: q.conversation_id__eq,
