@@ -6,9 +6,6 @@
 import { z } from 'zod';
 import { TextContentSchema } from './events';
 
-/** At most this many characters of text in one message (what a context window could ever take, with room). */
-export const MAX_MESSAGE_TEXT_CHARS = 1_000_000;
-
 export const ImageContentSchema = z
   .strictObject({
     image_urls: z
