@@ -32,4 +32,6 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   { collection: 'sandbox_usage', indexes: [] },
   { collection: 'callback_state', indexes: [] },
   { collection: 'live_events', indexes: [] },
+  { collection: 'conversation_states', indexes: [] },
+  { collection: 'user_settings', indexes: [] },
 ];
