@@ -1,5 +1,5 @@
-/** The chat-completions client against the scripted LLM over loopback: plain, streaming, cancelled, failing. */
-import { complete } from '../src/runtime/agent/llm-client';
+/** The chat-completions client against the scripted LLM over loopback: plain, streaming, cancelled, failing, and the usage it reads. */
+import { complete, readUsage } from '../src/runtime/agent/llm-client';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 
 describe('LLM client and scripted LLM', () => {
@@ -58,5 +58,40 @@ describe('LLM client and scripted LLM', () => {
   it('reports a failing endpoint with its status', async () => {
     llm.load([{ status: 503 }]);
     await expect(complete(settings(), [{ role: 'user', content: 'x' }], [])).rejects.toMatchObject({ name: 'LlmError', status: 503 });
+  });
+
+  it('reads the usage of a plain answer: tokens, cached and reasoning tokens, and the cost when the endpoint gives one', async () => {
+    llm.load([{ content: 'four', usage: { prompt_tokens_details: { cached_tokens: 12 }, completion_tokens_details: { reasoning_tokens: 3 }, cost: 0.0125 } }]);
+    const c = await complete(settings(), [{ role: 'system', content: 's' }, { role: 'user', content: 'u' }], []);
+    // The scripted LLM: 10 prompt tokens per message, one completion token per character of the answer.
+    expect(c.usage).toEqual({ prompt_tokens: 20, completion_tokens: 4, cache_read_tokens: 12, cache_write_tokens: 0, reasoning_tokens: 3, cost: 0.0125 });
+    expect(llm.requests.at(-1)!.body.stream_options).toBeUndefined();
+    llm.load([{ content: 'x', usage: null }]);
+    expect((await complete(settings(), [{ role: 'user', content: 'u' }], [])).usage).toBeNull();
+  });
+
+  it('asks a stream for its usage (stream_options.include_usage) and reads it from the last chunk', async () => {
+    llm.load([{ content: 'one two', usage: { prompt_tokens_details: { cached_tokens: 5 } } }]);
+    const c = await complete({ ...settings(), stream: true }, [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }], []);
+    expect(llm.requests.at(-1)!.body.stream_options).toEqual({ include_usage: true });
+    expect(c.content).toBe('one two');
+    expect(c.usage).toEqual({ prompt_tokens: 30, completion_tokens: 7, cache_read_tokens: 5, cache_write_tokens: 0, reasoning_tokens: 0, cost: null });
+    const last = (c.response as any[]).at(-1);
+    expect(last).toMatchObject({ choices: [], usage: { prompt_tokens: 30, completion_tokens: 7 } });
+  });
+
+  it('counts what a hostile endpoint reports as usage only when it is a finite, non-negative number', () => {
+    expect(readUsage(null)).toBeNull();
+    expect(readUsage('lots')).toBeNull();
+    expect(readUsage([1, 2])).toBeNull();
+    expect(readUsage({ prompt_tokens: -5, completion_tokens: '7', prompt_tokens_details: { cached_tokens: Number.NaN }, completion_tokens_details: null, cost: -1 })).toEqual({
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+      reasoning_tokens: 0,
+      cost: null,
+    });
+    expect(readUsage({ prompt_tokens: 1e300, completion_tokens: 2.7, cache_creation_input_tokens: 4 })).toMatchObject({ prompt_tokens: Number.MAX_SAFE_INTEGER, completion_tokens: 2, cache_write_tokens: 4 });
   });
 });

@@ -1,7 +1,10 @@
 /**
  * A scripted LLM: an OpenAI-compatible `POST /v1/chat/completions` on loopback that answers from a
  * script, one step per request, streaming (server-sent events) when asked to, and records every
- * request it gets. Tests drive the agent with it; `npm start` runs it for the labelled demo, so a new
+ * request it gets. Every answer reports a deterministic `usage`: prompt_tokens is 10 per message of the
+ * request, completion_tokens the length of the answer's content (a step may override or add fields, such
+ * as cached tokens or a cost); a streamed answer ends with a usage chunk when the request asks for it
+ * (`stream_options.include_usage`), as OpenAI's does. Tests drive the agent with it; `npm start` runs it for the labelled demo, so a new
  * user sees a whole conversation without an LLM key.
  */
 import http from 'node:http';
@@ -21,6 +24,16 @@ export interface ScriptStep {
   crlf?: boolean;
   /** Leave the ids out of the tool calls, as some endpoints do. */
   omit_call_ids?: boolean;
+  /** Fields merged over the computed usage (e.g. prompt_tokens_details, cost); null: report no usage at all. */
+  usage?: Record<string, unknown> | null;
+}
+
+/** The usage the scripted LLM reports for a step answering `messages` messages. */
+export function scriptedUsage(step: ScriptStep, messages: number): Record<string, unknown> | null {
+  if (step.usage === null) return null;
+  const prompt = messages * 10;
+  const completion = (step.content ?? '').length;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, ...step.usage };
 }
 
 /** The parts of a chat-completions request the scripted LLM looks at; the rest is kept as sent. */
@@ -97,6 +110,7 @@ export class ScriptedLlm {
       function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
     }));
     const model = body.model ?? 'scripted';
+    const usage = scriptedUsage(step, Array.isArray(body.messages) ? body.messages.length : 0);
     if (!body.stream) {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(
@@ -113,7 +127,7 @@ export class ScriptedLlm {
               ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}),
             },
           ],
-          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+          ...(usage ? { usage } : {}),
         }),
       );
       return;
@@ -129,6 +143,8 @@ export class ScriptedLlm {
     send({
       choices: [{ index: 0, delta: {}, finish_reason: toolCalls.length ? 'tool_calls' : 'stop', ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}) }],
     });
+    const options = body.stream_options as { include_usage?: unknown } | undefined;
+    if (usage && options?.include_usage === true) send({ choices: [], usage });
     res.end(`data: [DONE]${eol}${eol}`);
   }
 }

@@ -1,8 +1,9 @@
 /**
- * The runtime's conversation API (behind the session key): create a conversation, read it, send a user
- * message, run, pause, interrupt, ask for a condensation and answer a confirmation. A call the conversation's state does not
+ * The runtime's conversation API (behind the session key): create a conversation, read it, delete it, send
+ * a message, run, pause, interrupt, ask for a condensation and answer a confirmation. A call the conversation's state does not
  * allow answers 409 with the reason; an unknown conversation 404.
  */
+import { z } from 'zod';
 import { HttpError } from '../web/errors';
 import type { ApiRouter } from '../web/route';
 import { ErrorResponseSchema } from '../schemas/errors';
@@ -18,6 +19,7 @@ import {
 
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 const info = { description: 'The conversation', schema: ConversationInfoSchema };
+const SuccessSchema = z.object({ success: z.boolean() }).meta({ id: 'RuntimeSuccess' });
 
 async function conflictsAs409<T>(f: () => T | Promise<T>): Promise<T> {
   try {
@@ -89,19 +91,39 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
     )
     .route(
       {
+        method: 'delete',
+        path: '/api/conversations/:conversation_id',
+        operationId: 'deleteConversation',
+        summary: 'Delete a conversation: its agent loop stops (as by an interrupt), its state and unsent events are removed',
+        security: 'SessionAPIKeyHeader',
+        params: ConversationPathSchema,
+        responses: { 200: { description: 'Deleted', schema: SuccessSchema }, 404: error('No such conversation') },
+      },
+      async (ctx, { params }) => {
+        await registry.delete(params.conversation_id);
+        ctx.body = { success: true };
+      },
+    )
+    .route(
+      {
         method: 'post',
         path: '/api/conversations/:conversation_id/events',
         operationId: 'sendMessage',
-        summary: 'Send a user message; with run (the default) the agent takes it up',
-        description: 'While the agent runs, the message is taken up at its next step.',
+        summary: 'Send a message (any role, text and images); with run (the default) the agent takes it up',
+        description:
+          'While the agent runs, the message is taken up at its next step. A message with an id the conversation already holds is not added again (200 with the conversation): a repeated delivery is harmless.',
         security: 'SessionAPIKeyHeader',
         params: ConversationPathSchema,
         body: UserMessageSchema,
-        responses: { 200: info, 404: error('No such conversation'), 409: error('Waiting for a confirmation, or blocked by a hook') },
+        responses: {
+          200: info,
+          404: error('No such conversation'),
+          409: error('Waiting for a confirmation, blocked by a hook, or the id is that of another kind of event'),
+        },
       },
       async (ctx, { params, body }) => {
         const c = registry.get(params.conversation_id);
-        await conflictsAs409(() => c.sendMessage(body.content, body.run));
+        await conflictsAs409(() => c.sendMessage(body));
         ctx.body = c.info();
       },
     )

@@ -100,6 +100,9 @@ export function settledLog(t: TestApi, key: string, c: AgentConversation, timeou
 }
 
 export const kinds = (events: any[]) => events.map((e) => e.kind);
-export const states = (events: any[]) => events.filter((e) => e.kind === 'ConversationStateUpdateEvent').map((e) => e.value);
+/** The execution states the log went through (the metrics updates left out). */
+export const states = (events: any[]) => events.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').map((e) => e.value);
+/** The metrics snapshots the log recorded, one per completion. */
+export const metricsUpdates = (events: any[]) => events.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'metrics').map((e) => e.value);
 /** Kinds without the state updates, for order assertions. */
 export const steps = (events: any[]) => kinds(events.filter((e) => e.kind !== 'ConversationStateUpdateEvent'));

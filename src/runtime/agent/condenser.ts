@@ -16,6 +16,15 @@ export interface CondensationPlan {
   summaryOffset: number;
 }
 
+/** A message's content with its image URLs named, not quoted (a data: URL holds the whole image). */
+const withoutImageData = (content: unknown): unknown =>
+  Array.isArray(content)
+    ? content.map((c) => {
+        const block = c as { type?: unknown; image_urls?: unknown };
+        return block?.type === 'image' && Array.isArray(block.image_urls) ? { type: 'image', images: block.image_urls.length } : c;
+      })
+    : content;
+
 const ANSWERS = new Set(['ObservationEvent', 'AgentErrorEvent', 'UserRejectObservation']);
 
 function describe(item: ViewItem): string {
@@ -25,7 +34,7 @@ function describe(item: ViewItem): string {
     case 'SystemPromptEvent':
       return 'System prompt';
     case 'MessageEvent':
-      return `${item.source} message: ${JSON.stringify(item.llm_message.content)}`;
+      return `${item.source} message${item.llm_message.role && item.llm_message.role !== 'user' && item.source !== 'agent' ? ` (role ${String(item.llm_message.role)})` : ''}: ${JSON.stringify(withoutImageData(item.llm_message.content))}`;
     case 'ActionEvent':
       return `Action ${item.tool_name}: ${JSON.stringify(item.action ?? item.tool_call)}`;
     case 'ObservationEvent':

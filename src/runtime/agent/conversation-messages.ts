@@ -1,9 +1,11 @@
 /**
- * The MessageEvents a conversation records: a user's message with the skills its words trigger and the
- * context its UserPromptSubmit hooks added, the agent's final answer, and a Stop hook's reason to go on.
+ * The MessageEvents a conversation records: a client's message (its role and content as sent) with the
+ * skills its words trigger and the context its UserPromptSubmit hooks added, the agent's final answer,
+ * and a Stop hook's reason to go on.
  */
+import type { MessageContent } from '../../schemas/messages';
 import { text, type NewEvent } from './conversation-events';
-import type { Skill } from './conversation-schemas';
+import type { Skill, UserMessage } from './conversation-schemas';
 import type { Completion } from './llm-client';
 
 /** Skills with a trigger the message contains (any case), each sent once per conversation: the agent keeps what it was given. */
@@ -12,11 +14,25 @@ export function triggeredSkills(skills: readonly Skill[], body: string, activate
   return skills.filter((s) => s.triggers.length > 0 && !activated.has(s.name) && s.triggers.some((t) => lower.includes(t.toLowerCase())));
 }
 
-export function userMessage(content: readonly { text: string }[], skills: readonly Skill[], hookContext: readonly (string | null)[]): NewEvent {
+/** The text blocks of a message's content, one after the other (what hooks and skill triggers read). */
+export const messageText = (content: MessageContent): string =>
+  content
+    .flatMap((c) => (c.type === 'text' ? [c.text] : []))
+    .join('\n');
+
+type SentMessage = Pick<UserMessage, 'role' | 'content' | 'id'>;
+
+/**
+ * A client's message as the MessageEvent records it: its role and content as sent, under its id when it
+ * has one. Plain text blocks stand for a user message of those texts.
+ */
+export function userMessage(sent: SentMessage | readonly { text: string }[], skills: readonly Skill[], hookContext: readonly (string | null)[]): NewEvent {
+  const message: SentMessage = Array.isArray(sent) ? { role: 'user', content: sent.map((c: { text: string }) => text(c.text)) } : (sent as SentMessage);
   return {
+    ...(message.id ? { id: message.id } : {}),
     kind: 'MessageEvent',
     source: 'user',
-    llm_message: { role: 'user', content: content.map((c) => text(c.text)) },
+    llm_message: { role: message.role, content: message.content },
     activated_skills: skills.map((s) => s.name),
     extended_content: [...skills.map((s) => text(`<skill name="${s.name}">\n${s.content}\n</skill>`)), ...hookContext.flatMap((c) => (c ? [text(c)] : []))],
   };

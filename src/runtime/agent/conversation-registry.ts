@@ -1,7 +1,8 @@
 /**
  * The conversations of this runtime, each in its own directory under the state directory (settings,
  * outbox). At start the registry reads them back, so a restarted runtime knows its conversations, resumes
- * sending their unsent events and reports what a crash cut short.
+ * sending their unsent events and reports what a crash cut short. A deleted conversation's directory is
+ * removed, so a restart does not bring it back.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -81,6 +82,21 @@ export class ConversationRegistry {
     const c = this.conversations.get(id);
     if (!c) throw new NotFound(`Conversation ${id} not found in this runtime`);
     return c;
+  }
+
+  /**
+   * Deletes a conversation: its loop is stopped (the step in flight cancelled), it is forgotten and its
+   * directory (settings, events, unsent ones too) removed. Its workspace is left alone: it may be shared.
+   */
+  async delete(id: string): Promise<void> {
+    const c = this.get(id);
+    this.conversations.delete(id);
+    try {
+      await c.discard();
+    } finally {
+      await fs.promises.rm(this.dirOf(id), { recursive: true, force: true });
+    }
+    this.o.logger.info({ conversation_id: id }, 'conversation deleted');
   }
 
   /** Stops sending (the unsent events stay on disk for the next start). */

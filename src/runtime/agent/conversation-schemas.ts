@@ -3,7 +3,9 @@
  * and steer a conversation, and what it reads back. zod is the single source of validation and types.
  */
 import { z } from 'zod';
-import { HOOK_EVENT_TYPES, TextContentSchema } from '../../schemas/events';
+import { HOOK_EVENT_TYPES } from '../../schemas/events';
+import { MessageContentSchema, SendMessageRequestSchema } from '../../schemas/messages';
+import { MetricsSnapshotSchema } from './conversation-metrics';
 
 /** The execution states of a conversation (SPEC 3.3 names PAUSED and ERROR; the others are the reference SDK's). */
 export const EXECUTION_STATUSES = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error'] as const;
@@ -55,11 +57,28 @@ export const SkillSchema = z
   .meta({ id: 'RuntimeSkill' });
 export type Skill = z.output<typeof SkillSchema>;
 
-export const UserMessageSchema = z.strictObject({
-  role: z.literal('user').default('user'),
-  content: z.array(TextContentSchema).min(1),
-  run: z.boolean().default(true).describe('Start (or continue) the agent after adding the message.'),
-});
+/**
+ * A message for the agent: the published SendMessageRequest (any role, text and image blocks) with the
+ * runtime's own default of run (true: existing callers rely on it) and an optional id. The id becomes the
+ * MessageEvent's id; a message whose id the conversation already holds is not added again (a delivery
+ * repeated after a crash of the sender), also after a restart of the runtime, since the ids are those of
+ * its stored events.
+ */
+export const UserMessageSchema = z
+  .strictObject({
+    role: SendMessageRequestSchema.shape.role,
+    content: MessageContentSchema,
+    run: z.boolean().default(true).describe('Start (or continue) the agent after adding the message.'),
+    id: z
+      .string()
+      .min(1)
+      .max(200)
+      .refine((v) => !v.includes('\0'), { error: 'a message id may not contain the NUL character (U+0000)' })
+      .optional()
+      .describe('The id of the MessageEvent; a message with an id the conversation already holds is not added again.'),
+  })
+  .meta({ id: 'RuntimeSendMessageRequest' });
+export type UserMessage = z.output<typeof UserMessageSchema>;
 
 export const CreateConversationSchema = z
   .strictObject({
@@ -98,6 +117,7 @@ export const ConversationInfoSchema = z
     events: z.number().int().describe('Events written so far.'),
     unsent_events: z.number().int().describe('Events not yet acknowledged by the control plane.'),
     pending_actions: z.array(z.string()).describe('Ids of the ActionEvents waiting for a confirmation.'),
+    metrics: MetricsSnapshotSchema.describe('Tokens and cost of every completion so far.'),
   })
   .meta({ id: 'RuntimeConversationInfo' });
 export type ConversationInfo = z.output<typeof ConversationInfoSchema>;

@@ -4,7 +4,8 @@
  * records the actions it proposes, waits for a confirmation when asked to, runs the PreToolUse hooks
  * (which may block), runs the tools and records what they observed, until the agent finishes, a pause
  * takes effect between steps, an interrupt cancels the step, max_iterations is reached or an unexpected
- * failure moves the conversation to ERROR. What needs none of the loop's state lives beside it (replay,
+ * failure moves the conversation to ERROR. Each completion's tokens and cost add up to its metrics, recorded
+ * after every completion. A message sent with an id the conversation already holds is not added again. What needs none of the loop's state lives beside it (replay,
  * tool-call parsing, masking, the events it builds, how actions run), so it can change and be tested alone.
  */
 import { randomUUID } from 'node:crypto';
@@ -13,9 +14,10 @@ import { ActionRunner } from './action-runner';
 import { completionEvents } from './completion-events';
 import { planCondensation, SUMMARY_INSTRUCTIONS } from './condenser';
 import { errorOf, rejectionOf, text, type ActionEvent, type NewEvent } from './conversation-events';
-import { agentMessage, stopHookMessage, triggeredSkills, userMessage } from './conversation-messages';
+import { agentMessage, messageText, stopHookMessage, triggeredSkills, userMessage } from './conversation-messages';
+import { addCompletion, emptyMetrics, lastMetrics, METRICS_STATE_KEY, type MetricsSnapshot } from './conversation-metrics';
 import { replay, restartReport, unanswered } from './conversation-replay';
-import type { ConversationInfo, CreateConversation, ExecutionStatus } from './conversation-schemas';
+import type { ConversationInfo, CreateConversation, ExecutionStatus, UserMessage } from './conversation-schemas';
 import { runnable, toolCallEvents } from './conversation-tool-calls';
 import { fitEvent } from './event-size';
 import { complete, type Completion } from './llm-client';
@@ -56,6 +58,13 @@ export class Conversation {
   private iterations = 0;
   private updatedAt: string;
   private readonly runner: ActionRunner;
+  private metrics: MetricsSnapshot;
+  /** The kind of every recorded event by its id: a message id already held is not added again. */
+  private readonly eventKinds = new Map<string, string>();
+  /** Ids of messages being added (their hooks run): a second delivery meanwhile is not added either. */
+  private readonly incoming = new Set<string>();
+  /** Deleted: nothing more is written, the loop stops at its next step. */
+  private discarded = false;
 
   constructor(
     readonly id: string,
@@ -64,6 +73,7 @@ export class Conversation {
     private readonly deps: ConversationDeps,
   ) {
     this.updatedAt = createdAt;
+    this.metrics = emptyMetrics(settings.agent.llm.model);
     const { workspace, baseEnv, maxOutputBytes } = deps;
     this.runner = new ActionRunner({ conversationId: id, settings, workspace, baseEnv, maxOutputBytes, tasks: () => this.tasks, emit: (e) => this.emit(e) });
   }
@@ -78,12 +88,14 @@ export class Conversation {
     this.setStatus('idle');
     await this.runner.hooks('SessionStart', { conversation_id: this.id });
     const first = this.settings.initial_message;
-    if (first) await this.sendMessage(first.content, first.run);
+    if (first) await this.sendMessage(first);
   }
 
   /** A conversation read back after a runtime restart: its state comes from its events. */
   restore(events: Event[]): void {
     this.events.push(...events);
+    for (const e of events) this.eventKinds.set(e.id, e.kind);
+    this.metrics = lastMetrics(events) ?? this.metrics;
     const state = replay(this.events, this.createdAt);
     ({ status: this.status, tasks: this.tasks, activatedSkills: this.activatedSkills, condenseRequested: this.condenseRequested, updatedAt: this.updatedAt } = state);
     if (this.status === 'waiting_for_confirmation') this.pending = state.open;
@@ -108,11 +120,30 @@ export class Conversation {
       events: this.events.length,
       unsent_events: this.deps.outbox.unsent,
       pending_actions: this.pending.map((a) => a.id),
+      metrics: this.metrics,
     };
   }
 
   async close(): Promise<void> {
     this.stepAbort?.abort();
+    await this.deps.outbox.stop();
+  }
+
+  /**
+   * Before the conversation is deleted: nothing more is written or sent, the step in flight is cancelled
+   * (as by an interrupt) and the loop ends; resolves when it has, or after `waitMs` (a hook that takes its
+   * time writes nothing anyway).
+   */
+  async discard(waitMs = 10_000): Promise<void> {
+    this.discarded = true;
+    this.pauseRequested = true;
+    this.stepAbort?.abort();
+    const loop = this.loop;
+    if (loop) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([loop.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, waitMs)))]);
+      clearTimeout(timer);
+    }
     await this.deps.outbox.stop();
   }
 
@@ -123,17 +154,31 @@ export class Conversation {
 
   // ---- what clients do ----
 
-  async sendMessage(content: { text: string }[], run: boolean): Promise<void> {
+  /**
+   * Adds a client's message (and runs the agent on it when `run`). A message with an id the conversation
+   * already holds, or is adding, changes nothing. UserPromptSubmit hooks and skill triggers apply to
+   * user-role messages.
+   */
+  async sendMessage(message: Pick<UserMessage, 'role' | 'content' | 'run' | 'id'>): Promise<void> {
+    const { id, run } = message;
+    if (id !== undefined && (this.incoming.has(id) || this.eventKinds.get(id) === 'MessageEvent')) return;
+    if (id !== undefined && this.eventKinds.has(id)) throw new ConversationConflict(`the id ${JSON.stringify(id)} is the id of another event of this conversation`);
     if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
-    const body = content.map((c) => c.text).join('\n');
-    const hookRuns = await this.runner.hooks('UserPromptSubmit', { conversation_id: this.id, prompt: body });
-    const blocked = hookRuns.find((h) => h.blocked);
-    if (blocked) throw new ConversationConflict(`the message was blocked by a UserPromptSubmit hook: ${blocked.reason}`);
-    // The loop may have stopped for a confirmation while the hooks ran.
-    if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
-    const skills = triggeredSkills(this.settings.skills, body, this.activatedSkills);
-    skills.forEach((s) => this.activatedSkills.add(s.name));
-    this.emit(userMessage(content, skills, hookRuns.map((h) => h.additional_context)));
+    if (id !== undefined) this.incoming.add(id);
+    try {
+      const isUser = message.role === 'user';
+      const body = messageText(message.content);
+      const hookRuns = isUser ? await this.runner.hooks('UserPromptSubmit', { conversation_id: this.id, prompt: body }) : [];
+      const blocked = hookRuns.find((h) => h.blocked);
+      if (blocked) throw new ConversationConflict(`the message was blocked by a UserPromptSubmit hook: ${blocked.reason}`);
+      // The loop may have stopped for a confirmation while the hooks ran.
+      if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
+      const skills = isUser ? triggeredSkills(this.settings.skills, body, this.activatedSkills) : [];
+      skills.forEach((s) => this.activatedSkills.add(s.name));
+      this.emit(userMessage(message, skills, hookRuns.map((h) => h.additional_context)));
+    } finally {
+      if (id !== undefined) this.incoming.delete(id);
+    }
     if (run && this.loop) this.unseenMessage = true;
     else if (run) this.startLoop(false);
   }
@@ -269,6 +314,8 @@ export class Conversation {
         onDelta: llm.stream ? (d) => this.emitTransient({ kind: 'StreamingDeltaEvent', content: d.content, reasoning_content: d.reasoning_content }) : undefined,
       });
       for (const e of completionEvents(llm, completion)) this.emit(e);
+      this.metrics = addCompletion(this.metrics, llm.model, completion.id, completion.usage);
+      this.emit({ kind: 'ConversationStateUpdateEvent', key: METRICS_STATE_KEY, value: this.metrics });
       return completion;
     } catch (e) {
       if (abort.signal.aborted) return null;
@@ -315,13 +362,15 @@ export class Conversation {
 
   private emit(partial: NewEvent): Event {
     const event = EventSchema.parse(fitEvent({ id: randomUUID(), timestamp: new Date().toISOString(), parent_id: this.events.at(-1)?.id ?? null, ...partial }));
-    this.deps.outbox.append(event);
+    if (!this.discarded) this.deps.outbox.append(event);
     this.events.push(event);
+    this.eventKinds.set(event.id, event.kind);
     this.updatedAt = event.timestamp;
     return event;
   }
 
   private emitTransient(partial: NewEvent): void {
+    if (this.discarded) return;
     this.deps.outbox.sendTransient(EventSchema.parse({ id: randomUUID(), timestamp: new Date().toISOString(), ...partial }));
   }
 

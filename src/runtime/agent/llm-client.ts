@@ -1,7 +1,8 @@
 /**
  * A client for any OpenAI-compatible chat-completions endpoint, with tool calling, optional streaming
  * (server-sent events) and cancellation. It returns the assistant message plus what the events need:
- * the response id, token ids when the endpoint gives them, and the raw exchange for completion logs.
+ * the response id, token ids when the endpoint gives them, the token usage (and cost) it reports, and
+ * the raw exchange for completion logs.
  */
 import { randomUUID } from 'node:crypto';
 
@@ -22,11 +23,25 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 
+/** A part of a user message's content: text, or an image by URL (an http(s) or a data: URL). */
+export type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
+
 export type ChatMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string | ContentPart[] }
   | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
+
+/** What a completion cost, as the endpoint reported it (OpenAI's `usage`, plus `cost` where a proxy adds it). */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+  /** In the endpoint's currency (USD for OpenRouter and LiteLLM); null when it gave none. */
+  cost: number | null;
+}
 
 export interface Completion {
   id: string;
@@ -35,6 +50,8 @@ export interface Completion {
   tool_calls: ToolCall[];
   prompt_token_ids: number[] | null;
   response_token_ids: number[] | null;
+  /** Null (or absent) when the endpoint reported no usage. */
+  usage?: Usage | null;
   request: unknown;
   response: unknown;
 }
@@ -51,6 +68,30 @@ export class LlmError extends Error {
 
 /** Some endpoints leave out call ids; the events and the next request need one. */
 const callId = (i: number) => `call_${randomUUID().replace(/-/g, '').slice(0, 20)}_${i}`;
+
+/** A count from the endpoint: anything but a finite, non-negative number counts as 0 (the endpoint is not trusted). */
+const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.min(Math.floor(v), Number.MAX_SAFE_INTEGER) : 0);
+
+/**
+ * The usage of a completion: OpenAI's field names, with the cache fields other providers use through
+ * OpenAI-compatible proxies (Anthropic's cache_creation/cache_read input tokens, DeepSeek's cache hits).
+ */
+export function readUsage(raw: unknown): Usage | null {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const u = raw as Record<string, unknown>;
+  const details = (v: unknown) => (v && typeof v === 'object' ? (v as Record<string, unknown>) : {});
+  const prompt = details(u.prompt_tokens_details);
+  const completion = details(u.completion_tokens_details);
+  const cost = typeof u.cost === 'number' && Number.isFinite(u.cost) && u.cost >= 0 ? u.cost : null;
+  return {
+    prompt_tokens: count(u.prompt_tokens),
+    completion_tokens: count(u.completion_tokens),
+    cache_read_tokens: count(prompt.cached_tokens) || count(u.cache_read_input_tokens) || count(u.prompt_cache_hit_tokens),
+    cache_write_tokens: count(prompt.cache_write_tokens) || count(prompt.cache_creation_tokens) || count(u.cache_creation_input_tokens),
+    reasoning_tokens: count(completion.reasoning_tokens),
+    cost,
+  };
+}
 
 const endpoint = (baseUrl: string) => `${baseUrl.replace(/\/+$/, '')}/chat/completions`;
 
@@ -74,7 +115,7 @@ export async function complete(
     ...(llm.temperature != null ? { temperature: llm.temperature } : {}),
     ...(llm.top_p != null ? { top_p: llm.top_p } : {}),
     ...(llm.max_output_tokens != null ? { max_tokens: llm.max_output_tokens } : {}),
-    ...(stream ? { stream: true } : {}),
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   };
   const signals = [AbortSignal.timeout((llm.timeout_s ?? 600) * 1000), ...(opts.signal ? [opts.signal] : [])];
   const res = await fetch(endpoint(llm.base_url), {
@@ -89,6 +130,7 @@ export async function complete(
     const body = (await res.json()) as {
       id?: string;
       prompt_token_ids?: number[];
+      usage?: unknown;
       choices?: { message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCall[] }; token_ids?: number[] }[];
     };
     const choice = body.choices?.[0];
@@ -100,6 +142,7 @@ export async function complete(
       tool_calls: (choice.message.tool_calls ?? []).map((c, i) => ({ id: c.id || callId(i), type: 'function', function: c.function })),
       prompt_token_ids: body.prompt_token_ids ?? null,
       response_token_ids: choice.token_ids ?? null,
+      usage: readUsage(body.usage),
       request,
       response: body,
     };
@@ -110,6 +153,7 @@ export async function complete(
   let reasoning = '';
   let promptTokenIds: number[] | null = null;
   let responseTokenIds: number[] | null = null;
+  let usage: Usage | null = null;
   const calls: { id: string; name: string; arguments: string }[] = [];
   const chunks: unknown[] = [];
   const decoder = new TextDecoder();
@@ -126,9 +170,11 @@ export async function complete(
         .map((l) => l.slice(5).trim())
         .join('');
       if (!data || data === '[DONE]') continue;
-      const chunk = JSON.parse(data) as { id?: string; prompt_token_ids?: number[]; choices?: { delta?: Delta; token_ids?: number[] }[] };
+      const chunk = JSON.parse(data) as { id?: string; prompt_token_ids?: number[]; usage?: unknown; choices?: { delta?: Delta; token_ids?: number[] }[] };
       chunks.push(chunk);
       id ||= chunk.id ?? '';
+      // With include_usage the last chunk (no choices) carries the usage of the whole answer.
+      if (chunk.usage) usage = readUsage(chunk.usage) ?? usage;
       if (chunk.prompt_token_ids) promptTokenIds = chunk.prompt_token_ids;
       const choice = chunk.choices?.[0];
       if (choice?.token_ids) responseTokenIds = [...(responseTokenIds ?? []), ...choice.token_ids];
@@ -154,6 +200,7 @@ export async function complete(
     tool_calls: calls.filter(Boolean).map((c, i) => ({ id: c.id || callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } })),
     prompt_token_ids: promptTokenIds,
     response_token_ids: responseTokenIds,
+    usage,
     request,
     response: chunks,
   };

@@ -4,7 +4,7 @@
  * inserted where the condensation put it; and those events as chat-completions messages.
  */
 import type { Event } from '../../schemas/events';
-import type { ChatMessage, ToolCall } from './llm-client';
+import type { ChatMessage, ContentPart, ToolCall } from './llm-client';
 
 export type ViewEvent = Extract<
   Event,
@@ -30,11 +30,47 @@ export function buildView(events: readonly Event[]): ViewItem[] {
 const texts = (content: unknown): string =>
   Array.isArray(content)
     ? content
-        .map((c) => (typeof c === 'object' && c !== null && 'text' in c ? String((c as { text: unknown }).text) : ''))
+        .flatMap((c) => (typeof c === 'object' && c !== null && 'text' in c ? [String((c as { text: unknown }).text)] : []))
         .join('\n')
     : typeof content === 'string'
       ? content
       : '';
+
+/** The URLs of a message's ImageContent blocks, in order. */
+const imageUrls = (content: unknown): string[] =>
+  Array.isArray(content)
+    ? content.flatMap((c) => {
+        const block = c as { type?: unknown; image_urls?: unknown };
+        return block?.type === 'image' && Array.isArray(block.image_urls) ? block.image_urls.filter((u): u is string => typeof u === 'string') : [];
+      })
+    : [];
+
+/** What marks a message sent with the `tool` role: it answers no tool call, so it goes as a user turn. */
+export const TOOL_OUTPUT_PREFIX = '[Tool output]\n';
+
+const SENT_ROLES = new Set(['user', 'system', 'assistant', 'tool']);
+
+/**
+ * The chat messages of a MessageEvent. A user message with images has OpenAI content parts (its text,
+ * then one image_url part per image). System and assistant messages keep their role; the protocol allows
+ * them text only, so their images follow in a user message of their own. A `tool` message has no call to
+ * answer (SendMessageRequest has no tool_call_id): it goes as a user message marked as tool output.
+ */
+function messageChats(role: string, body: string, images: readonly string[]): ChatMessage[] {
+  const parts = (lead: string): string | ContentPart[] =>
+    images.length === 0 ? lead : [...(lead ? [{ type: 'text' as const, text: lead }] : []), ...images.map((url) => ({ type: 'image_url' as const, image_url: { url } }))];
+  switch (role) {
+    case 'system':
+    case 'assistant': {
+      const own = { role, content: body } as ChatMessage;
+      return images.length === 0 ? [own] : [own, { role: 'user', content: parts(`The images sent with the ${role} message above:`) }];
+    }
+    case 'tool':
+      return [{ role: 'user', content: parts(TOOL_OUTPUT_PREFIX + body) }];
+    default:
+      return [{ role: 'user', content: parts(body) }];
+  }
+}
 
 /** The text an observation shows the LLM. */
 export const observationText = (observation: Record<string, unknown>): string => texts(observation.content);
@@ -70,9 +106,11 @@ export function toMessages(items: readonly ViewItem[]): ChatMessage[] {
         break;
       case 'MessageEvent': {
         const text = [texts(item.llm_message.content), ...item.extended_content.map((c) => c.text)].filter(Boolean).join('\n\n');
-        const message: ChatMessage = item.source === 'agent' ? { role: 'assistant', content: text } : { role: 'user', content: text };
-        if (open.size > 0) deferred.push(message);
-        else out.push(message);
+        const sent = String(item.llm_message.role);
+        const role = item.source === 'agent' ? 'assistant' : SENT_ROLES.has(sent) ? sent : 'user';
+        const messages = messageChats(role, text, item.source === 'agent' ? [] : imageUrls(item.llm_message.content));
+        if (open.size > 0) deferred.push(...messages);
+        else out.push(...messages);
         break;
       }
       case 'ActionEvent': {
