@@ -61,8 +61,10 @@ export function describeEvent(e: Event): string {
     }
     case 'ObservationEvent':
       return `${e.tool_name} -> ${clip(texts(e.observation.content))}`;
-    case 'ConversationStateUpdateEvent':
-      return `${e.key} = ${JSON.stringify(e.value)}`;
+    case 'ConversationStateUpdateEvent': {
+      const usage = e.key === 'metrics' ? (e.value as { accumulated_token_usage?: { prompt_tokens: number; completion_tokens: number } } | undefined)?.accumulated_token_usage : undefined;
+      return usage ? `tokens so far: ${usage.prompt_tokens} in, ${usage.completion_tokens} out` : `${e.key} = ${JSON.stringify(e.value)}`;
+    }
     case 'AgentErrorEvent':
       return `${e.tool_name}: ${clip(e.error)}`;
     case 'ConversationErrorEvent':

@@ -10,27 +10,10 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
 import { PathEscapeError, resolveInside } from './workspace-paths';
 
-export const GIT_CHANGE_STATUSES = ['MOVED', 'ADDED', 'DELETED', 'UPDATED'] as const;
-export type GitChangeStatus = (typeof GIT_CHANGE_STATUSES)[number];
-
-export const GitChangeSchema = z
-  .object({
-    status: z.enum(GIT_CHANGE_STATUSES),
-    path: z.string().meta({ description: 'Relative to the repository root (the new path of a moved file).' }),
-  })
-  .meta({ id: 'GitChange' });
-export type GitChange = z.output<typeof GitChangeSchema>;
-
-export const GitDiffSchema = z
-  .object({
-    modified: z.string().nullable().meta({ description: 'The current content; null when the file is deleted.' }),
-    original: z.string().nullable().meta({ description: 'The content at the ref; null when the file is not there.' }),
-  })
-  .meta({ id: 'GitDiff' });
-export type GitDiff = z.output<typeof GitDiffSchema>;
+export { GIT_CHANGE_STATUSES, GitChangeSchema, GitDiffSchema, type GitChange, type GitChangeStatus, type GitDiff } from '../schemas/git';
+import type { GitChange, GitDiff } from '../schemas/git';
 
 /** A ref a client may name: a branch, a tag, a commit, `HEAD~2`, `main^`, `HEAD@{1}`; never an option. */
 export const GIT_REF_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._/~^@{}-]*$/;

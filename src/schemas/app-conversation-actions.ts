@@ -97,11 +97,7 @@ export const GitDiffQuerySchema = z.object({
   ref: notGiven(z.string().min(1).max(200)).meta({ description: 'The git ref to compare with (default HEAD).' }),
 });
 
-export const GitChangeSchema = z
-  .object({ status: z.enum(['MOVED', 'ADDED', 'DELETED', 'UPDATED']), path: z.string() })
-  .meta({ id: 'GitChange' });
-
-export const GitDiffSchema = z.object({ modified: z.string().nullable(), original: z.string().nullable() }).meta({ id: 'GitDiff' });
+export { GitChangeSchema, GitDiffSchema } from './git';
 
 export const SkillResponseSchema = z
   .object({ name: z.string(), type: z.enum(['repo', 'knowledge', 'agentskills']), content: z.string(), triggers: z.array(z.string()) })
