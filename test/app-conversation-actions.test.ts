@@ -129,6 +129,12 @@ describe('acting on started conversations', () => {
     const changes = await t.request('GET', `/api/v1/app-conversations/${id}/git/changes?path=.`, { key: user.key });
     expect(changes.status).toBe(200);
     expect(changes.body).toEqual(expect.arrayContaining([{ status: 'ADDED', path: 'notes.txt' }, { status: 'ADDED', path: 'second.txt' }]));
+    for (const outside of ['../..', '../../etc', '/etc']) {
+      const r = await t.request('GET', `/api/v1/app-conversations/${id}/git/changes?path=${encodeURIComponent(outside)}`, { key: user.key });
+      expect([outside, r.status]).toEqual([outside, 400]);
+    }
+    const missing = await t.request('GET', `/api/v1/app-conversations/${id}/git/diff?path=nowhere.txt`, { key: user.key });
+    expect(missing.status).toBe(400); // about the path, not the conversation
     const diff = await t.request('GET', `/api/v1/app-conversations/${id}/git/diff?path=README.md`, { key: user.key });
     expect(diff).toMatchObject({ status: 200, body: { original: '# demo\n', modified: '# demo\n' } });
     const skills = await t.request('GET', `/api/v1/app-conversations/${id}/skills`, { key: user.key });

@@ -118,7 +118,10 @@ describe('conversation download', () => {
     const [metaName, metaText] = entries[0]!;
     expect(metaName).toBe('meta.json');
     const [listed] = (await t.request('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
-    expect(JSON.parse(metaText)).toEqual(listed);
+    // The conversation as listed, without the sandbox's live address and key (a zip is kept and shared).
+    const { session_api_key: _key, conversation_url: _url, ...shareable } = listed;
+    expect(JSON.parse(metaText)).toEqual(shareable);
+    expect(metaText).not.toContain('session_api_key');
     expect(JSON.parse(metaText)).toMatchObject({ id: conversationId, title: 'Export me', selected_repository: 'acme/widgets' });
 
     const events = entries.slice(1);

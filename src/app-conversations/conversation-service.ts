@@ -7,8 +7,10 @@
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import path from 'node:path';
+import { z } from 'zod';
 import type { SecretBox } from '../auth/secret-box';
 import { BadRequest, Conflict, NotFound, Unavailable, UpstreamFailed } from '../errors';
+import { GitChangeSchema, GitDiffSchema, type GitChange, type GitDiff } from '../schemas/git';
 import type { SendMessageRequest } from '../schemas/messages';
 import type { SandboxStatus } from '../schemas/sandboxes';
 import type { SandboxService } from '../sandboxes/sandbox-service';
@@ -109,12 +111,17 @@ export class ConversationService {
     return runtime.call(method, p, body, this.deps.settings.runtimeCallTimeoutMs);
   }
 
-  /** A runtime answer other than 2xx, in the domain's terms. */
+  /** A runtime answer other than 2xx, in the domain's terms (a 404 of a conversation call: the runtime lost it). */
   private refusal(c: AppConversationRecord, a: RuntimeAnswer): Error {
     if (a.status === 404) return new Conflict(`Conversation ${c.id} is not in its sandbox any more (the runtime does not know it)`);
+    return this.workspaceRefusal(a);
+  }
+
+  /** A runtime answer other than 2xx to a workspace read: its 404 is about the path, not the conversation. */
+  private workspaceRefusal(a: RuntimeAnswer): Error {
     if (a.status === 409) return new Conflict(detailOf(a));
-    if (a.status === 400) return new BadRequest(detailOf(a));
-    if (a.status === 413) return new BadRequest(detailOf(a));
+    if (a.status === 400 || a.status === 404 || a.status === 413 || a.status === 422) return new BadRequest(detailOf(a));
+    if (a.status === 503) return new Unavailable(`The sandbox's agent server is busy: ${detailOf(a)}`, 5);
     return new UpstreamFailed(`The sandbox's agent server answered ${a.status}: ${detailOf(a)}`);
   }
 
@@ -139,7 +146,7 @@ export class ConversationService {
     const { runtime } = await this.runtimeOf(userId, c, action === 'run');
     const a = await this.call(runtime, 'POST', `/api/conversations/${encodeURIComponent(c.id)}/${action}`, {});
     if (a.status !== 200) throw this.refusal(c, a);
-    const status = (a.body as { execution_status?: unknown }).execution_status;
+    const status = (a.body as { execution_status?: unknown } | null)?.execution_status;
     return { conversation: c, execution_status: typeof status === 'string' ? status : null };
   }
 
@@ -156,8 +163,14 @@ export class ConversationService {
    */
   async delete(userId: string, id: string): Promise<void> {
     const c = await this.owned(userId, id);
+    // A start still running would go on writing its statuses (and its conversation record) after the delete.
+    const task = await this.deps.startTasks.get(id);
+    if (task && task.status !== 'READY' && task.status !== 'ERROR') throw new Conflict(`Conversation ${id} is still starting (${task.status}); delete it once its start is READY or ERROR`);
     const { sandbox_id: sandboxId } = c;
-    if (sandboxId && !(await this.deps.appConversations.otherUsesSandbox(sandboxId, id))) {
+    const shared = sandboxId
+      ? (await this.deps.appConversations.otherUsesSandbox(sandboxId, id)) || (await this.deps.startTasks.startingIn(sandboxId, userId)).some((t) => t !== id)
+      : false;
+    if (sandboxId && !shared) {
       await this.deps.sandboxService.operate(userId, sandboxId, 'delete').catch((e: unknown) => {
         if (!(e instanceof NotFound)) throw e;
       });
@@ -189,10 +202,16 @@ export class ConversationService {
     }
   }
 
-  /** A path the client gave, as the runtime takes it: relative ones start at the conversation's working directory. */
+  /**
+   * A path the client gave, as the runtime takes it: relative ones start at the conversation's working
+   * directory. One that climbs out of the runtime's working directory is refused here; `.` goes as `./`
+   * (a bare dot segment would be resolved away by the URL).
+   */
   private workspacePath(c: AppConversationRecord, requested: string): string {
-    if (path.posix.isAbsolute(requested) || !c.working_dir) return requested;
-    return path.posix.join(c.working_dir, requested);
+    if (path.posix.isAbsolute(requested)) return requested;
+    const joined = path.posix.normalize(c.working_dir ? path.posix.join(c.working_dir, requested) : requested);
+    if (joined === '..' || joined.startsWith('../')) throw new BadRequest(`path ${JSON.stringify(requested)} is outside the workspace`);
+    return joined === '.' ? './' : joined;
   }
 
   /** A workspace file's text; '' when there is no such file (as the reference answers). */
@@ -201,25 +220,28 @@ export class ConversationService {
     const { runtime } = await this.runtimeOf(userId, c, false);
     const r = await runtime.download(this.workspacePath(c, filePath), MAX_FILE_BYTES, this.deps.settings.runtimeCallTimeoutMs);
     if (r.status === 404) return '';
-    if (r.status !== 200) throw this.refusal(c, r);
+    if (r.status !== 200) throw this.workspaceRefusal(r);
     return r.body as string;
   }
 
-  async gitChanges(userId: string, id: string, repoPath: string, ref?: string): Promise<unknown> {
-    return this.git(userId, id, 'changes', repoPath, ref);
+  async gitChanges(userId: string, id: string, repoPath: string, ref?: string): Promise<GitChange[]> {
+    return this.git(userId, id, 'changes', repoPath, ref, z.array(GitChangeSchema));
   }
 
-  async gitDiff(userId: string, id: string, filePath: string, ref?: string): Promise<unknown> {
-    return this.git(userId, id, 'diff', filePath, ref);
+  async gitDiff(userId: string, id: string, filePath: string, ref?: string): Promise<GitDiff> {
+    return this.git(userId, id, 'diff', filePath, ref, GitDiffSchema);
   }
 
-  private async git(userId: string, id: string, view: 'changes' | 'diff', p: string, ref?: string): Promise<unknown> {
+  /** A git view of the runtime's, passed on only when it has the published shape (a runtime is not trusted). */
+  private async git<T>(userId: string, id: string, view: 'changes' | 'diff', p: string, ref: string | undefined, shape: z.ZodType<T>): Promise<T> {
     const c = await this.owned(userId, id);
+    const target = this.workspacePath(c, p);
     const { runtime } = await this.runtimeOf(userId, c, false);
     const query = ref ? `?ref=${encodeURIComponent(ref)}` : '';
-    const a = await this.call(runtime, 'GET', `/api/git/${view}/${encodeURIComponent(this.workspacePath(c, p))}${query}`);
-    if (a.status === 422) throw new BadRequest(detailOf(a));
-    if (a.status !== 200) throw this.refusal(c, a);
-    return a.body;
+    const a = await this.call(runtime, 'GET', `/api/git/${view}/${encodeURIComponent(target)}${query}`);
+    if (a.status !== 200) throw this.workspaceRefusal(a);
+    const parsed = shape.safeParse(a.body);
+    if (!parsed.success) throw new UpstreamFailed(`The sandbox's agent server answered the git ${view} with something else than its published shape`);
+    return parsed.data;
   }
 }

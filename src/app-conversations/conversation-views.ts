@@ -10,10 +10,10 @@ import {
   MetricsSnapshotSchema,
   type AppConversation,
 } from '../schemas/app-conversations';
-import type { SandboxStatus } from '../schemas/sandboxes';
+import { AGENT_SERVER, type SandboxStatus } from '../schemas/sandboxes';
 import type { AppConversationRecord, AppConversationsStore } from '../store/app-conversations-store';
 import type { ConversationStatesStore } from '../store/conversation-states-store';
-import type { SandboxesStore } from '../store/sandboxes-store';
+import type { SandboxesStore, SandboxRecord } from '../store/sandboxes-store';
 
 export interface ConversationViewsDeps {
   appConversations: Pick<AppConversationsStore, 'childrenOf'>;
@@ -40,7 +40,7 @@ export class ConversationViews {
     const ids = records.map((r) => r.id);
     const sandboxIds = [...new Set(records.flatMap((r) => (r.sandbox_id ? [r.sandbox_id] : [])))];
     const [sandboxes, states, children] = await Promise.all([
-      sandboxIds.length > 0 ? this.deps.sandboxes.getManyOwned(sandboxIds, userId) : new Map(),
+      sandboxIds.length > 0 ? this.deps.sandboxes.getManyOwned(sandboxIds, userId) : new Map<string, SandboxRecord>(),
       this.deps.conversationStates.getMany(ids),
       this.deps.appConversations.childrenOf(ids, userId),
     ]);
@@ -48,7 +48,8 @@ export class ConversationViews {
       const { processors: _p, skills: _s, hooks: _h, working_dir: _w, ...rest } = r;
       const sandbox = r.sandbox_id ? sandboxes.get(r.sandbox_id) : undefined;
       const status: SandboxStatus = !sandbox || sandbox.status === 'DELETED' ? 'MISSING' : sandbox.status;
-      const running = status === 'RUNNING' && r.agent_server_url !== null;
+      // The sandbox's address as it is now: a sandbox started afresh (after MISSING) has another one.
+      const agentServer = status === 'RUNNING' ? sandbox?.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url : undefined;
       const state = states.get(r.id);
       const view: AppConversation = {
         ...rest,
@@ -60,8 +61,8 @@ export class ConversationViews {
         // What a runtime reported is checked like any input: a value outside the schema shows as null.
         execution_status: ConversationExecutionStatusSchema.safeParse(state?.execution_status).data ?? null,
         metrics: MetricsSnapshotSchema.safeParse(state?.metrics).data ?? null,
-        conversation_url: running ? `${r.agent_server_url}/api/conversations/${encodeURIComponent(r.id)}` : null,
-        session_api_key: running && sandbox ? this.deps.box.open(sandbox.session_key_sealed) : null,
+        conversation_url: agentServer ? `${agentServer}/api/conversations/${encodeURIComponent(r.id)}` : null,
+        session_api_key: agentServer && sandbox ? this.deps.box.open(sandbox.session_key_sealed) : null,
         created_at: r.created_at.toISOString(),
         updated_at: r.updated_at.toISOString(),
       };

@@ -4,7 +4,7 @@
  * answer is Unavailable (the api says 503 with why), never a request that hangs.
  */
 import type { SecretBox } from '../auth/secret-box';
-import { Unavailable } from '../errors';
+import { Unavailable, UpstreamFailed } from '../errors';
 import { AGENT_SERVER, SESSION_KEY_HEADER } from '../schemas/sandboxes';
 import type { SandboxRecord } from '../store/sandboxes-store';
 
@@ -35,25 +35,10 @@ export class RuntimeClient {
    */
   async download(filePath: string, maxBytes: number, timeoutMs: number): Promise<RuntimeAnswer> {
     const res = await this.fetch('GET', `/api/file/download?path=${encodeURIComponent(filePath)}`, undefined, timeoutMs);
-    if (res.status !== 200) return { status: res.status, body: parse(await readAll(res.text())) };
-    const tooLarge = { status: 413, body: { detail: `The file is larger than ${maxBytes} bytes; read it in the sandbox` } };
-    if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
-      await res.body?.cancel();
-      return tooLarge;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    await readAll(
-      (async () => {
-        for await (const chunk of res.body ?? []) {
-          size += (chunk as Uint8Array).length;
-          if (size > maxBytes) break;
-          chunks.push(Buffer.from(chunk as Uint8Array));
-        }
-      })(),
-    );
-    if (size > maxBytes) return tooLarge;
-    return { status: 200, body: Buffer.concat(chunks).toString('utf8') };
+    if (res.status !== 200) return { status: res.status, body: parse(await readBounded(res, MAX_ANSWER_BYTES)) };
+    const text = await readBounded(res, maxBytes);
+    if (text === null) return { status: 413, body: { detail: `The file is larger than ${maxBytes} bytes; read it in the sandbox` } };
+    return { status: 200, body: text };
   }
 
   private async fetch(method: string, path: string, body: unknown, timeoutMs: number): Promise<Response> {
@@ -63,6 +48,8 @@ export class RuntimeClient {
         headers: { [SESSION_KEY_HEADER]: this.key, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
+        // A runtime never redirects: one that does is not followed anywhere (with the session key) for a caller.
+        redirect: 'error',
       });
     } catch (e) {
       const why = (e as Error).name === 'TimeoutError' ? `did not answer within ${Math.round(timeoutMs / 1000)} s` : `could not be reached (${(e as Error).message})`;
@@ -73,22 +60,41 @@ export class RuntimeClient {
   /** One call; JSON in and out (text when the answer is not JSON). A runtime that cannot be reached within `timeoutMs` is Unavailable. */
   async call(method: string, path: string, body: unknown, timeoutMs: number): Promise<RuntimeAnswer> {
     const res = await this.fetch(method, path, body, timeoutMs);
-    return { status: res.status, body: parse(await readAll(res.text())) };
+    const text = await readBounded(res, MAX_ANSWER_BYTES);
+    if (text === null) throw new UpstreamFailed(`The sandbox's agent server answered with more than ${MAX_ANSWER_BYTES} bytes`);
+    return { status: res.status, body: parse(text) };
   }
 }
 
-/** The rest of an answer; a runtime that stops sending it (or runs out of time) is Unavailable. */
-async function readAll<T>(reading: Promise<T>): Promise<T> {
+/** The most of an answer a call reads (a diff of two files at the runtime's 1 MiB limit, escaped, fits). */
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The answer's text, read up to `maxBytes` (null past that: the rest is not read); a runtime that stops
+ * sending it, or runs out of time, is Unavailable.
+ */
+async function readBounded(res: Response, maxBytes: number): Promise<string | null> {
+  if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
+    await res.body?.cancel().catch(() => undefined);
+    return null;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
   try {
-    return await reading;
+    for await (const chunk of res.body ?? []) {
+      size += (chunk as Uint8Array).length;
+      if (size > maxBytes) return null; // leaving the loop cancels the rest of the body
+      chunks.push(Buffer.from(chunk as Uint8Array));
+    }
   } catch (e) {
     throw new Unavailable(`The sandbox's agent server stopped answering (${(e as Error).message})`, 5, { cause: e });
   }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** JSON when it is JSON; the text otherwise; null for nothing. */
-function parse(text: string): unknown {
-  if (text === '') return null;
+function parse(text: string | null): unknown {
+  if (text === null || text === '') return null;
   try {
     return JSON.parse(text);
   } catch {

@@ -45,10 +45,15 @@ export const SuccessSchema = z.object({ success: z.boolean() }).meta({ id: 'Succ
 /** A client's message id: stored once per conversation however often it is sent. */
 export const MESSAGE_ID = /^[A-Za-z0-9._:-]{1,100}$/;
 
+/** A queued message waits in the database: at most this much content (serialized). */
+export const MAX_PENDING_MESSAGE_BYTES = 1024 * 1024;
+
 export const PendingMessageRequestSchema = z
   .strictObject({
     role: z.literal('user').default('user'),
-    content: MessageContentSchema,
+    content: MessageContentSchema.refine((c) => Buffer.byteLength(JSON.stringify(c)) <= MAX_PENDING_MESSAGE_BYTES, {
+      error: `at most ${MAX_PENDING_MESSAGE_BYTES} bytes of content in a queued message (send larger ones once the conversation is READY)`,
+    }),
     id: notGiven(z.string().regex(MESSAGE_ID, { error: 'a message id: 1..100 letters, digits, ".", "_", ":" or "-"' })).meta({
       description: 'Yours to choose: sending the same id again stores the message once (default: a new UUID).',
     }),
@@ -70,13 +75,12 @@ export const PendingMessageSchema = z
     id: z.string(),
     conversation_id: z.string(),
     role: z.string(),
-    content: z.array(z.record(z.string(), z.unknown())),
     status: z.enum(['QUEUED', 'DELIVERED', 'UNDELIVERED']),
     detail: z.string().nullable().meta({ description: 'Why it was not delivered.' }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   })
-  .meta({ id: 'PendingMessage' });
+  .meta({ id: 'PendingMessage', description: 'A queued message and what became of it (its content is what was sent; not repeated here).' });
 
 export const FileQuerySchema = z.object({
   file_path: z

@@ -34,7 +34,7 @@ export const pendingMessagesIndexes: CollectionIndexes = {
 };
 
 const key = (conversationId: string, messageId: string) => `${conversationId}:${messageId}`;
-const toRecord = ({ _id: _k, message_id, ...rest }: PendingMessageDoc): PendingMessageRecord => ({ id: message_id, ...rest });
+const toRecord = <D extends Partial<PendingMessageDoc> & Pick<PendingMessageDoc, 'message_id'>>({ _id: _k, message_id, ...rest }: D) => ({ id: message_id, ...rest });
 
 export class PendingMessagesStore {
   constructor(private readonly db: Db) {}
@@ -61,20 +61,30 @@ export class PendingMessagesStore {
     }
   }
 
-  /** The conversation's messages in the order they came (at most `limit`). */
-  async list(conversationId: string, limit = 100): Promise<PendingMessageRecord[]> {
-    return (await this.messages.find({ conversation_id: conversationId }).sort({ created_at: 1, _id: 1 }).limit(limit).toArray()).map(toRecord);
+  /** The conversation's messages in the order they came (at most `limit`), without their content. */
+  async list(conversationId: string, limit = 100): Promise<Omit<PendingMessageRecord, 'content'>[]> {
+    const docs = await this.messages.find({ conversation_id: conversationId }, { projection: { content: 0 } }).sort({ created_at: 1, _id: 1 }).limit(limit).toArray();
+    return docs.map(toRecord);
   }
 
-  /** The conversation's messages still waiting, in the order they came. */
-  async queued(conversationId: string): Promise<PendingMessageRecord[]> {
-    return (await this.list(conversationId, 1000)).filter((m) => m.status === 'QUEUED');
+  /** The ids of the conversation's messages still waiting, in the order they came. */
+  async queuedIds(conversationId: string): Promise<string[]> {
+    const docs = await this.messages
+      .find({ conversation_id: conversationId, status: 'QUEUED' }, { projection: { message_id: 1 } })
+      .sort({ created_at: 1, _id: 1 })
+      .toArray();
+    return docs.map((d) => d.message_id);
   }
 
-  /** How many of the conversation's messages wait, and where `messageId` stands among them (1-based; 0 when it does not wait). */
-  async position(conversationId: string, messageId: string): Promise<{ queued: number; position: number }> {
-    const waiting = await this.queued(conversationId);
-    return { queued: waiting.length, position: waiting.findIndex((m) => m.id === messageId) + 1 };
+  /** One message, with its content (delivered one at a time: memory holds one). */
+  async get(conversationId: string, messageId: string): Promise<PendingMessageRecord | null> {
+    const d = await this.messages.findOne({ _id: key(conversationId, messageId) });
+    return d && toRecord(d);
+  }
+
+  /** Where `messageId` stands among the conversation's waiting messages (1-based; 0 when it does not wait). */
+  async position(conversationId: string, messageId: string): Promise<number> {
+    return (await this.queuedIds(conversationId)).indexOf(messageId) + 1;
   }
 
   async mark(conversationId: string, messageId: string, status: PendingMessageStatus, detail: string | null = null): Promise<void> {
@@ -83,9 +93,8 @@ export class PendingMessagesStore {
 
   /** Marks every message still waiting UNDELIVERED with the reason; answers how many. */
   async giveUp(conversationId: string, detail: string): Promise<number> {
-    const waiting = await this.queued(conversationId);
-    for (const m of waiting) await this.mark(conversationId, m.id, 'UNDELIVERED', detail);
-    return waiting.length;
+    const r = await this.messages.updateMany({ conversation_id: conversationId, status: 'QUEUED' }, { $set: { status: 'UNDELIVERED', detail, updated_at: new Date() } });
+    return r.modifiedCount;
   }
 
   async deleteAll(conversationId: string): Promise<void> {

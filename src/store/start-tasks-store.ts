@@ -140,6 +140,16 @@ export class StartTasksStore {
     return d && { task: toRecord(d), history: d.history ?? [] };
   }
 
+  /** Ids of the owner's starts that are still running in the sandbox (not READY or ERROR yet). */
+  async startingIn(sandboxId: string, userId: string): Promise<string[]> {
+    const docs = await this.tasks
+      // Before it reports its sandbox, a start that was given one names it in its request.
+      .find({ created_by_user_id: userId, status: { $nin: ['READY', 'ERROR'] }, $or: [{ sandbox_id: sandboxId }, { 'request.sandbox_id': sandboxId }] }, { projection: { _id: 1 } })
+      .limit(1000)
+      .toArray();
+    return docs.map((d) => d._id);
+  }
+
   async delete(id: string): Promise<void> {
     await this.tasks.deleteOne({ _id: id });
   }

@@ -57,7 +57,7 @@ export function pendingMessagesRoutes(router: ApiRouter, deps: { pendingMessages
       },
       async (ctx, { params }) => {
         const list = await service.list(callerId(ctx), params.conversation_id);
-        ctx.body = list.map((m) => ({ ...m, created_by_user_id: undefined, created_at: m.created_at.toISOString(), updated_at: m.updated_at.toISOString() }));
+        ctx.body = list.map(({ created_by_user_id: _owner, ...m }) => ({ ...m, created_at: m.created_at.toISOString(), updated_at: m.updated_at.toISOString() }));
       },
     );
 }
