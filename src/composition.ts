@@ -116,6 +116,8 @@ export interface SandboxServiceOptions {
   sandboxes: Config['sandboxes'];
   /** How long pause, resume and delete wait for the workflow (the api passes its config's; else 60 s). */
   operationTimeoutMs?: number;
+  /** How long they wait for a worker to accept them before a 503 (the api passes its config's; else 10 s). */
+  answerTimeoutMs?: number;
 }
 
 /** The sandboxes' service: the api's routes and the worker's start tasks create and resume through it. */
@@ -130,6 +132,7 @@ export function createSandboxService(stores: Stores, options: SandboxServiceOpti
     defaultSpecId: options.sandboxes.defaultSpecId,
     settings: sandboxWorkflowSettings(options.sandboxes),
     operationTimeoutMs: options.operationTimeoutMs,
+    answerTimeoutMs: options.answerTimeoutMs,
     users: stores.users,
     processSandboxes: { restricted: options.sandboxes.processIsolation === 'restricted', users: options.sandboxes.processUsers },
   });
@@ -165,7 +168,7 @@ export interface ApiServicesDeps {
   box: SecretBox;
   /** The api's client: workflows it starts carry the trace context of the request. */
   temporal: Client;
-  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits'>;
+  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks'>;
   live: Pick<LiveChannel, 'publish'>;
   log: Logger;
 }
@@ -186,7 +189,7 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
   const settings = { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs };
   // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
   const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
-  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs });
+  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs });
   return {
     ...createServices(stores, { box }),
     ...createConversationServices(stores, { box, temporal, sandboxService, sandboxWaitMs: config.starts.sandboxWaitMs }),
@@ -194,6 +197,6 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
     sandboxService,
     reconciler,
     starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler }),
-    callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log }),
+    callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log, idleMs: config.callbacks.idleMs }),
   };
 }

@@ -142,6 +142,10 @@ export const envSchema = z.object({
   /** How long a starting or resumed runtime has to answer /alive (ms). */
   SANDBOX_START_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   SANDBOX_OPERATION_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
+  /** How long the api waits for a worker to answer a workflow (accept an Update, answer a query) before a 503 (ms). */
+  WORKFLOW_ANSWER_TIMEOUT_MS: positiveInt('milliseconds').default(10_000),
+  /** A conversation's callbacks workflow with no new events for this long ends; the next event starts it again (ms). */
+  CALLBACKS_IDLE_MS: positiveInt('milliseconds').default(5 * 60_000),
   /** Where sandbox runtimes report conversation events (the api as they reach it); default PUBLIC_BASE_URL. */
   SANDBOX_CONTROL_PLANE_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   /**
@@ -248,6 +252,10 @@ export interface Config {
   demoLlmPort: number;
   readyTimeoutMs: number;
   eventQueryTimeoutMs: number;
+  /** How long the api waits for a worker to accept an Update or answer a query (WORKFLOW_ANSWER_TIMEOUT_MS). */
+  workflowAnswerTimeoutMs: number;
+  /** Callbacks workflows: how long one waits idle before it ends (CALLBACKS_IDLE_MS). */
+  callbacks: { idleMs: number };
   shutdownGraceMs: number;
   starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; reconcileAfterMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
@@ -334,6 +342,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     demoLlmPort: e.DEMO_LLM_PORT,
     readyTimeoutMs: e.READY_TIMEOUT_MS,
     eventQueryTimeoutMs: e.EVENT_QUERY_TIMEOUT_MS,
+    workflowAnswerTimeoutMs: e.WORKFLOW_ANSWER_TIMEOUT_MS,
+    callbacks: { idleMs: e.CALLBACKS_IDLE_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
     models: { file: e.LLM_MODELS_FILE && path.resolve(e.LLM_MODELS_FILE), fromEndpoint: e.LLM_MODELS_FROM_ENDPOINT === 'true' },

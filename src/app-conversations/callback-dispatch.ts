@@ -13,30 +13,41 @@ import { callbacksEventsSignal, callbacksWorkflowId, WORKFLOW_TYPES, workflowSum
 const NEGATIVE_TTL_MS = 30_000;
 const MAX_REMEMBERED = 10_000;
 
-export class CallbackDispatch {
-  /** Conversation id -> until when "no processors" holds (0: it has processors). */
-  private readonly known = new Map<string, number>();
+export interface CallbackDispatchDeps {
+  temporal: Client;
+  taskQueue: string;
+  appConversations: AppConversationsStore;
+  log: Logger;
+  /** A callbacks workflow with nothing new for this long ends (CALLBACKS_IDLE_MS); the next event starts it again. */
+  idleMs: number;
+}
 
-  constructor(private readonly deps: { temporal: Client; taskQueue: string; appConversations: AppConversationsStore; log: Logger }) {}
+export class CallbackDispatch {
+  /** Conversation id -> its owner when it has processors, or until when "no processors" holds. */
+  private readonly known = new Map<string, { owner: string } | { until: number }>();
+
+  constructor(private readonly deps: CallbackDispatchDeps) {}
 
   notify(conversationId: string): void {
     void this.signal(conversationId).catch((e: Error) => this.deps.log.warn({ conversation_id: conversationId, err: e.message }, 'callbacks could not be signalled'));
   }
 
-  private async hasProcessors(conversationId: string): Promise<boolean> {
-    const until = this.known.get(conversationId);
-    if (until === 0) return true;
-    if (until !== undefined && until > Date.now()) return false;
+  /** The owner of a conversation that has callback processors; undefined when it has none. */
+  private async ownerWithProcessors(conversationId: string): Promise<string | undefined> {
+    const known = this.known.get(conversationId);
+    if (known && 'owner' in known) return known.owner;
+    if (known && known.until > Date.now()) return undefined;
     const app = await this.deps.appConversations.get(conversationId);
-    const has = (app?.processors.length ?? 0) > 0;
+    const owner = app && app.processors.length > 0 ? app.created_by_user_id : undefined;
     if (this.known.size >= MAX_REMEMBERED) this.known.clear();
-    this.known.set(conversationId, has ? 0 : Date.now() + NEGATIVE_TTL_MS);
-    return has;
+    this.known.set(conversationId, owner !== undefined ? { owner } : { until: Date.now() + NEGATIVE_TTL_MS });
+    return owner;
   }
 
   private async signal(conversationId: string): Promise<void> {
-    if (!(await this.hasProcessors(conversationId))) return;
-    const input: CallbacksWorkflowInput = { conversationId };
+    const ownerUserId = await this.ownerWithProcessors(conversationId);
+    if (ownerUserId === undefined) return;
+    const input: CallbacksWorkflowInput = { conversationId, ownerUserId, idleMs: this.deps.idleMs };
     for (let attempt = 1; ; attempt++) {
       try {
         await this.deps.temporal.workflow.signalWithStart<CallbacksWorkflow, []>(WORKFLOW_TYPES.callbacks, {

@@ -3,7 +3,7 @@
  * delete to its workflow as Updates and answering with the resulting sandbox, and counting use for
  * idle auto-pause. The workflow owns the status; this module only reads it.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateStage, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
 import type { SecretBox } from '../auth/secret-box';
@@ -25,6 +25,7 @@ import {
   type SandboxWorkflowSettings,
   workflowSummaries,
 } from '../temporal/shared';
+import { askWorkflow, formatSeconds, isCancelled, NoWorkerAnswered } from '../temporal/workflow-answer';
 import { sandboxView } from './sandbox-view';
 
 export interface SandboxServiceDeps {
@@ -36,8 +37,10 @@ export interface SandboxServiceDeps {
   taskQueue: string;
   defaultSpecId: string;
   settings: SandboxWorkflowSettings;
-  /** How long pause, resume and delete wait for the workflow's answer (no worker polling: it never comes). */
+  /** How long pause, resume and delete wait for their result once the workflow accepted them. */
   operationTimeoutMs?: number;
+  /** How long they wait for a worker to accept them (none polling: it never comes); then 503. */
+  answerTimeoutMs?: number;
   users: Pick<UsersStore, 'get'>;
   /** Who may start process sandboxes: everyone, unless they are not isolated and not shared on purpose. */
   processSandboxes: { restricted: boolean; users: string[] };
@@ -50,14 +53,6 @@ export const sandboxWorkflowSettings = (c: Config['sandboxes']): SandboxWorkflow
   idleTimeoutMs: c.idleTimeoutMs,
   historyLimit: c.historyLimit,
 });
-
-/** A call cut by its abort signal or deadline (gRPC CANCELLED or DEADLINE_EXCEEDED, or an AbortError). */
-function isCancelled(e: unknown): boolean {
-  for (let c = e as { name?: string; code?: number; cause?: unknown } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++) {
-    if (c.name === 'AbortError' || c.name === 'TimeoutError' || c.code === 1 || c.code === 4) return true;
-  }
-  return false;
-}
 
 /** Where a spec id came from, for the 422's loc. */
 export type SpecIdSource = 'body' | 'query';
@@ -167,19 +162,23 @@ export class SandboxService {
       throw new Conflict(`Sandbox ${id} was deleted`);
     }
     this.touch(id);
+    const { temporal } = this.deps;
+    const workflowId = sandboxWorkflowId(id);
     try {
-      const timeoutMs = this.deps.operationTimeoutMs ?? 60_000;
-      await this.deps.temporal.withAbortSignal(AbortSignal.timeout(timeoutMs), () =>
-        this.deps.temporal.workflow.getHandle(sandboxWorkflowId(id)).executeUpdate(SANDBOX_UPDATES[op]),
+      // Accepted by a worker within the answer bound (else no worker runs the workflow: 503 at once),
+      // then its result within the operation bound (stopping a runtime may take a while).
+      const update = await askWorkflow(temporal, workflowId, this.deps.answerTimeoutMs ?? 10_000, () =>
+        temporal.workflow.getHandle(workflowId).startUpdate(SANDBOX_UPDATES[op], { waitForStage: WorkflowUpdateStage.ACCEPTED }),
       );
+      await temporal.withAbortSignal(AbortSignal.timeout(this.deps.operationTimeoutMs ?? 60_000), () => update.result());
     } catch (e) {
-      throw this.updateError(e, id);
+      throw this.updateError(e, id, op);
     }
     const after = await this.deps.sandboxes.get(id);
     return sandboxView(after!, this.deps.box);
   }
 
-  private updateError(e: unknown, id: string): Error {
+  private updateError(e: unknown, id: string, op: SandboxUpdateName): Error {
     if (e instanceof WorkflowUpdateFailedError) {
       const cause = e.cause as { type?: string; message?: string } | undefined;
       const message = cause?.message ?? e.message;
@@ -187,9 +186,16 @@ export class SandboxService {
       return cause?.type === SANDBOX_FAILURES.providerFailed ? new UpstreamFailed(message) : new Conflict(message);
     }
     if (e instanceof WorkflowNotFoundError) return new Conflict(`Sandbox ${id} has no running workflow; delete it and start a new one`);
+    if (e instanceof NoWorkerAnswered) {
+      return new Unavailable(
+        `No worker answered the workflow of sandbox ${id} within ${formatSeconds(e.boundMs)} s (is a worker running?); the ${op} may still happen when one does: read the sandbox again`,
+        5,
+        { cause: e },
+      );
+    }
     if (isCancelled(e)) {
       const s = Math.round((this.deps.operationTimeoutMs ?? 60_000) / 1000);
-      return new Unavailable(`The workflow of sandbox ${id} did not answer within ${s} s (is a worker running?); the operation may still happen: read the sandbox again`, 5);
+      return new Unavailable(`The workflow of sandbox ${id} accepted the ${op} but did not finish it within ${s} s; it may still happen: read the sandbox again`, 5);
     }
     return e as Error;
   }

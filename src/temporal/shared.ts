@@ -153,6 +153,10 @@ export const callbacksEventsSignal = defineSignal('events');
 
 export interface CallbacksWorkflowInput {
   conversationId: string;
+  /** The user who started the conversation (OwnerUserId); absent in runs started before it was sent. */
+  ownerUserId?: string;
+  /** A run with nothing new for this long ends (the next event starts another); absent: one hour, as before. */
+  idleMs?: number;
 }
 
 /** The events a round of callbacks covers: seq in (fromSeq, toSeq]; `processors` is how many are registered. */
