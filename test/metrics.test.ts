@@ -11,6 +11,7 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { messages } from './helpers/event-samples';
+import { connect } from './helpers/ws-client';
 import { startWorkerProcess } from './helpers/worker';
 
 /** The value of one sample line (`name{labels} value`), or undefined when it is not there. */
@@ -75,6 +76,58 @@ describe('metrics', () => {
     expect(sample(after, 'agent_control_ingest_events_total')! - (sample(before, 'agent_control_ingest_events_total') ?? 0)).toBe(4);
     expect(sample(after, 'agent_control_start_streams_open')).toBe(0);
     expect(sample(after, 'agent_control_websocket_subscribers')).toBe(0);
+  });
+
+  it('measures websocket delivery lag and the live channel lag from another api process', async () => {
+    // A second api on the same database: events ingested through the first reach its subscriber over the live channel.
+    const address2 = `127.0.0.1:${await freePort()}`;
+    const t2 = await startTestApi(testConfig({ METRICS_ADDRESS: address2, MONGODB_DB: t.config.mongo.db }));
+    const scrape2 = async () => (await fetch(`http://${address2}/metrics`)).text();
+    try {
+      const u = await t.newUser();
+      const c = await t.newConversation(u.userId);
+      const socketUrl = (api: TestApi) => `${api.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`;
+      const local = connect(socketUrl(t), { 'X-Access-Token': u.key });
+      const remote = connect(socketUrl(t2), { 'X-Access-Token': u.key });
+      await Promise.all([local.opened, remote.opened]);
+      // Subscribed when each process counts the subscriber.
+      await eventually(async () => {
+        expect(sample(await scrape(), 'agent_control_websocket_subscribers')).toBe(1);
+        expect(sample(await scrape2(), 'agent_control_websocket_subscribers')).toBe(1);
+      });
+      const [before1, before2] = [await scrape(), await scrape2()];
+      const delivered = 'agent_control_websocket_delivery_lag_seconds_count';
+      const channel = 'agent_control_live_channel_lag_seconds_count';
+      expect((await t.ingest(c.conversationId, c.sessionKey, messages(5))).body.stored).toBe(5);
+      await Promise.all([local.waitFor(5), remote.waitFor(5)]);
+      const [after1, after2] = await eventually(async () => {
+        const pair = [await scrape(), await scrape2()] as const;
+        expect(sample(pair[1], delivered)! - (sample(before2, delivered) ?? 0)).toBe(5);
+        return pair;
+      });
+      // Each subscriber's five events were sent live, so each process timed five deliveries.
+      expect(sample(after1, delivered)! - (sample(before1, delivered) ?? 0)).toBe(5);
+      // The second process read the first one's slot(s): at least one lag, all small on one machine.
+      const read = sample(after2, channel)! - (sample(before2, channel) ?? 0);
+      expect(read).toBeGreaterThanOrEqual(1);
+      expect(read).toBeLessThanOrEqual(5);
+      const within = (text: string, name: string, le: string) => sample(text, `${name}_bucket{le="${le}"}`)! - (sample(text === after1 ? before1 : before2, `${name}_bucket{le="${le}"}`) ?? 0);
+      expect(within(after2, 'agent_control_live_channel_lag_seconds', '5')).toBe(read);
+      expect(within(after2, 'agent_control_websocket_delivery_lag_seconds', '5')).toBe(5);
+      expect(sample(after2, 'agent_control_websocket_delivery_lag_seconds_sum')!).toBeGreaterThan(sample(before2, 'agent_control_websocket_delivery_lag_seconds_sum') ?? 0);
+      // The first process published those slots itself: no channel lag there.
+      expect(sample(after1, channel) ?? 0).toBe(sample(before1, channel) ?? 0);
+      const mean = (after: string, before: string, name: string) =>
+        ((sample(after, `${name}_sum`)! - (sample(before, `${name}_sum`) ?? 0)) / (sample(after, `${name}_count`)! - (sample(before, `${name}_count`) ?? 0))) * 1000;
+      console.log(
+        `lag on one machine: websocket delivery mean ${mean(after1, before1, 'agent_control_websocket_delivery_lag_seconds').toFixed(1)} ms (same process), ` +
+          `${mean(after2, before2, 'agent_control_websocket_delivery_lag_seconds').toFixed(1)} ms (other process); live channel mean ${mean(after2, before2, 'agent_control_live_channel_lag_seconds').toFixed(1)} ms over ${read} slot(s)`,
+      );
+      local.ws.close();
+      remote.ws.close();
+    } finally {
+      await t2.close();
+    }
   });
 
   it('is served only on its own listener: not on the api port, and nothing else on its own', async () => {

@@ -54,7 +54,13 @@ export async function startApiServer(
   const temporal = Connection.lazy({ address: servers.temporalAddress });
 
   const hub = new EventHub();
-  const live = new LiveChannel(database.db, logger, { pollMs: config.live.pollMs, idlePollMs: config.live.idlePollMs, retainSlots: config.live.retainSlots });
+  const metrics = config.metrics.apiAddress ? new ApiMetrics({ subscribers: () => hub.subscriberCount }) : undefined;
+  const live = new LiveChannel(database.db, logger, {
+    pollMs: config.live.pollMs,
+    idlePollMs: config.live.idlePollMs,
+    retainSlots: config.live.retainSlots,
+    onRemoteSlot: metrics && ((ms) => metrics.liveChannelLagSeconds.observe(ms / 1000)),
+  });
 
   let prepared = false;
   let closing = false;
@@ -104,7 +110,6 @@ export async function startApiServer(
   const { apiKeys, conversations, events } = stores;
   // Workflows started here carry the active trace context (a start's span) in their headers.
   const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
-  const metrics = config.metrics.apiAddress ? new ApiMetrics({ subscribers: () => hub.subscriberCount }) : undefined;
   const services = createApiServices(stores, { box, temporal: temporalClient, config, live, log: logger });
   const { reconciler } = services;
   reconciler.start();
@@ -173,7 +178,15 @@ export async function startApiServer(
     await metricsServer?.close();
     return abandon(e);
   });
-  const closeSockets = attachEventSocket(server, { hub, apiKeys, conversations, events, log: logger, ready: () => prepared });
+  const closeSockets = attachEventSocket(server, {
+    hub,
+    apiKeys,
+    conversations,
+    events,
+    log: logger,
+    ready: () => prepared,
+    onDelivered: metrics && ((ms) => metrics.websocketDeliveryLagSeconds.observe(ms / 1000)),
+  });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.api.host}:${port}`;
 

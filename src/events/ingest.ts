@@ -64,6 +64,7 @@ export class EventIngest {
       const seen = new Set<string>();
       const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
       const { stored, last } = await this.store(conversationId, unique);
+      const storedAt = Date.now();
       const seqById = new Map(stored.map((d) => [d.id, d]));
       const latest = latestState(unique.filter((e) => seqById.has(e.id)));
       const outgoing = batch.flatMap((e): LiveItem[] => {
@@ -71,7 +72,7 @@ export class EventIngest {
         const d = seqById.get(e.id);
         if (!d) return [];
         seqById.delete(e.id);
-        return [{ seq: d.seq, json: d.json }];
+        return [{ seq: d.seq, json: d.json, stored_at: storedAt }];
       });
       // Stored is what counts: if publishing fails, subscribers fill the gap from the log at the next event.
       const publishing = live.publish(conversationId, outgoing).catch((e: unknown) => {

@@ -33,6 +33,8 @@ export interface EventSocketDeps {
   authTimeoutMs?: number;
   pingIntervalMs?: number;
   limits?: SubscriptionLimits;
+  /** Told how long after its store each live stored event was sent to a subscriber (ms): the delivery lag metric. */
+  onDelivered?: (lagMs: number) => void;
 }
 
 function firstFrameToken(ws: WebSocket, timeoutMs: number): Promise<string | null> {
@@ -178,6 +180,7 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
       },
       { range: (...a) => deps.events.range(...a), lastSeq: (id) => deps.conversations.lastSeq(id) },
       deps.limits ?? DEFAULT_SUBSCRIPTION_LIMITS,
+      deps.onDelivered,
     );
     const remove = deps.hub.add(sub);
     ws.on('close', () => {

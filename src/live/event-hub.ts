@@ -64,6 +64,8 @@ export class Subscription {
     private readonly sink: SubscriberSink,
     private readonly events: EventLogReader,
     private readonly limits: SubscriptionLimits,
+    /** Told how long after its store each live stored event was sent (ms); not for events read from the log. */
+    private readonly onDelivered?: (lagMs: number) => void,
   ) {}
 
   /**
@@ -112,6 +114,7 @@ export class Subscription {
     if (this.closed || doc.seq <= this.lastSeq) return;
     this.write(doc.json);
     this.lastSeq = doc.seq;
+    if (doc.stored_at !== undefined && !this.closed) this.onDelivered?.(Math.max(0, Date.now() - doc.stored_at));
   }
 
   /**

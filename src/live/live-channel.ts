@@ -17,6 +17,7 @@
  * past a retention count; the floor document tells a reader that fell behind where to resume.
  */
 import type { Db } from 'mongodb';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger';
 import { isDuplicateKey } from '../store/errors';
 
@@ -27,6 +28,8 @@ export interface LiveItem {
   /** The event's seq in the log; null for events that are never stored (StreamingDeltaEvent). */
   seq: number | null;
   json: string;
+  /** When a stored event was stored (ms since the epoch), for the delivery lag; absent in older slots. */
+  stored_at?: number;
 }
 
 export interface LiveDoc extends LiveItem {
@@ -38,6 +41,8 @@ interface SlotDoc {
   n: number;
   items: LiveDoc[];
   at: Date;
+  /** The channel (api process) that published it; absent in older slots. */
+  by?: string;
 }
 
 interface Pending {
@@ -62,11 +67,15 @@ export interface LiveChannelOptions {
   maintenanceEveryMs?: number;
   /** Least time between two cleanups by one process (ms); 5 s by default. */
   cleanupEveryMs?: number;
+  /** Told, for each slot another process published, how long after its publishing this reader read it (ms). */
+  onRemoteSlot?: (lagMs: number) => void;
 }
 
 const slotId = (n: number) => `s${n}`;
 
 export class LiveChannel {
+  /** This process's name on the channel: its own slots are told apart from other processes'. */
+  private readonly id = randomUUID();
   /** A slot known to be filled (or the floor): publishers and the reader start from here. */
   private known = 0;
   private reading: Promise<void> | undefined;
@@ -126,7 +135,7 @@ export class LiveChannel {
   publish(conversationId: string, items: readonly LiveItem[]): Promise<void> {
     if (items.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ docs: items.map((i) => ({ conversation_id: conversationId, seq: i.seq, json: i.json })), resolve, reject });
+      this.queue.push({ docs: items.map((i) => ({ conversation_id: conversationId, seq: i.seq, json: i.json, ...(i.stored_at !== undefined && { stored_at: i.stored_at }) })), resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -157,7 +166,7 @@ export class LiveChannel {
     }
     for (let n = this.known + 1; ; n++) {
       try {
-        await this.slots.insertOne({ _id: slotId(n), n, items, at: new Date() });
+        await this.slots.insertOne({ _id: slotId(n), n, items, at: new Date(), by: this.id });
         this.known = Math.max(this.known, n);
         this.wake?.();
         return;
@@ -198,6 +207,7 @@ export class LiveChannel {
         if (slot) {
           this.known = Math.max(this.known, next);
           next++;
+          if (slot.by !== this.id) this.opts.onRemoteSlot?.(Math.max(0, Date.now() - slot.at.getTime()));
           for (const item of slot.items) deliver(item);
           continue;
         }
