@@ -64,6 +64,13 @@ describe('a workflow no worker answers', () => {
     expect((await client.workflow.getHandle(sandboxWorkflowId(id)).describe()).status.name).toBe('RUNNING');
   });
 
+  it('documents that 503 in the OpenAPI document', async () => {
+    const doc = (await t.request('GET', '/openapi.json')).body;
+    for (const [p, method] of [['/api/v1/sandboxes/{id}/pause', 'post'], ['/api/v1/sandboxes/{id}/resume', 'post'], ['/api/v1/sandboxes/{id}', 'delete']] as const) {
+      expect(doc.paths[p][method].responses['503'].description).toMatch(/^No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS/);
+    }
+  });
+
   it('ends a query of the workflow with NoWorkerAnswered after the bound', async () => {
     const id = await newSandbox();
     const at = Date.now();
