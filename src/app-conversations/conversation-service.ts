@@ -182,8 +182,16 @@ export class ConversationService {
       }
     }
     // The event record first: its session key is what the runtime reports with, so nothing more lands.
-    await this.deps.conversations.delete(id);
-    await this.deps.events.deleteConversation(id);
+    // Under the conversation's ingest lease: a batch being stored now finishes before the log goes, and
+    // none after it authenticates.
+    const lease = await this.deps.conversations.acquireIngestLease(id, 30_000, 15_000);
+    if (!lease) throw new Unavailable(`Events of conversation ${id} are being stored; delete it again shortly`, 2);
+    try {
+      await this.deps.conversations.delete(id);
+      await this.deps.events.deleteConversation(id);
+    } finally {
+      await this.deps.conversations.releaseIngestLease(id, lease).catch(() => undefined);
+    }
     await Promise.all([
       this.deps.callbacks.deleteConversation(id),
       this.deps.conversationStates.delete(id),
