@@ -129,7 +129,8 @@ describe('starts across process failures', () => {
       },
       { timeoutMs: 120_000, intervalMs: 250 },
     );
-    expect(finals.map((s) => s.status)).toEqual(Array(50).fill('READY'));
+    // A start that failed says why in the assertion, not only that it failed.
+    expect(finals.map((s) => (s.status === 'READY' ? 'READY' : `${s.status}: ${s.detail}`))).toEqual(Array(50).fill('READY'));
     expect(await t.database.db.collection('app_conversations').countDocuments({ _id: { $in: ids as any[] } })).toBe(50);
   }, 150_000);
 });
