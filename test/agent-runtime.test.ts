@@ -15,7 +15,7 @@ import { settledLog, loggedEvents, kinds, runtimeCall, startAgentConversation, s
 import { TEST_SECRETS_KEY, testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { distPath, runNode } from './helpers/run';
-import { agentUrl, killRuntimesUnder, runtimesUnder, waitForStatus } from './helpers/sandboxes';
+import { agentUrl, killRuntimesUnder, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 import { connect } from './helpers/ws-client';
 
@@ -484,7 +484,7 @@ describe('agent runtime through the control plane', () => {
       const before = await conversationInfo(c);
       expect(before.execution_status).toBe('running');
       expect(before.unsent_events).toBeGreaterThan(0);
-      const [pid] = runtimesUnder(sandboxDir);
+      const [pid] = runtimeRootsUnder(sandboxDir);
       process.kill(pid!, 'SIGKILL');
     } finally {
       await restartApi();

@@ -12,7 +12,7 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { conversationInfo, metricsUpdates, runtimeCall, settledLog, startAgentConversation, waitForExecution, type Runtime } from './helpers/agent';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
-import { agentUrl, killRuntimesUnder, runtimesUnder, waitForStatus } from './helpers/sandboxes';
+import { agentUrl, killRuntimesUnder, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -48,7 +48,7 @@ describe('runtime conversations: delete, messages, metrics', () => {
 
   /** Kills the runtime (-9) and resumes the sandbox: a new runtime process reads its conversations back. */
   async function restartRuntime(): Promise<void> {
-    const [pid] = runtimesUnder(path.join(dataDir, 'sandboxes', rt.sandboxId));
+    const [pid] = runtimeRootsUnder(path.join(dataDir, 'sandboxes', rt.sandboxId));
     process.kill(pid!, 'SIGKILL');
     await waitForStatus(t, user.key, rt.sandboxId, 'ERROR', 15_000);
     const resumed = await t.request('POST', `/api/v1/sandboxes/${rt.sandboxId}/resume`, { key: user.key });

@@ -57,6 +57,15 @@ export function runtimesUnder(root: string): number[] {
 }
 
 /**
+ * The runtimes themselves under `root`: not the commands they run, which inherit RUNTIME_SANDBOX_DIR
+ * (once pids wrap around, a command may have a lower pid than its runtime).
+ */
+export function runtimeRootsUnder(root: string): number[] {
+  const all = runtimesUnder(root);
+  return all.filter((pid) => !all.includes(readStat(pid)?.ppid ?? -1));
+}
+
+/**
  * Ends every runtime a test file started under `root`. Paused ones cannot notice that their directory
  * is gone (a stopped process runs no timers), so removing the directory alone would leave them behind.
  */
