@@ -32,7 +32,9 @@ const LAYERS = {
   'src/http': [...BASE, 'src/store', ...DOMAIN, 'src/web'],
   /** The api's and the CLI's entry points: they compose everything below. */
   'src/api': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/web', 'src/http'],
-  'src/cli': [...BASE, 'src/store', ...DOMAIN, 'src/composition'],
+  /** The typed client of the api: its generated types only, nothing of the server. */
+  'src/client': [],
+  'src/cli': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/client'],
   /** The in-sandbox runtime: its own HTTP server on the kit, and nothing of the control plane's state. */
   'src/runtime': ['src/schemas', 'src/errors', 'src/config', 'src/logger', 'src/process', 'src/observability', 'src/web'],
   activities: [...BASE, 'src/store', ...DOMAIN],

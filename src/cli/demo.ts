@@ -4,7 +4,7 @@
  * conversation, creates it in the sandbox's runtime, and prints every event from the live websocket until
  * the conversation finishes; the events stay in the log, searchable like any other.
  */
-import WebSocket from 'ws';
+import { AgentControlClient, unwrap } from '../client';
 import { DEMO_MODEL, DEMO_SCRIPT, DEMO_TASK } from '../llm/demo-script';
 import { ScriptedLlm } from '../llm/scripted-llm';
 import type { Event } from '../schemas/events';
@@ -32,14 +32,6 @@ export interface DemoResult {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function call<T>(url: string, init: RequestInit & { key: Record<string, string> }): Promise<T> {
-  const { key, ...rest } = init;
-  const res = await fetch(url, { ...rest, headers: { ...key, ...(rest.body ? { 'Content-Type': 'application/json' } : {}) } });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url} answered ${res.status}: ${text.slice(0, 300)}`);
-  return (text ? JSON.parse(text) : undefined) as T;
-}
 
 const clip = (s: string, n = 90) => {
   const one = s.replace(/\s+/g, ' ').trim();
@@ -76,17 +68,18 @@ export function describeEvent(e: Event): string {
 
 export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   const deadline = Date.now() + (o.timeoutMs ?? 120_000);
-  const auth = { 'X-Access-Token': o.apiKey };
+  const client = new AgentControlClient({ baseUrl: o.apiUrl, apiKey: o.apiKey });
   const llm = await new ScriptedLlm(DEMO_SCRIPT).start(o.llmPort ?? 0);
-  let ws: WebSocket | undefined;
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
   try {
     o.print(`[demo] scripted LLM on ${llm.url}: every answer below is scripted, no model is called`);
-    let sandbox = await call<SandboxView>(`${o.apiUrl}/api/v1/sandboxes`, { method: 'POST', body: '{}', key: auth });
+    let sandbox = (await unwrap(client.api.POST('/api/v1/sandboxes', { body: {} as never }))) as unknown as SandboxView;
     o.print(`[demo] sandbox ${sandbox.id} starting (Temporal workflow sandbox-${sandbox.id})`);
     while (sandbox.status !== 'RUNNING') {
       if (sandbox.status === 'ERROR' || Date.now() > deadline) throw new Error(`the sandbox did not start: ${sandbox.status} ${sandbox.status_detail ?? ''}`);
       await sleep(200);
-      [sandbox] = await call<[SandboxView]>(`${o.apiUrl}/api/v1/sandboxes?id=${sandbox.id}`, { key: auth });
+      [sandbox] = (await unwrap(client.api.GET('/api/v1/sandboxes', { params: { query: { id: [sandbox.id] } } }))) as unknown as [SandboxView];
     }
     const runtimeUrl = sandbox.exposed_urls?.find((u) => u.name === AGENT_SERVER)?.url;
     const sessionKey = sandbox.session_api_key;
@@ -94,28 +87,22 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
     const conversation = await o.conversations.create({ userId: o.userId, sandboxId: sandbox.id, sessionApiKey: sessionKey });
     o.print(`[demo] conversation ${conversation.id} in the runtime at ${runtimeUrl}`);
 
-    // Subscribed before the conversation exists in the runtime, so every event arrives live.
-    ws = new WebSocket(`${o.apiUrl.replace(/^http/, 'ws')}/api/v1/conversation/${conversation.id}/events/socket?resend_all=true`, { headers: auth });
+    // The whole log from its start (resend_all), so no event is missed whenever the tail connects.
     let events = 0;
-    const done = new Promise<string>((resolve, reject) => {
-      ws!.on('message', (data) => {
-        const e = JSON.parse(data.toString()) as Event;
-        if (e.kind === 'StreamingDeltaEvent') return;
+    const followed = (async () => {
+      for await (const e of client.events.tail(conversation.id, { signal: stop.signal })) {
+        if (e.kind === 'StreamingDeltaEvent') continue;
         events++;
-        o.print(`[demo] ${String(events).padStart(3)} ${e.kind.padEnd(29)} ${describeEvent(e)}`);
-        if (e.kind === 'ConversationStateUpdateEvent' && (e.value === 'finished' || e.value === 'error')) resolve(e.value);
-      });
-      ws!.on('error', reject);
-      ws!.on('close', (code) => reject(new Error(`the event socket closed (${code})`)));
-    });
-    done.catch(() => undefined); // awaited below; a socket error before then must not go unhandled
-    await new Promise<void>((resolve, reject) => {
-      ws!.once('open', () => resolve());
-      ws!.once('error', reject);
-    });
-    await call(`${runtimeUrl}/api/conversations`, {
+        o.print(`[demo] ${String(events).padStart(3)} ${e.kind.padEnd(29)} ${describeEvent(e as unknown as Event)}`);
+        if (e.kind === 'ConversationStateUpdateEvent' && (e.value === 'finished' || e.value === 'error')) return e.value;
+      }
+      return 'timed out';
+    })();
+    followed.catch(() => undefined); // awaited below; a failure before then must not go unhandled
+    // The runtime's own api (in the sandbox), not the service's: no generated client for it.
+    const created = await fetch(`${runtimeUrl}/api/conversations`, {
       method: 'POST',
-      key: { 'X-Session-API-Key': sessionKey },
+      headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' },
       body: JSON.stringify({
         conversation_id: conversation.id,
         agent: { llm: { model: DEMO_MODEL, base_url: llm.url }, system_message_suffix: 'This is a demo conversation played by a scripted LLM.' },
@@ -123,15 +110,14 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
         max_iterations: 20,
       }),
     });
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('timed out'), Math.max(0, deadline - Date.now()))));
-    const status = await Promise.race([done, timedOut]).finally(() => clearTimeout(timer));
+    if (!created.ok) throw new Error(`POST ${runtimeUrl}/api/conversations answered ${created.status}: ${(await created.text()).slice(0, 300)}`);
+    const status = await followed;
     o.print(`[demo] ${status}: ${events} events, stored in the log; read them again with`);
-    o.print(`[demo]   curl -H "X-Access-Token: $KEY" ${o.apiUrl}/api/v1/conversation/${conversation.id}/events/search`);
+    o.print(`[demo]   agent-control events search ${conversation.id}`);
     return { conversationId: conversation.id, sandboxId: sandbox.id, events, status };
   } finally {
-    ws?.removeAllListeners('close');
-    ws?.close();
+    clearTimeout(timer);
+    stop.abort();
     await llm.close();
   }
 }
