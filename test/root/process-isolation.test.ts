@@ -26,8 +26,11 @@ describe('process sandboxes isolated by uid and firewall', () => {
   let worker: TestWorker;
   let dataDir: string;
   let llm: ScriptedLlm;
-  // A range of this file's own, so the firewall chain is this run's and is removed at the end.
-  const first = 3_500_000 + Math.floor(Math.random() * 400) * 1000;
+  // A range of this file's own, so the firewall chain is this run's and is removed at the end. Outside
+  // the default SANDBOX_UID_RANGE (3000000-3999999): an installation started on this machine (`npm start`
+  // as root) keeps its chain for that range, and its jump, matched first, would refuse this file's uids
+  // the api and the LLM that only this file's chain allows (a CI run failed so).
+  const first = 4_500_000 + Math.floor(Math.random() * 400) * 1000;
   const range: [number, number] = [first, first + 999];
   const sandboxes: Record<'a' | 'b', { s: any; rt: Runtime; dir: string; uid: number }> = {} as any;
   let users: Record<'a' | 'b', { userId: string; key: string }>;
