@@ -186,6 +186,12 @@ export const envSchema = z.object({
   START_SETUP_TIMEOUT_MS: positiveInt('milliseconds').default(10 * 60_000),
   /** An unfinished start not updated for this long has its workflow checked, and started again if it was lost (ms). */
   START_TASK_RECONCILE_AFTER_MS: positiveInt('milliseconds').default(60_000),
+  /**
+   * How stream-start learns each new status: `workflow` waits on the start-task workflow (an Update that
+   * returns when its status list grows), falling back to the stored record while no worker answers or once
+   * the workflow is closed; `record` reads the stored record (a poll that backs off to 800 ms).
+   */
+  START_STREAM_FOLLOW: z.enum(['workflow', 'record']).default('workflow'),
   /** Where start spans go: none (tracing off), console, or otlp (OTLP over HTTP). */
   OTEL_TRACES_EXPORTER: z.enum(['none', 'console', 'otlp']).default('none'),
   /** The OTLP traces endpoint (otlp exporter); default the exporter's own (http://localhost:4318/v1/traces). */
@@ -257,7 +263,7 @@ export interface Config {
   /** Callbacks workflows: how long one waits idle before it ends (CALLBACKS_IDLE_MS). */
   callbacks: { idleMs: number };
   shutdownGraceMs: number;
-  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; reconcileAfterMs: number; gitCloneBaseUrl: string; gitHostAApiUrl: string };
+  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; reconcileAfterMs: number; streamFollow: 'workflow' | 'record'; gitCloneBaseUrl: string; gitHostAApiUrl: string };
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
   /** Where the model catalogue comes from (LLM_MODELS_FILE, LLM_MODELS_FROM_ENDPOINT). */
   models: { file: string | undefined; fromEndpoint: boolean };
@@ -348,7 +354,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
     models: { file: e.LLM_MODELS_FILE && path.resolve(e.LLM_MODELS_FILE), fromEndpoint: e.LLM_MODELS_FROM_ENDPOINT === 'true' },
     metrics: { apiAddress: e.METRICS_ADDRESS, workerAddress: e.WORKER_METRICS_ADDRESS },
-    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
+    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, streamFollow: e.START_STREAM_FOLLOW, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),
       defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,

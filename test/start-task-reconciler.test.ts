@@ -115,7 +115,7 @@ describe('start tasks whose workflow was lost', () => {
     expect(joined.body.map((s: any) => s.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
   }, 90_000);
 
-  it('follow() polls less while a task does not move, and closely again once it does', async () => {
+  it('follow() from the record polls less while a task does not move, and closely again once it does', async () => {
     const id = randomUUID();
     const request = StartRequestSchema.parse({ conversation_id: id });
     // Updated "in a minute": the api's sweep leaves it alone while this test follows it.
@@ -129,11 +129,11 @@ describe('start tasks whose workflow was lost', () => {
       reads++;
       return startTasks.withHistory(taskId);
     };
-    const service = new StartTaskService({ startTasks: counted, conversations: t.conversations, box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 } });
+    const service = new StartTaskService({ startTasks: counted, conversations: t.conversations, box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 }, follow: 'record' });
     const written: { status: string; at: number }[] = [];
     const began = Date.now();
     let stopAt = Infinity;
-    const following = service.follow(id, (s) => written.push({ status: s.status, at: Date.now() }), () => Date.now() > stopAt, 100, 800);
+    const following = service.follow(id, (s) => written.push({ status: s.status, at: Date.now() }), () => Date.now() > stopAt, { pollMs: 100, maxPollMs: 800 });
     try {
       await sleep(3000);
       // 100, 200, 400, 800, 800 ms between reads: about 7 in 3 s, not the 30 of a fixed 100 ms.
@@ -174,7 +174,7 @@ describe('start tasks whose workflow was lost', () => {
     };
     const service = new StartTaskService({ startTasks, conversations: t.conversations, box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 }, reconciler });
     const written: StartTaskSnapshot[] = [];
-    await service.follow(id, (s) => written.push(s), () => false, 50);
+    await service.follow(id, (s) => written.push(s), () => false, { pollMs: 50 });
     expect(written.map((s) => s.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
     expect(outcomes[0]).toBe('restarted');
     expect(outcomes.filter((o) => o === 'restarted')).toHaveLength(1);

@@ -6,9 +6,9 @@
  *   WORKING -> WAITING_FOR_SANDBOX -> PREPARING_REPOSITORY -> RUNNING_SETUP_SCRIPT -> SETTING_UP_GIT_HOOKS
  *   -> SETTING_UP_SKILLS -> STARTING_CONVERSATION -> READY        (or ERROR, with a detail to act on)
  */
-import { ActivityFailure, ApplicationFailure, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { pendingMessagesSignal, SEARCH_ATTRIBUTE_KEYS, shown, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { pendingMessagesSignal, SEARCH_ATTRIBUTE_KEYS, shown, startTaskSnapshotsAfterUpdate, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
 
 const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
@@ -43,6 +43,23 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
 
   const snapshots: StartTaskSnapshot[] = [];
   setHandler(startTaskSnapshotsQuery, () => snapshots);
+  // stream-start waits here for the next status instead of reading MongoDB (SPEC 4.2; README "Starts").
+  let ended = false;
+  setHandler(
+    startTaskSnapshotsAfterUpdate,
+    async ({ after, firstAt }) => {
+      const otherRun = () => firstAt !== undefined && snapshots.length > 0 && snapshots[0]!.updated_at !== firstAt;
+      await condition(() => snapshots.length > after || ended || otherRun());
+      const from = otherRun() ? 0 : Math.min(after, snapshots.length);
+      return { from, snapshots: snapshots.slice(from), done: ended };
+    },
+    {
+      validator: ({ after, firstAt }) => {
+        if (!Number.isSafeInteger(after) || after < 0) throw new Error('after must be a whole number >= 0');
+        if (firstAt !== undefined && typeof firstAt !== 'string') throw new Error('firstAt must be a string');
+      },
+    },
+  );
   // Messages queued while the start runs wait in MongoDB; each signal says there may be more to deliver.
   let messagesWaiting = true;
   setHandler(pendingMessagesSignal, () => void (messagesWaiting = true));
@@ -99,7 +116,10 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   } catch (e) {
     await report('ERROR', detailOf(e));
   }
+  ended = true;
   if (patched(PENDING_MESSAGES)) await settlePendingMessages();
+  // Every waiting reader has its answer (the status list ended) before the workflow closes.
+  await condition(allHandlersFinished);
   return snapshots;
 
   /**

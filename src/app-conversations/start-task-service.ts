@@ -4,7 +4,7 @@
  * status so far) or, once the workflow is gone, from MongoDB. A record left without its workflow (the
  * api or Temporal died between the two) is brought back by the StartTaskReconciler.
  */
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateStage, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
 import { Conflict, Unavailable } from '../errors';
@@ -13,14 +13,17 @@ import { echoRequest, type StartRequest } from '../schemas/app-conversations';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { StartTaskRecord, StartTaskStep, StartTasksStore } from '../store/start-tasks-store';
 import {
+  startTaskSnapshotsAfterUpdate,
   startTaskWorkflowId,
   WORKFLOW_TYPES,
+  type SnapshotsFrom,
   type StartTaskSettings,
   type StartTaskSnapshot,
   type StartTaskWorkflow,
   type StartTaskWorkflowInput,
   workflowSummaries,
 } from '../temporal/shared';
+import { askWorkflow } from '../temporal/workflow-answer';
 import type { StartTaskReconciler } from './start-task-reconciler';
 
 export interface StartTaskServiceDeps {
@@ -33,7 +36,20 @@ export interface StartTaskServiceDeps {
   settings: StartTaskSettings;
   /** Checks a followed task that has not moved for its bound (its workflow may be lost). */
   reconciler?: StartTaskReconciler;
+  /**
+   * How follow() learns each new status (START_STREAM_FOLLOW): from the workflow, or from the record.
+   * @default 'workflow'
+   */
+  follow?: 'workflow' | 'record';
+  /**
+   * How long a worker has to accept the workflow's Update before the record is read instead (ms; WORKFLOW_ANSWER_TIMEOUT_MS).
+   * @default 10_000
+   */
+  answerTimeoutMs?: number;
 }
+
+/** One wait on the workflow lasts at most this long, then another is asked (no call is left open without a bound). */
+const WORKFLOW_WAIT_MS = 60_000;
 
 export const TERMINAL_STATUSES: readonly string[] = ['READY', 'ERROR'];
 
@@ -121,37 +137,48 @@ export class StartTaskService {
   }
 
   /**
-   * Calls `write` with each new snapshot, in order, until the task is READY or ERROR (or `closed` says
-   * the client went away: the start goes on without it). It reads MongoDB, one `_id` lookup per poll,
-   * rather than querying the workflow: a query runs on a worker, beside the starts themselves. A poll
-   * that finds nothing new doubles the wait before the next, up to `maxPollMs`; a new status brings it
-   * back to `pollMs`: a start that moves is followed closely, and 200 streams of starts queued behind
-   * one another do not read the database 2,000 times a second. A task that has not moved for the
-   * reconciler's bound is checked (at most once per bound): its workflow may be lost.
+   * Calls `write` with each new snapshot, in order and once each, until the task is READY or ERROR (or
+   * `closed` says the client went away: the start goes on without it).
+   *
+   * With `follow: 'workflow'` (the default) it waits on the start-task workflow itself: an Update that the
+   * workflow answers when its status list grows, so a status reaches the client as the workflow records it.
+   * While no worker accepts the Update within `answerTimeoutMs`, or once the workflow is closed or unknown,
+   * it reads the stored record instead (the workflow writes each status there before it keeps it), then
+   * asks the workflow again. With `follow: 'record'` it only reads the record.
+   *
+   * Record reads are one `_id` lookup each; a read that finds nothing new doubles the wait before the
+   * next, up to `maxPollMs`, and a new status brings it back to `pollMs`. A task that has not moved for
+   * the reconciler's bound is checked (at most once per bound): its workflow may be lost.
    */
-  async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, pollMs = 100, maxPollMs = 800): Promise<void> {
+  async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, o: FollowOptions = {}): Promise<void> {
     const { reconciler } = this.deps;
+    const { pollMs = 100, maxPollMs = 800, onRead } = o;
+    const written = new WrittenSnapshots(write);
+    const viaWorkflow = (this.deps.follow ?? 'workflow') === 'workflow';
     let wait = pollMs;
-    let sent = 0;
-    let firstAt: string | undefined;
     let checkedAt = 0;
     for (;;) {
+      if (closed()) return;
+      if (viaWorkflow) {
+        const answer = await this.nextFromWorkflow(taskId, written, closed);
+        if (answer) onRead?.(answer.source);
+        if (answer && written.take(answer.from, answer.snapshots)) {
+          if (answer.done || written.ended) return;
+          wait = pollMs;
+          continue;
+        }
+      }
       // A read that fails (the database busy, or away for a moment) is tried again: the stream goes on.
+      onRead?.('record');
       const found = await this.deps.startTasks.withHistory(taskId).catch(() => undefined);
       if (found === undefined) {
         if (closed()) return;
-        await new Promise((r) => setTimeout(r, pollMs * 5));
+        await sleep(pollMs * 5);
         continue;
       }
-      const all = found ? snapshotsOf(found) : [];
-      // A run started again from the record (its workflow was lost) writes its statuses from the first:
-      // the client is sent them all again rather than none of those below what it had.
-      if (all.length < sent || (sent > 0 && all[0]?.updated_at !== firstAt)) sent = 0;
-      for (const s of all.slice(sent)) write(s);
-      wait = all.length !== sent ? pollMs : Math.min(wait * 2, maxPollMs);
-      sent = all.length;
-      firstAt = all[0]?.updated_at;
-      if (closed() || TERMINAL_STATUSES.includes(all.at(-1)?.status ?? '')) return;
+      const before = written.count;
+      written.take(0, found ? snapshotsOf(found) : []);
+      if (closed() || written.ended) return;
       // The record says the start ended although its history does not show it (a status write lost):
       // the stream ends with the record's state, never waits for a status that will not come.
       if (found && TERMINAL_STATUSES.includes(found.task.status)) {
@@ -163,7 +190,88 @@ export class StartTaskService {
         checkedAt = Date.now();
         await reconciler.reconcile({ task: found.task, steps: found.history.length });
       }
-      await new Promise((r) => setTimeout(r, wait));
+      wait = written.count !== before ? pollMs : Math.min(wait * 2, maxPollMs);
+      await sleep(wait);
     }
+  }
+
+  /**
+   * One wait on the workflow for the snapshots past those written: its Update's answer, or, once the
+   * workflow has closed, its result (every snapshot, from Temporal: the run that ended). Undefined when no
+   * worker accepted the Update within the bound, the workflow is unknown or did not complete, the wait
+   * reached WORKFLOW_WAIT_MS, or the client left: the caller reads the record then.
+   */
+  private async nextFromWorkflow(taskId: string, written: WrittenSnapshots, closed: () => boolean): Promise<(SnapshotsFrom & { source: 'update' | 'result' }) | undefined> {
+    const { temporal } = this.deps;
+    const workflowId = startTaskWorkflowId(taskId);
+    const handle = temporal.workflow.getHandle<StartTaskWorkflow>(workflowId);
+    const answerMs = this.deps.answerTimeoutMs ?? 10_000;
+    const left = new AbortController();
+    const watch = setInterval(() => closed() && left.abort(), 250);
+    try {
+      const update = await askWorkflow(temporal, workflowId, answerMs, () =>
+        handle.startUpdate(startTaskSnapshotsAfterUpdate, {
+          args: [{ after: written.count, ...(written.firstAt === undefined ? {} : { firstAt: written.firstAt }) }],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        }),
+      );
+      return { ...(await temporal.withAbortSignal(AbortSignal.any([left.signal, AbortSignal.timeout(WORKFLOW_WAIT_MS)]), () => update.result())), source: 'update' };
+    } catch (e) {
+      if (!(e instanceof WorkflowNotFoundError)) return undefined;
+      // Closed (or unknown: then the result is not found either). A completed run answers at once.
+      try {
+        const snapshots = await temporal.withAbortSignal(AbortSignal.any([left.signal, AbortSignal.timeout(answerMs)]), () => handle.result());
+        return Array.isArray(snapshots) ? { from: 0, snapshots, done: true, source: 'result' } : undefined;
+      } catch {
+        return undefined;
+      }
+    } finally {
+      clearInterval(watch);
+    }
+  }
+}
+
+/** Where follow() found a status: the workflow's Update, the closed workflow's result, or the stored record. */
+export type FollowSource = 'update' | 'result' | 'record';
+
+export interface FollowOptions {
+  /** First wait between record reads (ms). @default 100 */
+  pollMs?: number;
+  /** Longest wait between record reads while nothing moves (ms). @default 800 */
+  maxPollMs?: number;
+  /** Told of each read, by where it went (the api counts them). */
+  onRead?: (source: FollowSource) => void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** What a follower has written: how many snapshots, the first one's time (to tell a run started again) and the last status. */
+class WrittenSnapshots {
+  count = 0;
+  firstAt: string | undefined;
+  private last: string | undefined;
+
+  constructor(private readonly write: (s: StartTaskSnapshot) => void) {}
+
+  get ended(): boolean {
+    return TERMINAL_STATUSES.includes(this.last ?? '');
+  }
+
+  /**
+   * Writes those of `snapshots` (the task's from position `from` on) not written yet. A list from the
+   * first position that is shorter than what was written, or starts at another time, is a run started
+   * again from the record (its workflow was lost): it is written whole again rather than none of it.
+   * False when the list does not reach what was written (a gap): nothing is written.
+   */
+  take(from: number, snapshots: StartTaskSnapshot[]): boolean {
+    if (from === 0 && this.count > 0 && (snapshots.length < this.count || (snapshots.length > 0 && snapshots[0]!.updated_at !== this.firstAt))) this.count = 0;
+    if (from > this.count) return false;
+    for (const s of snapshots.slice(this.count - from)) {
+      this.write(s);
+      this.count++;
+      this.last = s.status;
+      if (this.count === 1) this.firstAt = s.updated_at;
+    }
+    return true;
   }
 }

@@ -55,6 +55,13 @@ export class ApiMetrics {
     registers: [this.registry],
   });
 
+  readonly startStreamReads = new Counter({
+    name: 'agent_control_start_stream_reads_total',
+    help: "Reads by stream-start for a start's next status, by source: update (the workflow answered), result (the closed workflow's), record (MongoDB: no worker answered in time, the workflow gone, or START_STREAM_FOLLOW=record)",
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+
   constructor(sources: ApiMetricsSources) {
     new Gauge({
       name: 'agent_control_websocket_subscribers',

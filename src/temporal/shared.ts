@@ -114,6 +114,26 @@ export type StartTaskSnapshot = Omit<StartTask, 'request'> & { request: Record<s
 /** Query of the start-task workflow: every snapshot so far, oldest first (a reader never misses a status). */
 export const startTaskSnapshotsQuery = defineQuery<StartTaskSnapshot[]>('snapshots');
 
+/** Argument of startTaskSnapshotsAfterUpdate: how many snapshots the reader has, and the time of its first. */
+export interface SnapshotsAfter {
+  after: number;
+  /** updated_at of the first snapshot the reader has; another one means the run started again from the record. */
+  firstAt?: string;
+}
+
+/** Answer of startTaskSnapshotsAfterUpdate: the snapshots from position `from` on, and whether the start has ended. */
+export interface SnapshotsFrom {
+  from: number;
+  snapshots: StartTaskSnapshot[];
+  done: boolean;
+}
+
+/**
+ * Update of the start-task workflow: returns once it has a snapshot past `after` (or the start has ended),
+ * with every snapshot from `after` on; from 0 when the reader's first snapshot is not this run's.
+ */
+export const startTaskSnapshotsAfterUpdate = defineUpdate<SnapshotsFrom, [SnapshotsAfter]>('snapshotsAfter');
+
 /** Signal to the start-task workflow: a message was queued for the conversation (its delivery waits for READY). */
 export const pendingMessagesSignal = defineSignal('pendingMessages');
 

@@ -54,7 +54,7 @@ export function appConversationsRoutes(
     startTasks: StartTasksStore;
     appConversations: AppConversationsStore;
     conversationViews: ConversationViews;
-    metrics?: Pick<ApiMetrics, 'startStreams'>;
+    metrics?: Pick<ApiMetrics, 'startStreams' | 'startStreamReads'>;
   },
 ): ApiRouter {
   const { starts, startTasks, appConversations, conversationViews: views } = deps;
@@ -101,6 +101,7 @@ export function appConversationsRoutes(
               first = false;
             },
             () => closed,
+            { onRead: (source) => deps.metrics?.startStreamReads.inc({ source }) },
           )
           .catch((e: Error) => ctx.state.log?.error({ err: e.message, task_id: id }, 'following a start failed'))
           .finally(() => {
