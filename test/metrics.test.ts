@@ -12,6 +12,9 @@ import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { messages } from './helpers/event-samples';
 import { connect } from './helpers/ws-client';
+import { parsePrometheus, sampleOf, type PromFamily } from './helpers/prometheus';
+import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
+import { waitForStartTask } from './helpers/start-tasks';
 import { startWorkerProcess } from './helpers/worker';
 
 /** The value of one sample line (`name{labels} value`), or undefined when it is not there. */
@@ -126,7 +129,9 @@ describe('metrics', () => {
       local.ws.close();
       remote.ws.close();
     } finally {
-      await t2.close();
+      // Not t2.close(): that drops the database, which is t's too.
+      await t2.api.close();
+      await t2.database.close();
     }
   });
 
@@ -154,24 +159,113 @@ describe('metrics', () => {
     expect(testConfig({ WORKER_METRICS_ADDRESS: '[::1]:9464' }).metrics.workerAddress).toBe('[::1]:9464');
   });
 
-  it("the worker serves the Temporal SDK's metrics", async () => {
+  it('parses with Prometheus\' own parser: every named series of the api present, typed, and moving', async () => {
+    const u = await t.newUser();
+    const c = await t.newConversation(u.userId);
+    const before = await parsePrometheus(await scrape());
+    const socket = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': u.key });
+    await socket.opened;
+    await eventually(async () => expect(sampleOf(await parsePrometheus(await scrape()), 'agent_control_websocket_subscribers')?.value).toBe(1));
+    expect((await t.ingest(c.conversationId, c.sessionKey, messages(3))).body.stored).toBe(3);
+    await socket.waitFor(3);
+    expect((await t.request('GET', '/api/v1/sandboxes/search', { key: u.key })).status).toBe(200);
+    const after = await parsePrometheus(await scrape());
+    socket.ws.close();
+
+    const types = Object.fromEntries(
+      [
+        'agent_control_http_requests_total',
+        'agent_control_http_request_duration_seconds',
+        'agent_control_ingest_batches_total',
+        'agent_control_ingest_events_total',
+        'agent_control_websocket_subscribers',
+        'agent_control_websocket_delivery_lag_seconds',
+        'agent_control_live_channel_lag_seconds',
+        'agent_control_start_streams_open',
+      ].map((name) => [name, after.get(name)?.type]),
+    );
+    expect(types).toEqual({
+      agent_control_http_requests_total: 'COUNTER',
+      agent_control_http_request_duration_seconds: 'HISTOGRAM',
+      agent_control_ingest_batches_total: 'COUNTER',
+      agent_control_ingest_events_total: 'COUNTER',
+      agent_control_websocket_subscribers: 'GAUGE',
+      agent_control_websocket_delivery_lag_seconds: 'HISTOGRAM',
+      agent_control_live_channel_lag_seconds: 'HISTOGRAM',
+      agent_control_start_streams_open: 'GAUGE',
+    });
+    const moved = (family: string, labels: Record<string, string> = {}, field: 'value' | 'count' = 'value') =>
+      (sampleOf(after, family, labels)?.[field] ?? 0) - (sampleOf(before, family, labels)?.[field] ?? 0);
+    const search = { method: 'GET', route: '/api/v1/sandboxes/search', status: '200' };
+    expect(moved('agent_control_http_requests_total', search)).toBe(1);
+    expect(moved('agent_control_http_request_duration_seconds', search, 'count')).toBe(1);
+    expect(moved('agent_control_ingest_batches_total')).toBe(1);
+    expect(moved('agent_control_ingest_events_total')).toBe(3);
+    expect(moved('agent_control_websocket_delivery_lag_seconds', {}, 'count')).toBe(3);
+    expect(sampleOf(after, 'agent_control_websocket_delivery_lag_seconds')!.buckets!.at(-1)).toEqual({ le: '+Inf', count: sampleOf(after, 'agent_control_websocket_delivery_lag_seconds')!.count });
+    // Text Prometheus would refuse is refused here too: the parser is not a pass-through.
+    await expect(parsePrometheus('agent_control_x{le="1" 2\n')).rejects.toThrow(/text format parsing error/);
+  });
+
+  it("the worker serves the Temporal SDK's metrics and activity outcomes by type, parsed by Prometheus' parser", async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-worker-'));
     const address = `127.0.0.1:${await freePort()}`;
     const worker = startWorkerProcess(t.config, dataDir, { WORKER_METRICS_ADDRESS: address });
+    const workerScrape = async () => parsePrometheus(await (await fetch(`http://${address}/metrics`)).text());
     try {
       await worker.ready;
-      const text = await eventually(
+      const before = await eventually(
         async () => {
-          const body = await (await fetch(`http://${address}/metrics`)).text();
-          return /^temporal_\w+/m.test(body) ? body : false;
+          const families = await workerScrape();
+          expect([...families.keys()].some((n) => n.startsWith('temporal_'))).toBe(true);
+          return families;
         },
         { timeoutMs: 20_000, intervalMs: 250, what: "the worker's temporal_ metrics" },
       );
-      expect(text).toMatch(new RegExp(`task_queue="${t.config.temporal.taskQueue}"`));
+      // A sandbox brought up runs activities that complete; a start of a repository that is not there fails one.
+      const u = await t.newUser();
+      const created = await t.request('POST', '/api/v1/sandboxes', { key: u.key, body: {} });
+      if (created.status !== 200) throw new Error(`POST /api/v1/sandboxes: ${created.status} ${JSON.stringify(created.body)}`);
+      await waitForStatus(t, u.key, created.body.id, 'RUNNING');
+      const failed = await t.request('POST', '/api/v1/app-conversations', { key: u.key, body: { selected_repository: path.join(dataDir, 'no-such-repo.git') } });
+      expect(failed.status).toBe(200);
+      await waitForStartTask(t, u.key, failed.body.id, (s) => s.status === 'ERROR' || s.status === 'READY');
+
+      const after = await eventually(
+        async () => {
+          const families = await workerScrape();
+          expect(families.get('agent_control_activity_outcomes_total')?.samples.some((s) => s.labels.outcome === 'failed')).toBe(true);
+          return families;
+        },
+        { timeoutMs: 20_000, intervalMs: 250, what: 'a failed activity counted' },
+      );
+      const outcomes = after.get('agent_control_activity_outcomes_total')!;
+      expect(outcomes.type).toBe('COUNTER');
+      for (const s of outcomes.samples) {
+        expect(s.labels).toEqual({
+          activity_type: expect.stringMatching(/^\w+$/),
+          task_queue: t.config.temporal.taskQueue,
+          namespace: t.config.temporal.namespace,
+          local: expect.stringMatching(/^(true|false)$/),
+          outcome: expect.stringMatching(/^(completed|failed|cancelled)$/),
+          failure_type: expect.any(String),
+        });
+      }
+      const completed = outcomes.samples.filter((s) => s.labels.outcome === 'completed').map((s) => s.labels.activity_type);
+      expect(completed.length).toBeGreaterThan(0);
+      const failure = outcomes.samples.find((s) => s.labels.outcome === 'failed')!;
+      expect(failure.labels.failure_type).not.toBe('');
+      expect(failure.value).toBeGreaterThanOrEqual(1);
+      // The SDK's own series, typed, and moved by the same work (its histograms carry no unit suffix: seconds).
+      expect(after.get('temporal_activity_execution_latency')?.type).toBe('HISTOGRAM');
+      const executions = (f: Map<string, PromFamily>) => (f.get('temporal_activity_execution_latency')?.samples ?? []).reduce((n, s) => n + (s.count ?? 0), 0);
+      expect(executions(after)).toBeGreaterThan(executions(before));
+      expect(after.get('temporal_workflow_task_execution_latency')?.type).toBe('HISTOGRAM');
     } finally {
       worker.child.kill('SIGTERM');
       await new Promise((r) => worker.child.once('exit', r));
+      killRuntimesUnder(dataDir);
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 90_000);
 });

@@ -9,6 +9,7 @@ import os from 'node:os';
 import { createActivities } from '../activities';
 import { createProviders } from '../activities/sandbox-providers';
 import { SecretBox } from '../src/auth/secret-box';
+import { ActivityOutcomesInterceptor } from './activity-outcomes';
 import type { Config } from '../src/config';
 import { createConversationServices, createSandboxService, createServices, createStores } from '../src/composition';
 
@@ -80,7 +81,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     identity,
     workflowBundle,
     activities,
-    interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] },
+    interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) }), (ctx) => ({ inbound: new ActivityOutcomesInterceptor(ctx) })] },
     // The workflow interceptors' spans leave the sandbox through this sink (to nowhere without an exporter).
     sinks: { exporter: makeWorkflowExporter(deps.tracing?.exporter ?? new NoopSpanExporter(), deps.tracing?.resource ?? new Resource({})) },
     shutdownGraceTime: deps.shutdownGraceMs ?? 10_000,
