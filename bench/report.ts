@@ -6,6 +6,14 @@ export const arg = (name: string, fallback: number): number => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 
+/** A word option (`--name value`), one of `choices`. */
+export const wordArg = <T extends string>(name: string, choices: readonly T[], fallback: T): T => {
+  const i = process.argv.indexOf(`--${name}`);
+  const value = i > 0 ? process.argv[i + 1] : fallback;
+  if (!choices.includes(value as T)) throw new Error(`--${name} must be one of ${choices.join(', ')}; got ${value}`);
+  return value as T;
+};
+
 /** A progress line on stderr, so stdout holds only the table. */
 export const progress = (msg: string): void => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
 

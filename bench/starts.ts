@@ -1,5 +1,9 @@
 /**
- * Start benchmark (on demand, never part of the tests): `npm run bench:starts [-- --starts 200 --single 15]`.
+ * Start benchmark (on demand, never part of the tests):
+ * `npm run bench:starts [-- --starts 200 --single 15 --follow workflow|record]`.
+ *
+ * --follow sets START_STREAM_FOLLOW on the api: stream-start learns each status from the start-task
+ * workflow's Update (workflow, the default) or by reading the stored record (record).
  *
  * Starts FerretDB, the Temporal dev server, the api and one worker as processes, and one sandbox that
  * the starts use (no repository: each start makes an empty git workspace), then:
@@ -21,12 +25,14 @@ import { freePort } from '../src/process/net';
 import { createServices, createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
 import { cpuLine, cpuRows, cpuSnapshot, detachedChildren, processGroup, processTree, processTrees, readProcs, type CpuScope } from './cpu';
-import { arg, median, pct, printTable, progress, runBench } from './report';
+import { AgentControlClient } from '../src/client';
+import { arg, median, pct, printTable, progress, runBench, wordArg } from './report';
 import { printHistory, startBenchServers } from './servers';
 import { startTaskWorkflowId } from '../src/temporal/shared';
 
 const STARTS = arg('starts', 200);
 const SINGLE = arg('single', 15);
+const FOLLOW = wordArg('follow', ['workflow', 'record'] as const, 'workflow');
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const STATUSES = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
@@ -36,7 +42,7 @@ async function main(): Promise<void> {
   const secretsKey = SecretBox.generateKey();
   const apiPort = await freePort();
   const base = `http://127.0.0.1:${apiPort}`;
-  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0' });
+  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0', START_STREAM_FOLLOW: FOLLOW });
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
     spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
@@ -73,12 +79,20 @@ async function main(): Promise<void> {
       return r.json() as Promise<unknown>;
     };
 
-    /** One stream-start read to its end: its statuses and the time to READY. */
+    const client = new AgentControlClient({ baseUrl: base, apiKey: key });
+    /**
+     * One stream-start read to its end through the typed client: its statuses, the time to READY, and for
+     * each status the delay from its write (its updated_at) to its arrival at the client.
+     */
     const serviceStart = async () => {
       const t0 = performance.now();
-      const res = await fetch(`${base}/api/v1/app-conversations/stream-start`, { method: 'POST', headers, body: JSON.stringify({ sandbox_id: sandbox.id }) });
-      const tasks = JSON.parse(await res.text()) as { id: string; status: string; detail: string | null }[];
-      return { id: tasks[0]?.id, ms: performance.now() - t0, statuses: tasks.map((s) => s.status), detail: tasks.at(-1)?.detail };
+      const tasks: { id: string; status: string; detail?: string | null }[] = [];
+      const delays: number[] = [];
+      for await (const task of client.startConversation({ sandbox_id: sandbox.id })) {
+        delays.push(Date.now() - Date.parse(task.updated_at));
+        tasks.push(task);
+      }
+      return { id: tasks[0]?.id, ms: performance.now() - t0, statuses: tasks.map((s) => s.status), detail: tasks.at(-1)?.detail, delays };
     };
 
     /** The same steps made raw: the runtime calls, the status writes and records with the driver. */
@@ -154,23 +168,28 @@ async function main(): Promise<void> {
 
     progress(`${SINGLE} single starts, alternating with the raw steps`);
     const single: number[] = [];
+    const singleDelays: number[] = [];
     const raw: number[] = [];
     let lastId = '';
     for (let i = 0; i < SINGLE; i++) {
       const s = await serviceStart();
       single.push(s.ms);
+      singleDelays.push(...s.delays);
       lastId = s.id ?? lastId;
       raw.push(await rawStart());
     }
 
     const f = (ms: number) => `${ms.toFixed(0)} ms`;
     const lat = all.map((s) => s.ms);
-    printTable(`Starts, one worker, one shared sandbox, FerretDB + Temporal dev server`, [
+    const delays = all.flatMap((s) => s.delays);
+    printTable(`Starts, one worker, one shared sandbox, FerretDB + Temporal dev server; stream-start follows the ${FOLLOW}`, [
       ['what', 'value'],
       [`${STARTS} concurrent stream-starts: READY with every status in order`, `${ready} / ${STARTS} (lost: ${STARTS - ready})`],
       ['start tasks stored READY', String(tasksStored)],
       ['starts per second', (STARTS / (wallMs / 1000)).toFixed(1)],
       ['stream-start -> READY, p50 / p99 (concurrent)', `${f(pct(lat, 50))} / ${f(pct(lat, 99))}`],
+      ['a status written -> at the client, p50 / p99 (concurrent)', `${f(pct(delays, 50))} / ${f(pct(delays, 99))}`],
+      ['a status written -> at the client, p50 / p99 (one start alone)', `${f(pct(singleDelays, 50))} / ${f(pct(singleDelays, 99))}`],
       [`one start alone, median of ${SINGLE}`, f(median(single))],
       ['the same steps made raw (runtime calls + driver writes), median', f(median(raw))],
     ]);

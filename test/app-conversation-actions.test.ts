@@ -41,12 +41,7 @@ describe('acting on started conversations', () => {
     user = await t.newUser();
     other = await t.newUser();
     for (const u of [user, other]) {
-      const me = await t.request('GET', '/api/v1/users/me', { key: u.key });
-      const patched = await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, {
-        key: u.key,
-        body: { agent_settings: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' } } },
-      });
-      expect(patched.status).toBe(200);
+      await t.setOrgLlm(u.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
     }
     repo = bareRepo(dataDir, 'demo', { 'README.md': '# demo\n', '.agents/skills/testing.md': '---\nname: testing\ntriggers: [tests]\n---\nRun make test.\n' });
   });

@@ -37,9 +37,7 @@ describe('starts across process failures', () => {
     t = await startTestApi(testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' }));
     user = await t.newUser();
     // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
-    const me = await t.request('GET', '/api/v1/users/me', { key: user.key });
-    const llm = { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' };
-    expect((await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key: user.key, body: { agent_settings: { agent_kind: 'platform', llm } } })).status).toBe(200);
+    await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
     await newWorker();
   });
 

@@ -39,12 +39,7 @@ describe('agent-control client and CLI', () => {
     worker = await startTestWorker(config);
     llm = await new ScriptedLlm([]).start();
     user = await t.newUser();
-    const me = await t.request('GET', '/api/v1/users/me', { key: user.key });
-    const patched = await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, {
-      key: user.key,
-      body: { agent_settings: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' } } },
-    });
-    expect(patched.status).toBe(200);
+    await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
     env = { XDG_CONFIG_HOME: path.join(dataDir, 'config'), AGENT_CONTROL_URL: '', AGENT_CONTROL_API_KEY: '' };
   }, 120_000);
 

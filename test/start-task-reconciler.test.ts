@@ -44,9 +44,7 @@ describe('start tasks whose workflow was lost', () => {
     worker = await startTestWorker(t.config);
     user = await t.newUser();
     // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
-    const me = await t.request('GET', '/api/v1/users/me', { key: user.key });
-    const llm = { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' };
-    expect((await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key: user.key, body: { agent_settings: { agent_kind: 'platform', llm } } })).status).toBe(200);
+    await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
     connection = await Connection.connect({ address: t.config.temporal.address! });
     temporal = new Client({ connection });
     startTasks = t.stores.startTasks;

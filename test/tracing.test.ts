@@ -43,8 +43,7 @@ describe('tracing of starts', () => {
 
   it('the start span has the metadata and tags, a named child span, and the workflow and activities continue its trace', async () => {
     const user = await t.newUser();
-    const me = await t.request('GET', '/api/v1/users/me', { key: user.key });
-    await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key: user.key, body: { agent_settings: { agent_kind: 'platform', llm: { model: 'm', base_url: 'http://127.0.0.1:9/v1' } } } });
+    await t.setOrgLlm(user.key, { model: 'm', base_url: 'http://127.0.0.1:9/v1' });
     const started = await t.request('POST', '/api/v1/app-conversations/stream-start', {
       key: user.key,
       body: {

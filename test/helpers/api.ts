@@ -34,6 +34,8 @@ export interface TestApi {
   ingest(conversationId: string, sessionKey: string, events: unknown): Promise<{ status: number; body: any; headers: Headers }>;
   /** A new user and one of its raw API keys. */
   newUser(): Promise<{ userId: string; key: string }>;
+  /** Sets the LLM of the key's current organization (PATCH /api/organizations/{id}); throws unless 200. */
+  setOrgLlm(key: string, llm: { model: string; base_url: string; api_key?: string }): Promise<void>;
   /** GET/POST... against the api; JSON in and out. */
   request(
     method: string,
@@ -98,6 +100,11 @@ export async function startTestApi(
       const user = await orgs.createUser(`${uniqueName('user')}@example.com`);
       const { raw } = await apiKeys.create(user.id, 'test');
       return { userId: user.id, key: raw };
+    },
+    async setOrgLlm(key, llm) {
+      const me = await request('GET', '/api/v1/users/me', { key });
+      const patched = await request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key, body: { agent_settings: { agent_kind: 'platform', llm } } });
+      if (patched.status !== 200) throw new Error(`PATCH organization: ${patched.status} ${JSON.stringify(patched.body)}`);
     },
     request,
     async close() {
