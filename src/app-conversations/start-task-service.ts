@@ -4,7 +4,7 @@
  * status so far) or, once the workflow is gone, from MongoDB. A record left without its workflow (the
  * api or Temporal died between the two) is brought back by the StartTaskReconciler.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateStage, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateStage, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
 import { Conflict, Unavailable } from '../errors';
@@ -23,7 +23,7 @@ import {
   type StartTaskWorkflowInput,
   workflowSummaries,
 } from '../temporal/shared';
-import { askWorkflow } from '../temporal/workflow-answer';
+import { askWorkflow, isCancelled, NoWorkerAnswered } from '../temporal/workflow-answer';
 import type { StartTaskReconciler } from './start-task-reconciler';
 
 export interface StartTaskServiceDeps {
@@ -42,11 +42,15 @@ export interface StartTaskServiceDeps {
    */
   follow?: 'workflow' | 'record';
   /**
-   * How long a worker has to accept the workflow's Update before the record is read instead (ms; WORKFLOW_ANSWER_TIMEOUT_MS).
+   * The longest a worker has to accept the workflow's Update before the record is read instead (ms;
+   * WORKFLOW_ANSWER_TIMEOUT_MS); the first ask waits 1 s, each one cut after it twice as long.
    * @default 10_000
    */
   answerTimeoutMs?: number;
 }
+
+/** The first bound on a worker's acceptance of the Update before the record is read (ms); it doubles up to WORKFLOW_ANSWER_TIMEOUT_MS. */
+const FIRST_ACCEPT_MS = 1000;
 
 /** One wait on the workflow lasts at most this long, then another is asked (no call is left open without a bound). */
 const WORKFLOW_WAIT_MS = 60_000;
@@ -140,11 +144,15 @@ export class StartTaskService {
    * Calls `write` with each new snapshot, in order and once each, until the task is READY or ERROR (or
    * `closed` says the client went away: the start goes on without it).
    *
-   * With `follow: 'workflow'` (the default) it waits on the start-task workflow itself: an Update that the
-   * workflow answers when its status list grows, so a status reaches the client as the workflow records it.
-   * While no worker accepts the Update within `answerTimeoutMs`, or once the workflow is closed or unknown,
-   * it reads the stored record instead (the workflow writes each status there before it keeps it), then
-   * asks the workflow again. With `follow: 'record'` it only reads the record.
+   * It reads the stored record first (the workflow writes each status there before it keeps it), so a
+   * task that has ended, or whose run is lost, is sent at once. With `follow: 'workflow'` (the default) it
+   * then waits on the start-task workflow itself: an Update that the workflow answers when its status list
+   * grows, so a status reaches the client as the workflow records it. The Update's id names the stream
+   * and the position asked from, so asking again (after a cut wait) joins the same Update rather than
+   * leaving another one waiting in the workflow. While no worker accepts the Update within its bound (1 s,
+   * doubling to `answerTimeoutMs`), and once the workflow is closed or unknown, the record is read again,
+   * then the workflow asked again: a stream outlives a worker killed mid-start. With `follow: 'record'` it only reads the
+   * record.
    *
    * Record reads are one `_id` lookup each; a read that finds nothing new doubles the wait before the
    * next, up to `maxPollMs`, and a new status brings it back to `pollMs`. A task that has not moved for
@@ -155,84 +163,97 @@ export class StartTaskService {
     const { pollMs = 100, maxPollMs = 800, onRead } = o;
     const written = new WrittenSnapshots(write);
     const viaWorkflow = (this.deps.follow ?? 'workflow') === 'workflow';
+    const streamId = randomUUID();
     let wait = pollMs;
     let checkedAt = 0;
-    for (;;) {
-      if (closed()) return;
-      if (viaWorkflow) {
-        const answer = await this.nextFromWorkflow(taskId, written, closed);
-        if (answer) onRead?.(answer.source);
-        if (answer && written.take(answer.from, answer.snapshots)) {
-          if (answer.done || written.ended) return;
-          wait = pollMs;
-          continue;
-        }
-      }
-      // A read that fails (the database busy, or away for a moment) is tried again: the stream goes on.
+    /** One read of the record: writes what is new; true when the stream is over. */
+    const readRecord = async (): Promise<boolean> => {
       onRead?.('record');
+      // A read that fails (the database busy, or away for a moment) is tried again: the stream goes on.
       const found = await this.deps.startTasks.withHistory(taskId).catch(() => undefined);
       if (found === undefined) {
-        if (closed()) return;
-        await sleep(pollMs * 5);
-        continue;
+        wait = pollMs * 5;
+        return closed();
       }
       const before = written.count;
       written.take(0, found ? snapshotsOf(found) : []);
-      if (closed() || written.ended) return;
+      if (closed() || written.ended) return true;
       // The record says the start ended although its history does not show it (a status write lost):
       // the stream ends with the record's state, never waits for a status that will not come.
       if (found && TERMINAL_STATUSES.includes(found.task.status)) {
         const { conversation_id: _c, ...task } = found.task;
         write({ ...task, created_at: task.created_at.toISOString(), updated_at: task.updated_at.toISOString() });
-        return;
+        return true;
       }
       if (found && reconciler && Date.now() - Math.max(found.task.updated_at.getTime(), checkedAt) >= reconciler.afterMs) {
         checkedAt = Date.now();
         await reconciler.reconcile({ task: found.task, steps: found.history.length });
       }
       wait = written.count !== before ? pollMs : Math.min(wait * 2, maxPollMs);
-      await sleep(wait);
+      return false;
+    };
+    // How long the next ask waits for a worker to accept: a second, doubling after each cut wait up to the
+    // answer bound; an answer brings it back. A busy worker is not asked again and again.
+    const firstAcceptMs = Math.min(FIRST_ACCEPT_MS, this.deps.answerTimeoutMs ?? 10_000);
+    let acceptMs = firstAcceptMs;
+    let readNext = true;
+    for (;;) {
+      if (closed()) return;
+      if (readNext && (await readRecord())) return;
+      readNext = true;
+      if (!viaWorkflow) {
+        await sleep(wait);
+        continue;
+      }
+      const answer = await this.nextFromWorkflow(taskId, `${streamId}:${written.count}:${written.firstAt ?? ''}`, written, closed, acceptMs);
+      if (typeof answer === 'object') {
+        onRead?.('update');
+        if (written.take(answer.from, answer.snapshots)) {
+          if (answer.done || written.ended) return;
+          // The workflow answered: it is asked again at once, with no record read between.
+          wait = pollMs;
+          acceptMs = firstAcceptMs;
+          readNext = false;
+          continue;
+        }
+      }
+      // No worker accepted within the wait (it is spent): the record is read next. The workflow said
+      // no at once (closed, unknown): the wait is slept first.
+      if (answer === 'cut') acceptMs = Math.min(acceptMs * 2, this.deps.answerTimeoutMs ?? 10_000);
+      else await sleep(wait);
     }
   }
 
   /**
-   * One wait on the workflow for the snapshots past those written: its Update's answer, or, once the
-   * workflow has closed, its result (every snapshot, from Temporal: the run that ended). Undefined when no
-   * worker accepted the Update within the bound, the workflow is unknown or did not complete, the wait
-   * reached WORKFLOW_WAIT_MS, or the client left: the caller reads the record then.
+   * One wait on the workflow for the snapshots past those written: its Update's answer. 'cut' when no
+   * worker accepted the Update within `acceptMs`, or the wait reached WORKFLOW_WAIT_MS, or the client
+   * left; 'refused' when the workflow is closed or unknown, or the Update failed.
    */
-  private async nextFromWorkflow(taskId: string, written: WrittenSnapshots, closed: () => boolean): Promise<(SnapshotsFrom & { source: 'update' | 'result' }) | undefined> {
+  private async nextFromWorkflow(taskId: string, updateId: string, written: WrittenSnapshots, closed: () => boolean, acceptMs: number): Promise<SnapshotsFrom | 'cut' | 'refused'> {
     const { temporal } = this.deps;
     const workflowId = startTaskWorkflowId(taskId);
     const handle = temporal.workflow.getHandle<StartTaskWorkflow>(workflowId);
-    const answerMs = this.deps.answerTimeoutMs ?? 10_000;
     const left = new AbortController();
     const watch = setInterval(() => closed() && left.abort(), 250);
     try {
-      const update = await askWorkflow(temporal, workflowId, answerMs, () =>
+      const update = await askWorkflow(temporal, workflowId, acceptMs, () =>
         handle.startUpdate(startTaskSnapshotsAfterUpdate, {
+          updateId,
           args: [{ after: written.count, ...(written.firstAt === undefined ? {} : { firstAt: written.firstAt }) }],
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         }),
       );
-      return { ...(await temporal.withAbortSignal(AbortSignal.any([left.signal, AbortSignal.timeout(WORKFLOW_WAIT_MS)]), () => update.result())), source: 'update' };
+      return await temporal.withAbortSignal(AbortSignal.any([left.signal, AbortSignal.timeout(WORKFLOW_WAIT_MS)]), () => update.result());
     } catch (e) {
-      if (!(e instanceof WorkflowNotFoundError)) return undefined;
-      // Closed (or unknown: then the result is not found either). A completed run answers at once.
-      try {
-        const snapshots = await temporal.withAbortSignal(AbortSignal.any([left.signal, AbortSignal.timeout(answerMs)]), () => handle.result());
-        return Array.isArray(snapshots) ? { from: 0, snapshots, done: true, source: 'result' } : undefined;
-      } catch {
-        return undefined;
-      }
+      return e instanceof NoWorkerAnswered || isCancelled(e) ? 'cut' : 'refused';
     } finally {
       clearInterval(watch);
     }
   }
 }
 
-/** Where follow() found a status: the workflow's Update, the closed workflow's result, or the stored record. */
-export type FollowSource = 'update' | 'result' | 'record';
+/** Where follow() looked for a status: the workflow's Update, or the stored record. */
+export type FollowSource = 'update' | 'record';
 
 export interface FollowOptions {
   /** First wait between record reads (ms). @default 100 */

@@ -57,7 +57,7 @@ export class ApiMetrics {
 
   readonly startStreamReads = new Counter({
     name: 'agent_control_start_stream_reads_total',
-    help: "Reads by stream-start for a start's next status, by source: update (the workflow answered), result (the closed workflow's), record (MongoDB: no worker answered in time, the workflow gone, or START_STREAM_FOLLOW=record)",
+    help: "Reads by stream-start for a start's next status, by source: update (the workflow answered), record (MongoDB: each stream's first read, then while no worker accepts the Update, once the workflow is closed, or with START_STREAM_FOLLOW=record)",
     labelNames: ['source'] as const,
     registers: [this.registry],
   });
