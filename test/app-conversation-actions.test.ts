@@ -88,12 +88,15 @@ describe('acting on started conversations', () => {
       async () => {
         const l = await settled(id);
         expect(userTexts(l)).toEqual(['Write notes.txt', 'Now write second.txt']);
+        // The second run's end, not the first's 'finished' still last when the message was just stored.
+        expect(JSON.stringify(l.filter((e) => e.kind === 'ObservationEvent').at(-1))).toContain('wrote second');
         return l;
       },
       { timeoutMs: 20_000, intervalMs: 200 },
     );
     expect(JSON.stringify(llm.requests[before]!.body.messages)).toContain('Now write second.txt');
-    expect(log.filter((e) => e.kind === 'ObservationEvent')).toHaveLength(2);
+    // Each run: its terminal command's observation, then finish's.
+    expect(log.filter((e) => e.kind === 'ObservationEvent').map((e) => (e as { tool_name?: string }).tool_name)).toEqual(['terminal', 'finish', 'terminal', 'finish']);
 
     const c = await view(id);
     expect(c).toMatchObject({
