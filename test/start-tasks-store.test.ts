@@ -23,8 +23,12 @@ describe('start tasks store', () => {
     const task = { id, created_by_user_id: 'u1', conversation_id: id, ...change('WORKING'), request: { trigger: 'platform_api' } };
     expect(await store.create(task, 'sealed')).toBe(true);
     expect(await store.create(task, 'sealed')).toBe(false);
-    await store.record(id, 0, change('WORKING'));
-    await store.record(id, 0, change('WORKING')); // the retry of a write whose answer was lost
+    const first = await store.record(id, 0, change('WORKING'), new Date('2026-01-01T00:00:00Z'));
+    // The retry of a write whose answer was lost, or the record step run again after its worker died: the
+    // step keeps its first time, in the history and in the answer.
+    const again = await store.record(id, 0, change('WORKING'), new Date('2026-01-01T00:00:09Z'));
+    expect(again!.updated_at).toEqual(first!.updated_at);
+    expect((await store.withHistory(id))!.history[0]!.at).toEqual(new Date('2026-01-01T00:00:00Z'));
     await store.record(id, 1, change('WAITING_FOR_SANDBOX'));
     await store.record(id, 2, { ...change('READY'), sandbox_id: 'sb1' });
     const found = await store.withHistory(id);

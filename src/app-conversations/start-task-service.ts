@@ -175,17 +175,19 @@ export class StartTaskService {
         wait = pollMs * 5;
         return closed();
       }
+      // The record is gone (the conversation deleted mid-start): nothing more will come.
+      if (found === null) return true;
       const before = written.count;
-      written.take(0, found ? snapshotsOf(found) : []);
+      written.take(0, snapshotsOf(found));
       if (closed() || written.ended) return true;
       // The record says the start ended although its history does not show it (a status write lost):
       // the stream ends with the record's state, never waits for a status that will not come.
-      if (found && TERMINAL_STATUSES.includes(found.task.status)) {
+      if (TERMINAL_STATUSES.includes(found.task.status)) {
         const { conversation_id: _c, ...task } = found.task;
         write({ ...task, created_at: task.created_at.toISOString(), updated_at: task.updated_at.toISOString() });
         return true;
       }
-      if (found && reconciler && Date.now() - Math.max(found.task.updated_at.getTime(), checkedAt) >= reconciler.afterMs) {
+      if (reconciler && Date.now() - Math.max(found.task.updated_at.getTime(), checkedAt) >= reconciler.afterMs) {
         checkedAt = Date.now();
         await reconciler.reconcile({ task: found.task, steps: found.history.length });
       }
@@ -217,24 +219,27 @@ export class StartTaskService {
           continue;
         }
       }
-      // No worker accepted within the wait (it is spent): the record is read next. The workflow said
-      // no at once (closed, unknown): the wait is slept first.
+      // No worker accepted within the wait, or the accepted Update gave no answer within WORKFLOW_WAIT_MS
+      // (the wait is spent either way): the record is read next, and a busy worker gets longer to accept.
+      // The workflow said no at once (closed, unknown): the wait is slept first.
       if (answer === 'cut') acceptMs = Math.min(acceptMs * 2, this.deps.answerTimeoutMs ?? 10_000);
-      else await sleep(wait);
+      else if (answer === 'refused') await sleep(wait);
     }
   }
 
   /**
    * One wait on the workflow for the snapshots past those written: its Update's answer. 'cut' when no
-   * worker accepted the Update within `acceptMs`, or the wait reached WORKFLOW_WAIT_MS, or the client
-   * left; 'refused' when the workflow is closed or unknown, or the Update failed.
+   * worker accepted the Update within `acceptMs`; 'waited' when it was accepted but gave no answer within
+   * WORKFLOW_WAIT_MS, or the client left; 'refused' when the workflow is closed or unknown, or the Update
+   * failed.
    */
-  private async nextFromWorkflow(taskId: string, updateId: string, written: WrittenSnapshots, closed: () => boolean, acceptMs: number): Promise<SnapshotsFrom | 'cut' | 'refused'> {
+  private async nextFromWorkflow(taskId: string, updateId: string, written: WrittenSnapshots, closed: () => boolean, acceptMs: number): Promise<SnapshotsFrom | 'cut' | 'waited' | 'refused'> {
     const { temporal } = this.deps;
     const workflowId = startTaskWorkflowId(taskId);
     const handle = temporal.workflow.getHandle<StartTaskWorkflow>(workflowId);
     const left = new AbortController();
     const watch = setInterval(() => closed() && left.abort(), 250);
+    let accepted = false;
     try {
       const update = await askWorkflow(temporal, workflowId, acceptMs, () =>
         handle.startUpdate(startTaskSnapshotsAfterUpdate, {
@@ -243,9 +248,11 @@ export class StartTaskService {
           waitForStage: WorkflowUpdateStage.ACCEPTED,
         }),
       );
+      accepted = true;
       return await temporal.withAbortSignal(AbortSignal.any([left.signal, AbortSignal.timeout(WORKFLOW_WAIT_MS)]), () => update.result());
     } catch (e) {
-      return e instanceof NoWorkerAnswered || isCancelled(e) ? 'cut' : 'refused';
+      if (e instanceof NoWorkerAnswered || isCancelled(e)) return accepted ? 'waited' : 'cut';
+      return 'refused';
     } finally {
       clearInterval(watch);
     }
@@ -281,11 +288,12 @@ class WrittenSnapshots {
   /**
    * Writes those of `snapshots` (the task's from position `from` on) not written yet. A list from the
    * first position that is shorter than what was written, or starts at another time, is a run started
-   * again from the record (its workflow was lost): it is written whole again rather than none of it.
+   * again from the record (its workflow was lost): it is written whole again rather than none of it. An
+   * empty list (a history just cleared for such a run) writes nothing and forgets nothing.
    * False when the list does not reach what was written (a gap): nothing is written.
    */
   take(from: number, snapshots: StartTaskSnapshot[]): boolean {
-    if (from === 0 && this.count > 0 && (snapshots.length < this.count || (snapshots.length > 0 && snapshots[0]!.updated_at !== this.firstAt))) this.count = 0;
+    if (from === 0 && this.count > 0 && snapshots.length > 0 && (snapshots.length < this.count || snapshots[0]!.updated_at !== this.firstAt)) this.count = 0;
     if (from > this.count) return false;
     for (const s of snapshots.slice(this.count - from)) {
       this.write(s);

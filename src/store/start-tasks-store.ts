@@ -91,11 +91,21 @@ export class StartTasksStore {
   /**
    * Writes the task's `step`-th status (the start-task workflow's record step) into its history at that
    * position, so a retried write (its first attempt landed, its answer did not) leaves one entry, not two.
-   * Returns the task as stored.
+   * A step already written with the same status keeps the time it was first written: the record step
+   * runs again when its worker died before the workflow took its answer, and a reader that saw the first
+   * write must not take the second for a new run of the start. Returns the task as stored (as of that
+   * step: its updated_at is the step's time).
    */
   async record(id: string, step: number, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
-    const doc = await this.tasks.findOneAndUpdate({ _id: id }, { $set: { ...change, updated_at: at, [`history.${step}`]: { ...change, at } } }, { returnDocument: 'after' });
-    return doc && toRecord(doc);
+    const doc = await this.tasks.findOneAndUpdate(
+      { _id: id, [`history.${step}.status`]: { $ne: change.status } },
+      { $set: { ...change, updated_at: at, [`history.${step}`]: { ...change, at } } },
+      { returnDocument: 'after' },
+    );
+    if (doc) return toRecord(doc);
+    const written = await this.tasks.findOne({ _id: id }, { projection: { secrets_sealed: 0 } });
+    const first = written?.history?.[step];
+    return written && { ...toRecord(written), ...(first?.at instanceof Date ? { updated_at: first.at } : {}) };
   }
 
   /**
