@@ -15,7 +15,7 @@ import { freePort } from '../src/process/net';
 import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
-import { messages } from './helpers/event-samples';
+import { messages, sample } from './helpers/event-samples';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { distPath, runNode } from './helpers/run';
@@ -169,9 +169,27 @@ describe('agent-control client and CLI', () => {
     ac.abort();
     await reading;
     cliTail.kill('SIGINT');
-    await new Promise((r) => cliTail.once('close', r));
+    const exitCode = await new Promise<number | null>((r) => cliTail.once('close', (code) => r(code)));
+    expect(exitCode).toBe(130); // Ctrl-C: detached
     expect(reconnects).toBeGreaterThan(0);
     expect(got).toEqual(all);
     expect(cliIds()).toEqual(all);
   }, 90_000);
+
+  it('text from the agent reaches the terminal with its control characters shown, not acted on; --json keeps the value', async () => {
+    const c = await t.newConversation(user.userId);
+    const hostile = 'copy \u001b]52;c;ZXZpbA==\u0007 clear \u001b[2J csi \u009b31m flip \u202egnp.exe\u202c bell \u0007';
+    const event = sample('MessageEvent', { timestamp: new Date().toISOString(), llm_message: { role: 'user', content: [{ type: 'text', text: hostile }] } });
+    expect((await t.ingest(c.conversationId, c.sessionKey, [event])).status).toBeLessThan(300);
+    const configured = { AGENT_CONTROL_URL: t.url, AGENT_CONTROL_API_KEY: user.key };
+    // eslint-disable-next-line no-control-regex -- control characters are what it finds
+    const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/;
+    const readable = await cli(['events', 'search', c.conversationId], configured);
+    expect(readable.code).toBe(0);
+    expect(readable.stdout).not.toMatch(raw);
+    expect(readable.stdout).toContain('copy \\u001b]52;c;ZXZpbA==\\u0007 clear \\u001b[2J csi \\u009b31m flip \\u202egnp.exe');
+    const asJson = await cli(['events', 'search', c.conversationId, '--json'], configured);
+    expect(asJson.stdout).not.toMatch(raw);
+    expect((JSON.parse(asJson.stdout.trim()) as { llm_message: { content: { text: string }[] } }).llm_message.content[0]!.text).toBe(hostile);
+  });
 });

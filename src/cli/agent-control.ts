@@ -3,10 +3,10 @@
  * agent-control: start and watch agent conversations from a terminal, for the people who use the service.
  * Every call goes through the typed client (src/client); the exit code says how a command ended.
  */
+import { randomUUID } from 'node:crypto';
 import { Command, CommanderError, Option } from 'commander';
-import { AgentControlClient, ApiError, UnreachableError, unwrap, type Event, type StartTask } from '../client';
-import { describeEvent } from './demo';
-import type { Event as SchemaEvent } from '../schemas/events';
+import { AgentControlClient, ApiError, ProtocolError, UnreachableError, unwrap, type Event, type StartRequest, type StartTask } from '../client';
+import { eventLine, safeJson, terminalSafe } from './event-lines';
 import { readUserConfig, userConfigPath, writeUserConfig } from './user-config';
 
 /** What scripts can rely on; the same table is in README's "CLI" section. */
@@ -30,20 +30,24 @@ Exit codes:
   3    the API key was refused (401, 403)
   4    not found (404): no such conversation, sandbox or start task
   5    conflict (409)
-  6    the service is unreachable or unavailable (connection refused, 502, 503, 504, lost stream)
+  6    the service is unreachable or unavailable (refused, no answer in time, 502, 503, 504, a lost
+       stream), or what answered is not the service (not JSON, too large, a redirect: never followed)
   7    the start ended in ERROR
   130  Ctrl-C: detached (a start goes on in the service)
 
 Configuration: AGENT_CONTROL_URL and AGENT_CONTROL_API_KEY, else the file written by \`agent-control login\`
-(${userConfigPath()}).`;
+(${userConfigPath()}). Prefer the variable to --api-key: a command line is visible to other processes.`;
 
 class UsageError extends Error {}
 class StartFailedError extends Error {}
+/** The service answered, but holds no such thing (a lookup by id that found nothing). */
+class NotFoundError extends Error {}
 
 function exitCodeOf(err: unknown): number {
   if (err instanceof UsageError) return EXIT.USAGE;
   if (err instanceof StartFailedError) return EXIT.START_FAILED;
-  if (err instanceof UnreachableError) return EXIT.UNAVAILABLE;
+  if (err instanceof NotFoundError) return EXIT.NOT_FOUND;
+  if (err instanceof UnreachableError || err instanceof ProtocolError) return EXIT.UNAVAILABLE;
   if (err instanceof ApiError) {
     if (err.status === 401 || err.status === 403) return EXIT.AUTH;
     if (err.status === 404) return EXIT.NOT_FOUND;
@@ -56,12 +60,13 @@ function exitCodeOf(err: unknown): number {
 
 function client(): AgentControlClient {
   const c = readUserConfig();
-  if (!c.url || !c.apiKey) throw new UsageError('no service configured: run `agent-control login --url URL --api-key KEY` or set AGENT_CONTROL_URL and AGENT_CONTROL_API_KEY');
+  if (!c.url || !c.apiKey) throw new UsageError('no service configured: run `AGENT_CONTROL_API_KEY=... agent-control login --url URL`, or set AGENT_CONTROL_URL and AGENT_CONTROL_API_KEY');
   return new AgentControlClient({ baseUrl: c.url, apiKey: c.apiKey });
 }
 
-const out = (line: string) => process.stdout.write(`${line}\n`);
-const json = (value: unknown) => out(JSON.stringify(value));
+/** One line for a person: what came from the service in it is shown escaped where a terminal would act on it. */
+const out = (line: string) => process.stdout.write(`${terminalSafe(line)}\n`);
+const json = (value: unknown) => process.stdout.write(`${safeJson(value)}\n`);
 
 /** Aborted by the first Ctrl-C; a second one exits at once. */
 function interruptSignal(): AbortController {
@@ -71,12 +76,6 @@ function interruptSignal(): AbortController {
     process.once('SIGINT', () => process.exit(EXIT.DETACHED));
   });
   return ac;
-}
-
-function eventLine(e: Event): string {
-  const x = e as { timestamp?: string; kind: string; source?: string };
-  const time = x.timestamp ? x.timestamp.slice(11, 19) : '        ';
-  return `${time} ${x.kind.padEnd(29)} ${describeEvent(e as unknown as SchemaEvent)}`;
 }
 
 const finished = (e: Event) => {
@@ -92,6 +91,8 @@ async function follow(c: AgentControlClient, conversationId: string, o: { json?:
     if (o.untilFinished && finished(e)) return;
   }
 }
+
+const isLoopback = (host: string) => host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
@@ -125,14 +126,19 @@ class StartProgress {
   }
 }
 
+/** Pages until `limit` items, the last page, or a page that cannot be the service's (empty yet not the last, or a page id seen before). */
 async function listPages<T>(fetchPage: (pageId?: string) => Promise<{ items: T[]; next_page_id: string | null }>, limit: number, each: (item: T) => void) {
   let pageId: string | undefined;
   let left = limit;
+  const seen = new Set<string>();
   do {
     const page = await fetchPage(pageId);
+    if (!Array.isArray(page?.items)) throw new ProtocolError('the service', 'a page without items');
     for (const item of page.items.slice(0, left)) each(item);
     left -= page.items.length;
     pageId = page.next_page_id ?? undefined;
+    if (pageId && (page.items.length === 0 || seen.has(pageId))) throw new ProtocolError('the service', `paging does not advance (next_page_id ${JSON.stringify(pageId).slice(0, 80)})`);
+    if (pageId) seen.add(pageId);
   } while (pageId && left > 0);
 }
 
@@ -174,14 +180,23 @@ export function buildProgram(): Command {
     .command('login')
     .description('check an API key against the service and keep it, with the URL, in the config file (mode 0600)')
     .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8000')
-    .option('--api-key <key>', 'the API key (default: AGENT_CONTROL_API_KEY)')
+    .option('--api-key <key>', 'the API key (default and better: AGENT_CONTROL_API_KEY; a command line is visible to other processes)')
     .action(async (o: { url: string; apiKey?: string }) => {
       const apiKey = o.apiKey ?? process.env.AGENT_CONTROL_API_KEY;
-      if (!apiKey) throw new UsageError('give --api-key or set AGENT_CONTROL_API_KEY');
+      if (!apiKey) throw new UsageError('set AGENT_CONTROL_API_KEY (or give --api-key)');
+      let url: URL;
+      try {
+        url = new URL(o.url);
+      } catch {
+        throw new UsageError(`--url wants a URL such as http://127.0.0.1:8000, not ${o.url}`);
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url wants http or https, not ${url.protocol}`);
+      if (url.protocol === 'http:' && !isLoopback(url.hostname)) process.stderr.write(`warning: ${url.host} is reached over plain http: the API key crosses the network unencrypted\n`);
       const c = new AgentControlClient({ baseUrl: o.url, apiKey });
-      const me = await unwrap(c.api.GET('/api/v1/users/me'));
+      const me = (await unwrap(c.api.GET('/api/v1/users/me'))) as { id?: unknown; email?: unknown } | null;
+      if (typeof me?.id !== 'string') throw new ProtocolError(c.baseUrl, 'GET /api/v1/users/me answered no user: is this the service?');
       const file = writeUserConfig({ url: c.baseUrl, apiKey });
-      out(`logged in to ${c.baseUrl} as ${(me as { email?: string }).email ?? (me as { id: string }).id}; saved in ${file}`);
+      out(`logged in to ${c.baseUrl} as ${typeof me.email === 'string' ? me.email : me.id}; saved in ${file}`);
     });
 
   program
@@ -199,14 +214,17 @@ export function buildProgram(): Command {
       const ac = interruptSignal();
       const progress = new StartProgress(!o.json && process.stdout.isTTY === true);
       let last: StartTask | undefined;
-      const request = {
+      // Chosen here, so a detach before the first status still says how to reattach (the same id joins the start).
+      const conversationId = randomUUID().replace(/-/g, '');
+      const request: Partial<StartRequest> = {
+        conversation_id: conversationId,
         selected_repository: o.repository ?? null,
         selected_branch: o.branch ?? null,
         llm_model: o.model ?? null,
         title: o.title ?? null,
-        initial_message: { role: 'user' as const, content: [{ type: 'text' as const, text: o.message }], run: true },
+        initial_message: { role: 'user' as const, content: [{ type: 'text' as const, text: o.message, cache_prompt: false }], run: true },
       };
-      for await (const task of c.startConversation(request as never, ac.signal)) {
+      for await (const task of c.startConversation(request, ac.signal)) {
         if (!last && !o.json) out(`start task ${task.id}`);
         last = task;
         if (o.json) json(task);
@@ -214,19 +232,19 @@ export function buildProgram(): Command {
       }
       if (ac.signal.aborted) {
         progress.interrupt();
-        process.stderr.write(`detached; the start goes on. Reattach with:\n  agent-control tasks show ${last?.id ?? '<task id>'}\n`);
+        process.stderr.write(`detached; the start goes on. See it with:\n  agent-control tasks show ${last?.id ?? conversationId}\n`);
         process.exitCode = EXIT.DETACHED;
         return;
       }
-      if (!last) throw new ApiError(502, 'POST', '/api/v1/app-conversations/stream-start', { detail: 'the stream held no start task' });
+      if (!last) throw new ProtocolError(c.baseUrl, 'the start stream held no start task');
       if (last.status === 'ERROR') throw new StartFailedError(`the start ended in ERROR: ${last.detail ?? ''}`);
       if (last.status !== 'READY') throw new UnreachableError(c.baseUrl, new Error(`the stream ended at ${last.status}`));
-      const conversationId = last.app_conversation_id!;
-      if (!o.json) out(`conversation ${conversationId} (sandbox ${last.sandbox_id})`);
+      if (typeof last.app_conversation_id !== 'string') throw new ProtocolError(c.baseUrl, 'READY without an app_conversation_id');
+      if (!o.json) out(`conversation ${last.app_conversation_id} (sandbox ${last.sandbox_id})`);
       if (!o.follow) return;
-      await follow(c, conversationId, { json: o.json, untilFinished: true }, ac.signal);
+      await follow(c, last.app_conversation_id, { json: o.json, untilFinished: true }, ac.signal);
       if (ac.signal.aborted) {
-        process.stderr.write(`detached; the conversation goes on. Reattach with:\n  agent-control events tail ${conversationId}\n`);
+        process.stderr.write(`detached; the conversation goes on. Reattach with:\n  agent-control events tail ${last.app_conversation_id}\n`);
         process.exitCode = EXIT.DETACHED;
       }
     });
@@ -243,7 +261,7 @@ export function buildProgram(): Command {
       const answer = await unwrap(
         c.api.POST('/api/v1/app-conversations/{conversation_id}/send-message', {
           params: { path: { conversation_id: id } },
-          body: { role: 'user', content: [{ type: 'text', text: message }], run: o.run } as never,
+          body: { role: 'user', content: [{ type: 'text', text: message, cache_prompt: false }], run: o.run },
         }),
       );
       if (o.json) json(answer);
@@ -262,6 +280,7 @@ export function buildProgram(): Command {
     .action(async (id: string, o: { after?: string; live?: boolean; untilFinished?: boolean; json?: boolean }) => {
       const ac = interruptSignal();
       await follow(client(), id, { json: o.json, afterId: o.after, live: o.live, untilFinished: o.untilFinished }, ac.signal);
+      if (ac.signal.aborted) process.exitCode = EXIT.DETACHED;
     });
   listCommand(
     events,
@@ -287,8 +306,8 @@ export function buildProgram(): Command {
       const c = client();
       const found = await unwrap(c.api.GET('/api/v1/app-conversations', { params: { query: { ids: [id] } } }));
       const item = Array.isArray(found) ? found[0] : undefined;
-      if (!item) throw new ApiError(404, 'GET', '/api/v1/app-conversations', { detail: `no conversation ${id}` });
-      out(JSON.stringify(item, null, 2));
+      if (!item) throw new NotFoundError(`no conversation ${id}`);
+      process.stdout.write(`${safeJson(item, 2)}\n`);
     });
 
   const sandboxes = program.command('sandboxes').description('your sandboxes');
@@ -333,9 +352,9 @@ export function buildProgram(): Command {
     .action(async (id: string) => {
       const c = client();
       const found = await unwrap(c.api.GET('/api/v1/app-conversations/start-tasks', { params: { query: { ids: [id] } } }));
-      const task = found[0];
-      if (!task) throw new ApiError(404, 'GET', '/api/v1/app-conversations/start-tasks', { detail: `no start task ${id}` });
-      out(JSON.stringify(task, null, 2));
+      const task = Array.isArray(found) ? found[0] : undefined;
+      if (!task) throw new NotFoundError(`no start task ${id}`);
+      process.stdout.write(`${safeJson(task, 2)}\n`);
     });
 
   return program;
@@ -347,7 +366,7 @@ export async function main(argv = process.argv): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.OK;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
-    process.stderr.write(`agent-control: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`agent-control: ${terminalSafe(err instanceof Error ? err.message : String(err))}\n`);
     return exitCodeOf(err);
   }
 }

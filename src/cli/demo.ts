@@ -7,7 +7,8 @@
 import { AgentControlClient, unwrap } from '../client';
 import { DEMO_MODEL, DEMO_SCRIPT, DEMO_TASK } from '../llm/demo-script';
 import { ScriptedLlm } from '../llm/scripted-llm';
-import type { Event } from '../schemas/events';
+import { describeEvent, terminalSafe } from './event-lines';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AGENT_SERVER, type SandboxView } from '../schemas/sandboxes';
 import type { ConversationsStore } from '../store/conversations-store';
 
@@ -31,41 +32,6 @@ export interface DemoResult {
   status: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const clip = (s: string, n = 90) => {
-  const one = s.replace(/\s+/g, ' ').trim();
-  return one.length > n ? `${one.slice(0, n - 1)}…` : one;
-};
-
-/** One readable line per event. */
-export function describeEvent(e: Event): string {
-  const texts = (c: unknown) => (Array.isArray(c) ? c.map((x: { text?: string }) => x.text ?? '').join(' ') : '');
-  switch (e.kind) {
-    case 'SystemPromptEvent':
-      return `tools: ${e.tools.map((t) => (t as { function?: { name?: string } }).function?.name).join(', ')}`;
-    case 'MessageEvent':
-      return `${e.source}: ${clip(texts(e.llm_message.content))}`;
-    case 'ActionEvent': {
-      const { kind: _k, ...args } = e.action ?? {};
-      const thought = texts(e.thought);
-      return `${e.tool_name} ${clip(JSON.stringify(args), 70)}${thought ? `  (${clip(thought, 50)})` : ''}`;
-    }
-    case 'ObservationEvent':
-      return `${e.tool_name} -> ${clip(texts(e.observation.content))}`;
-    case 'ConversationStateUpdateEvent': {
-      const usage = e.key === 'metrics' ? (e.value as { accumulated_token_usage?: { prompt_tokens: number; completion_tokens: number } } | undefined)?.accumulated_token_usage : undefined;
-      return usage ? `tokens so far: ${usage.prompt_tokens} in, ${usage.completion_tokens} out` : `${e.key} = ${JSON.stringify(e.value)}`;
-    }
-    case 'AgentErrorEvent':
-      return `${e.tool_name}: ${clip(e.error)}`;
-    case 'ConversationErrorEvent':
-      return `${e.code}: ${clip(e.detail)}`;
-    default:
-      return '';
-  }
-}
-
 export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   const deadline = Date.now() + (o.timeoutMs ?? 120_000);
   const client = new AgentControlClient({ baseUrl: o.apiUrl, apiKey: o.apiKey });
@@ -74,7 +40,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
   const timer = setTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
   try {
     o.print(`[demo] scripted LLM on ${llm.url}: every answer below is scripted, no model is called`);
-    let sandbox = (await unwrap(client.api.POST('/api/v1/sandboxes', { body: {} as never }))) as unknown as SandboxView;
+    let sandbox = (await unwrap(client.api.POST('/api/v1/sandboxes', { body: {} }))) as unknown as SandboxView;
     o.print(`[demo] sandbox ${sandbox.id} starting (Temporal workflow sandbox-${sandbox.id})`);
     while (sandbox.status !== 'RUNNING') {
       if (sandbox.status === 'ERROR' || Date.now() > deadline) throw new Error(`the sandbox did not start: ${sandbox.status} ${sandbox.status_detail ?? ''}`);
@@ -93,7 +59,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
       for await (const e of client.events.tail(conversation.id, { signal: stop.signal })) {
         if (e.kind === 'StreamingDeltaEvent') continue;
         events++;
-        o.print(`[demo] ${String(events).padStart(3)} ${e.kind.padEnd(29)} ${describeEvent(e as unknown as Event)}`);
+        o.print(terminalSafe(`[demo] ${String(events).padStart(3)} ${e.kind.padEnd(29)} ${describeEvent(e)}`));
         if (e.kind === 'ConversationStateUpdateEvent' && (e.value === 'finished' || e.value === 'error')) return e.value;
       }
       return 'timed out';

@@ -32,8 +32,9 @@ export function writeUserConfig(c: UserConfig, env: NodeJS.ProcessEnv = process.
   const file = userConfigPath(env);
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, `${JSON.stringify({ url: c.url, api_key: c.apiKey }, null, 2)}\n`, { mode: 0o600 });
-  fs.chmodSync(tmp, 0o600);
+  // A new file of our own (never one left behind, nor a link planted in its place), 0600 from its first byte.
+  fs.rmSync(tmp, { force: true });
+  fs.writeFileSync(tmp, `${JSON.stringify({ url: c.url, api_key: c.apiKey }, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   fs.renameSync(tmp, file);
   return file;
 }

@@ -5,9 +5,10 @@
  */
 import createClient, { type Client } from 'openapi-fetch';
 import WebSocket from 'ws';
-import { ApiError, UnreachableError } from './errors';
+import { boundedFetch } from './bounded-fetch';
+import { ApiError, ProtocolError, UnreachableError } from './errors';
 import type { components, paths } from './generated/openapi';
-import { jsonArrayElements } from './json-array-stream';
+import { jsonArrayElements, JsonArrayStreamError } from './json-array-stream';
 
 export type Schemas = components['schemas'];
 export type StartTask = Schemas['AppConversationStartTask'];
@@ -24,6 +25,23 @@ export interface ClientOptions {
    * @default 60000
    */
   streamIdleMs?: number;
+  /**
+   * Each call's whole answer within this many ms (streams excepted: they have `streamIdleMs` and the
+   * websocket's liveness bound).
+   * @default 120000
+   */
+  requestTimeoutMs?: number;
+  /**
+   * The largest answer read; a larger one is ProtocolError.
+   * @default 67108864 (64 MiB)
+   */
+  maxResponseBytes?: number;
+  /**
+   * Longest time an open websocket may go without a ping or message from the service (it pings every
+   * 30 s) before it counts as lost and is opened again.
+   * @default 75000
+   */
+  socketLivenessMs?: number;
 }
 
 export interface TailOptions {
@@ -47,9 +65,11 @@ interface Answer<T> {
   response: Response;
 }
 
-/** The data of a generated call, or its error as an ApiError. */
+/** The data of a generated call, or its error as an ApiError (ProtocolError for an answer that is not JSON). */
 export async function unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
-  const { data, error, response } = await call;
+  const { data, error, response } = await call.catch((err: unknown) => {
+    throw err instanceof SyntaxError ? new ProtocolError('the service', `an answer that is not JSON (${err.message.slice(0, 120)})`) : err;
+  });
   if (!response.ok || error !== undefined) {
     throw new ApiError(response.status, 'HTTP', new URL(response.url || 'http://x/').pathname, error);
   }
@@ -71,28 +91,23 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 const UNSTORED = new Set(['StreamingDeltaEvent']);
 
 export class AgentControlClient {
+  /** Every operation of the service's OpenAPI document; each answer bounded in time and size. */
   readonly api: Client<paths>;
   readonly baseUrl: string;
   private readonly apiKey: string;
   private readonly streamIdleMs: number;
+  private readonly socketLivenessMs: number;
+  /** The same operations unbounded but by the caller: for the streamed start, which has its own idle bound. */
+  private readonly streaming: Client<paths>;
 
   constructor(o: ClientOptions) {
     this.baseUrl = o.baseUrl.replace(/\/+$/, '');
     this.apiKey = o.apiKey;
     this.streamIdleMs = o.streamIdleMs ?? 60_000;
-    const base = this.baseUrl;
-    this.api = createClient<paths>({
-      baseUrl: base,
-      headers: { 'X-Access-Token': o.apiKey },
-      fetch: async (req: Request) => {
-        try {
-          return await fetch(req);
-        } catch (err) {
-          if ((err as Error).name === 'AbortError') throw err;
-          throw new UnreachableError(base, err);
-        }
-      },
-    });
+    this.socketLivenessMs = o.socketLivenessMs ?? 75_000;
+    const common = { baseUrl: this.baseUrl, headers: { 'X-Access-Token': o.apiKey } };
+    this.api = createClient<paths>({ ...common, fetch: boundedFetch(this.baseUrl, { timeoutMs: o.requestTimeoutMs ?? 120_000, maxBytes: o.maxResponseBytes ?? 64 << 20 }) });
+    this.streaming = createClient<paths>({ ...common, fetch: boundedFetch(this.baseUrl) });
   }
 
   /**
@@ -115,7 +130,7 @@ export class AgentControlClient {
     };
     try {
       arm();
-      const { data, error, response } = await this.api.POST('/api/v1/app-conversations/stream-start', {
+      const { data, error, response } = await this.streaming.POST('/api/v1/app-conversations/stream-start', {
         body: request as StartRequest,
         parseAs: 'stream',
         signal: abort.signal,
@@ -132,9 +147,10 @@ export class AgentControlClient {
     } catch (err) {
       if (timedOut) throw new UnreachableError(this.baseUrl, new Error(`no byte of the start stream for ${this.streamIdleMs} ms`));
       if (signal?.aborted) return;
-      if (err instanceof ApiError || err instanceof UnreachableError) throw err;
-      if ((err as Error).name === 'AbortError' || (err as Error).name === 'TypeError') throw new UnreachableError(this.baseUrl, err);
-      throw err;
+      if (err instanceof ApiError || err instanceof UnreachableError || err instanceof ProtocolError) throw err;
+      if (err instanceof JsonArrayStreamError) throw new ProtocolError(this.baseUrl, `the start stream: ${err.message}`);
+      // The body cut (reset, aborted): the stream is lost, the start goes on in the service.
+      throw new UnreachableError(this.baseUrl, err);
     } finally {
       clearTimeout(idle);
       signal?.removeEventListener('abort', onAbort);
@@ -151,14 +167,18 @@ export class AgentControlClient {
      */
     tail: (conversationId: string, o: TailOptions = {}): AsyncGenerator<Event> => this.tail(conversationId, o),
     /** One page of stored events (GET .../events/search). */
-    search: (conversationId: string, query: NonNullable<paths['/api/v1/conversation/{conversation_id}/events/search']['get']['parameters']['query']> = {}) =>
-      unwrap(this.api.GET('/api/v1/conversation/{conversation_id}/events/search', { params: { path: { conversation_id: conversationId }, query } })),
+    search: (conversationId: string, query: NonNullable<paths['/api/v1/conversation/{conversation_id}/events/search']['get']['parameters']['query']> = {}, signal?: AbortSignal) =>
+      unwrap(this.api.GET('/api/v1/conversation/{conversation_id}/events/search', { params: { path: { conversation_id: conversationId }, query }, signal })),
   };
 
   private async *tail(conversationId: string, o: TailOptions): AsyncGenerator<Event> {
     let lastId = o.afterId;
     if (!lastId && o.live) {
-      const page = await this.events.search(conversationId, { sort_order: 'TIMESTAMP_DESC', limit: 1 });
+      const page = await this.events.search(conversationId, { sort_order: 'TIMESTAMP_DESC', limit: 1 }, o.signal).catch((err: unknown) => {
+        if (o.signal?.aborted) return undefined;
+        throw err;
+      });
+      if (!page) return;
       lastId = (page.items[0] as { id?: string } | undefined)?.id;
     }
     const fromStart = !lastId && !o.live;
@@ -170,7 +190,7 @@ export class AgentControlClient {
     while (!o.signal?.aborted) {
       const query = lastId ? `?after_id=${encodeURIComponent(lastId)}` : fromStart ? '?resend_all=true' : '';
       const url = `${this.baseUrl.replace(/^http/, 'ws')}/api/v1/conversation/${encodeURIComponent(conversationId)}/events/socket${query}`;
-      const conn = new SocketQueue(url, this.apiKey, o.signal);
+      const conn = new SocketQueue(url, this.apiKey, this.socketLivenessMs, o.signal);
       let received = false;
       let reason: string;
       try {
@@ -202,7 +222,9 @@ export class AgentControlClient {
       if (conn.closeCode === 4001) throw new ApiError(401, 'GET', url, { detail: 'the credential was refused' });
       if (conn.closeCode === 4004) throw new ApiError(404, 'GET', url, { detail: `no conversation ${conversationId}` });
       if (conn.closeCode === 4000) throw new ApiError(422, 'GET', url, { detail: reason });
-      if (received || conn.opened) {
+      // A connection that brought an event, or stayed open a while, was a working one: the next failure
+      // starts a new count. One the service opens and closes at once (1013: starting, 1011) does not.
+      if (received || conn.openForMs() >= 10_000) {
         attempt = 0;
         failingSince = undefined;
       }
@@ -217,26 +239,40 @@ export class AgentControlClient {
 
 type Next = { done: false; event: unknown } | { done: true; reason: string };
 
-/** One websocket connection as a pull queue; paused while its reader lags, every error handled. */
+/** What a socket may hold unread before it is paused: messages, and their bytes. */
+const QUEUE_MAX = { messages: 1000, bytes: 8 << 20 };
+
+/**
+ * One websocket connection as a pull queue; paused while its reader lags, every error handled, and ended
+ * when the service goes silent (no ping or message within `livenessMs`: a half-open connection).
+ */
 class SocketQueue {
   private readonly ws: WebSocket;
-  private readonly queue: unknown[] = [];
+  private readonly queue: { event: unknown; bytes: number }[] = [];
+  private queuedBytes = 0;
   private ended: string | undefined;
   private wake: (() => void) | undefined;
-  opened = false;
+  private openedAt: number | undefined;
+  private silence: NodeJS.Timeout | undefined;
   closeCode: number | undefined;
 
-  constructor(url: string, apiKey: string, private readonly signal?: AbortSignal) {
+  constructor(url: string, apiKey: string, private readonly livenessMs: number, private readonly signal?: AbortSignal) {
     this.ws = new WebSocket(url, { headers: { 'X-Access-Token': apiKey }, handshakeTimeout: 10_000, maxPayload: 16 << 20 });
-    this.ws.on('open', () => (this.opened = true));
+    this.ws.on('open', () => {
+      this.openedAt = Date.now();
+      this.heard();
+    });
+    this.ws.on('ping', () => this.heard());
     this.ws.on('message', (data: Buffer) => {
+      this.heard();
       try {
-        this.queue.push(JSON.parse(data.toString('utf8')));
+        this.queue.push({ event: JSON.parse(data.toString('utf8')), bytes: data.length });
       } catch {
         this.end('a message was not JSON');
         return;
       }
-      if (this.queue.length >= 1000) this.ws.pause();
+      this.queuedBytes += data.length;
+      if (this.queue.length >= QUEUE_MAX.messages || this.queuedBytes >= QUEUE_MAX.bytes) this.ws.pause();
       this.poke();
     });
     this.ws.on('unexpected-response', (_req, res) => {
@@ -255,8 +291,24 @@ class SocketQueue {
 
   private readonly onAbort = () => this.end('aborted');
 
+  /** How long the connection has been open (0 if it never opened). */
+  openForMs(): number {
+    return this.openedAt === undefined ? 0 : Date.now() - this.openedAt;
+  }
+
+  /** The service spoke: the silence bound starts again. */
+  private heard() {
+    clearTimeout(this.silence);
+    this.silence = setTimeout(() => {
+      if (this.ws.isPaused) return this.heard(); // our reader lags, not the service: nothing read, no ping seen
+      this.end(`no ping or message from the service for ${this.livenessMs} ms`);
+      this.ws.terminate();
+    }, this.livenessMs);
+  }
+
   private end(reason: string) {
     this.ended ??= reason;
+    clearTimeout(this.silence);
     this.poke();
   }
 
@@ -268,10 +320,11 @@ class SocketQueue {
 
   async next(): Promise<Next> {
     for (;;) {
-      if (this.queue.length) {
-        const event = this.queue.shift();
-        if (this.queue.length < 100 && this.ws.isPaused) this.ws.resume();
-        return { done: false, event };
+      const head = this.queue.shift();
+      if (head) {
+        this.queuedBytes -= head.bytes;
+        if (this.ws.isPaused && this.queue.length < QUEUE_MAX.messages / 10 && this.queuedBytes < QUEUE_MAX.bytes / 8) this.ws.resume();
+        return { done: false, event: head.event };
       }
       if (this.ended !== undefined) return { done: true, reason: this.ended };
       await new Promise<void>((r) => (this.wake = r));
@@ -279,6 +332,7 @@ class SocketQueue {
   }
 
   close() {
+    clearTimeout(this.silence);
     this.signal?.removeEventListener('abort', this.onAbort);
     if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.terminate();
   }

@@ -33,3 +33,17 @@ export class UnreachableError extends Error {
     super(`cannot reach ${url}: ${cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause)}`);
   }
 }
+
+/**
+ * The service's answer is not one the API gives: not JSON where JSON is due, larger than the client
+ * reads, or a redirect (never followed: the API key stays with the URL it was given for).
+ */
+export class ProtocolError extends Error {
+  override readonly name = 'ProtocolError';
+  constructor(
+    readonly url: string,
+    message: string,
+  ) {
+    super(`${url}: ${message}`);
+  }
+}
