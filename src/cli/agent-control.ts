@@ -109,7 +109,7 @@ class StartProgress {
     this.current = { status: task.status, since: now };
     if (task.status === 'READY' || task.status === 'ERROR') {
       const mark = task.status === 'READY' ? '✓' : '✗';
-      out(`  ${mark} ${task.status.padEnd(22)} total ${seconds(now - this.began)}${task.detail ? `  ${task.detail}` : ''}`);
+      out(`  ${mark} ${task.status.padEnd(22)} total ${seconds(now - this.began)}${task.detail ? `\n    ${task.detail.replace(/\n/g, '\n    ')}` : ''}`);
       this.current = undefined;
     } else if (this.tty) process.stdout.write(`  … ${task.status}`);
   }
@@ -164,7 +164,7 @@ function listCommand<T>(
       const cmd = given.at(-1) as Command;
       const o = cmd.opts<{ limit: number; json?: boolean } & Record<string, string | undefined>>();
       const c = client();
-      await listPages((pageId) => fetchPage(c, pageId, Math.min(100, o.limit), cmd.processedArgs as string[], o), o.limit, (x) => (o.json ? json(x) : out(line(x))));
+      await listPages((pageId) => fetchPage(c, pageId, Math.min(100, o.limit), cmd.processedArgs as string[], o), o.limit, (x) => (o.json ? json(x) : out(line(x).replace(/\s+/g, ' '))));
     });
 }
 
@@ -215,7 +215,7 @@ export function buildProgram(): Command {
       const progress = new StartProgress(!o.json && process.stdout.isTTY === true);
       let last: StartTask | undefined;
       // Chosen here, so a detach before the first status still says how to reattach (the same id joins the start).
-      const conversationId = randomUUID().replace(/-/g, '');
+      const conversationId = randomUUID();
       const request: Partial<StartRequest> = {
         conversation_id: conversationId,
         selected_repository: o.repository ?? null,
@@ -237,7 +237,8 @@ export function buildProgram(): Command {
         return;
       }
       if (!last) throw new ProtocolError(c.baseUrl, 'the start stream held no start task');
-      if (last.status === 'ERROR') throw new StartFailedError(`the start ended in ERROR: ${last.detail ?? ''}`);
+      // The progress list showed the detail; --json leaves stderr to say it.
+      if (last.status === 'ERROR') throw new StartFailedError(o.json ? `the start ended in ERROR: ${last.detail ?? ''}` : 'the start ended in ERROR (its detail above)');
       if (last.status !== 'READY') throw new UnreachableError(c.baseUrl, new Error(`the stream ended at ${last.status}`));
       if (typeof last.app_conversation_id !== 'string') throw new ProtocolError(c.baseUrl, 'READY without an app_conversation_id');
       if (!o.json) out(`conversation ${last.app_conversation_id} (sandbox ${last.sandbox_id})`);

@@ -6,9 +6,12 @@
 import type { Event as ClientEvent } from '../client';
 import type { Event } from '../schemas/events';
 
-/** C0 and C1 controls (tab and newline too: a line stays one line), DEL, and bidi overrides and isolates. */
+/**
+ * C0 controls but tab and newline (a carriage return could overwrite what the line showed), DEL, C1
+ * controls, and bidi overrides and isolates.
+ */
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /** `text` with every character a terminal would act on shown as \uXXXX. */
