@@ -2,7 +2,6 @@
  * Starts survive their processes: kill -9 of the worker during the setup script, a restart of the api
  * during a stream, and 50 starts at once. The worker runs as its own process here, so it can be killed.
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,20 +15,14 @@ import { eventually } from './helpers/eventually';
 import { waitForStartTask } from './helpers/start-tasks';
 import { bareRepo } from './helpers/git-repo';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
-import { startWorkerProcess } from './helpers/worker';
+import { workerProcesses } from './helpers/worker';
 
 describe('starts across process failures', () => {
   let t: TestApi;
   let dataDir: string;
   let user: { userId: string; key: string };
-  const workers: ChildProcess[] = [];
-
-  const newWorker = async () => {
-    const w = startWorkerProcess(t.config, dataDir);
-    workers.push(w.child);
-    await w.ready;
-    return w.child;
-  };
+  const workers = workerProcesses(() => t.config, () => dataDir);
+  const newWorker = workers.start;
   const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) => waitForStartTask(t, user.key, id, done, timeoutMs);
 
   beforeAll(async () => {
@@ -42,7 +35,7 @@ describe('starts across process failures', () => {
   });
 
   afterAll(async () => {
-    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+    await workers.killAll();
     await t?.close();
     killRuntimesUnder(dataDir);
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -60,7 +53,7 @@ describe('starts across process failures', () => {
       t.request('POST', `/api/v1/conversations/${accepted.body.id}/pending-messages`, { key: user.key, body: { id, content: [{ text }] } });
     expect((await queue('d-1', 'one')).status).toBe(201);
     expect((await queue('d-2', 'two')).status).toBe(201);
-    const first = workers.at(-1)!;
+    const first = workers.all.at(-1)!;
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     expect((await queue('d-3', 'three')).body).toMatchObject({ queued: true, position: 3 });

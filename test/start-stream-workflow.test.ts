@@ -6,7 +6,6 @@
  * process so it can be killed.
  */
 import { Client, Connection } from '@temporalio/client';
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +21,7 @@ import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { parsePrometheus, sampleOf } from './helpers/prometheus';
 import { killRuntimesUnder } from './helpers/sandboxes';
-import { startWorkerProcess } from './helpers/worker';
+import { workerProcesses } from './helpers/worker';
 
 const ALL = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
 const ANSWER_TIMEOUT_MS = 1500;
@@ -32,18 +31,9 @@ describe('stream-start follows the workflow', () => {
   let dataDir: string;
   let user: { userId: string; key: string };
   let client: AgentControlClient;
-  const workers: ChildProcess[] = [];
-
-  const newWorker = async () => {
-    const w = startWorkerProcess(t.config, dataDir);
-    workers.push(w.child);
-    await w.ready;
-    return w.child;
-  };
-  const killWorker = async (w: ChildProcess) => {
-    w.kill('SIGKILL');
-    if (w.exitCode === null && w.signalCode === null) await new Promise((r) => w.once('exit', r));
-  };
+  const workers = workerProcesses(() => t.config, () => dataDir);
+  const newWorker = workers.start;
+  const killWorker = workers.kill;
   /** A stream read by the typed client: each snapshot as it arrives, and the time it arrived. */
   const streamed = (request: Parameters<AgentControlClient['startConversation']>[0]) => {
     const got: { task: StartTask; at: number }[] = [];
@@ -106,7 +96,7 @@ describe('stream-start follows the workflow', () => {
   });
 
   afterAll(async () => {
-    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+    await workers.killAll();
     await t?.close();
     killRuntimesUnder(dataDir);
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -143,7 +133,7 @@ describe('stream-start follows the workflow', () => {
     expect(running).toBeDefined();
     const log = path.join(dataDir, 'sandboxes', running!.sandbox_id!, 'workspace', 'killed', 'setup.log');
     await eventually(() => fs.existsSync(log), { what: `${log} written`, timeoutMs: 30_000, intervalMs: 50 });
-    await killWorker(workers.at(-1)!);
+    await killWorker(workers.all.at(-1)!);
     // Longer than the bound a worker has to accept the Update: the stream reads the record meanwhile.
     await new Promise((r) => setTimeout(r, 2 * ANSWER_TIMEOUT_MS));
     await newWorker();
@@ -171,7 +161,7 @@ describe('stream-start follows the workflow', () => {
   }, 90_000);
 
   it('no worker answers: the stream stays open past the bound with no status invented, then gives every status to READY once a worker is back', async () => {
-    await killWorker(workers.at(-1)!);
+    await killWorker(workers.all.at(-1)!);
     const before = await reads();
     const repo = bareRepo(dataDir, 'waiting', { 'README.md': 'waiting\n' });
     const s = streamed({ selected_repository: repo });

@@ -77,3 +77,28 @@ export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Re
   });
   return { child, ready };
 }
+
+/**
+ * Worker processes a test starts, kills with SIGKILL and replaces: `start()` answers a ready one,
+ * `kill(w)` returns once it is gone, `killAll()` (afterAll) ends those still running.
+ */
+export function workerProcesses(config: () => Config, dataDir: () => string) {
+  const all: ChildProcess[] = [];
+  const kill = async (w: ChildProcess) => {
+    if (w.exitCode !== null || w.signalCode !== null) return;
+    const gone = new Promise((r) => w.once('exit', r));
+    w.kill('SIGKILL');
+    await gone;
+  };
+  return {
+    all,
+    async start(): Promise<ChildProcess> {
+      const w = startWorkerProcess(config(), dataDir());
+      all.push(w.child);
+      await w.ready;
+      return w.child;
+    },
+    kill,
+    killAll: () => Promise.all(all.map(kill)),
+  };
+}
