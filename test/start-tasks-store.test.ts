@@ -30,6 +30,10 @@ describe('start tasks store', () => {
     expect(again!.updated_at).toEqual(first!.updated_at);
     expect((await store.withHistory(id))!.history[0]!.at).toEqual(new Date('2026-01-01T00:00:00Z'));
     await store.record(id, 1, change('WAITING_FOR_SANDBOX'));
+    // Step 0 run again after step 1 landed (both local steps of one workflow task the dead worker never
+    // completed): the answer is step 0 as it was recorded, not the task's latest status.
+    const replayed = await store.record(id, 0, change('WORKING'), new Date('2026-01-01T00:00:20Z'));
+    expect(replayed).toMatchObject({ status: 'WORKING', updated_at: first!.updated_at });
     await store.record(id, 2, { ...change('READY'), sandbox_id: 'sb1' });
     const found = await store.withHistory(id);
     expect(found!.history.map((h) => h?.status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'READY']);

@@ -93,8 +93,9 @@ export class StartTasksStore {
    * position, so a retried write (its first attempt landed, its answer did not) leaves one entry, not two.
    * A step already written with the same status keeps the time it was first written: the record step
    * runs again when its worker died before the workflow took its answer, and a reader that saw the first
-   * write must not take the second for a new run of the start. Returns the task as stored (as of that
-   * step: its updated_at is the step's time).
+   * write must not take the second for a new run of the start. Returns the task as of that step: its
+   * fields and time as the step recorded them (a later step may be written already: local steps run
+   * in the same workflow task).
    */
   async record(id: string, step: number, change: StartTaskChange, at = new Date()): Promise<StartTaskRecord | null> {
     const doc = await this.tasks.findOneAndUpdate(
@@ -104,8 +105,11 @@ export class StartTasksStore {
     );
     if (doc) return toRecord(doc);
     const written = await this.tasks.findOne({ _id: id }, { projection: { secrets_sealed: 0 } });
-    const first = written?.history?.[step];
-    return written && { ...toRecord(written), ...(first?.at instanceof Date ? { updated_at: first.at } : {}) };
+    if (!written) return null;
+    const first = written.history?.[step];
+    if (!first || !(first.at instanceof Date)) return toRecord(written);
+    const { at: firstAt, ...fields } = first;
+    return { ...toRecord(written), ...fields, updated_at: firstAt };
   }
 
   /**
