@@ -3,12 +3,14 @@
  * misbehaves, a man in the middle), on loopback: a redirect is not followed with the API key, every call
  * and every open websocket is bounded in time, an answer in size, a page loop and a 1013 loop end.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { WebSocketServer } from 'ws';
 import { AgentControlClient, ProtocolError, UnreachableError, unwrap } from '../src/client';
+import { eventually } from './helpers/eventually';
 import { distPath, runNode } from './helpers/run';
 
 const CLI = distPath('src', 'cli', 'agent-control.js');
@@ -134,12 +136,23 @@ describe('client and CLI against a peer that is not the service', () => {
 
   it('an open websocket that goes silent is opened again; one the peer closes at once (1013) backs off and gives up', async () => {
     let silentConnections = 0;
+    let junkConnections = 0;
     await open(
       (_req, res) => res.end(),
       (server) => {
         const wss = new WebSocketServer({ noServer: true });
         server.on('upgrade', (req, socket, head) => {
           if (req.url?.includes('silent')) return void wss.handleUpgrade(req, socket, head, () => silentConnections++); // never pings, never sends
+          if (req.url?.includes('junk')) {
+            // Something on the socket, but never a new event: no progress, so no reason to reset the backoff.
+            return void wss.handleUpgrade(req, socket, head, (ws) => {
+              junkConnections++;
+              ws.send('1');
+              ws.send(JSON.stringify({ id: 'e1', kind: 'MessageEvent' }));
+              ws.close(1011, 'junk');
+            });
+          }
+          if (req.url?.includes('evil')) return void wss.handleUpgrade(req, socket, head, (ws) => ws.close(1011, '\u001b]52;c;ZXZpbA==\u0007'));
           wss.handleUpgrade(req, socket, head, (ws) => ws.close(1013, 'try again later'));
         });
       },
@@ -169,5 +182,46 @@ describe('client and CLI against a peer that is not the service', () => {
     expect(flaps).toBeGreaterThanOrEqual(3);
     expect(flaps).toBeLessThanOrEqual(6);
     expect(Date.now() - began).toBeLessThan(8_000);
+
+    // A peer that sends junk and an event it then repeats on every connection: one event yielded, and
+    // the same backoff to giving up.
+    const junk: unknown[] = [];
+    const junkErr = await (async () => {
+      for await (const e of flapping.events.tail('junk', { reconnectForMs: 2_000 })) junk.push(e);
+    })().catch((e: unknown) => e);
+    expect(junkErr).toBeInstanceOf(UnreachableError);
+    expect(junk).toEqual([{ id: 'e1', kind: 'MessageEvent' }]);
+    expect(junkConnections).toBeLessThanOrEqual(7);
+
+    // What the peer says in a close reason reaches the person at the terminal escaped.
+    const cliTail = spawn(process.execPath, [CLI, 'events', 'tail', 'evil'], { env: { ...process.env, XDG_CONFIG_HOME: home, AGENT_CONTROL_URL: p.url, AGENT_CONTROL_API_KEY: 'k' } });
+    let stderr = '';
+    cliTail.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    await eventually(() => stderr.includes('reconnecting'), { timeoutMs: 10_000, intervalMs: 50 });
+    cliTail.kill('SIGINT');
+    expect(await new Promise((r) => cliTail.once('close', r))).toBe(130);
+    expect(stderr).toContain('closed 1011 \\u001b]52;c;ZXZpbA==\\u0007');
+    expect(stderr).not.toContain('\u001b');
+  });
+
+  it('a stream-start error answer is read within a bound; an empty answer to the live pre-read is refused', async () => {
+    const p = await open((req, res) => {
+      if (req.url?.includes('stream-start')) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        return void res.end(`{"detail":"${'x'.repeat(3 << 20)}"}`);
+      }
+      res.writeHead(204);
+      res.end();
+    });
+    const c = new AgentControlClient({ baseUrl: p.url, apiKey: 'k' });
+    const streamed = await (async () => {
+      for await (const _ of c.startConversation({})) void _;
+    })().catch((e: unknown) => e);
+    expect(streamed).toBeInstanceOf(ProtocolError);
+    expect((streamed as Error).message).toContain('larger than 1048576 bytes');
+    const live = await (async () => {
+      for await (const _ of c.events.tail('x', { live: true })) void _;
+    })().catch((e: unknown) => e);
+    expect(live).toBeInstanceOf(ProtocolError);
   });
 });

@@ -67,6 +67,8 @@ function client(): AgentControlClient {
 /** One line for a person: what came from the service in it is shown escaped where a terminal would act on it. */
 const out = (line: string) => process.stdout.write(`${terminalSafe(line)}\n`);
 const json = (value: unknown) => process.stdout.write(`${safeJson(value)}\n`);
+/** A message for stderr, as safe as `out`. */
+const note = (text: string) => process.stderr.write(`${terminalSafe(text)}\n`);
 
 /** Aborted by the first Ctrl-C; a second one exits at once. */
 function interruptSignal(): AbortController {
@@ -84,7 +86,7 @@ const finished = (e: Event) => {
 };
 
 async function follow(c: AgentControlClient, conversationId: string, o: { json?: boolean; afterId?: string; live?: boolean; untilFinished?: boolean }, signal: AbortSignal) {
-  for await (const e of c.events.tail(conversationId, { afterId: o.afterId, live: o.live, signal, onReconnect: (n, why) => process.stderr.write(`(reconnecting to the event stream, attempt ${n}: ${why})\n`) })) {
+  for await (const e of c.events.tail(conversationId, { afterId: o.afterId, live: o.live, signal, onReconnect: (n, why) => note(`(reconnecting to the event stream, attempt ${n}: ${why})`) })) {
     if (e.kind === 'StreamingDeltaEvent') continue;
     if (o.json) json(e);
     else out(eventLine(e));
@@ -104,14 +106,15 @@ class StartProgress {
 
   show(task: StartTask) {
     const now = Date.now();
-    if (this.current?.status === task.status) return;
+    const status = terminalSafe(String(task.status));
+    if (this.current?.status === status) return;
     if (this.current) this.finishLine(now);
-    this.current = { status: task.status, since: now };
+    this.current = { status, since: now };
     if (task.status === 'READY' || task.status === 'ERROR') {
       const mark = task.status === 'READY' ? '✓' : '✗';
-      out(`  ${mark} ${task.status.padEnd(22)} total ${seconds(now - this.began)}${task.detail ? `\n    ${task.detail.replace(/\n/g, '\n    ')}` : ''}`);
+      out(`  ${mark} ${status.padEnd(22)} total ${seconds(now - this.began)}${typeof task.detail === 'string' && task.detail ? `\n    ${task.detail.replace(/\n/g, '\n    ')}` : ''}`);
       this.current = undefined;
-    } else if (this.tty) process.stdout.write(`  … ${task.status}`);
+    } else if (this.tty) process.stdout.write(`  … ${status}`);
   }
 
   private finishLine(now: number) {
@@ -191,7 +194,7 @@ export function buildProgram(): Command {
         throw new UsageError(`--url wants a URL such as http://127.0.0.1:8000, not ${o.url}`);
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url wants http or https, not ${url.protocol}`);
-      if (url.protocol === 'http:' && !isLoopback(url.hostname)) process.stderr.write(`warning: ${url.host} is reached over plain http: the API key crosses the network unencrypted\n`);
+      if (url.protocol === 'http:' && !isLoopback(url.hostname)) note(`warning: ${url.host} is reached over plain http: the API key crosses the network unencrypted`);
       const c = new AgentControlClient({ baseUrl: o.url, apiKey });
       const me = (await unwrap(c.api.GET('/api/v1/users/me'))) as { id?: unknown; email?: unknown } | null;
       if (typeof me?.id !== 'string') throw new ProtocolError(c.baseUrl, 'GET /api/v1/users/me answered no user: is this the service?');
@@ -232,7 +235,7 @@ export function buildProgram(): Command {
       }
       if (ac.signal.aborted) {
         progress.interrupt();
-        process.stderr.write(`detached; the start goes on. See it with:\n  agent-control tasks show ${last?.id ?? conversationId}\n`);
+        note(`detached; the start goes on. See it with:\n  agent-control tasks show ${last?.id ?? conversationId}`);
         process.exitCode = EXIT.DETACHED;
         return;
       }
@@ -245,7 +248,7 @@ export function buildProgram(): Command {
       if (!o.follow) return;
       await follow(c, last.app_conversation_id, { json: o.json, untilFinished: true }, ac.signal);
       if (ac.signal.aborted) {
-        process.stderr.write(`detached; the conversation goes on. Reattach with:\n  agent-control events tail ${last.app_conversation_id}\n`);
+        note(`detached; the conversation goes on. Reattach with:\n  agent-control events tail ${last.app_conversation_id}`);
         process.exitCode = EXIT.DETACHED;
       }
     });
@@ -367,7 +370,7 @@ export async function main(argv = process.argv): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.OK;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
-    process.stderr.write(`agent-control: ${terminalSafe(err instanceof Error ? err.message : String(err))}\n`);
+    note(`agent-control: ${err instanceof Error ? err.message : String(err)}`);
     return exitCodeOf(err);
   }
 }

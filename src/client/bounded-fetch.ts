@@ -13,6 +13,9 @@ export interface FetchBounds {
   maxBytes: number;
 }
 
+/** The largest error answer of an unbounded call that is read. */
+const ERROR_BODY_MAX = 1 << 20;
+
 /** Statuses whose Response has no body. */
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
@@ -26,7 +29,9 @@ export function boundedFetch(baseUrl: string, bounds?: FetchBounds): (req: Reque
         const to = res.headers.get('location');
         throw new ProtocolError(baseUrl, `answered ${res.status}, a redirect${to ? ` to ${to.slice(0, 200)}` : ''}; not followed (if that is the service, use its URL)`);
       }
-      return bounds ? await readWithin(baseUrl, res, bounds.maxBytes) : res;
+      // Unbounded (a stream, with its own idle bound) but for an error answer, which is read whole.
+      if (bounds) return await readWithin(baseUrl, res, bounds.maxBytes);
+      return res.ok ? res : await readWithin(baseUrl, res, ERROR_BODY_MAX);
     } catch (err) {
       if (err instanceof ProtocolError || req.signal.aborted) throw err;
       if (deadline?.aborted) throw new UnreachableError(baseUrl, new Error(`no whole answer within ${bounds!.timeoutMs} ms`));
@@ -50,7 +55,12 @@ async function readWithin(baseUrl: string, res: Response, maxBytes: number): Pro
     if (size > maxBytes) throw tooLarge(); // leaving the loop cancels the body
     parts.push(chunk);
   }
-  const copy = new Response(NULL_BODY.has(res.status) ? null : Buffer.concat(parts), { status: res.status, statusText: res.statusText, headers: res.headers });
+  let copy: Response;
+  try {
+    copy = new Response(NULL_BODY.has(res.status) ? null : Buffer.concat(parts), { status: res.status, statusText: res.statusText, headers: res.headers });
+  } catch {
+    throw new ProtocolError(baseUrl, `an answer with status ${res.status}, which HTTP does not have`);
+  }
   Object.defineProperty(copy, 'url', { value: res.url });
   return copy;
 }

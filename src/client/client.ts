@@ -178,7 +178,8 @@ export class AgentControlClient {
         if (o.signal?.aborted) return undefined;
         throw err;
       });
-      if (!page) return;
+      if (o.signal?.aborted) return;
+      if (!Array.isArray(page?.items)) throw new ProtocolError(this.baseUrl, 'the latest event was asked for; the answer held no items');
       lastId = (page.items[0] as { id?: string } | undefined)?.id;
     }
     const fromStart = !lastId && !o.live;
@@ -191,7 +192,8 @@ export class AgentControlClient {
       const query = lastId ? `?after_id=${encodeURIComponent(lastId)}` : fromStart ? '?resend_all=true' : '';
       const url = `${this.baseUrl.replace(/^http/, 'ws')}/api/v1/conversation/${encodeURIComponent(conversationId)}/events/socket${query}`;
       const conn = new SocketQueue(url, this.apiKey, this.socketLivenessMs, o.signal);
-      let received = false;
+      /** A new stored event came on this connection (junk, repeats and unstored deltas are no progress). */
+      let advanced = false;
       let reason: string;
       try {
         for (;;) {
@@ -200,18 +202,20 @@ export class AgentControlClient {
             reason = next.reason;
             break;
           }
-          received = true;
-          const e = next.event as Event & { id?: string; kind?: string };
-          if (e.kind && UNSTORED.has(e.kind)) {
+          const e = next.event as Event & { id?: unknown; kind?: unknown };
+          // Only objects of a kind are events; anything else on the socket is not the service's and is dropped.
+          if (typeof e !== 'object' || e === null || typeof e.kind !== 'string') continue;
+          if (UNSTORED.has(e.kind)) {
             yield e;
             continue;
           }
-          if (e.id) {
+          if (typeof e.id === 'string' && e.id) {
             if (seen.has(e.id)) continue;
             seen.add(e.id);
             recent.push(e.id);
             if (recent.length > 10_000) seen.delete(recent.shift()!);
             lastId = e.id;
+            advanced = true;
           }
           yield e;
         }
@@ -224,7 +228,7 @@ export class AgentControlClient {
       if (conn.closeCode === 4000) throw new ApiError(422, 'GET', url, { detail: reason });
       // A connection that brought an event, or stayed open a while, was a working one: the next failure
       // starts a new count. One the service opens and closes at once (1013: starting, 1011) does not.
-      if (received || conn.openForMs() >= 10_000) {
+      if (advanced || conn.openForMs() >= 10_000) {
         attempt = 0;
         failingSince = undefined;
       }
