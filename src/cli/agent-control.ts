@@ -66,7 +66,7 @@ function client(): AgentControlClient {
 
 /** One line for a person: what came from the service in it is shown escaped where a terminal would act on it. */
 const out = (line: string) => process.stdout.write(`${terminalSafe(line)}\n`);
-const json = (value: unknown) => process.stdout.write(`${safeJson(value)}\n`);
+const json = (value: unknown, indent?: number) => process.stdout.write(`${safeJson(value, indent)}\n`);
 /** A message for stderr, as safe as `out`. */
 const note = (text: string) => process.stderr.write(`${terminalSafe(text)}\n`);
 
@@ -311,7 +311,7 @@ export function buildProgram(): Command {
       const found = await unwrap(c.api.GET('/api/v1/app-conversations', { params: { query: { ids: [id] } } }));
       const item = Array.isArray(found) ? found[0] : undefined;
       if (!item) throw new NotFoundError(`no conversation ${id}`);
-      process.stdout.write(`${safeJson(item, 2)}\n`);
+      json(item, 2);
     });
 
   const sandboxes = program.command('sandboxes').description('your sandboxes');
@@ -358,7 +358,7 @@ export function buildProgram(): Command {
       const found = await unwrap(c.api.GET('/api/v1/app-conversations/start-tasks', { params: { query: { ids: [id] } } }));
       const task = Array.isArray(found) ? found[0] : undefined;
       if (!task) throw new NotFoundError(`no start task ${id}`);
-      process.stdout.write(`${safeJson(task, 2)}\n`);
+      json(task, 2);
     });
 
   return program;

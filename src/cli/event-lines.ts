@@ -10,8 +10,8 @@ import type { Event } from '../schemas/events';
  * C0 controls but tab and newline (a carriage return could overwrite what the line showed), DEL, C1
  * controls, and bidi overrides and isolates.
  */
-// eslint-disable-next-line no-control-regex -- control characters are what it finds
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const PAST_C0 = '\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069';
+const UNSAFE = new RegExp(`[\u0000-\u0008\u000b-\u001f${PAST_C0}]`, 'g');
 const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /** `text` with every character a terminal would act on shown as \uXXXX. */
@@ -19,7 +19,7 @@ export const terminalSafe = (text: string): string => text.replace(UNSAFE, escap
 
 /** JSON for a terminal or a script, the same value: JSON.stringify escapes C0 controls in strings; the rest of UNSAFE is escaped here. */
 export const safeJson = (value: unknown, indent?: number): string =>
-  (JSON.stringify(value, null, indent) ?? 'null').replace(/[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, escaped);
+  (JSON.stringify(value, null, indent) ?? 'null').replace(new RegExp(`[${PAST_C0}]`, 'g'), escaped);
 
 const clip = (s: string, n = 90) => {
   const one = s.replace(/\s+/g, ' ').trim();

@@ -303,6 +303,7 @@ class SocketQueue {
   /** The service spoke: the silence bound starts again. */
   private heard() {
     clearTimeout(this.silence);
+    if (this.ended !== undefined) return; // over: no timer left behind (a ping after an abort)
     this.silence = setTimeout(() => {
       if (this.ws.isPaused) return this.heard(); // our reader lags, not the service: nothing read, no ping seen
       this.end(`no ping or message from the service for ${this.livenessMs} ms`);
