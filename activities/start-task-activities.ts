@@ -4,8 +4,10 @@
  * not retried, and their message is the ERROR detail the client sees. Secrets never pass through the
  * workflow: they are read here, from the task's sealed copy and the user's stores.
  */
+import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { SecretBox } from '../src/auth/secret-box';
+import { DomainError, NotFound } from '../src/errors';
 import type { EchoedStartRequest } from '../src/schemas/app-conversations';
 import type { StartSettingsResolver } from '../src/orgs/start-settings';
 import type { SandboxService } from '../src/sandboxes/sandbox-service';
@@ -19,6 +21,8 @@ import { START_TASK_FAILURES, type StartTaskSnapshot } from '../src/temporal/sha
 import {
   cloneCommand,
   cloneUrl,
+  CREDENTIAL_FILE_PREFIX,
+  sh,
   HOOK_COMMAND,
   lastLines,
   parseSkillFiles,
@@ -134,10 +138,21 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       const providerToken = a.gitProvider ? secrets[`${a.gitProvider.toUpperCase()}_TOKEN`] : undefined;
       const token = providerToken ?? secrets.GIT_TOKEN;
       const dir = repositoryDir(a.repository);
-      const url = a.repository ? cloneUrl(a.repository, deps.gitCloneBaseUrl, token) : null;
-      const clean = a.repository ? cloneUrl(a.repository, deps.gitCloneBaseUrl, undefined) : null;
+      const url = a.repository ? cloneUrl(a.repository, deps.gitCloneBaseUrl) : null;
       const rt = await runtime(a.sandboxId);
-      const r = await rt.bash(cloneCommand(dir, url, a.branch, clean), { timeoutS: 900 });
+      // The token reaches git through a file only the sandbox reads, for this one command (cloneCommand).
+      const credentialFile = token && url?.startsWith('https://') ? `${CREDENTIAL_FILE_PREFIX}${randomBytes(12).toString('hex')}` : undefined;
+      if (credentialFile) {
+        const written = await rt.upload(credentialFile, Buffer.from(token!), 30_000);
+        if (written.status !== 200) throw new Error(`the runtime refused the git credential file (${written.status})`);
+      }
+      let r;
+      try {
+        r = await rt.bash(cloneCommand(dir, url, a.branch, credentialFile), { timeoutS: 900 });
+      } finally {
+        // The command's own trap does not run when its timeout kills it.
+        if (credentialFile) await rt.bash(`rm -f -- ${sh(credentialFile)}`, { timeoutS: 30 }).catch(() => undefined);
+      }
       if (r.exit_code !== 0) {
         const what = a.repository ? `Cloning ${a.repository}${a.branch ? ` at ${a.branch}` : ''} failed` : 'Making the workspace failed';
         throw inputError(`${what} (exit ${r.exit_code}):\n${masked(lastLines(r.output), secrets)}`);

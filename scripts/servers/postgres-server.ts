@@ -10,6 +10,7 @@
  * it is, and it has no privilege outside the namespace. No system user is created.
  */
 import { spawn } from 'node:child_process';
+import { trustedProgram } from '../../src/process/trusted-path';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -62,7 +63,7 @@ const asRoot = () => process.getuid?.() === 0;
 /** The command line that runs a PostgreSQL program here: as it is, or as a plain user of a user namespace under root. */
 function command(program: string, args: string[]): [string, string[]] {
   if (!asRoot()) return [program, args];
-  return ['unshare', ['--user', '--map-user=1000', '--map-group=1000', program, ...args]];
+  return [trustedProgram('unshare', 'util-linux'), ['--user', '--map-user=1000', '--map-group=1000', program, ...args]];
 }
 
 function run(program: string, args: string[], input?: string): Promise<void> {

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { trustedPath, trustedProgram } from '../../src/process/trusted-path';
 
 export interface GitRequest {
   method: string;
@@ -58,9 +59,10 @@ export class GitHttpsServer {
       return;
     }
     const u = new URL(req.url ?? '/', 'https://x');
-    const cgi = spawn('git', ['http-backend'], {
+    // The host's git, as a git host would run it (a test may have put a PATH of its own on this process).
+    const cgi = spawn(trustedProgram('git'), ['http-backend'], {
       env: {
-        PATH: process.env.PATH,
+        PATH: trustedPath(),
         GIT_PROJECT_ROOT: this.root,
         GIT_HTTP_EXPORT_ALL: '1',
         PATH_INFO: decodeURIComponent(u.pathname),
