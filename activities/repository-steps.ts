@@ -20,34 +20,43 @@ export function repositoryDir(repository: string | undefined): string {
   return /^[A-Za-z0-9._-]+$/.test(base) && base !== '.' && base !== '..' ? base : 'repository';
 }
 
-/**
- * Where to clone from: a URL or a path as given; `owner/repo` on the git host's base URL. A token goes
- * into an https URL as its credentials.
- */
-export function cloneUrl(repository: string, baseUrl: string, token: string | undefined): string {
+/** Where to clone from: a URL or a path as given; `owner/repo` on the git host's base URL. */
+export function cloneUrl(repository: string, baseUrl: string): string {
   const isUrl = /^[a-z][a-z0-9+.-]*:\/\//i.test(repository) || /^[^/]+@[^/]+:/.test(repository);
   const isPath = repository.startsWith('/') || repository.startsWith('./') || repository.startsWith('../');
-  const url = isUrl || isPath ? repository : `${baseUrl.replace(/\/+$/, '')}/${repository.replace(/^\/+/, '')}.git`;
-  if (!token || !url.startsWith('https://')) return url;
-  const u = new URL(url);
-  u.username = 'x-access-token';
-  u.password = token;
-  return u.toString();
+  return isUrl || isPath ? repository : `${baseUrl.replace(/\/+$/, '')}/${repository.replace(/^\/+/, '')}.git`;
 }
+
+/** The prefix of the file a start writes a git token to, in the sandbox's working directory, for one clone. */
+export const CREDENTIAL_FILE_PREFIX = '.agent-control-credential-';
+
+/**
+ * Git's credential helper for one command: it answers the token read from $AGENT_CONTROL_CREDENTIAL_FILE
+ * (as x-access-token, the user name git hosts take with a token), and only for `get`. The token is never
+ * on a command line (another uid could read /proc/<pid>/cmdline) nor in the repository's config.
+ */
+const CREDENTIAL_HELPER = `!f() { test "$1" = get || exit 0; printf 'username=x-access-token\\npassword=%s\\n' "$(cat "$AGENT_CONTROL_CREDENTIAL_FILE")"; }; f`;
 
 /**
  * The clone (or, without a repository, an empty git workspace). It clones beside the target and moves it
- * into place, so a retry after a crash finds either a whole clone or none; the remote is left without
- * the token (`cleanUrl`), so the token is not kept in the repository's config.
+ * into place, so a retry after a crash finds either a whole clone or none. With `credentialFile` (a file
+ * in the working directory that holds the token), git asks the helper above for it and the file is
+ * removed when the command ends, whatever the outcome.
  */
-export function cloneCommand(dir: string, url: string | null, branch: string | undefined, cleanUrl: string | null = url): string {
+export function cloneCommand(dir: string, url: string | null, branch: string | undefined, credentialFile?: string): string {
   if (!url) return `mkdir -p ${sh(dir)} && cd ${sh(dir)} && { [ -d .git ] || git init -q; }`;
   const b = branch ? `--branch ${sh(branch)} ` : '';
   const tmp = `${dir}.cloning`;
+  const credential = credentialFile
+    ? `export AGENT_CONTROL_CREDENTIAL_FILE="$PWD"/${sh(credentialFile)}; trap 'rm -f -- "$AGENT_CONTROL_CREDENTIAL_FILE"' EXIT; `
+    : '';
+  // Only for the clone's own host (a redirect or a rewritten URL to another host gets nothing).
+  const helper = credentialFile ? `-c credential.helper= -c ${sh(`credential.${new URL(url).origin}.helper=${CREDENTIAL_HELPER}`)} ` : '';
   return (
+    credential +
     `if [ -d ${sh(`${dir}/.git`)} ]; then echo 'already cloned'; else ` +
-    `rm -rf ${sh(tmp)} && GIT_TERMINAL_PROMPT=0 git clone -q ${b}-- ${sh(url)} ${sh(tmp)} && ` +
-    `git -C ${sh(tmp)} remote set-url origin ${sh(cleanUrl ?? url)} && rm -rf ${sh(dir)} && mv ${sh(tmp)} ${sh(dir)}; fi`
+    `rm -rf ${sh(tmp)} && GIT_TERMINAL_PROMPT=0 git ${helper}clone -q ${b}-- ${sh(url)} ${sh(tmp)} && ` +
+    `rm -rf ${sh(dir)} && mv ${sh(tmp)} ${sh(dir)}; fi`
   );
 }
 

@@ -14,15 +14,31 @@ import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from '../src/config';
 import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
-import { freePort, portOpen } from '../src/process/net';
+import { freePort, portOpen, reclaimPort } from '../src/process/net';
+import { splitPath } from '../src/process/trusted-path';
 import { ensureCommands } from './host-packages';
-import { reapStale, startChild } from './servers/child';
+import { reapStale, startChild, type Child } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
 import { postgresLogin, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
 import { migrateSqliteData } from './servers/sqlite-migration';
-import { Supervisor } from './servers/supervisor';
+import { Supervisor, type StartFn } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
+
+/**
+ * As root, every program the launcher and its children find through PATH runs as root: a directory
+ * on it that another user (a sandbox's uid) can write, or create, would let them choose that program.
+ * `npm start` leaves such directories out before the launcher starts (scripts/trusted-path.sh).
+ */
+function refuseUntrustedPath(): void {
+  if (process.getuid?.() !== 0) return;
+  const { dropped } = splitPath(process.env.PATH);
+  if (dropped.length === 0) return;
+  throw new Error(
+    `refusing to run as root with directories on PATH that another user can write: ${dropped.map((d) => `${d.dir} (${d.why})`).join(', ')}; ` +
+      'start with `npm start`, which leaves them out, or take them off PATH',
+  );
+}
 
 async function ensurePortFree(port: number, variable: string): Promise<void> {
   if (await portOpen(port)) {
@@ -79,8 +95,25 @@ function logSince(file: string, from: number): string {
 const sizeOf = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
 
 async function main(): Promise<void> {
+  refuseUntrustedPath();
   const config = loadConfig();
   const log = createLogger(config, 'launcher');
+  // A port of the service held by a sandbox (bound while the service's process was down) is taken back.
+  const reclaim = async (port: number) => {
+    if (config.sandboxes.processIsolation !== 'user') return;
+    for (const uid of await reclaimPort(port, config.sandboxes.uidRange)) log.warn(`port ${port} was held by sandbox uid ${uid}: its processes were stopped`);
+  };
+  // Every start of a child on a fixed port, the first and each restart, first takes the port back from a sandbox.
+  const reclaiming =
+    <C extends Child>(ports: number[], start: StartFn<C>): StartFn<C> =>
+    async (onSpawn) => {
+      for (const port of ports) await reclaim(port);
+      return start(onSpawn);
+    };
+  const portFree = async (port: number, variable: string) => {
+    await reclaim(port);
+    await ensurePortFree(port, variable);
+  };
   fs.mkdirSync(config.dataDir, { recursive: true });
   const supervision = new Supervisor({
     log: { info: (m) => log.info(m), warn: (m) => log.warn(m) },
@@ -125,7 +158,7 @@ async function main(): Promise<void> {
   // The PostgreSQL behind the MongoDB-wire server, for the api's indexes: the operator's when they run both.
   let postgresUrl = mongoUri ? config.postgres.url : undefined;
   if (!mongoUri) {
-    await ensurePortFree(config.embedded.mongoPort, 'EMBEDDED_MONGODB_PORT');
+    await portFree(config.embedded.mongoPort, 'EMBEDDED_MONGODB_PORT');
     let backend: FerretdbBackend = { kind: 'sqlite' };
     storage = `FerretDB on SQLite files in ${path.join(config.dataDir, 'ferretdb', 'sqlite')}`;
     if (config.embedded.ferretdbBackend === 'postgresql' && config.postgres.url) {
@@ -137,16 +170,16 @@ async function main(): Promise<void> {
       storage = 'FerretDB on the PostgreSQL of POSTGRES_URL';
       postgresUrl = config.postgres.url;
     } else if (config.embedded.ferretdbBackend === 'postgresql') {
-      await ensurePortFree(config.embedded.postgresPort, 'EMBEDDED_POSTGRES_PORT');
+      await portFree(config.embedded.postgresPort, 'EMBEDDED_POSTGRES_PORT');
       const pgOptions = { binDir: requirePostgresBinDir(), dir: path.join(config.dataDir, 'postgres'), port: config.embedded.postgresPort, pidFile: true };
-      const postgres = await supervision.start('postgres', (onSpawn) => startPostgres({ ...pgOptions, onSpawn }));
+      const postgres = await supervision.start('postgres', reclaiming([pgOptions.port], (onSpawn) => startPostgres({ ...pgOptions, onSpawn })));
       backend = { kind: 'postgresql', url: postgres.url };
       postgresUrl = postgres.url;
       storage = `FerretDB on PostgreSQL 127.0.0.1:${config.embedded.postgresPort} (password in ${path.join(config.dataDir, 'postgres', 'password')})`;
       log.info({ port: config.embedded.postgresPort }, 'PostgreSQL is up');
     }
     const options = { binary: binaries!.ferretdb, backend, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
-    const ferret = await supervision.start('ferretdb', (onSpawn) => startFerretdb({ ...options, onSpawn }));
+    const ferret = await supervision.start('ferretdb', reclaiming([options.port], (onSpawn) => startFerretdb({ ...options, onSpawn })));
     // On PostgreSQL, with the user and password FerretDB logs in to PostgreSQL with: it takes no client without.
     mongoUri = ferret.uri;
     // The data of a start before PostgreSQL became the default, moved once.
@@ -157,8 +190,8 @@ async function main(): Promise<void> {
   let temporalAddress = config.temporal.address;
   let temporalUi: string | undefined;
   if (!temporalAddress) {
-    await ensurePortFree(config.embedded.temporalPort, 'EMBEDDED_TEMPORAL_PORT');
-    await ensurePortFree(config.embedded.temporalUiPort, 'EMBEDDED_TEMPORAL_UI_PORT');
+    await portFree(config.embedded.temporalPort, 'EMBEDDED_TEMPORAL_PORT');
+    await portFree(config.embedded.temporalUiPort, 'EMBEDDED_TEMPORAL_UI_PORT');
     const options = {
       binary: binaries!.temporal,
       dataDir: path.join(config.dataDir, 'temporal'),
@@ -167,7 +200,7 @@ async function main(): Promise<void> {
       namespace: config.temporal.namespace,
       pidFile: true,
     };
-    const temporal = await supervision.start('temporal', (onSpawn) => startTemporalDevServer({ ...options, onSpawn }));
+    const temporal = await supervision.start('temporal', reclaiming([options.port, options.uiPort], (onSpawn) => startTemporalDevServer({ ...options, onSpawn })));
     temporalAddress = temporal.address;
     temporalUi = temporal.uiUrl;
     log.info({ address: temporalAddress }, 'Temporal dev server is up');
@@ -188,7 +221,7 @@ async function main(): Promise<void> {
   };
   const bootstrap = JSON.parse(await runAdmin(['bootstrap'], env)) as { key?: string };
 
-  await ensurePortFree(config.api.port, 'API_PORT');
+  await portFree(config.api.port, 'API_PORT');
   const logs = path.join(config.dataDir, 'logs');
   const workerLog = path.join(logs, 'worker.log');
   await supervision.start('worker', (onSpawn) => {
@@ -206,7 +239,7 @@ async function main(): Promise<void> {
       ready: async () => logSince(workerLog, from).includes('worker polling'),
     });
   });
-  await supervision.start('api', (onSpawn) =>
+  await supervision.start('api', reclaiming([config.api.port], (onSpawn) =>
     startChild({
       onSpawn,
       name: 'api',
@@ -217,7 +250,7 @@ async function main(): Promise<void> {
       pidFile: path.join(config.dataDir, 'api.pid'),
       ready: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`)).ok,
     }),
-  );
+  ));
 
   const lines = [
     '',

@@ -135,7 +135,7 @@ export const envSchema = z.object({
   DEFAULT_SANDBOX_SPEC_ID: nonEmpty('sandbox spec id').default('local-process'),
   /** How often a sandbox's workflow checks that its runtime answers (ms). */
   SANDBOX_HEALTH_INTERVAL_MS: positiveInt('milliseconds').default(10_000),
-  /** How long a runtime may fail its checks before the sandbox turns ERROR (ms). */
+  /** How long a runtime may fail its checks before the sandbox turns ERROR (ms); one its provider reports gone: at once. */
   SANDBOX_HEALTH_GRACE_MS: positiveInt('milliseconds').default(30_000),
   /** A RUNNING sandbox unused this long is paused (ms); 0 never pauses. */
   SANDBOX_IDLE_TIMEOUT_MS: nonNegativeInt('milliseconds; 0 turns auto-pause off').default(30 * 60_000),
@@ -180,6 +180,16 @@ export const envSchema = z.object({
     .default('')
     .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
     .refine((xs) => xs.every((x) => /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/.test(x)), { error: 'host:port pairs, comma-separated' }),
+  /**
+   * Ports on this machine that isolated process sandboxes may bind but never answer on, besides the
+   * service's own (api, metrics, database, Temporal, the embedded servers'), comma-separated.
+   */
+  SANDBOX_RESERVED_PORTS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
+    .refine((xs) => xs.every((x) => /^\d{1,5}$/.test(x) && Number(x) >= 1 && Number(x) <= 65535), { error: 'port numbers (1-65535), comma-separated' })
+    .transform((xs) => xs.map(Number)),
   /** How long a start waits for its sandbox to run (ms): 10 minutes, not the reference service's fixed 120 s. */
   START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
   /** Bound of a repository's setup script (.agents/setup.sh) in a start (ms). */
@@ -287,6 +297,8 @@ export interface Config {
     processUsers: string[];
     uidRange: [number, number];
     localAllow: string[];
+    /** The service's ports on this machine, which a sandbox that binds one never answers on (servicePorts). */
+    reservedPorts: number[];
     historyLimit: number;
     dockerHost: string;
     dockerPublishHost: string;
@@ -373,6 +385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       processUsers: e.SANDBOX_PROCESS_USERS,
       uidRange: e.SANDBOX_UID_RANGE,
       localAllow: e.SANDBOX_LOCAL_ALLOW,
+      reservedPorts: servicePorts(e),
       historyLimit: e.SANDBOX_HISTORY_LIMIT,
       dockerHost: e.DOCKER_HOST,
       dockerPublishHost: e.DOCKER_PUBLISH_HOST,
@@ -382,6 +395,49 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
         e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY } : undefined,
     },
   };
+}
+
+/** The port of a URL or host:port, when it names one (a URL without a port has its scheme's). */
+function portIn(address: string | undefined): number[] {
+  if (!address) return [];
+  try {
+    const u = new URL(address.includes('://') ? address : `tcp://${address}`);
+    const port = Number(u.port || { 'http:': 80, 'https:': 443 }[u.protocol] || 0);
+    return port ? [port] : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The ports the service listens on, or reaches, on this machine: the api, its and the worker's metrics,
+ * the database and Temporal (each host of a mongodb:// list), the embedded servers' ports, the local LLM
+ * proxies of SANDBOX_LOCAL_ALLOW, the traces endpoint, the git host and the Docker engine, and
+ * SANDBOX_RESERVED_PORTS. Sandboxes may not answer on any of them.
+ */
+function servicePorts(e: Env): number[] {
+  const mongoHosts = /^mongodb(?:\+srv)?:\/\/(?:[^@/]*@)?([^/?]+)/.exec(e.MONGODB_URI ?? '')?.[1]?.split(',') ?? [];
+  const ports = [
+    e.API_PORT,
+    ...portIn(e.PUBLIC_BASE_URL),
+    ...portIn(e.SANDBOX_CONTROL_PLANE_URL),
+    ...portIn(e.METRICS_ADDRESS),
+    ...portIn(e.WORKER_METRICS_ADDRESS),
+    ...portIn(e.TEMPORAL_ADDRESS),
+    ...portIn(e.POSTGRES_URL),
+    ...mongoHosts.flatMap((h) => (/:\d+$/.test(h) ? portIn(h) : [27017])),
+    // What runtimes send keys to (a local LLM proxy), and where the service sends traces and git requests.
+    ...e.SANDBOX_LOCAL_ALLOW.flatMap(portIn),
+    ...portIn(e.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'http://localhost:4318'),
+    ...portIn(e.GIT_CLONE_BASE_URL),
+    ...(e.DOCKER_HOST.startsWith('unix:') ? [] : portIn(e.DOCKER_HOST)),
+    e.EMBEDDED_MONGODB_PORT,
+    e.EMBEDDED_POSTGRES_PORT,
+    e.EMBEDDED_TEMPORAL_PORT,
+    e.EMBEDDED_TEMPORAL_UI_PORT,
+    ...e.SANDBOX_RESERVED_PORTS,
+  ];
+  return [...new Set(ports.filter((p) => p > 0))].sort((a, b) => a - b);
 }
 
 /** The api and worker need both servers' addresses; only the launcher may leave them unset. */

@@ -4,13 +4,22 @@
  *   DATA_DIR/sandbox-uids and given back on delete; its directories (workspace, home, tmp, the runtime's
  *   conversations) are its own, mode 0700; the sandbox directory itself and the runtime's handle and log
  *   stay root's, so a sandbox cannot forge what the worker reads back;
- * - DATA_DIR is 0711 and everything in it but `sandboxes` is closed to others: a sandbox reaches its own
- *   directory by name and nothing else (no listing, no secrets key, no database files);
+ * - DATA_DIR is 0700 and may not hold the sandboxes (SANDBOXES_DIR lies outside it): a sandbox reaches
+ *   its own directory by name and nothing of the service's (no listing, no secrets key, no database files);
+ * - the runtime starts in a mount and IPC namespace of its own (`launch`): a /proc that shows it only its
+ *   own processes (hidepid), its own directory's tmp as /tmp, /var/tmp, /dev/shm and /run/lock, and SysV IPC and
+ *   message queues that end with it. What it leaves behind is inside its directory; another sandbox reads
+ *   no command line (a clone's URL, a token) of anyone else's;
+ * - it gets a fixed PATH of root's system directories (src/process/trusted-path.ts), and every program
+ *   the worker runs as root here is resolved there once, never through the PATH it was started with;
  * - the runtime is a single bundled file (dist/runtime-bundle.js) copied where every uid may read it,
  *   since the checkout and its node_modules may not be (a clone under a 0700 directory);
  * - a firewall chain for the whole uid range refuses new connections to any address of this machine
  *   (the database, Temporal, the worker, other sandboxes' runtimes), except the api (events), DNS, and
  *   SANDBOX_LOCAL_ALLOW; replies of the runtime's own server pass. Sandboxes keep the internet (LLMs).
+ *   A sandbox cannot bind() less than any user, but the chain drops what it would answer from the
+ *   service's ports (`reservedPorts`, IPv4 and IPv6): a sandbox that binds the api's port while the api
+ *   restarts, or [::1] beside an api on 127.0.0.1, completes no connection and learns nothing.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomInt } from 'node:crypto';
@@ -19,8 +28,11 @@ import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { trustedPath, trustedProgram } from '../../src/process/trusted-path';
 
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
+/** Runs a program of the system's directories (never one found through PATH). */
+const run = (name: string, args: string[]) => execFileAsync(trustedProgram(name, 'iptables'), args);
 
 export interface ProcessIsolationOptions {
   dataDir: string;
@@ -32,6 +44,8 @@ export interface ProcessIsolationOptions {
   controlPlaneUrl: string;
   /** host:port pairs sandboxes may reach on this machine besides the api. */
   localAllow: string[];
+  /** The service's own ports (api, database, Temporal, metrics): a sandbox that binds one answers no one. */
+  reservedPorts: number[];
 }
 
 /** The directories of a sandbox that its uid owns. */
@@ -39,6 +53,16 @@ export const OWN_DIRS = ['home', 'tmp', 'conversations'] as const;
 
 /** The firewall chain of a uid range (iptables names are at most 28 characters). */
 export const chainName = (range: [number, number]) => `AC_SBX_${range[0]}`;
+
+/**
+ * The chain's two jumps from OUTPUT: every packet of the range's uids; and SYN-ACKs that belong to no
+ * socket, which is how a SYN cookie leaves (a listener whose queue is full, as a sandbox can make its
+ * own): the owner match cannot see their uid, so from a service's port they are dropped whoever sent them.
+ */
+const jumps = (range: [number, number]) => [
+  ['-m', 'owner', '--uid-owner', `${range[0]}-${range[1]}`, '-j', chainName(range)],
+  ['-p', 'tcp', '--tcp-flags', 'SYN,ACK', 'SYN,ACK', '-m', 'owner', '!', '--socket-exists', '-j', `${chainName(range)}_NS`],
+];
 
 /** The first existing directory from `dir` up that others cannot traverse, or null. */
 function untraversable(dir: string): string | null {
@@ -81,11 +105,21 @@ async function hostPorts(pairs: string[]): Promise<{ address: string; family: 4 
 }
 
 /** iptables-restore input for one family: the chain (flushed and refilled atomically) and its jump. */
-function rules(chain: string, range: [number, number], allowed: { address: string; port: number }[], withJump: boolean, linkLocal: string): string {
+function rules(chain: string, range: [number, number], allowed: { address: string; port: number }[], reserved: number[], missingJumps: string[][], linkLocal: string): string {
   const local = '-m addrtype --dst-type LOCAL';
+  // multiport takes at most 15 ports a rule.
+  const groups = Array.from({ length: Math.ceil(reserved.length / 15) }, (_, i) => reserved.slice(i * 15, i * 15 + 15).join(','));
   return [
     '*filter',
     `:${chain} - [0:0]`,
+    `:${chain}_NS - [0:0]`,
+    ...groups.map((ports) => `-A ${chain}_NS -p tcp -m multiport --sports ${ports} -j DROP`),
+    // Before the replies pass: a listener of a sandbox on a service port (the api's, after the api died)
+    // sends no SYN-ACK and no datagram, so no client's key or request ever reaches it.
+    ...groups.flatMap((ports) => [
+      `-A ${chain} -p tcp -m multiport --sports ${ports} --tcp-flags SYN,ACK SYN,ACK -j DROP`,
+      `-A ${chain} -p udp -m multiport --sports ${ports} -j DROP`,
+    ]),
     `-A ${chain} -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN`,
     ...allowed.map((a) => `-A ${chain} -p tcp -d ${a.address} --dport ${a.port} -j RETURN`),
     `-A ${chain} -p udp --dport 53 ${local} -j RETURN`,
@@ -97,7 +131,7 @@ function rules(chain: string, range: [number, number], allowed: { address: strin
     `-A ${chain} -m addrtype --dst-type ${linkLocal.includes(':') ? 'MULTICAST' : 'BROADCAST,MULTICAST'} -j REJECT`, // IPv6 has no broadcast
     `-A ${chain} -m conntrack --ctstate DNAT -j REJECT`,
     `-A ${chain} -d ${linkLocal} -j REJECT`,
-    ...(withJump ? [`-I OUTPUT 1 -m owner --uid-owner ${range[0]}-${range[1]} -j ${chain}`] : []),
+    ...missingJumps.map((jump) => `-I OUTPUT 1 ${jump.join(' ')}`),
     'COMMIT',
     '',
   ].join('\n');
@@ -105,7 +139,7 @@ function rules(chain: string, range: [number, number], allowed: { address: strin
 
 function restore(command: string, input: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, ['--noflush'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn(trustedProgram(command, 'iptables'), ['--noflush'], { stdio: ['pipe', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
@@ -170,9 +204,10 @@ export class ProcessIsolation {
 
   /** The chain's jump is checked at every start: a firewall flushed by another tool is put back. */
   private async ensureFirewall(): Promise<void> {
-    const jump = ['-m', 'owner', '--uid-owner', `${this.opts.uidRange[0]}-${this.opts.uidRange[1]}`, '-j', chainName(this.opts.uidRange)];
     for (const cmd of ['iptables', 'ip6tables']) {
-      if (!(await run(cmd, ['-C', 'OUTPUT', ...jump]).then(() => true, () => false))) return this.installFirewall();
+      for (const jump of jumps(this.opts.uidRange)) {
+        if (!(await run(cmd, ['-C', 'OUTPUT', ...jump]).then(() => true, () => false))) return this.installFirewall();
+      }
     }
   }
 
@@ -185,12 +220,11 @@ export class ProcessIsolation {
       [4, 'iptables-restore', 'iptables'],
       [6, 'ip6tables-restore', 'ip6tables'],
     ] as const) {
-      const jumped = await run(check, ['-C', 'OUTPUT', '-m', 'owner', '--uid-owner', `${range[0]}-${range[1]}`, '-j', chain]).then(
-        () => true,
-        () => false,
-      );
+      const missing: string[][] = [];
+      for (const jump of jumps(range)) if (!(await run(check, ['-C', 'OUTPUT', ...jump]).then(() => true, () => false))) missing.push(jump);
       try {
-        await restore(command, rules(chain, range, allowed.filter((a) => a.family === family), !jumped, family === 4 ? '169.254.0.0/16' : 'fe80::/10'));
+        const reserved = [...new Set(this.opts.reservedPorts)].sort((a, b) => a - b);
+        await restore(command, rules(chain, range, allowed.filter((a) => a.family === family), reserved, missing, family === 4 ? '169.254.0.0/16' : 'fe80::/10'));
       } catch (e) {
         throw new Error(`the firewall rule of process sandboxes could not be installed (${(e as Error).message}); install iptables, or set SANDBOX_PROCESS_ISOLATION=none`, { cause: e });
       }
@@ -229,7 +263,10 @@ export class ProcessIsolation {
       fs.chmodSync(own, 0o700);
     }
     if (deeper.length > 0) {
-      const made = spawnSync('mkdir', ['-p', '-m', '700', workspace], { uid, gid: uid, encoding: 'utf8', timeout: 10_000 });
+      // Run like the sandbox's own processes (its namespaces, no environment of the worker's): a process of
+      // its uid in the host's namespaces would show the sandbox the host's /tmp through /proc/<pid>/root.
+      const mkdir = this.launch(uid, dir, trustedProgram('mkdir', 'coreutils'), ['-p', '-m', '700', workspace]);
+      const made = spawnSync(mkdir.command, mkdir.args, { env: {}, cwd: '/', encoding: 'utf8', timeout: 10_000 });
       if (made.status !== 0) throw new Error(`the sandbox's working directory ${workspace} could not be made: ${made.stderr || made.error?.message}`);
     }
     await this.ensureFirewall();
@@ -260,7 +297,50 @@ export class ProcessIsolation {
 
   /** The environment an isolated runtime gets on top of the provider's. */
   env(dir: string): Record<string, string> {
-    return { HOME: path.join(dir, 'home'), TMPDIR: path.join(dir, 'tmp'), RUNTIME_STATE_DIR: path.join(dir, 'conversations'), RUNTIME_UMASK: '077' };
+    return { PATH: trustedPath(), HOME: path.join(dir, 'home'), TMPDIR: path.join(dir, 'tmp'), RUNTIME_STATE_DIR: path.join(dir, 'conversations'), RUNTIME_UMASK: '077' };
+  }
+
+  /**
+   * How to start `command` as the sandbox's uid (spawned by root, no uid option): in new mount and IPC
+   * namespaces, it mounts a /proc with hidepid=2 (each uid sees its own processes only; per mount since
+   * Linux 5.8) and binds the sandbox's tmp over the directories every user may write (/tmp, /var/tmp, /dev/shm,
+   * /run/lock), then drops to the uid with
+   * no supplementary groups and no way to gain privileges (setuid programs run as the caller). The pid
+   * stays the one spawned: unshare, sh and setpriv each exec the next.
+   */
+  launch(uid: number, dir: string, command: string, args: string[]): { command: string; args: string[] } {
+    const script = [
+      'set -e',
+      '"$1" -t proc -o hidepid=2,nosuid,nodev,noexec proc /proc',
+      // The source is named once, before /tmp changes (a sandbox directory under /tmp would resolve anew).
+      '"$1" --bind "$2" /tmp',
+      'for shared in /var/tmp /dev/shm /run/lock; do if [ -d "$shared" ] && [ ! -L "$shared" ]; then "$1" --bind /tmp "$shared"; fi; done',
+      // POSIX message queues of the new IPC namespace, not the host's mount of them.
+      'if [ -d /dev/mqueue ]; then "$1" -t mqueue -o nosuid,nodev,noexec mqueue /dev/mqueue; fi',
+      'setpriv=$3 uid=$4',
+      'shift 4',
+      'exec "$setpriv" --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"',
+    ].join('\n');
+    return {
+      command: trustedProgram('unshare', 'util-linux'),
+      args: [
+        '--mount',
+        '--ipc',
+        '--propagation',
+        'slave',
+        '--',
+        trustedProgram('sh', 'dash'),
+        '-c',
+        script,
+        'sandbox-init',
+        trustedProgram('mount', 'mount'),
+        path.join(dir, 'tmp'),
+        trustedProgram('setpriv', 'util-linux'),
+        String(uid),
+        command,
+        ...args,
+      ],
+    };
   }
 }
 
@@ -276,14 +356,14 @@ function ownPath(dir: string, workspace: string): string[] {
 export async function removeSandboxFirewall(range: [number, number]): Promise<void> {
   const chain = chainName(range);
   for (const cmd of ['iptables', 'ip6tables']) {
-    for (let i = 0; i < 10; i++) {
-      const removed = await run(cmd, ['-D', 'OUTPUT', '-m', 'owner', '--uid-owner', `${range[0]}-${range[1]}`, '-j', chain]).then(
-        () => true,
-        () => false,
-      );
-      if (!removed) break;
+    for (const jump of jumps(range)) {
+      for (let i = 0; i < 10; i++) {
+        if (!(await run(cmd, ['-D', 'OUTPUT', ...jump]).then(() => true, () => false))) break;
+      }
     }
-    await run(cmd, ['-F', chain]).catch(() => undefined);
-    await run(cmd, ['-X', chain]).catch(() => undefined);
+    for (const c of [chain, `${chain}_NS`]) {
+      await run(cmd, ['-F', c]).catch(() => undefined);
+      await run(cmd, ['-X', c]).catch(() => undefined);
+    }
   }
 }

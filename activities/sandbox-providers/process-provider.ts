@@ -5,11 +5,13 @@
  * directory. The handle (pid, its start time, port, directory) lives in MongoDB, so any worker, including
  * one started after this one died, finds the process again; the process does not depend on the worker.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../../src/process/net';
-import { processesOfUser, processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
+import type { Readable } from 'node:stream';
+import { freePort, listenerUids } from '../../src/process/net';
+import { killUserProcesses, processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
+import { trustedPath } from '../../src/process/trusted-path';
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
 import type { ProcessRuntimeHandle as ProcessHandle, RuntimeHandle } from '../../src/store/runtime-handle';
 import type { ProcessIsolation } from './process-isolation';
@@ -25,8 +27,15 @@ export interface ProcessProviderOptions {
   isolation?: ProcessIsolation;
 }
 
-/** Variables a runtime needs from the worker's environment; nothing else (no credentials) is passed on. */
-const INHERITED = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'LOG_LEVEL'];
+/**
+ * Variables a runtime needs from the worker's environment; nothing else (no credentials) is passed on.
+ * Not PATH: a runtime gets the fixed, root-owned one (trustedPath), whatever the worker was started with.
+ */
+const INHERITED = ['HOME', 'LANG', 'TZ', 'TMPDIR', 'LOG_LEVEL'];
+
+/** The fd on which an isolated runtime writes the port it bound (RUNTIME_PORT_FD). */
+const PORT_FD = 3;
+const PORT_REPORT_MS = 30_000;
 
 /** Written beside the runtime as soon as it is spawned: pid, start time, port. */
 const RUNTIME_FILE = 'runtime.json';
@@ -50,39 +59,34 @@ function lastWords(logFile: string): string {
   return lines ? `; its log (${logFile}) ends: ${lines}` : `; its log is ${logFile}`;
 }
 
-/** The port an isolated runtime reports (opened without following links: the file is in the sandbox's own directory). */
-async function readPortFile(file: string, pid: number, logFile: string): Promise<number> {
-  for (let i = 0; i < 600; i++) {
-    try {
-      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-      const buf = Buffer.alloc(8);
-      const n = fs.readSync(fd, buf, 0, 8, 0);
-      fs.closeSync(fd);
-      const text = buf.subarray(0, n).toString('latin1');
-      if (/^\d{1,5}$/.test(text) && Number(text) > 0 && Number(text) < 65536) return Number(text);
-      throw new Error('the runtime reported no port');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`the runtime's port file is not a port: ${(e as Error).message}`, { cause: e });
-    }
-    if (!readStat(pid)) throw new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`the runtime (pid ${pid}) did not report its port within 30 s${lastWords(logFile)}`);
-}
-
 /**
- * Kills every process of a uid: `kill -9 -1` run as that uid (the kernel signals all of them in one
- * pass, which a process forking in a loop cannot outrun as it can a list read from /proc), again until
- * none is left; throws (the activity retries) if some survive.
+ * The port an isolated runtime reports on its fd 3: a pipe that only it and this process hold, so no
+ * file of the sandbox's (a FIFO, a link, a huge file) stands in between. Bounded in size and time.
  */
-async function killUser(uid: number): Promise<void> {
-  for (let round = 0; round < 50; round++) {
-    if ((await processesOfUser(uid)).length === 0) return;
-    spawnSync('kill', ['-9', '-1'], { uid, gid: uid, timeout: 5000 });
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const left = await processesOfUser(uid);
-  if (left.length > 0) throw new Error(`processes of uid ${uid} survive SIGKILL: ${left.join(', ')}`);
+function reportedPort(stream: Readable, pid: number, logFile: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const done = (error: Error | null, port = 0) => {
+      clearTimeout(timer);
+      clearInterval(alive);
+      stream.destroy();
+      if (error) reject(error);
+      else resolve(port);
+    };
+    const exited = () => new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
+    const timer = setTimeout(() => done(new Error(`the runtime (pid ${pid}) did not report its port within ${PORT_REPORT_MS / 1000} s${lastWords(logFile)}`)), PORT_REPORT_MS);
+    const alive = setInterval(() => readStat(pid) || done(exited()), 200);
+    stream.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      if (text.length > 5) done(new Error('the runtime reported something that is not a port'));
+    });
+    stream.on('error', (e) => done(e));
+    stream.on('end', () => {
+      const port = Number(text);
+      if (text === '') done(exited());
+      else done(/^\d{1,5}$/.test(text) && port > 0 && port < 65536 ? null : new Error('the runtime reported something that is not a port'), port);
+    });
+  });
 }
 
 export class ProcessProvider implements SandboxProvider {
@@ -109,16 +113,15 @@ export class ProcessProvider implements SandboxProvider {
     await this.killEarlierRuntime(dir);
     // Isolated, the runtime binds a port the system picks and says which: a free port chosen here could
     // be taken by another sandbox before the runtime binds it, and that sandbox would get its clients.
-    const portFile = isolation ? path.join(dir, 'tmp', '.runtime-port') : undefined;
-    if (portFile) fs.rmSync(portFile, { force: true });
-    let port = portFile ? 0 : await freePort();
+    let port = isolation ? 0 : await freePort();
     const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
     const env = {
       ...inherited,
+      PATH: trustedPath(),
       ...req.spec.initial_env,
       RUNTIME_HOST: this.host,
       RUNTIME_PORT: String(port),
-      ...(portFile ? { RUNTIME_PORT_FILE: portFile } : {}),
+      ...(isolation ? { RUNTIME_PORT_FD: String(PORT_FD) } : {}),
       SESSION_API_KEY: req.sessionApiKey,
       RUNTIME_WORKING_DIR: workspace,
       RUNTIME_SANDBOX_DIR: dir,
@@ -127,9 +130,11 @@ export class ProcessProvider implements SandboxProvider {
     };
     const builtIn = isolation ? Object.values(await isolation.prepare()) : [process.execPath, this.opts.runtimeEntry];
     const [command, ...args] = req.spec.command ?? builtIn;
+    const run = isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a', 0o600);
-    const child = spawn(command!, args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log], ...(uid === undefined ? {} : { uid, gid: uid }) });
+    const child = spawn(run.command, run.args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log, ...(isolation ? (['pipe'] as const) : [])] });
     fs.closeSync(log);
+    const portReport = isolation ? (child.stdio[PORT_FD] as Readable) : undefined;
     // Recorded before anything else runs (no await between the fork and the write): a worker killed
     // from here on leaves a file that names the runtime to the next attempt.
     const stat = child.pid === undefined ? null : readStat(child.pid);
@@ -137,12 +142,20 @@ export class ProcessProvider implements SandboxProvider {
     if (handle) fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
-      child.once('error', (e) => reject(new ProviderConfigError(`spec ${req.spec.id}: cannot run ${command}: ${e.message}`)));
+      child.once('error', (e) => {
+        portReport?.destroy();
+        reject(new ProviderConfigError(`spec ${req.spec.id}: cannot run ${command}: ${e.message}`));
+      });
     });
     child.unref();
-    if (!handle || !readStat(handle.pid)) throw new Error(`the runtime process (pid ${child.pid}) exited at once; see ${path.join(dir, 'runtime.log')}`);
-    if (portFile) {
-      port = await readPortFile(portFile, handle.pid, path.join(dir, 'runtime.log'));
+    if (!handle || !readStat(handle.pid)) {
+      portReport?.destroy();
+      throw new Error(`the runtime process (pid ${child.pid}) exited at once; see ${path.join(dir, 'runtime.log')}`);
+    }
+    if (portReport) {
+      port = await reportedPort(portReport, handle.pid, path.join(dir, 'runtime.log'));
+      // The port must be one the sandbox's uid listens on: another process of the uid could have written first.
+      if (!listenerUids(port).includes(uid!)) throw new Error(`the runtime (pid ${handle.pid}) reported port ${port}, on which its uid does not listen`);
       handle.port = port;
       fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
     }
@@ -200,7 +213,7 @@ export class ProcessProvider implements SandboxProvider {
     const uid = this.opts.isolation && fs.statSync(path.join(dir, 'home'), { throwIfNoEntry: false })?.uid;
     // An isolated sandbox's uid is its own: whatever runs as it (a daemon that left the runtime's tree,
     // one that keeps forking) ends before its files go and before the uid can be someone else's.
-    if (uid) await killUser(uid);
+    if (uid) await killUserProcesses(uid);
     await fs.promises.rm(dir, { recursive: true, force: true });
     this.opts.isolation?.release(sandboxId, uid || undefined);
   }

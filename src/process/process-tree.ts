@@ -109,12 +109,39 @@ export function* eachProcessFile(file: 'stat'): Generator<[number, string]> {
 
 /** Every live process whose real uid is `uid` (from /proc/<pid>/status); zombies, already dead, are left out. */
 export async function processesOfUser(uid: number): Promise<number[]> {
-  const found: number[] = [];
+  return (await userProcesses(uid)).map((p) => p.pid);
+}
+
+/** processesOfUser with each one's state letter (T: stopped). */
+async function userProcesses(uid: number): Promise<{ pid: number; state: string }[]> {
+  const found: { pid: number; state: string }[] = [];
   await Promise.all(
     pids().map(async (pid) => {
       const status = await fs.promises.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && !/^State:\s+[ZX]/m.test(status)) found.push(pid);
+      const state = /^State:\s+(\S)/m.exec(status)?.[1] ?? 'X';
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && state !== 'Z' && state !== 'X') found.push({ pid, state });
     }),
   );
-  return found.sort((a, b) => a - b);
+  return found.sort((a, b) => a.pid - b.pid);
+}
+
+/**
+ * Kills every process of a uid, from here (root), without running anything as that uid: each round
+ * stops (SIGSTOP) every process the uid has; once a round finds all of them stopped, none can fork or
+ * wake another, and they are killed (a process forking in a loop outruns a list read from /proc, but not
+ * a list of stopped processes). No helper runs as the uid in the host's namespaces, where the sandbox
+ * could reach the host's /tmp or the worker's environment through its /proc entry. Throws (the activity
+ * retries) if some survive.
+ */
+export async function killUserProcesses(uid: number): Promise<void> {
+  for (let round = 0; round < 200; round++) {
+    const procs = await userProcesses(uid);
+    if (procs.length === 0) return;
+    const pids = procs.map((p) => p.pid);
+    if (procs.every((p) => p.state === 'T' || p.state === 't')) signalAll(pids, 'SIGKILL');
+    else signalAll(pids, 'SIGSTOP');
+    await new Promise((r) => setTimeout(r, round < 20 ? 2 : 20));
+  }
+  const left = await processesOfUser(uid);
+  if (left.length > 0) throw new Error(`processes of uid ${uid} survive SIGKILL: ${left.join(', ')}`);
 }

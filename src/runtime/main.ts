@@ -17,11 +17,16 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (e) => logger.error({ err: (e as Error)?.message ?? String(e) }, 'unhandled rejection'));
   const server = await startRuntimeServer(config, logger);
   logger.info({ url: server.url, working_dir: config.workingDir }, 'runtime listening');
-  // With RUNTIME_PORT=0 the system chose the port (no other process can take it first): the provider reads it here.
-  const portFile = process.env.RUNTIME_PORT_FILE;
-  if (portFile) {
-    fs.writeFileSync(`${portFile}.tmp`, new URL(server.url).port, { mode: 0o600 });
-    fs.renameSync(`${portFile}.tmp`, portFile);
+  // With RUNTIME_PORT=0 the system chose the port (no other process can take it first): the provider
+  // reads it from this pipe, then the fd is closed so no command of the agent inherits it.
+  const portFd = Number(process.env.RUNTIME_PORT_FD);
+  if (Number.isInteger(portFd) && portFd > 2) {
+    try {
+      fs.writeSync(portFd, new URL(server.url).port);
+    } catch (e) {
+      logger.warn({ err: (e as Error).message }, 'the port could not be reported (the worker that started this runtime is gone)');
+    }
+    fs.closeSync(portFd);
   }
 
   let stopping = false;

@@ -41,12 +41,20 @@ export class RuntimeClient {
     return { status: 200, body: text };
   }
 
+  /** Writes a file in the sandbox's working directory (POST /api/file/upload); answers the runtime's answer. */
+  async upload(filePath: string, content: Uint8Array, timeoutMs: number): Promise<RuntimeAnswer> {
+    const res = await this.fetch('POST', `/api/file/upload?path=${encodeURIComponent(filePath)}`, content, timeoutMs);
+    return { status: res.status, body: parse(await readBounded(res, MAX_ANSWER_BYTES)) };
+  }
+
+  /** A JSON body, or bytes as they are (application/octet-stream). */
   private async fetch(method: string, path: string, body: unknown, timeoutMs: number): Promise<Response> {
+    const bytes = body instanceof Uint8Array;
     try {
       return await fetch(this.url + path, {
         method,
-        headers: { [SESSION_KEY_HEADER]: this.key, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
+        headers: { [SESSION_KEY_HEADER]: this.key, ...(body !== undefined ? { 'Content-Type': bytes ? 'application/octet-stream' : 'application/json' } : {}) },
+        body: body === undefined ? undefined : bytes ? body : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
         // A runtime never redirects: one that does is not followed anywhere (with the session key) for a caller.
         redirect: 'error',

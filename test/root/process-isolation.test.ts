@@ -5,7 +5,6 @@
  * (its own workspace, the api, an allowed local LLM) works. Runs only as root (jest.config.js).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { chainName, removeSandboxFirewall } from '../../activities/sandbox-providers/process-isolation';
@@ -50,7 +49,8 @@ describe('process sandboxes isolated by uid and firewall', () => {
     ).output.trim();
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'isolation-'));
+    // Not under /tmp: a sandbox has a /tmp of its own, and would not see this one at all.
+    dataDir = fs.mkdtempSync('/var/lib/agent-control-isolation-');
     // What `npm start` keeps in DATA_DIR: the secrets key and the database's files.
     fs.writeFileSync(path.join(dataDir, 'secrets.key'), 'k'.repeat(44), { mode: 0o600 });
     fs.mkdirSync(path.join(dataDir, 'postgres'), { mode: 0o755 });
@@ -122,22 +122,22 @@ describe('process sandboxes isolated by uid and firewall', () => {
       `cat ${dataDir}/secrets.key`,
       `cat ${dataDir}/postgres/pg_hba.conf`,
       `ls ${dataDir}/sandbox-uids`,
-      `cat /proc/${(JSON.parse(fs.readFileSync(path.join(a.dir, 'runtime.json'), 'utf8')) as { pid: number }).pid}/environ`,
     ]) {
       const r = await bash('b', target);
       expect({ target, exit: r.exit_code !== 0, output: r.output }).toEqual({ target, exit: true, output: expect.stringContaining('Permission denied') });
     }
+    // Another uid's processes are not even there (a /proc with hidepid).
+    const r = await bash('b', `cat /proc/${(JSON.parse(fs.readFileSync(path.join(a.dir, 'runtime.json'), 'utf8')) as { pid: number }).pid}/environ`);
+    expect({ exit: r.exit_code !== 0, output: r.output }).toEqual({ exit: true, output: expect.stringContaining('No such file or directory') });
   });
 
-  it("refuses B broadcast and multicast to the machine's listeners, link-local addresses, and its runtime's port file is its own", async () => {
+  it("refuses B broadcast and multicast to the machine's listeners and link-local addresses", async () => {
     const udp = async (host: string) =>
       (await bash('b', `node -e "const s=require('dgram').createSocket('${host.includes(':') ? 'udp6' : 'udp4'}');s.bind(()=>{s.setBroadcast(true);s.send('x',9999,'${host}',e=>{console.log(e?e.code:'sent');process.exit(0)})})"`)).output.trim();
     expect(await udp('127.255.255.255')).toBe('EPERM');
     expect(await udp('255.255.255.255')).toBe('EPERM');
     expect(await udp('ff02::1')).toBe('EPERM');
     expect(await probe(80, '169.254.169.254')).toBe('ECONNREFUSED');
-    // The runtime bound a port the system chose and reported it; that is the port the api gives out.
-    expect(fs.readFileSync(path.join(sandboxes.b.dir, 'tmp', '.runtime-port'), 'utf8')).toBe(String(sandboxes.b.s.exposed_urls[0].port));
   });
 
   it("refuses B connections to the database, Temporal and A's runtime; the api and the allowed LLM answer", async () => {
