@@ -7,7 +7,6 @@
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { SecretBox } from '../src/auth/secret-box';
-import { DomainError, NotFound } from '../src/errors';
 import type { EchoedStartRequest } from '../src/schemas/app-conversations';
 import type { StartSettingsResolver } from '../src/orgs/start-settings';
 import type { SandboxService } from '../src/sandboxes/sandbox-service';
