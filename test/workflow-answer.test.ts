@@ -1,13 +1,23 @@
 /**
  * A workflow that no worker answers (no worker polls its task queue): the api's Updates and queries end
  * with a 503 after WORKFLOW_ANSWER_TIMEOUT_MS instead of hanging. Real api, real Temporal dev server, no
- * worker at all.
+ * worker at all. And a workflow whose task fails on the worker that runs it (a bug in its code): the
+ * Updates Temporal refuses for it are a 503 as well, at once.
  */
 import { Client, Connection } from '@temporalio/client';
+import { google, temporal } from '@temporalio/proto';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { WORKFLOW_INTERCEPTORS, WORKFLOWS_ENTRY } from '../scripts/bundle-workflows';
 import { sandboxStateQuery, sandboxWorkflowId } from '../src/temporal/shared';
-import { askWorkflow, NoWorkerAnswered } from '../src/temporal/workflow-answer';
+import { askWorkflow, isWorkflowTaskFailing, NoWorkerAnswered } from '../src/temporal/workflow-answer';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';
+import { eventually } from './helpers/eventually';
+import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
+import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const BOUND_MS = 1500;
 
@@ -90,5 +100,102 @@ describe('a workflow no worker answers', () => {
     await t.api.close();
     expect(Date.now() - at).toBeLessThan(3000);
     // afterAll closes it again through the helper, which closes the database too; a second close is harmless.
+  });
+});
+
+describe('a workflow whose task is failing', () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dataDir: string;
+  let client: Client;
+  let connection: Connection;
+  let user: { userId: string; key: string };
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'failing-task-'));
+    // The real workflows, with an interceptor that fails the workflow task of every delete Update.
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_ENTRY,
+      workflowInterceptorModules: [WORKFLOW_INTERCEPTORS, path.join(__dirname, 'fixtures', 'failing-update-interceptor.ts')],
+      logger: new DefaultLogger('WARN'),
+    });
+    const bundle = path.join(dataDir, 'workflow-bundle.js');
+    fs.writeFileSync(bundle, code);
+    const config = testConfig({ DATA_DIR: dataDir, WORKFLOW_ANSWER_TIMEOUT_MS: String(BOUND_MS), SANDBOX_HEALTH_INTERVAL_MS: '250', SANDBOX_HEALTH_GRACE_MS: '1000', SANDBOX_IDLE_TIMEOUT_MS: '0' });
+    t = await startTestApi(config);
+    worker = await startTestWorker(config, undefined, bundle);
+    connection = await Connection.connect({ address: testEnv().temporalAddress });
+    client = new Client({ connection, namespace: 'default' });
+    user = await t.newUser();
+  });
+
+  afterAll(async () => {
+    // Their workflows would retry the failing task for ever.
+    for await (const w of client.workflow.list({ query: `TaskQueue = "${t.config.temporal.taskQueue}" AND ExecutionStatus = "Running"` })) {
+      await client.workflow.getHandle(w.workflowId).terminate('the test is over').catch(() => undefined);
+    }
+    await worker?.stop();
+    await t?.close();
+    await connection?.close();
+    killRuntimesUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers the Updates Temporal refuses for it with 503, Retry-After and a detail, at once; the sandbox stays as it was', async () => {
+    const s = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
+    await waitForStatus(t, user.key, s.id, 'RUNNING');
+    const timed = async () => {
+      const at = Date.now();
+      const r = await t.request('DELETE', `/api/v1/sandboxes/${s.id}`, { key: user.key });
+      return { ...r, ms: Date.now() - at };
+    };
+    // The first deletes reach the workflow and fail its task: Temporal holds them until the answer bound.
+    const first = await timed();
+    expect(first.status).toBe(503);
+    expect(first.headers.get('retry-after')).toBe('5');
+    // Temporal goes on retrying the task (a timeout of 10 s each after the second attempt); from its
+    // third attempt on it refuses Updates without asking a worker.
+    const detail = `The workflow of sandbox ${s.id} is failing its workflow tasks (a worker cannot run it; its log says why), so the delete was not taken: try again later`;
+    const refused = await eventually(
+      async () => {
+        const r = await timed();
+        expect(r.body).toEqual({ detail });
+        expect(r.ms).toBeLessThan(BOUND_MS);
+        return r;
+      },
+      { timeoutMs: 45_000, intervalMs: 200 },
+    );
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    const after = (await t.request('GET', `/api/v1/sandboxes?id=${s.id}`, { key: user.key })).body[0];
+    expect(after.status).toBe('RUNNING');
+    expect((await client.workflow.getHandle(sandboxWorkflowId(s.id)).describe()).status.name).toBe('RUNNING');
+  }, 90_000);
+
+  it('leaves the answers to what the caller asked as they were: a pause of a sandbox in ERROR is still a 409', async () => {
+    const created = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
+    await waitForStatus(t, user.key, created.id, 'RUNNING');
+    const pid = ((await t.database.db.collection('sandboxes').findOne({ _id: created.id }))!.runtime as { pid: number }).pid;
+    process.kill(pid, 'SIGKILL');
+    await waitForStatus(t, user.key, created.id, 'ERROR', 15_000);
+    const pause = await t.request('POST', `/api/v1/sandboxes/${created.id}/pause`, { key: user.key });
+    expect(pause.status).toBe(409);
+    expect(pause.body.detail).toContain('is ERROR');
+  }, 60_000);
+
+  it('tells the refusal from other FAILED_PRECONDITION answers by its detail', () => {
+    const grpcError = (code: number, typeUrl?: string) => {
+      // As gRPC gives it: the status, with its details, in the trailing metadata.
+      const detail = typeUrl && { type_url: typeUrl, value: temporal.api.errordetails.v1.WorkflowNotReadyFailure.encode({}).finish() };
+      const status = detail ? [Buffer.from(google.rpc.Status.encode({ code, message: 'refused', details: [detail] }).finish())] : [];
+      const metadata = { get: (key: string) => (key === 'grpc-status-details-bin' ? status : []) };
+      return Object.assign(new Error(`${code} refused`), { code, details: 'refused', metadata });
+    };
+    const notReady = 'type.googleapis.com/temporal.api.errordetails.v1.WorkflowNotReadyFailure';
+    expect(isWorkflowTaskFailing(new Error('Workflow Update failed', { cause: grpcError(9, notReady) }))).toBe(true);
+    expect(isWorkflowTaskFailing(grpcError(9, 'type.googleapis.com/temporal.api.errordetails.v1.NamespaceInvalidStateFailure'))).toBe(false);
+    expect(isWorkflowTaskFailing(grpcError(9))).toBe(false);
+    expect(isWorkflowTaskFailing(grpcError(3, notReady))).toBe(false);
+    expect(isWorkflowTaskFailing(new Error('Workflow Update failed'))).toBe(false);
   });
 });

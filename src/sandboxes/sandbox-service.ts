@@ -25,7 +25,7 @@ import {
   type SandboxWorkflowSettings,
   workflowSummaries,
 } from '../temporal/shared';
-import { askWorkflow, formatSeconds, isCancelled, NoWorkerAnswered } from '../temporal/workflow-answer';
+import { askWorkflow, formatSeconds, isCancelled, isWorkflowTaskFailing, NoWorkerAnswered, WorkflowTaskFailing } from '../temporal/workflow-answer';
 import { sandboxView } from './sandbox-view';
 
 export interface SandboxServiceDeps {
@@ -189,6 +189,15 @@ export class SandboxService {
     if (e instanceof NoWorkerAnswered) {
       return new Unavailable(
         `No worker answered the workflow of sandbox ${id} within ${formatSeconds(e.boundMs)} s (is a worker running?); the ${op} may still happen when one does: read the sandbox again`,
+        5,
+        { cause: e },
+      );
+    }
+    if (e instanceof WorkflowTaskFailing || isWorkflowTaskFailing(e)) {
+      // The workflow's code fails on a worker (a bug, a deploy that does not replay it): nothing the
+      // caller sent is wrong, and the same call may succeed once a worker runs it again.
+      return new Unavailable(
+        `The workflow of sandbox ${id} is failing its workflow tasks (a worker cannot run it; its log says why), so the ${op} was not taken: try again later`,
         5,
         { cause: e },
       );

@@ -14,7 +14,8 @@ export interface TestWorker {
   stop(): Promise<void>;
 }
 
-export async function startTestWorker(config: Config, tracing?: WorkerDeps['tracing']): Promise<TestWorker> {
+/** `workflowBundlePath`: another bundle than the build's (a test that bundles its own interceptors). */
+export async function startTestWorker(config: Config, tracing?: WorkerDeps['tracing'], workflowBundlePath?: string): Promise<TestWorker> {
   quietTemporalRuntime();
   const env = testEnv();
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
@@ -26,7 +27,7 @@ export async function startTestWorker(config: Config, tracing?: WorkerDeps['trac
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db: database.db,
-    workflowBundlePath: env.workflowBundlePath,
+    workflowBundlePath: workflowBundlePath ?? env.workflowBundlePath,
     config,
     secretsKey: TEST_SECRETS_KEY,
     shutdownGraceMs: 2000,

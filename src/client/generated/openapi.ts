@@ -3811,7 +3811,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again */
+            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3887,7 +3887,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again */
+            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3954,7 +3954,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the deletion did not finish in time); it may still happen: read the sandbox again */
+            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the deletion did not finish in time); it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the deletion was not taken; try again later (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;

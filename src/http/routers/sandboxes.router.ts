@@ -44,7 +44,10 @@ const operation = (op: 'pause' | 'resume', summary: string) => ({
     404: error('No such sandbox of the caller'),
     409: error('Not possible in the current status (deleted; pausing a sandbox in ERROR)'),
     502: error('The provider could not carry it out; the sandbox status says where it stands'),
-    503: error('No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again'),
+    503: error(
+      'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. ' +
+        "Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After)",
+    ),
   },
 });
 
@@ -129,7 +132,10 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
           200: { description: 'The deleted sandbox', schema: SandboxSchema },
           404: error('No such sandbox of the caller'),
           502: error('The provider could not remove it; try again'),
-          503: error('No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the deletion did not finish in time); it may still happen: read the sandbox again'),
+          503: error(
+            'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the deletion did not finish in time); it may still happen: read the sandbox again. ' +
+              "Or the sandbox's workflow is failing its workflow tasks: the deletion was not taken; try again later (Retry-After)",
+          ),
         },
       },
       async (ctx, { params }) => {
