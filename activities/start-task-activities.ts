@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { SecretBox } from '../src/auth/secret-box';
+import { DomainError, NotFound } from '../src/errors';
 import type { EchoedStartRequest } from '../src/schemas/app-conversations';
 import type { StartSettingsResolver } from '../src/orgs/start-settings';
 import type { SandboxService } from '../src/sandboxes/sandbox-service';
@@ -281,6 +282,26 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         throw inputError(`The runtime did not create the conversation (${created.status}): ${masked(JSON.stringify(created.body).slice(0, 500), effective.secrets)}`);
       }
       return t.id;
+    },
+
+    /**
+     * After a failed start: the sandbox it created for itself is deleted through the sandbox's workflow,
+     * as DELETE /api/v1/sandboxes does, unless another conversation or start uses it by now (a request may
+     * have named it meanwhile). Answers what became of it, for the ERROR detail. A delete the sandbox's
+     * workflow refuses or does not answer is said so, not retried: the start's ERROR waits on this.
+     */
+    async deleteStartSandbox(a: { taskId: string; userId: string; sandboxId: string }): Promise<string | null> {
+      const made = `The sandbox ${a.sandboxId} that this start created`;
+      const used = (await deps.appConversations.otherUsesSandbox(a.sandboxId, a.taskId)) || (await startTasks.startingIn(a.sandboxId, a.userId)).some((id) => id !== a.taskId);
+      if (used) return `${made} is kept: another conversation uses it.`;
+      try {
+        await deps.sandboxService.operate(a.userId, a.sandboxId, 'delete');
+      } catch (e) {
+        if (e instanceof NotFound) return null;
+        if (!(e instanceof DomainError)) throw e;
+        return `${made} could not be deleted (${e.message}); delete it: DELETE /api/v1/sandboxes/${a.sandboxId}.`;
+      }
+      return `${made} was deleted.`;
     },
   };
 }

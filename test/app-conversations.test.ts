@@ -10,14 +10,14 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { callbacksWorkflowId, startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import { callbacksWorkflowId, sandboxWorkflowId, startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
 import { loggedEvents, states } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
-import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
+import { killRuntimesUnder, runtimesUnder, waitForStatus } from './helpers/sandboxes';
 import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { bareRepo } from './helpers/git-repo';
 import { sample } from './helpers/event-samples';
@@ -193,10 +193,48 @@ describe('app conversation starts', () => {
       const summaries = (history.events ?? [])
         .filter((e) => e.activityTaskScheduledEventAttributes)
         .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')));
-      expect(summaries).toEqual(['start a new sandbox', `wait for sandbox ${error.sandbox_id} to run`, `clone ${JSON.stringify(repo)}`, 'run the setup script (workspace "broken")']);
+      expect(summaries).toEqual([
+        'start a new sandbox',
+        `wait for sandbox ${error.sandbox_id} to run`,
+        `clone ${JSON.stringify(repo)}`,
+        'run the setup script (workspace "broken")',
+        `delete sandbox ${error.sandbox_id} (the start failed)`,
+      ]);
     } finally {
       await connection.close();
     }
+  }, 60_000);
+
+  it('a start that fails after creating its own sandbox deletes it through its workflow; a sandbox the request named stays', async () => {
+    const missing = path.join(dataDir, 'no-such-repository.git');
+    const started = await streamStart({ selected_repository: missing });
+    expect(started.body.map((s: any) => s.status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'ERROR']);
+    const failed = started.body.at(-1);
+    // Deleted before the start reported ERROR: not left running until its idle timeout.
+    const deleted = await waitForStatus(t, user.key, failed.sandbox_id, 'DELETED', 10_000);
+    expect(deleted).toMatchObject({ status_detail: 'deleted on request', exposed_urls: [], session_api_key: null });
+    expect(failed.detail).toMatch(/^Cloning .*no-such-repository\.git failed/);
+    expect(failed.detail.split('\n').at(-1)).toBe(`The sandbox ${failed.sandbox_id} that this start created was deleted.`);
+    const dir = path.join(dataDir, 'sandboxes', failed.sandbox_id);
+    expect(fs.existsSync(dir)).toBe(false);
+    expect(runtimesUnder(dir)).toEqual([]);
+    // The sandbox's own workflow did it, and ended.
+    const connection = await Connection.connect({ address: t.config.temporal.address! });
+    try {
+      const described = await new Client({ connection, namespace: t.config.temporal.namespace }).workflow.getHandle(sandboxWorkflowId(failed.sandbox_id)).describe();
+      expect(described.status.name).toBe('COMPLETED');
+    } finally {
+      await connection.close();
+    }
+
+    const mine = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
+    await waitForStatus(t, user.key, mine.id, 'RUNNING');
+    const named = await streamStart({ sandbox_id: mine.id, selected_repository: missing });
+    expect(named.body.at(-1)).toMatchObject({ status: 'ERROR', sandbox_id: mine.id });
+    expect(named.body.at(-1).detail).not.toContain('that this start created');
+    await sleep(500);
+    expect((await t.request('GET', `/api/v1/sandboxes?id=${mine.id}`, { key: user.key })).body[0].status).toBe('RUNNING');
+    await t.request('DELETE', `/api/v1/sandboxes/${mine.id}`, { key: user.key });
   }, 60_000);
 
   it("refuses another user's sandbox: ERROR saying it was not found", async () => {

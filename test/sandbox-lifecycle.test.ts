@@ -1,6 +1,7 @@
 /**
  * The sandbox lifecycle without a server: every transition of sandbox-workflow.ts's status list, the
- * health grace period, idle pause, refused operations, and deleted being final.
+ * health grace period (and a gone runtime, which does not wait it out), idle pause, refused operations,
+ * and deleted being final.
  */
 import type { RuntimeCheck } from '../activities/sandbox-activities';
 import type { SandboxStatus } from '../src/temporal/shared';
@@ -144,9 +145,27 @@ describe('sandbox lifecycle', () => {
 
   test('the grace period goes on across a continued run', () => {
     const l = lifecycle('RUNNING', { failingSinceMs: T0 });
-    expect(l.observed(check('missing', 'the container is gone'), T0 + 90_000).change).toEqual({
+    expect(l.observed(check('unreachable', 'its /alive did not answer'), T0 + 90_000).change).toEqual({
       status: 'ERROR',
-      status_detail: 'the container is gone (failing for 90 s); resume to restart the runtime, or delete the sandbox',
+      status_detail: 'its /alive did not answer (failing for 90 s); resume to restart the runtime, or delete the sandbox',
+    });
+  });
+
+  test('RUNNING -> ERROR at once when the provider reports the runtime gone: its address is no longer its own', () => {
+    const l = lifecycle('RUNNING');
+    expect(l.observed(check('missing', 'the runtime process (pid 42) is gone'), T0)).toEqual({
+      change: { status: 'ERROR', status_detail: 'the runtime process (pid 42) is gone; resume to restart the runtime, or delete the sandbox' },
+    });
+    expect(l.request('resume')).toEqual({ act: { call: 'resume' } });
+  });
+
+  test('a run recorded before that rule waits out the grace period for a gone runtime too, as it did', () => {
+    const l = new SandboxLifecycle('sb-1', { healthGraceMs: GRACE, idleTimeoutMs: IDLE }, { status: 'RUNNING', status_detail: null, failingSinceMs: null }, { goneIsErrorAtOnce: false });
+    const gone = check('missing', 'the container is gone');
+    expect(l.observed(gone, T0)).toEqual({});
+    expect(l.observed(gone, T0 + GRACE).change).toEqual({
+      status: 'ERROR',
+      status_detail: 'the container is gone (failing for 1 min); resume to restart the runtime, or delete the sandbox',
     });
   });
 

@@ -3,6 +3,7 @@
  * the database, and real runtime processes started by the process provider.
  */
 import { Client, Connection } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -149,7 +150,7 @@ describe('sandboxes', () => {
     expect(wf.status.name).toBe('COMPLETED');
   });
 
-  it('a runtime killed from outside turns ERROR after the grace period; resume starts it again', async () => {
+  it('a runtime killed from outside turns ERROR (its process is gone); resume starts it again', async () => {
     const s = await running();
     const pid = await pidOf(s.id);
     process.kill(pid, 'SIGKILL');
@@ -167,6 +168,54 @@ describe('sandboxes', () => {
     expect(resumed.body.status).toBe('RUNNING');
     expect(await pidOf(s.id)).not.toBe(pid);
     expect((await runtimeGet(agentUrl(resumed.body), '/health', resumed.body.session_api_key))!.status).toBe(200);
+  });
+
+  it("a conversation shows its sandbox's address as it is now: none while the runtime is gone or paused, the new one once it runs again", async () => {
+    const s = await running();
+    const oldUrl = agentUrl(s);
+    // A conversation as a start records it: with the address its sandbox had then.
+    const conversationId = randomUUID();
+    const now = new Date();
+    await t.stores.appConversations.create({
+      id: conversationId,
+      created_by_user_id: alice.userId,
+      sandbox_id: s.id,
+      title: 'restarted',
+      selected_repository: null,
+      selected_branch: null,
+      git_provider: null,
+      trigger: null,
+      agent_server_url: oldUrl,
+      start_task_id: null,
+      processors: [],
+      created_at: now,
+      updated_at: now,
+    });
+    const conversation = async () => (await t.request('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key: alice.key })).body[0];
+    expect(await conversation()).toMatchObject({ sandbox_status: 'RUNNING', agent_server_url: oldUrl, conversation_url: `${oldUrl}/api/conversations/${conversationId}` });
+
+    const pid = await pidOf(s.id);
+    process.kill(pid, 'SIGKILL');
+    await waitForStatus(t, alice.key, s.id, 'ERROR', 15_000);
+    expect(await conversation()).toMatchObject({ sandbox_status: 'ERROR', agent_server_url: null, conversation_url: null, session_api_key: null });
+
+    // Resumed: a new runtime, whose address is recorded before the sandbox is RUNNING again.
+    const resumed = await t.request('POST', `/api/v1/sandboxes/${s.id}/resume`, { key: alice.key });
+    expect(resumed.body.status).toBe('RUNNING');
+    const newUrl = agentUrl(resumed.body);
+    const record = (await t.database.db.collection('sandboxes').findOne({ _id: s.id as any }))!;
+    expect(record.runtime.pid).not.toBe(pid);
+    expect(record.exposed_urls).toEqual([{ name: 'AGENT_SERVER', url: newUrl, port: record.runtime.port }]);
+    expect(newUrl).toBe(`http://127.0.0.1:${record.runtime.port}`);
+    expect(await conversation()).toMatchObject({
+      sandbox_status: 'RUNNING',
+      agent_server_url: newUrl,
+      conversation_url: `${newUrl}/api/conversations/${conversationId}`,
+      session_api_key: resumed.body.session_api_key,
+    });
+    // Paused, the runtime answers nothing: no address until it runs again.
+    expect((await t.request('POST', `/api/v1/sandboxes/${s.id}/pause`, { key: alice.key })).body).toMatchObject({ status: 'PAUSED', exposed_urls: [] });
+    expect(await conversation()).toMatchObject({ sandbox_status: 'PAUSED', agent_server_url: null, conversation_url: null });
   });
 
   it('pause and resume sent at once are serialised: the status and the process agree', async () => {
@@ -288,6 +337,44 @@ describe('sandboxes', () => {
     expect(await summaries(first)).toEqual(['start the runtime']);
     expect(await summaries()).toEqual(['pause the runtime']);
   }, 90_000);
+});
+
+describe('a runtime that is gone', () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dataDir: string;
+  let user: { userId: string; key: string };
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-gone-'));
+    // A grace period far longer than the test's waits: a runtime that is gone must not wait it out.
+    const config = testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '250', SANDBOX_HEALTH_GRACE_MS: '120000', SANDBOX_IDLE_TIMEOUT_MS: '0' });
+    t = await startTestApi(config);
+    worker = await startTestWorker(config);
+    user = await t.newUser();
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await t?.close();
+    killRuntimesUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('is ERROR at the first check that finds it gone, not after the grace period: its address and key are served no more', async () => {
+    const created = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
+    const s = await waitForStatus(t, user.key, created.id, 'RUNNING');
+    const pid = ((await t.database.db.collection('sandboxes').findOne({ _id: s.id }))!.runtime as { pid: number }).pid;
+    process.kill(pid, 'SIGKILL');
+    // Its port is free for anyone to bind: a client must not be sent there with the session key.
+    const failed = await waitForStatus(t, user.key, s.id, 'ERROR', 10_000);
+    expect(failed).toMatchObject({ session_api_key: null, exposed_urls: [] });
+    expect(failed.status_detail).toContain(`the runtime process (pid ${pid}) is gone`);
+    const resumed = await t.request('POST', `/api/v1/sandboxes/${s.id}/resume`, { key: user.key });
+    expect(resumed.body.status).toBe('RUNNING');
+    expect((await runtimeGet(agentUrl(resumed.body), '/health', resumed.body.session_api_key))!.status).toBe(200);
+    await t.request('DELETE', `/api/v1/sandboxes/${s.id}`, { key: user.key });
+  }, 30_000);
 });
 
 describe('idle sandboxes', () => {

@@ -7,6 +7,9 @@
  * Sandboxes: one ordinary life (start, pause, resume) and two that met an update before their start's
  * turn (a resume, a delete sent before any worker polled), where that code started the runtime
  * regardless. A start task that reached READY, and a callbacks workflow's round.
+ *
+ * Recorded with the code of commit 1f47997: a sandbox whose runtime died (ERROR only after the grace
+ * period, then resumed and deleted), and a start whose clone failed (ERROR, its new sandbox left running).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,7 +23,7 @@ const fixture = (name: string) => temporal.api.history.v1.History.decode(fs.read
 describe('workflow replay across the upgrade', () => {
   beforeAll(() => quietTemporalRuntime());
 
-  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history'])(
+  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history', 'sandbox-history-gone', 'start-task-history-error'])(
     'replays %s, recorded by the earlier code',
     async (name) => {
       const history = fixture(name);

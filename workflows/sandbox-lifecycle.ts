@@ -26,6 +26,16 @@ export interface Step {
 
 export type LifecycleSettings = Pick<SandboxWorkflowSettings, 'healthGraceMs' | 'idleTimeoutMs'>;
 
+/** Rules a workflow's history fixes: a run recorded before a rule changed replays with the rule it ran with. */
+export interface LifecycleRules {
+  /**
+   * A RUNNING sandbox whose runtime the provider reports gone is ERROR at that check, without the grace
+   * period: nothing listens on its address any more, which a RUNNING sandbox would go on handing out
+   * (with its session key) to whoever binds that port next.
+   */
+  goneIsErrorAtOnce: boolean;
+}
+
 /** Where a run starts: a new sandbox, or where the previous run left off (continue-as-new). */
 export interface LifecycleState extends SandboxState {
   /** When the runtime began to fail its health checks (ms), null while it answers. */
@@ -46,6 +56,7 @@ export class SandboxLifecycle {
     private readonly sandboxId: string,
     private readonly settings: LifecycleSettings,
     from?: LifecycleState,
+    private readonly rules: LifecycleRules = { goneIsErrorAtOnce: true },
   ) {
     this.status = from?.status ?? 'STARTING';
     this.detail = from?.status_detail ?? null;
@@ -145,6 +156,9 @@ export class SandboxLifecycle {
       return idle ? { act: { call: 'pause', why: 'idle' } } : NOTHING;
     }
     if (this.status === 'ERROR') return NOTHING;
+    if (check.state === 'missing' && this.rules.goneIsErrorAtOnce) {
+      return { change: this.set('ERROR', `${check.detail}; resume to restart the runtime, or delete the sandbox`) };
+    }
     // RUNNING and not answering: ERROR only once it has failed for the grace period (a restart, a blip).
     const problem = check.state === 'paused' ? 'the runtime was stopped outside the service' : check.detail;
     this.failingSinceMs ??= nowMs;

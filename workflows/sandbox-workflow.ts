@@ -4,7 +4,8 @@
  *   STARTING -> RUNNING            the provider starts the runtime and it answers /alive
  *   STARTING -> ERROR              it could not (status_detail says why)
  *   RUNNING  -> PAUSED             pause update, or no use for SANDBOX_IDLE_TIMEOUT_MS
- *   RUNNING  -> ERROR              /alive failing for longer than the grace period
+ *   RUNNING  -> ERROR              /alive failing for longer than the grace period, or at once when the
+ *                                  provider reports the runtime gone (its address is no longer its own)
  *   PAUSED | ERROR | MISSING -> RUNNING   resume update (a runtime that is gone is started again)
  *   PAUSED   -> MISSING            the provider lost the paused runtime
  *   any      -> DELETED            delete update; the workflow then ends
@@ -54,6 +55,8 @@ const PROVIDER_CALLS = {
 
 /** The patch that made the start depend on the status (see where it is used). */
 const START_ONLY_WHILE_STARTING = 'sandbox-start-only-while-starting';
+/** The patch that made a RUNNING sandbox whose runtime is gone ERROR at once (LifecycleRules). */
+const GONE_IS_ERROR_AT_ONCE = 'sandbox-gone-is-error-at-once';
 
 /** Workflow time: `new Date()` in a workflow is the replayed time of the current task. */
 const now = () => new Date().getTime();
@@ -69,7 +72,8 @@ const publish = (status: SandboxStatus) => upsertSearchAttributes([{ key: SEARCH
 
 export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<SandboxState> {
   const { sandboxId, settings } = input;
-  const lifecycle = new SandboxLifecycle(sandboxId, settings, input.carried);
+  // Runs recorded before the rule waited out the grace period for a gone runtime too; they replay so.
+  const lifecycle = new SandboxLifecycle(sandboxId, settings, input.carried, { goneIsErrorAtOnce: patched(GONE_IS_ERROR_AT_ONCE) });
 
   // One operation at a time: updates and health checks queue behind each other.
   let tail: Promise<unknown> = Promise.resolve();

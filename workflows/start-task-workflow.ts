@@ -5,6 +5,8 @@
  *
  *   WORKING -> WAITING_FOR_SANDBOX -> PREPARING_REPOSITORY -> RUNNING_SETUP_SCRIPT -> SETTING_UP_GIT_HOOKS
  *   -> SETTING_UP_SKILLS -> STARTING_CONVERSATION -> READY        (or ERROR, with a detail to act on)
+ *
+ * A start that fails after creating a sandbox for itself deletes it before it reports ERROR.
  */
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -15,7 +17,7 @@ const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY
 // Steps that take a call or two (to the database, to the runtime) run as local activities: no round trip
 // through the server each. Steps that can take minutes (a sandbox, a clone, a setup script, plugins) do not.
 const { setUpGitHooks, startConversation } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
-const { acquireSandbox } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
+const { acquireSandbox, deleteStartSandbox } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
 const { loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long); // plugins are cloned
 // Local: every start ends with one look for queued messages (nearly always none), so it costs no round trip.
 const { deliverPendingMessages, givePendingMessagesUp } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.deliver);
@@ -24,6 +26,8 @@ const { deliverPendingMessages, givePendingMessagesUp } = proxyLocalActivities<A
 const PENDING_MESSAGES = 'start-task-pending-messages';
 /** The patch that added the search attributes (see where it is used). */
 const START_TASK_SEARCH_ATTRIBUTES = 'start-task-search-attributes';
+/** The patch that added the delete of the sandbox a failed start created (see where it is used). */
+const DELETE_OWN_SANDBOX = 'start-task-delete-own-sandbox';
 
 /** What a person can act on: the message of the failure that stopped the start, or which step ran out of time. */
 function detailOf(e: unknown): string {
@@ -114,7 +118,18 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
 
     await report('READY');
   } catch (e) {
-    await report('ERROR', detailOf(e));
+    let detail = detailOf(e);
+    // A sandbox this start created for itself would run unused until its idle timeout: it goes before
+    // the start reports ERROR, through the sandbox's own workflow. One the request named stays as it is.
+    // Runs recorded before this replay without it.
+    const ownSandbox = request.sandbox_id ? null : where.sandbox_id;
+    if (ownSandbox && patched(DELETE_OWN_SANDBOX)) {
+      const outcome = await deleteStartSandbox
+        .executeWithOptions({ summary: `delete sandbox ${ownSandbox} (the start failed)` }, [{ taskId, userId, sandboxId: ownSandbox }])
+        .catch((failure: unknown) => `The sandbox ${ownSandbox} that this start created could not be deleted: ${detailOf(failure)}`);
+      if (outcome) detail = `${detail}\n${outcome}`;
+    }
+    await report('ERROR', detail);
   }
   ended = true;
   if (patched(PENDING_MESSAGES)) await settlePendingMessages();

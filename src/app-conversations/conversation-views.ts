@@ -48,7 +48,8 @@ export class ConversationViews {
       const { processors: _p, skills: _s, hooks: _h, working_dir: _w, ...rest } = r;
       const sandbox = r.sandbox_id ? sandboxes.get(r.sandbox_id) : undefined;
       const status: SandboxStatus = !sandbox || sandbox.status === 'DELETED' ? 'MISSING' : sandbox.status;
-      // The sandbox's address as it is now: a sandbox started afresh (after MISSING) has another one.
+      // The sandbox's address as it is now, and only while it runs: a runtime started again (after it
+      // died, or was lost) listens elsewhere, and the port it left may be someone else's next.
       const agentServer = status === 'RUNNING' ? sandbox?.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url : undefined;
       const state = states.get(r.id);
       const view: AppConversation = {
@@ -57,6 +58,8 @@ export class ConversationViews {
         git_provider: r.git_provider as AppConversation['git_provider'],
         trigger: r.trigger as AppConversation['trigger'],
         sub_conversation_ids: children.get(r.id) ?? [],
+        // Not the address the start recorded: that one is the first runtime's.
+        agent_server_url: agentServer ?? null,
         sandbox_status: status,
         // What a runtime reported is checked like any input: a value outside the schema shows as null.
         execution_status: ConversationExecutionStatusSchema.safeParse(state?.execution_status).data ?? null,

@@ -149,7 +149,7 @@ export function createApp(deps: AppDeps): App {
       // A file to keep and share: without the sandbox's live address and key.
       view: async (record) => {
         const { session_api_key: _key, conversation_url: _url, ...meta } = await deps.conversationViews.one(record.created_by_user_id, record);
-        return meta;
+        return { ...meta, agent_server_url: null };
       },
     }),
     organizationsRoutes(router('/api/organizations', 'organizations'), deps.organizations),

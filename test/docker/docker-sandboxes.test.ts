@@ -131,7 +131,7 @@ describe('docker sandboxes on a real engine', () => {
     expect((await containersOf(s.id)).map((x) => x.Id)).toEqual([c!.Id]);
   });
 
-  it('a container killed from outside is ERROR after the grace period; resume starts a new one on the same volume', async () => {
+  it('a container killed from outside is ERROR (the provider reports it gone); resume starts a new one on the same volume', async () => {
     const s = await running();
     expect((await bash(s, 'echo kept > /workspace/marker')).body.exit_code).toBe(0);
     const [c] = await containersOf(s.id);
