@@ -150,6 +150,8 @@ function restore(command: string, input: string): Promise<void> {
 
 export class ProcessIsolation {
   private prepared: Promise<{ node: string; bundle: string }> | null = null;
+  /** Directories every user may write, besides /tmp, that a sandbox gets its own tmp in place of (prepare). */
+  private sharedDirs: string[] = ['/var/tmp', '/dev/shm', '/run/lock'];
   private readonly claims: string;
 
   constructor(private readonly opts: ProcessIsolationOptions) {
@@ -198,6 +200,7 @@ export class ProcessIsolation {
         fs.renameSync(`${node}.tmp`, node);
       }
     }
+    this.sharedDirs = await worldWritableDirs([sandboxesDir, runtimeDir]);
     await this.installFirewall();
     return { node, bundle };
   }
@@ -314,11 +317,11 @@ export class ProcessIsolation {
       '"$1" -t proc -o hidepid=2,nosuid,nodev,noexec proc /proc',
       // The source is named once, before /tmp changes (a sandbox directory under /tmp would resolve anew).
       '"$1" --bind "$2" /tmp',
-      'for shared in /var/tmp /dev/shm /run/lock; do if [ -d "$shared" ] && [ ! -L "$shared" ]; then "$1" --bind /tmp "$shared"; fi; done',
+      'mount=$1 setpriv=$3 uid=$4 shared=$5',
+      'shift 5',
+      'while [ "$shared" -gt 0 ]; do if [ -d "$1" ] && [ ! -L "$1" ]; then "$mount" --bind /tmp "$1"; fi; shift; shared=$((shared - 1)); done',
       // POSIX message queues of the new IPC namespace, not the host's mount of them.
-      'if [ -d /dev/mqueue ]; then "$1" -t mqueue -o nosuid,nodev,noexec mqueue /dev/mqueue; fi',
-      'setpriv=$3 uid=$4',
-      'shift 4',
+      'if [ -d /dev/mqueue ]; then "$mount" -t mqueue -o nosuid,nodev,noexec mqueue /dev/mqueue; fi',
       'exec "$setpriv" --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"',
     ].join('\n');
     return {
@@ -337,11 +340,39 @@ export class ProcessIsolation {
         path.join(dir, 'tmp'),
         trustedProgram('setpriv', 'util-linux'),
         String(uid),
+        String(this.sharedDirs.length),
+        ...this.sharedDirs,
         command,
         ...args,
       ],
     };
   }
+}
+
+/**
+ * The directories any user may reach and write (o+wx, sticky or not), up to four levels below /, outside /tmp,
+ * /proc, /sys, /dev/mqueue (its own mount per sandbox) and the sandboxes' own: what a sandbox could leave
+ * files in for others, or for after its delete. Links are not followed; the walk is bounded.
+ */
+async function worldWritableDirs(skip: string[]): Promise<string[]> {
+  const skipped = new Set(['/tmp', '/proc', '/sys', '/dev/mqueue', ...skip]);
+  const found: string[] = [];
+  let budget = 50_000;
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    const entries = await fs.promises.readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      if (!e.isDirectory() || --budget < 0) continue;
+      const p = path.join(dir, e.name);
+      if (skipped.has(p)) continue;
+      const st = await fs.promises.lstat(p).catch(() => null);
+      if (!st?.isDirectory()) continue;
+      if ((st.mode & 0o001) === 0) continue; // others cannot enter it: nothing below is theirs to reach
+      if ((st.mode & 0o002) !== 0) found.push(p);
+      else if (depth < 4) await walk(p, depth + 1);
+    }
+  };
+  await walk('/', 1);
+  return found.sort();
 }
 
 /** The workspace and each directory between the sandbox directory and it: the sandbox's own. */

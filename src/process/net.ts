@@ -33,11 +33,11 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * The uids of the sockets that listen on `port` (TCP, any address, IPv4 and IPv6), read from
- * /proc/net/tcp and tcp6 (columns: local address as hex address:port, state 0A is LISTEN, then uid).
+ * The sockets that listen on `port` (TCP, any address, IPv4 and IPv6), read from /proc/net/tcp and tcp6
+ * (columns: local address as hex address:port, state 0A is LISTEN, the creator's uid, the inode).
  */
-export function listenerUids(port: number): number[] {
-  const uids = new Set<number>();
+function listeners(port: number): { uid: number; inode: string }[] {
+  const found: { uid: number; inode: string }[] = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
     try {
@@ -47,8 +47,44 @@ export function listenerUids(port: number): number[] {
     }
     for (const line of text.split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
-      if (f.length < 8 || f[3] !== '0A') continue;
-      if (parseInt(f[1]!.split(':')[1]!, 16) === port) uids.add(Number(f[7]));
+      if (f.length < 10 || f[3] !== '0A') continue;
+      if (parseInt(f[1]!.split(':')[1]!, 16) === port) found.push({ uid: Number(f[7]), inode: f[9]! });
+    }
+  }
+  return found;
+}
+
+/** The uids of the sockets that listen on `port` (the uid that created each). */
+export function listenerUids(port: number): number[] {
+  return [...new Set(listeners(port).map((l) => l.uid))];
+}
+
+/** The uids of the processes that hold one of these socket inodes open (a socket may be passed to another process). */
+function holderUids(inodes: Set<string>): number[] {
+  const uids = new Set<number>();
+  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    let fds: string[];
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      let target: string;
+      try {
+        target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const m = /^socket:\[(\d+)\]$/.exec(target);
+      if (m && inodes.has(m[1]!)) {
+        try {
+          uids.add(fs.statSync(`/proc/${pid}`).uid);
+        } catch {
+          // gone
+        }
+        break;
+      }
     }
   }
   return [...uids];
@@ -56,12 +92,24 @@ export function listenerUids(port: number): number[] {
 
 /**
  * A port of the service that a sandbox's uid listens on (it bound the port while the service's process
- * was down) is given back: that uid's processes are killed. The sandboxes' firewall already keeps such a
- * listener from answering anyone; this lets the service bind the port again. Holders outside the range
- * are left alone (the start then fails with the port in use). Answers the uids whose processes were killed.
+ * was down) is given back: the processes of every sandbox uid that made or holds such a listener are
+ * killed (a socket passed to another sandbox's process is found by its inode), until none is left.
+ * The sandboxes' firewall already keeps such a listener from answering anyone; this lets the service
+ * bind the port again. Holders outside the range are left alone (the start then fails with the port
+ * in use). Answers the uids whose processes were killed.
  */
 export async function reclaimPort(port: number, uidRange: [number, number]): Promise<number[]> {
-  const holders = listenerUids(port).filter((u) => u >= uidRange[0] && u <= uidRange[1]);
-  for (const uid of holders) await killUserProcesses(uid);
-  return holders;
+  const inRange = (u: number) => u >= uidRange[0] && u <= uidRange[1];
+  const killed: number[] = [];
+  for (let round = 0; round < 10; round++) {
+    const found = listeners(port);
+    const holders = found.length === 0 ? [] : holderUids(new Set(found.map((l) => l.inode))).filter(inRange);
+    const uids = [...new Set([...found.filter((l) => inRange(l.uid)).map((l) => l.uid), ...holders])];
+    if (uids.length === 0) return killed;
+    for (const uid of uids) {
+      await killUserProcesses(uid);
+      if (!killed.includes(uid)) killed.push(uid);
+    }
+  }
+  return killed;
 }

@@ -7,7 +7,8 @@
  *   3. a listener on a service port (the api's, on [::1] beside the api, and on 127.0.0.1 after the api
  *      died) that gets clients' keys, and keeps the restarted api from binding;
  *   4. a FIFO where the worker used to read the runtime's port, which froze the worker for everyone;
- *   5. files in the shared temporary directories and SysV IPC objects that outlive the sandbox.
+ *   5. files in the shared temporary directories (and any other directory every user may write) and
+ *      SysV IPC objects that outlive the sandbox.
  * Runs only as root (jest.config.js).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -43,6 +44,7 @@ describe('the doors out of an isolated process sandbox are shut', () => {
   let dataDir: string;
   let shared: string; // readable by every uid: the git host's repositories and certificate
   let plant: string;
+  let openDir: string; // a directory every user may write, beyond the usual temporary ones
   let git: GitHttpsServer;
   let llm: ScriptedLlm;
   let t: TestApi;
@@ -77,6 +79,8 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     fs.chmodSync(plant, 0o777);
     fs.chownSync(plant, 4_400_000, 4_400_000);
     process.env.PATH = `${plant}:${originalPath}`;
+    openDir = fs.mkdtempSync('/var/lib/agent-control-escapes-shared-');
+    fs.chmodSync(openDir, 0o1777);
 
     bareRepo(path.join(shared, 'acme'), 'private', { 'README.md': '# private\n' });
     git = await new GitHttpsServer(shared, gitToken).start();
@@ -112,7 +116,7 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     if (t) killRuntimesUnder(t.config.sandboxes.dir);
     for (const { uid } of Object.values(boxes)) signalAll(await processesOfUser(uid), 'SIGKILL');
     await removeSandboxFirewall(range);
-    for (const d of [dataDir, shared, plant]) if (d) fs.rmSync(d, { recursive: true, force: true });
+    for (const d of [dataDir, shared, plant, openDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
     if (t) fs.rmSync(path.dirname(t.config.sandboxes.dir), { recursive: true, force: true });
   });
 
@@ -248,13 +252,13 @@ describe('the doors out of an isolated process sandbox are shut', () => {
 
   it("5. what B leaves in the shared temporary directories and SysV IPC is its own, and goes with it", async () => {
     const b = boxes.b;
-    const made = await bash('b', 'for d in /tmp /var/tmp /dev/shm /run/lock; do echo left > "$d/left-by-b"; done; ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1');
+    const made = await bash('b', `for d in /tmp /var/tmp /dev/shm /run/lock ${openDir}; do echo left > "$d/left-by-b"; done; ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1`);
     expect(made.exit_code).toBe(0);
     // A does not see them: its temporary directories are its own too.
-    expect((await bash('a', 'cat /tmp/left-by-b /var/tmp/left-by-b /dev/shm/left-by-b 2>&1; ipcs')).output).not.toMatch(/^left$/m);
+    expect((await bash('a', `cat /tmp/left-by-b /var/tmp/left-by-b /dev/shm/left-by-b ${openDir}/left-by-b 2>&1; ipcs`)).output).not.toMatch(/^left$/m);
     const ipcOf = (uid: number) =>
       ['shm', 'msg', 'sem'].flatMap((k) => fs.readFileSync(`/proc/sysvipc/${k}`, 'utf8').split('\n').slice(1).filter((l) => l.trim().split(/\s+/)[{ shm: 7, msg: 7, sem: 4 }[k]!] === String(uid)));
-    const ownedBy = (uid: number) => ['/tmp', '/var/tmp', '/dev/shm', '/run/lock'].filter((d) => fs.existsSync(d)).flatMap((d) => fs.readdirSync(d).map((f) => path.join(d, f)).filter((f) => fs.lstatSync(f).uid === uid));
+    const ownedBy = (uid: number) => ['/tmp', '/var/tmp', '/dev/shm', '/run/lock', openDir].filter((d) => fs.existsSync(d)).flatMap((d) => fs.readdirSync(d).map((f) => path.join(d, f)).filter((f) => fs.lstatSync(f).uid === uid));
     expect(ownedBy(b.uid)).toEqual([]);
     expect(ipcOf(b.uid)).toEqual([]);
     const deleted = await t.request('DELETE', `/api/v1/sandboxes/${b.s.id}`, { key: users.b.key });
