@@ -21,6 +21,7 @@ import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
 import type { SandboxesStore } from '../store/sandboxes-store';
 import type { AuthMiddlewares } from '../web/security';
 import { apiKeyAuth, sessionKeyAuth } from './auth';
+import { translateStoreError } from '../store/errors';
 import { errorMiddleware, HttpError, RequestValidationError } from '../web/errors';
 import { nulDetail } from '../web/json-body';
 import { requestContext } from '../web/request-context';
@@ -167,7 +168,7 @@ export function createApp(deps: AppDeps): App {
   });
   if (deps.metrics) koa.use(countRequests(deps.metrics));
   koa.use(requestContext(deps.logger));
-  koa.use(errorMiddleware());
+  koa.use(errorMiddleware(translateStoreError));
   koa.use(refuseNul);
   for (const r of routers) koa.use(r.router.routes()).use(r.router.allowedMethods());
   return { koa, openapi };

@@ -2,7 +2,7 @@
  * Errors of the store layer that callers answer differently from a crash, translated from the driver's
  * raw errors here, at the boundary, as domain errors (src/errors.ts); nothing in this layer knows HTTP.
  */
-import { MongoServerError } from 'mongodb';
+import { MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { Unavailable } from '../errors';
 
 /** Seconds a client is asked to wait after a read of a busy database. */
@@ -54,4 +54,28 @@ export async function withinBudget<T>(operation: string, budgetMs: number, read:
     if (isMaxTimeExpired(e)) throw new DatabaseBusyError(operation, budgetMs, { cause: e });
     throw e;
   }
+}
+
+/** Seconds a client is asked to wait after the database did not answer. */
+const UNREACHABLE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The database did not answer: no server could be selected, a connection broke or timed out (the pool
+ * is then cleared: PoolClearedOnNetworkError), no pooled connection came free in time, or an operation
+ * ran out of its time. Nothing about the request is wrong, and the same request may work shortly.
+ */
+export function isDatabaseUnreachable(e: unknown): boolean {
+  for (let c = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
+    if (c instanceof MongoNetworkError || c instanceof MongoServerSelectionError || c instanceof MongoOperationTimeoutError) return true;
+    if ((c as Error).name === 'MongoWaitQueueTimeoutError') return true;
+  }
+  return false;
+}
+
+/** The api's view of a store failure: an unreachable database is Unavailable (503, Retry-After); anything else as it came. */
+export function translateStoreError(e: unknown): unknown {
+  if (isDatabaseUnreachable(e) && !(e instanceof Unavailable)) {
+    return new Unavailable('The database did not answer; retry shortly', UNREACHABLE_RETRY_AFTER_SECONDS, { cause: e });
+  }
+  return e;
 }

@@ -7,12 +7,25 @@ export interface Database {
 }
 
 /**
+ * How long one attempt of an operation may wait on its connection's socket before it fails (a stalled
+ * server): above the event reads' own budget (EVENT_QUERY_TIMEOUT_MS, 15 s, which the server enforces and
+ * answers as busy). A read is retried once on a network error, so a read gives up after 40 s at most.
+ */
+export const SOCKET_TIMEOUT_MS = 20_000;
+/** How long an operation may wait for a pooled connection to come free. */
+export const WAIT_QUEUE_TIMEOUT_MS = 10_000;
+
+/**
  * Opens a client without waiting for the server: the driver connects on first use, so the api can
- * start (and answer /ready with 503) while MongoDB is still coming up.
+ * start (and answer /ready with 503) while MongoDB is still coming up. Every wait is bounded: server
+ * selection, a connection from the pool, and the answer on a socket (a frozen server keeps its sockets
+ * open and answers nothing). What runs out is a network error the api answers as 503 (store/errors.ts).
  */
 export function openDatabase(uri: string, dbName: string, opts: { serverSelectionTimeoutMs?: number; appName?: string } = {}): Database {
   const client = new MongoClient(uri, {
     serverSelectionTimeoutMS: opts.serverSelectionTimeoutMs ?? 5000,
+    socketTimeoutMS: SOCKET_TIMEOUT_MS,
+    waitQueueTimeoutMS: WAIT_QUEUE_TIMEOUT_MS,
     appName: opts.appName ?? 'agent-control',
   });
   return { client, db: client.db(dbName), close: () => client.close() };

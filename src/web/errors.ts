@@ -50,7 +50,11 @@ interface KoaLikeError {
   message?: string;
 }
 
-export function errorMiddleware(): Middleware {
+/**
+ * `translate` turns a lower layer's raw errors into domain errors first (the api's: an unreachable
+ * database is Unavailable), so that this file knows no driver.
+ */
+export function errorMiddleware(translate: (err: unknown) => unknown = (err) => err): Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -61,7 +65,7 @@ export function errorMiddleware(): Middleware {
         ctx.status = status; // Koa turns an unset status into 200 when a body is assigned
       }
     } catch (err) {
-      answerError(ctx, err);
+      answerError(ctx, translate(err));
     } finally {
       // A body the request declared but nobody read (a 401, a 404, a route without a body): close the
       // connection after the answer instead of reading, or waiting for, the rest of it.
