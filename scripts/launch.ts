@@ -172,14 +172,16 @@ async function main(): Promise<void> {
     } else if (config.embedded.ferretdbBackend === 'postgresql') {
       await portFree(config.embedded.postgresPort, 'EMBEDDED_POSTGRES_PORT');
       const pgOptions = { binDir: requirePostgresBinDir(), dir: path.join(config.dataDir, 'postgres'), port: config.embedded.postgresPort, pidFile: true };
-      const postgres = await supervision.start('postgres', reclaiming([pgOptions.port], (onSpawn) => startPostgres({ ...pgOptions, onSpawn })));
+      const postgres = await supervision.start('postgres', reclaiming([pgOptions.port], (onSpawn) => startPostgres({ ...pgOptions, onSpawn })), {
+        probeFailures: 6, // a checkpoint or an I/O stall of a few seconds is ridden out, not answered with a restart
+      });
       backend = { kind: 'postgresql', url: postgres.url };
       postgresUrl = postgres.url;
       storage = `FerretDB on PostgreSQL 127.0.0.1:${config.embedded.postgresPort} (password in ${path.join(config.dataDir, 'postgres', 'password')})`;
       log.info({ port: config.embedded.postgresPort }, 'PostgreSQL is up');
     }
     const options = { binary: binaries!.ferretdb, backend, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
-    const ferret = await supervision.start('ferretdb', reclaiming([options.port], (onSpawn) => startFerretdb({ ...options, onSpawn })));
+    const ferret = await supervision.start('ferretdb', reclaiming([options.port], (onSpawn) => startFerretdb({ ...options, onSpawn })), { dependsOn: ['postgres'] });
     // On PostgreSQL, with the user and password FerretDB logs in to PostgreSQL with: it takes no client without.
     mongoUri = ferret.uri;
     // The data of a start before PostgreSQL became the default, moved once.
@@ -249,8 +251,10 @@ async function main(): Promise<void> {
       logFile: path.join(logs, 'api.log'),
       pidFile: path.join(config.dataDir, 'api.pid'),
       ready: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`)).ok,
+      // Ready, not only up: an api whose database pool is stuck answers /ready 503 while its database answers others.
+      alive: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`, { signal: AbortSignal.timeout(4000) })).ok,
     }),
-  ));
+  ), { dependsOn: ['postgres', 'ferretdb', 'temporal'] });
 
   const lines = [
     '',

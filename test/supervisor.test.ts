@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from '../scripts/servers/child';
+import { freePort } from '../src/process/net';
+import { readStat } from '../src/process/process-tree';
 import { Supervisor, describeExit, type SupervisorOptions } from '../scripts/servers/supervisor';
 import { eventually } from './helpers/eventually';
 
@@ -181,6 +183,62 @@ describe('Supervisor', () => {
     expect(restartSpawned!.process.signalCode).toBe('SIGTERM');
     expect(child.maxAlive()).toBe(1);
     expect(lines.some((l) => l.startsWith('slow restarted'))).toBe(false);
+  });
+
+  /** A child serving HTTP on a port of its own; its probe is a GET, or `probe` (another child's, say). */
+  async function server(name: string, probe?: () => Promise<boolean>) {
+    const port = await freePort();
+    const pids: number[] = [];
+    const start = (onSpawn: (c: Child) => void) =>
+      startChild({
+        name,
+        command: process.execPath,
+        args: ['-e', `require('http').createServer((q, r) => r.end('ok')).listen(${port}, '127.0.0.1')`],
+        logFile: path.join(dir, `${name}.log`),
+        ready: async () => (await fetch(`http://127.0.0.1:${port}/`)).ok,
+        alive: probe ?? (async () => (await fetch(`http://127.0.0.1:${port}/`)).ok),
+        readyTimeoutMs: 5000,
+        onSpawn: (c) => {
+          pids.push(c.process.pid!);
+          onSpawn(c);
+        },
+      });
+    const answers = async () => (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(300) })).ok;
+    return { start, pids, answers };
+  }
+  const probing = { probeIntervalMs: 100, probeTimeoutMs: 300 };
+
+  it('kills and restarts a child that is alive but frozen (SIGSTOP): its probe stops answering', async () => {
+    const { s, lines, gaveUp } = supervisor(probing);
+    const frozen = await server('frozen');
+    await s.start('frozen', frozen.start, { probeFailures: 3 });
+    await sleep(500);
+    expect(s.restarts('frozen')).toBe(0); // it answers its probes
+    process.kill(frozen.pids[0]!, 'SIGSTOP');
+    await until(() => s.restarts('frozen') === 1 && frozen.pids.length === 2);
+    await until(() => readStat(frozen.pids[0]!) === null || readStat(frozen.pids[0]!)!.state === 'Z');
+    await eventually(() => frozen.answers(), { timeoutMs: 5000, intervalMs: 50 });
+    expect(lines).toContainEqual(expect.stringMatching(/^frozen \(pid \d+\) does not answer: the probe did not answer within 300 ms \(1 of 3\)$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^frozen \(pid \d+\) failed 3 liveness probes in a row: killing it/));
+    expect(gaveUp).toEqual([]);
+  });
+
+  it("does not count a child's failed probes while a child it depends on fails its own", async () => {
+    const { s, lines } = supervisor({ ...probing, maxFailedRestarts: 50 });
+    const base = await server('base');
+    // The dependent's probe goes through the base, as the api's /ready goes through the database.
+    const dependent = await server('dependent', () => base.answers());
+    await s.start('base', base.start, { probeFailures: 40 }); // slow to give up on: the dependent has every chance to miscount
+    await s.start('dependent', dependent.start, { dependsOn: ['base'], probeFailures: 2 });
+    process.kill(base.pids[0]!, 'SIGSTOP');
+    await until(() => lines.some((l) => l.startsWith('dependent does not answer') && l.includes('while base does not either')));
+    await sleep(1500);
+    expect(s.restarts('dependent')).toBe(0);
+    process.kill(base.pids[0]!, 'SIGCONT');
+    await until(() => lines.includes('base answers its probe again'));
+    await sleep(500);
+    expect(s.restarts('dependent')).toBe(0);
+    expect(s.restarts('base')).toBe(0);
   });
 
   it('describes exits for the log', () => {

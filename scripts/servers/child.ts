@@ -23,6 +23,8 @@ export interface ChildSpec {
   onSpawn?: (child: Child) => void;
   /** The signal that asks the process to stop cleanly. @default 'SIGTERM' */
   stopSignal?: NodeJS.Signals;
+  /** A real round trip once it runs (a query, a health call): the supervisor's liveness probe. */
+  alive?: () => Promise<boolean>;
 }
 
 export interface Child {
@@ -32,6 +34,8 @@ export interface Child {
   /** Resolves with the exit code (or signal) when the process ends. */
   exited: Promise<number | string>;
   stop(graceMs?: number): Promise<void>;
+  /** Its liveness probe, when it has one (ChildSpec.alive). */
+  alive?: () => Promise<boolean>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -123,6 +127,7 @@ export async function startChild(spec: ChildSpec): Promise<Child> {
     process: child,
     logFile: spec.logFile,
     exited,
+    alive: spec.alive,
     async stop(graceMs = 10_000) {
       if (done) return;
       child.kill(spec.stopSignal ?? 'SIGTERM');

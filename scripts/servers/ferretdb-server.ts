@@ -28,7 +28,7 @@ export interface FerretdbOptions {
 }
 
 export async function mongoAnswers(uri: string): Promise<boolean> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 1000, connectTimeoutMS: 1000 });
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 1000, connectTimeoutMS: 1000, socketTimeoutMS: 4000 });
   try {
     // Lists databases rather than a ping: it reaches the backend (a ping can answer before PostgreSQL does).
     await client.db('admin').command({ listDatabases: 1, nameOnly: true });
@@ -129,6 +129,8 @@ export async function startFerretdb(o: FerretdbOptions): Promise<Child & { uri: 
     onSpawn: o.onSpawn,
     readyTimeoutMs: 30_000,
     ready: async () => (await portOpen(o.port)) && (await mongoAnswers(uri)),
+    // Through to PostgreSQL: a FerretDB whose pool is stuck after a stall accepts connections and answers nothing.
+    alive: () => mongoAnswers(uri),
   });
   return Object.assign(child, { uri });
 }

@@ -179,6 +179,7 @@ export async function startPostgres(o: PostgresOptions): Promise<PostgresServer>
     onSpawn: o.onSpawn,
     readyTimeoutMs: 60_000,
     ready: async () => (await portOpen(o.port)) && (await postgresAnswers(url)),
+    alive: () => postgresLogin(url, 3000).then(() => true),
   });
   return Object.assign(child, { url });
 }

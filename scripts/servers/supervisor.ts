@@ -3,7 +3,14 @@
  * up to a cap, back to the first step once a child has stayed up a while), with the reason and the log
  * file to read logged each time. A child that keeps failing to come back makes the supervisor give up,
  * so the caller can stop everything. The spawn functions are passed in: this file owns only the policy.
+ *
+ * Alive is not enough: a child with a liveness probe (a real round trip: a query, a health call) is
+ * probed on a timer, each probe bounded in time, and one that fails its probes N times in a row while the
+ * children it depends on pass theirs is killed (SIGKILL to its process group: a frozen process does not
+ * act on SIGTERM) and restarted like a crash. A stalled dependency is not its dependents' fault: their
+ * failures are not counted while one of their dependencies fails its own probes.
  */
+import { processTree, signalAll } from '../../src/process/process-tree';
 import type { Child } from './child';
 
 export interface SupervisorLog {
@@ -23,10 +30,22 @@ export interface SupervisorOptions {
   log: SupervisorLog;
   /** Called once when a child keeps failing, with why; nothing more is restarted and the caller stops all. */
   onGiveUp: (name: string, reason: string) => void;
+  /** How often a running child's liveness probe runs. @default 5000 */
+  probeIntervalMs?: number;
+  /** A probe that has not answered in this long failed. @default 5000 */
+  probeTimeoutMs?: number;
+}
+
+/** How one child is supervised beyond its start function. */
+export interface SuperviseOptions {
+  /** Children (by name) this one needs: while one of them fails its probes, this one's failures do not count. */
+  dependsOn?: string[];
+  /** Failed probes in a row that get the child killed and restarted. @default 3 */
+  probeFailures?: number;
 }
 
 export const defaultSupervisorOptions = () =>
-  ({ initialBackoffMs: 500, maxBackoffMs: 30_000, stableAfterMs: 60_000, maxFailedRestarts: 5 }) as const;
+  ({ initialBackoffMs: 500, maxBackoffMs: 30_000, stableAfterMs: 60_000, maxFailedRestarts: 5, probeIntervalMs: 5000, probeTimeoutMs: 5000 }) as const;
 
 /** Starts one child and resolves once it is ready; `onSpawn` is called as soon as its process exists. */
 export type StartFn<C extends Child = Child> = (onSpawn: (child: Child) => void) => Promise<C>;
@@ -46,6 +65,12 @@ interface Entry {
   /** Quick failures in a row: the crash that began the series, then each failed restart. */
   failures: number;
   restarts: number;
+  opts: SuperviseOptions;
+  /** The latest probe's outcome (null: not probed yet, or not probed at all). */
+  probeOk: boolean | null;
+  /** Failed probes in a row that counted. */
+  probeFailures: number;
+  probeTimer?: NodeJS.Timeout;
 }
 
 /** How a process ended, for a log line: an exit code, a signal, or a spawn error. */
@@ -74,10 +99,10 @@ export class Supervisor {
    * is the caller's (a wrong binary or a taken port will not fix itself). Stop order is the reverse of
    * the order of these calls.
    */
-  async start<C extends Child>(name: string, start: StartFn<C>): Promise<C> {
+  async start<C extends Child>(name: string, start: StartFn<C>, opts: SuperviseOptions = {}): Promise<C> {
     if (this.stopping) throw new Error(`${name} not started: stopping`);
     if (this.entries.some((e) => e.name === name)) throw new Error(`${name} is already supervised`);
-    const entry: Entry = { name, start, state: 'starting', readyAt: 0, failures: 0, restarts: 0 };
+    const entry: Entry = { name, start, state: 'starting', readyAt: 0, failures: 0, restarts: 0, opts, probeOk: null, probeFailures: 0 };
     this.entries.push(entry);
     const pending = start((c) => this.spawned(entry, c));
     entry.pending = pending;
@@ -90,7 +115,10 @@ export class Supervisor {
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
     this.stopGraceMs = graceMs;
-    for (const e of this.entries) clearTimeout(e.timer);
+    for (const e of this.entries) {
+      clearTimeout(e.timer);
+      clearTimeout(e.probeTimer);
+    }
     for (const e of [...this.entries].reverse()) {
       e.state = 'stopped';
       await e.current?.stop(graceMs).catch(() => undefined);
@@ -110,12 +138,61 @@ export class Supervisor {
     entry.state = 'running';
     entry.current = child;
     entry.readyAt = Date.now();
-    void child.exited.then((how) => this.exited(entry, child, how));
+    entry.probeOk = null;
+    entry.probeFailures = 0;
+    void child.exited.then((how) => {
+      clearTimeout(entry.probeTimer);
+      this.exited(entry, child, how);
+    });
+    if (child.alive) this.scheduleProbe(entry, child);
+  }
+
+  private scheduleProbe(entry: Entry, child: Child): void {
+    entry.probeTimer = setTimeout(() => void this.probe(entry, child), this.o.probeIntervalMs);
+  }
+
+  /** One bounded probe; a run of failures that counts kills the child (its exit restarts it). */
+  private async probe(entry: Entry, child: Child): Promise<void> {
+    if (this.stopping || entry.current !== child || entry.state !== 'running') return;
+    let timer: NodeJS.Timeout | undefined;
+    const why = await Promise.race([
+      child.alive!().then(
+        (ok) => (ok ? null : 'the probe answered not alive'),
+        (e: Error) => `the probe failed: ${e.message.split('\n')[0]}`,
+      ),
+      new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`the probe did not answer within ${formatMs(this.o.probeTimeoutMs)}`), this.o.probeTimeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (this.stopping || entry.current !== child || entry.state !== 'running') return;
+    entry.probeOk = why === null;
+    if (why === null) {
+      if (entry.probeFailures > 0) this.o.log.info(`${entry.name} answers its probe again`);
+      entry.probeFailures = 0;
+    } else {
+      const failing = (entry.opts.dependsOn ?? []).filter((name) => {
+        const dep = this.entries.find((e) => e.name === name); // one not supervised here (an external server) is not waited for
+        return dep !== undefined && (dep.probeOk === false || dep.state !== 'running');
+      });
+      if (failing.length > 0) {
+        this.o.log.warn(`${entry.name} does not answer (${why}) while ${failing.join(', ')} does not either: waiting for ${failing.length > 1 ? 'them' : 'it'}`);
+      } else {
+        entry.probeFailures++;
+        const limit = entry.opts.probeFailures ?? 3;
+        this.o.log.warn(`${entry.name} (pid ${child.process.pid}) does not answer: ${why} (${entry.probeFailures} of ${limit})`);
+        if (entry.probeFailures >= limit) {
+          this.o.log.warn(`${entry.name} (pid ${child.process.pid}) failed ${limit} liveness probes in a row: killing it (SIGKILL to its process group) to restart it`);
+          killGroup(child);
+          return; // its exit schedules the restart
+        }
+      }
+    }
+    this.scheduleProbe(entry, child);
   }
 
   private exited(entry: Entry, child: Child, how: number | string): void {
     // Only the exit of the process in charge counts, once: a restart is never scheduled twice.
     if (this.stopping || entry.state !== 'running' || entry.current !== child) return;
+    entry.probeOk = false; // its dependents wait for it rather than count against themselves
     const upMs = Date.now() - entry.readyAt;
     if (upMs >= this.o.stableAfterMs) entry.failures = 0;
     entry.failures++;
@@ -163,6 +240,22 @@ export class Supervisor {
       },
     );
   }
+}
+
+/**
+ * SIGKILL to a child, its process group (it was started as a group leader) and every process below it
+ * (PostgreSQL's frozen backends would otherwise keep its shared memory, and a new server would not start).
+ */
+function killGroup(child: Child): void {
+  const pid = child.process.pid;
+  if (pid === undefined) return;
+  const tree = processTree(pid);
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // not a group leader after all
+  }
+  signalAll(tree, 'SIGKILL');
 }
 
 const formatMs = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);

@@ -70,6 +70,7 @@ export async function startTemporalDevServer(o: TemporalDevServerOptions): Promi
     onSpawn: o.onSpawn,
     readyTimeoutMs: 90_000,
     ready: async () => (await portOpen(o.port)) && (await temporalAnswers(address, o.namespace)),
+    alive: () => temporalAnswers(address, o.namespace),
   });
   return Object.assign(child, { address, uiUrl: `http://127.0.0.1:${o.uiPort}` });
 }
