@@ -6,19 +6,16 @@
  * start is READY or ERROR, and no ingest lease is left behind.
  */
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
-import { MongoClient } from 'mongodb';
-import { embeddedServersFile } from '../src/cli/embedded-servers';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { testEnv } from './helpers/env';
-import { messages } from './helpers/event-samples';
-import { eventually } from './helpers/eventually';
-import { alive, freeLauncherPorts, Launcher, sleep, until, type PID_FILES } from './helpers/launcher';
+import { alive, freeLauncherPorts, Launcher, until, type PID_FILES } from './helpers/launcher';
+import { adminSession, expectLogIntact, steadyIngest } from './helpers/service-under-faults';
 
 describe('fault injection', () => {
   let launcher: Launcher;
   let llm: ScriptedLlm;
+  let ingest: ReturnType<typeof steadyIngest> | undefined;
 
   beforeAll(async () => {
     launcher = new Launcher(path.join(testEnv().dir, 'fault-injection-data'), await freeLauncherPorts(), {
@@ -29,6 +26,7 @@ describe('fault injection', () => {
   });
 
   afterAll(async () => {
+    await ingest?.stop();
     launcher?.killAll();
     await llm?.close();
   });
@@ -36,19 +34,9 @@ describe('fault injection', () => {
   it('kill -9 of each process during ingest and starts: nothing lost, nothing twice, nothing stuck', async () => {
     const l = launcher.launch();
     await launcher.waitUp(l);
-    const key = l.output().match(/\n\s+(acp_[A-Za-z0-9_-]{43})\n/)![1]!;
-    const call = async (method: string, p: string, body?: unknown) => {
-      const r = await launcher.api(p, key, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-      const text = await r.text();
-      return { status: r.status, body: text ? JSON.parse(text) : undefined };
-    };
-    const me = await call('GET', '/api/v1/users/me');
-    expect(
-      (await call('PATCH', `/api/organizations/${me.body.current_org_id}`, { agent_settings: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llm.url } } })).status,
-    ).toBe(200);
+    const { call, taskOf } = await adminSession(launcher, l, llm.url);
 
     // The first start makes the sandbox (one runtime process) that every later start shares.
-    const taskOf = async (id: string) => (await call('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`)).body?.[0];
     const first = (await call('POST', '/api/v1/app-conversations', {})).body;
     await until('the first start is READY', async () => (await taskOf(first.id))?.status === 'READY', 120_000);
     const conversationId = first.id as string;
@@ -57,33 +45,7 @@ describe('fault injection', () => {
     const sessionKey = sandbox.session_api_key as string;
 
     // Steady ingest: batches of 20, each resent until acknowledged (through every kill).
-    const acknowledged = new Set<string>();
-    let stop = false;
-    let batches = 0;
-    let retries = 0;
-    const ingesting = (async () => {
-      while (!stop) {
-        const batch = messages(20);
-        await eventually(
-          async () => {
-            const ok = await fetch(`http://127.0.0.1:${launcher.ports.api}/api/v1/webhooks/events/${conversationId}`, {
-              method: 'POST',
-              headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
-              body: JSON.stringify(batch),
-              signal: AbortSignal.timeout(15_000),
-            })
-              .then((r) => r.status === 200)
-              .catch(() => false);
-            if (!ok) retries++;
-            return ok;
-          },
-          { timeoutMs: Infinity, intervalMs: 200 }, // no bound: resent until acknowledged, through every kill
-        );
-        for (const e of batch) acknowledged.add(e.id as string);
-        batches++;
-        await sleep(50);
-      }
-    })();
+    ingest = steadyIngest(launcher.ports.api, conversationId, sessionKey);
 
     const starts: string[] = [first.id];
     const startOne = async () => {
@@ -95,8 +57,7 @@ describe('fault injection', () => {
 
     const downtime: Record<string, number> = {};
     for (const name of ['api', 'worker', 'ferretdb', 'postgres', 'temporal'] as (keyof typeof PID_FILES)[]) {
-      const before = batches;
-      await until('ingest goes on', () => batches >= before + 3, 60_000);
+      await ingest.goesOn(3, 60_000);
       await startOne(); // the kill lands while this start is under way
       const pid = launcher.pidOf(name)!;
       process.kill(pid, 'SIGKILL');
@@ -105,14 +66,12 @@ describe('fault injection', () => {
         const now = launcher.pidOf(name);
         return now !== undefined && now !== pid && alive(now);
       });
-      const resumedAt = batches;
-      await until(`ingest resumes after ${name}`, () => batches > resumedAt, 90_000);
+      await ingest.goesOn(1, 90_000, `ingest resumes after ${name}`);
       downtime[name] = Date.now() - killedAt;
       expect(l.child.exitCode).toBeNull();
     }
     await until('the service answers', async () => (await launcher.api('/ready')).status === 200);
-    stop = true;
-    await ingesting;
+    await ingest.stop();
 
     // Every start ends, READY or ERROR (a start cut by a kill may end in ERROR; it must not hang).
     const ended = async () => (await Promise.all(starts.map(taskOf))).every((t) => t && ['READY', 'ERROR'].includes(t.status));
@@ -120,25 +79,9 @@ describe('fault injection', () => {
     const final = await Promise.all(starts.map(taskOf));
 
     // The log, read straight from the database: acknowledged events once each, seq 1..n without a hole.
-    // With the credentials the launcher gave its api (FerretDB refuses a client without).
-    const { mongoUri } = JSON.parse(fs.readFileSync(embeddedServersFile(launcher.dataDir), 'utf8')) as { mongoUri: string };
-    const client = await MongoClient.connect(mongoUri);
-    try {
-      const db = client.db('agent_control');
-      const events = await db.collection('events').find({ conversation_id: conversationId }, { projection: { id: 1, seq: 1 } }).toArray();
-      const ids = events.map((e) => e.id as string);
-      expect(new Set(ids).size).toBe(ids.length);
-      for (const id of acknowledged) expect(ids).toContain(id);
-      const seqs = events.map((e) => e.seq as number).sort((a, b) => a - b);
-      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
-      const conversation = await db.collection('conversations').findOne({ _id: conversationId as never });
-      expect(conversation?.last_seq).toBe(seqs.length);
-      expect(await db.collection('ingest_leases').countDocuments()).toBe(0);
-    } finally {
-      await client.close();
-    }
+    await expectLogIntact(launcher, conversationId, ingest.acknowledged);
     console.log(
-      `fault injection: ${batches} batches (${acknowledged.size} events) acknowledged, ${retries} resends; ` +
+      `fault injection: ${ingest.counts.batches} batches (${ingest.acknowledged.size} events) acknowledged, ${ingest.counts.retries} resends; ` +
         `starts ${final.map((t) => t.status).join(', ')}; ingest back after kill -9 of ${Object.entries(downtime)
           .map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`)
           .join(', ')}`,

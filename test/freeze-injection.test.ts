@@ -1,0 +1,124 @@
+/**
+ * Freeze injection (issue 35): the real launcher with its supervised children, a steady ingest and a
+ * start before each fault, then SIGSTOP of FerretDB, of PostgreSQL with every backend, and of the
+ * Temporal server, each for a while, then SIGCONT. A frozen process keeps its sockets open and answers
+ * nothing, which no exit code shows.
+ * During each freeze a client asks the api every half second: each answer comes within ANSWER_BOUND_MS
+ * and is a success or a 503 with Retry-After, never a 500 and never a hang. After each thaw the service
+ * is /ready again within READY_BOUND_MS without a hand on it (the launcher's liveness probes restart a
+ * child that stays stuck), ingest resumes, and at the end every start is READY or ERROR and every
+ * acknowledged event is stored once.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ScriptedLlm } from '../src/llm/scripted-llm';
+import { processTree, signalAll } from '../src/process/process-tree';
+import { testEnv } from './helpers/env';
+import { freeLauncherPorts, Launcher, sleep, until, type PID_FILES } from './helpers/launcher';
+import { adminSession, expectLogIntact, steadyIngest } from './helpers/service-under-faults';
+
+/** The api's database waits are bounded at 20 s a socket (a read is retried once: 40 s), 10 s for a pooled connection; with slack. */
+const ANSWER_BOUND_MS = 45_000;
+/** Probes every 5 s, each bounded at 5 s, three failures (PostgreSQL: six) before a restart; with slack. */
+const READY_BOUND_MS = 120_000;
+
+const FREEZES: { name: keyof typeof PID_FILES; ms: number }[] = [
+  { name: 'ferretdb', ms: 40_000 }, // long enough for its probes to restart it while frozen
+  { name: 'postgres', ms: 45_000 }, // the stall that left FerretDB's pool stuck for good
+  { name: 'temporal', ms: 20_000 },
+];
+
+describe('freeze injection', () => {
+  let launcher: Launcher;
+  let llm: ScriptedLlm;
+  let ingest: ReturnType<typeof steadyIngest> | undefined;
+
+  beforeAll(async () => {
+    launcher = new Launcher(path.join(testEnv().dir, 'freeze-injection-data'), await freeLauncherPorts(), { START_TASK_RECONCILE_AFTER_MS: '5000' });
+    llm = await new ScriptedLlm([]).start();
+  });
+
+  afterAll(async () => {
+    await ingest?.stop();
+    for (const pid of launcher?.pids() ?? []) signalAll(processTree(pid), 'SIGCONT');
+    launcher?.killAll();
+    await llm?.close();
+  });
+
+  it('SIGSTOP of FerretDB, PostgreSQL and Temporal in turn: bounded 503s or answers meanwhile, ready again after, nothing lost', async () => {
+    const l = launcher.launch();
+    await launcher.waitUp(l);
+    const { key, call, taskOf } = await adminSession(launcher, l, llm.url);
+    const first = (await call('POST', '/api/v1/app-conversations', {})).body;
+    await until('the first start is READY', async () => (await taskOf(first.id))?.status === 'READY', 120_000);
+    const conversationId = first.id as string;
+    const sandboxId = (await taskOf(first.id)).sandbox_id as string;
+    const sessionKey = (await call('GET', `/api/v1/sandboxes?id=${sandboxId}`)).body[0].session_api_key as string;
+    ingest = steadyIngest(launcher.ports.api, conversationId, sessionKey);
+
+    const starts: string[] = [first.id];
+    const figures: string[] = [];
+    for (const { name, ms } of FREEZES) {
+      await ingest.goesOn(3, 90_000);
+      // A start under way as the freeze lands; sent again until taken, as a client would (the same id joins).
+      const id = randomUUID();
+      await until(`start ${id} accepted`, async () => (await call('POST', '/api/v1/app-conversations', { conversation_id: id, sandbox_id: sandboxId })).status === 200, 90_000);
+      starts.push(id);
+
+      const pid = launcher.pidOf(name)!;
+      const frozen = processTree(pid); // PostgreSQL: the postmaster and every backend
+      signalAll(frozen, 'SIGSTOP');
+      const frozenAt = Date.now();
+      const answers: { status: number | string; ms: number; retryAfter: string | null }[] = [];
+      const asking: Promise<void>[] = [];
+      while (Date.now() - frozenAt < ms) {
+        const t0 = Date.now();
+        asking.push(
+          launcher
+            .api('/api/v1/users/me', key, { signal: AbortSignal.timeout(ANSWER_BOUND_MS + 20_000) })
+            .then(async (r) => {
+              await r.text();
+              answers.push({ status: r.status, ms: Date.now() - t0, retryAfter: r.headers.get('retry-after') });
+            })
+            .catch((e: Error) => void answers.push({ status: e.name, ms: Date.now() - t0, retryAfter: null })),
+        );
+        await sleep(500);
+      }
+      signalAll(frozen, 'SIGCONT');
+      const thawedAt = Date.now();
+      await Promise.all(asking);
+      await until(`/ready after ${name} thawed`, async () => (await launcher.api('/ready', undefined, { signal: AbortSignal.timeout(5000) })).status === 200, READY_BOUND_MS);
+      const readyMs = Date.now() - thawedAt;
+      await ingest.goesOn(1, READY_BOUND_MS, `ingest resumes after ${name}`);
+
+      // Every answer came in time, and was a success or a 503 that says when to try again.
+      // With the api's errors beside them, when there are any: what a 500 was.
+      const errors = () => [
+        ...fs.readFileSync(path.join(launcher.dataDir, 'logs', 'api.log'), 'utf8').split('\n').filter((line) => line.includes('"level":50')).slice(-3),
+        ...l.output().split('\n').filter((line) => /answer|liveness|restart/.test(line)).slice(-8),
+      ];
+      const late = answers.filter((a) => typeof a.status !== 'number' || a.ms > ANSWER_BOUND_MS);
+      expect({ late, errors: late.length ? errors() : [] }).toEqual({ late: [], errors: [] });
+      const wrong = answers.filter((a) => a.status !== 200 && !(a.status === 503 && a.retryAfter));
+      expect({ wrong, errors: wrong.length ? errors() : [] }).toEqual({ wrong: [], errors: [] });
+      expect(l.child.exitCode).toBeNull();
+      const slowest = Math.max(...answers.map((a) => a.ms));
+      figures.push(
+        `${name} frozen ${ms / 1000} s: ${answers.length} requests, ${answers.filter((a) => a.status === 503).length} answered 503, slowest ${(slowest / 1000).toFixed(1)} s; ` +
+          `/ready ${(readyMs / 1000).toFixed(1)} s after the thaw${launcher.pidOf(name) !== pid ? ` (${name} restarted by its probes)` : ''}`,
+      );
+    }
+    await ingest.stop();
+
+    const ended = async () => (await Promise.all(starts.map(taskOf))).every((t) => t && ['READY', 'ERROR'].includes(t.status));
+    await until('every start READY or ERROR', ended, 180_000);
+    const final = await Promise.all(starts.map(taskOf));
+    await expectLogIntact(launcher, conversationId, ingest.acknowledged);
+    console.log(`freeze injection: ${figures.join('; ')}; starts ${final.map((t) => t.status).join(', ')}; ${ingest.counts.batches} batches acknowledged`);
+
+    expect((await call('DELETE', `/api/v1/sandboxes/${sandboxId}`)).status).toBe(200);
+    l.child.kill('SIGINT');
+    expect(await l.exited).toBe(0);
+  }, 900_000);
+});

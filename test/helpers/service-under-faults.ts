@@ -1,0 +1,100 @@
+/**
+ * What the fault suites (kill -9, SIGSTOP) do to a launched service and check afterwards: an admin
+ * session with the scripted LLM, a steady ingest that resends each batch until it is acknowledged (as a
+ * runtime's outbox does), starts, and the log read straight from the database.
+ */
+import fs from 'node:fs';
+import { MongoClient } from 'mongodb';
+import { embeddedServersFile } from '../../src/cli/embedded-servers';
+import { messages } from './event-samples';
+import { eventually } from './eventually';
+import { sleep, until, type Launch, type Launcher } from './launcher';
+
+export interface Session {
+  key: string;
+  call(method: string, p: string, body?: unknown): Promise<{ status: number; body: any }>;
+  taskOf(id: string): Promise<any>;
+}
+
+/** The admin key the launcher printed, and its organization's LLM set to `llmUrl`. */
+export async function adminSession(launcher: Launcher, l: Launch, llmUrl: string): Promise<Session> {
+  const key = l.output().match(/\n\s+(acp_[A-Za-z0-9_-]{43})\n/)![1]!;
+  const call = async (method: string, p: string, body?: unknown) => {
+    const r = await launcher.api(p, key, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const text = await r.text();
+    return { status: r.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const me = await call('GET', '/api/v1/users/me');
+  const set = await call('PATCH', `/api/organizations/${me.body.current_org_id}`, { agent_settings: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llmUrl } } });
+  if (set.status !== 200) throw new Error(`the organization's LLM was not set: ${set.status}`);
+  const taskOf = async (id: string) => (await call('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`)).body?.[0];
+  return { key, call, taskOf };
+}
+
+/** Batches of 20 into one conversation, each resent until acknowledged, until `stop()`. */
+export function steadyIngest(apiPort: number, conversationId: string, sessionKey: string) {
+  const acknowledged = new Set<string>();
+  const counts = { batches: 0, retries: 0 };
+  let stopped = false;
+  const done = (async () => {
+    while (!stopped) {
+      const batch = messages(20);
+      await eventually(
+        async () => {
+          if (stopped) return true; // a test that failed stops it in its afterAll, whatever the api does
+          const ok = await fetch(`http://127.0.0.1:${apiPort}/api/v1/webhooks/events/${conversationId}`, {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
+            body: JSON.stringify(batch),
+            signal: AbortSignal.timeout(15_000),
+          })
+            .then((r) => r.status === 200)
+            .catch(() => false);
+          if (!ok) counts.retries++;
+          return ok;
+        },
+        { timeoutMs: Infinity, intervalMs: 200 }, // no bound: resent until acknowledged, through every fault
+      );
+      if (stopped) break;
+      for (const e of batch) acknowledged.add(e.id as string);
+      counts.batches++;
+      await sleep(50);
+    }
+  })();
+  return {
+    acknowledged,
+    counts,
+    /** Resolves once at least `n` more batches were acknowledged. */
+    goesOn: (n: number, timeoutMs: number, what = 'ingest goes on') => {
+      const before = counts.batches;
+      return until(what, () => counts.batches >= before + n, timeoutMs);
+    },
+    async stop() {
+      stopped = true;
+      await done;
+    },
+  };
+}
+
+/**
+ * The log as stored, with the credentials the launcher gave its api: every acknowledged event once, seq
+ * 1..n without a hole, the conversation's last_seq, and no ingest lease left behind.
+ */
+export async function expectLogIntact(launcher: Launcher, conversationId: string, acknowledged: Set<string>): Promise<void> {
+  const { mongoUri } = JSON.parse(fs.readFileSync(embeddedServersFile(launcher.dataDir), 'utf8')) as { mongoUri: string };
+  const client = await MongoClient.connect(mongoUri);
+  try {
+    const db = client.db('agent_control');
+    const events = await db.collection('events').find({ conversation_id: conversationId }, { projection: { id: 1, seq: 1 } }).toArray();
+    const ids = events.map((e) => e.id as string);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of acknowledged) expect(ids).toContain(id);
+    const seqs = events.map((e) => e.seq as number).sort((a, b) => a - b);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    const conversation = await db.collection('conversations').findOne({ _id: conversationId as never });
+    expect(conversation?.last_seq).toBe(seqs.length);
+    expect(await db.collection('ingest_leases').countDocuments()).toBe(0);
+  } finally {
+    await client.close();
+  }
+}
