@@ -22,7 +22,7 @@ import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferret
 import { obtainServers } from './servers/obtain';
 import { postgresLogin, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
 import { migrateSqliteData } from './servers/sqlite-migration';
-import { Supervisor, type StartFn } from './servers/supervisor';
+import { Supervisor, type StartFn, type SuperviseOptions } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
 
 /**
@@ -38,6 +38,14 @@ function refuseUntrustedPath(): void {
     `refusing to run as root with directories on PATH that another user can write: ${dropped.map((d) => `${d.dir} (${d.why})`).join(', ')}; ` +
       'start with `npm start`, which leaves them out, or take them off PATH',
   );
+}
+
+/** What FerretDB's liveness depends on: the embedded PostgreSQL by name, an operator's by its own probe, or nothing (SQLite). */
+function postgresDependency(backend: FerretdbBackend, config: Config): SuperviseOptions['dependsOn'] {
+  if (backend.kind !== 'postgresql') return [];
+  if (!config.postgres.url) return ['postgres'];
+  const url = backend.url;
+  return [{ name: 'PostgreSQL (POSTGRES_URL)', alive: () => postgresLogin(url, 4000).then(() => true) }];
 }
 
 async function ensurePortFree(port: number, variable: string): Promise<void> {
@@ -173,7 +181,7 @@ async function main(): Promise<void> {
       await portFree(config.embedded.postgresPort, 'EMBEDDED_POSTGRES_PORT');
       const pgOptions = { binDir: requirePostgresBinDir(), dir: path.join(config.dataDir, 'postgres'), port: config.embedded.postgresPort, pidFile: true };
       const postgres = await supervision.start('postgres', reclaiming([pgOptions.port], (onSpawn) => startPostgres({ ...pgOptions, onSpawn })), {
-        probeFailures: 6, // a checkpoint or an I/O stall of a few seconds is ridden out, not answered with a restart
+        probeFailures: 12, // about 90 s: a checkpoint or an I/O stall is ridden out, not answered with a restart
       });
       backend = { kind: 'postgresql', url: postgres.url };
       postgresUrl = postgres.url;
@@ -181,7 +189,13 @@ async function main(): Promise<void> {
       log.info({ port: config.embedded.postgresPort }, 'PostgreSQL is up');
     }
     const options = { binary: binaries!.ferretdb, backend, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
-    const ferret = await supervision.start('ferretdb', reclaiming([options.port], (onSpawn) => startFerretdb({ ...options, onSpawn })), { dependsOn: ['postgres'] });
+    const ferret = await supervision.start('ferretdb', reclaiming([options.port], (onSpawn) => startFerretdb({ ...options, onSpawn })), {
+      // An operator's PostgreSQL (POSTGRES_URL) is watched through its own probe, never restarted from here.
+      dependsOn: postgresDependency(backend, config),
+      // About 90 s: what is stuck for good gets restarted; a long statement (an index built on a big
+      // table holds FerretDB's catalog lock) is given time.
+      probeFailures: 12,
+    });
     // On PostgreSQL, with the user and password FerretDB logs in to PostgreSQL with: it takes no client without.
     mongoUri = ferret.uri;
     // The data of a start before PostgreSQL became the default, moved once.
@@ -251,10 +265,11 @@ async function main(): Promise<void> {
       logFile: path.join(logs, 'api.log'),
       pidFile: path.join(config.dataDir, 'api.pid'),
       ready: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`)).ok,
-      // Ready, not only up: an api whose database pool is stuck answers /ready 503 while its database answers others.
-      alive: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`, { signal: AbortSignal.timeout(4000) })).ok,
+      // Its own liveness, not its dependencies' (/ready): an api whose database is away answers 503 and
+      // waits for it; restarting it would not help and could not pass /ready meanwhile.
+      alive: async () => (await fetch(`http://${config.api.host}:${config.api.port}/health`, { signal: AbortSignal.timeout(4000) })).ok,
     }),
-  ), { dependsOn: ['postgres', 'ferretdb', 'temporal'] });
+  ));
 
   const lines = [
     '',

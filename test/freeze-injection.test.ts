@@ -3,8 +3,9 @@
  * start before each fault, then SIGSTOP of FerretDB, of PostgreSQL with every backend, and of the
  * Temporal server, each for a while, then SIGCONT. A frozen process keeps its sockets open and answers
  * nothing, which no exit code shows.
- * During each freeze a client asks the api every half second: each answer comes within ANSWER_BOUND_MS
- * and is a success or a 503 with Retry-After, never a 500 and never a hang. After each thaw the service
+ * During each freeze, and until the service is ready again, a client asks the api every half second:
+ * each answer comes within ANSWER_BOUND_MS and is a success or a 503 with Retry-After, never a 500 and
+ * never a hang; the ingest's batches are refused with nothing but 503. After each thaw the service
  * is /ready again within READY_BOUND_MS without a hand on it (the launcher's liveness probes restart a
  * child that stays stuck), ingest resumes, and at the end every start is READY or ERROR and every
  * acknowledged event is stored once.
@@ -20,11 +21,11 @@ import { adminSession, expectLogIntact, steadyIngest } from './helpers/service-u
 
 /** The api's database waits are bounded at 20 s a socket (a read is retried once: 40 s), 10 s for a pooled connection; with slack. */
 const ANSWER_BOUND_MS = 45_000;
-/** Probes every 5 s, each bounded at 5 s, three failures (PostgreSQL: six) before a restart; with slack. */
-const READY_BOUND_MS = 120_000;
+/** Probes every 5 s, each bounded at 5 s; FerretDB and PostgreSQL are restarted after 12 failures in a row (about 90 s); with slack. */
+const READY_BOUND_MS = 150_000;
 
 const FREEZES: { name: keyof typeof PID_FILES; ms: number }[] = [
-  { name: 'ferretdb', ms: 40_000 }, // long enough for its probes to restart it while frozen
+  { name: 'ferretdb', ms: 40_000 },
   { name: 'postgres', ms: 45_000 }, // the stall that left FerretDB's pool stuck for good
   { name: 'temporal', ms: 20_000 },
 ];
@@ -72,7 +73,10 @@ describe('freeze injection', () => {
       const frozenAt = Date.now();
       const answers: { status: number | string; ms: number; retryAfter: string | null }[] = [];
       const asking: Promise<void>[] = [];
-      while (Date.now() - frozenAt < ms) {
+      let thawedAt = 0;
+      let readyMs = -1;
+      // Asked through the freeze and on until the service is ready again (when a stuck child is restarted).
+      while (readyMs < 0) {
         const t0 = Date.now();
         asking.push(
           launcher
@@ -84,12 +88,14 @@ describe('freeze injection', () => {
             .catch((e: Error) => void answers.push({ status: e.name, ms: Date.now() - t0, retryAfter: null })),
         );
         await sleep(500);
+        if (!thawedAt && Date.now() - frozenAt >= ms) {
+          signalAll(frozen, 'SIGCONT');
+          thawedAt = Date.now();
+        }
+        if (thawedAt && (await launcher.api('/ready', undefined, { signal: AbortSignal.timeout(5000) }).then((r) => r.status === 200, () => false))) readyMs = Date.now() - thawedAt;
+        if (thawedAt && readyMs < 0 && Date.now() - thawedAt > READY_BOUND_MS) throw new Error(`not /ready ${READY_BOUND_MS / 1000} s after ${name} thawed:\n${l.output().slice(-3000)}`);
       }
-      signalAll(frozen, 'SIGCONT');
-      const thawedAt = Date.now();
       await Promise.all(asking);
-      await until(`/ready after ${name} thawed`, async () => (await launcher.api('/ready', undefined, { signal: AbortSignal.timeout(5000) })).status === 200, READY_BOUND_MS);
-      const readyMs = Date.now() - thawedAt;
       await ingest.goesOn(1, READY_BOUND_MS, `ingest resumes after ${name}`);
 
       // Every answer came in time, and was a success or a 503 that says when to try again.
@@ -103,9 +109,11 @@ describe('freeze injection', () => {
       const wrong = answers.filter((a) => a.status !== 200 && !(a.status === 503 && a.retryAfter));
       expect({ wrong, errors: wrong.length ? errors() : [] }).toEqual({ wrong: [], errors: [] });
       expect(l.child.exitCode).toBeNull();
+      const refused = Object.keys(ingest.counts.refused).filter((status) => status !== '503');
+      expect({ refused, errors: refused.length ? errors() : [] }).toEqual({ refused: [], errors: [] });
       const slowest = Math.max(...answers.map((a) => a.ms));
       figures.push(
-        `${name} frozen ${ms / 1000} s: ${answers.length} requests, ${answers.filter((a) => a.status === 503).length} answered 503, slowest ${(slowest / 1000).toFixed(1)} s; ` +
+        `${name} frozen ${ms / 1000} s: ${answers.length} requests, ${answers.filter((a) => a.status === 503).length} answered 503, slowest ${(slowest / 1000).toFixed(1)} s, ingest refused ${JSON.stringify(ingest.counts.refused)}; ` +
           `/ready ${(readyMs / 1000).toFixed(1)} s after the thaw${launcher.pidOf(name) !== pid ? ` (${name} restarted by its probes)` : ''}`,
       );
     }

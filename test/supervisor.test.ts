@@ -241,6 +241,24 @@ describe('Supervisor', () => {
     expect(s.restarts('base')).toBe(0);
   });
 
+  it('waits for a dependency it does not run (an external server, given as a probe) the same way', async () => {
+    const { s, lines } = supervisor({ ...probing, maxFailedRestarts: 50 });
+    // The external server runs outside this supervisor.
+    const external = await server('external');
+    const running = await external.start(() => undefined);
+    try {
+      const dependent = await server('dependent-ext', () => external.answers());
+      await s.start('dependent-ext', dependent.start, { dependsOn: [{ name: 'the external server', alive: () => external.answers() }], probeFailures: 2 });
+      process.kill(external.pids[0]!, 'SIGSTOP');
+      await until(() => lines.some((l) => l.includes('while the external server does not either')));
+      await sleep(1500);
+      expect(s.restarts('dependent-ext')).toBe(0);
+    } finally {
+      process.kill(external.pids[0]!, 'SIGCONT');
+      await running.stop(1000);
+    }
+  });
+
   it('describes exits for the log', () => {
     expect(describeExit(1)).toBe('exit code 1');
     expect(describeExit('SIGKILL')).toBe('signal SIGKILL');

@@ -27,6 +27,15 @@ export interface FerretdbOptions {
   onSpawn?: (child: Child) => void;
 }
 
+/** A client kept for probing one server: `answers()` as mongoAnswers, `close()` once the server is gone. */
+export function mongoProbe(uri: string): { answers(): Promise<boolean>; close(): Promise<void> } {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 2000, connectTimeoutMS: 2000, socketTimeoutMS: 4000, maxPoolSize: 1 });
+  return {
+    answers: async () => (await client.db('admin').command({ listDatabases: 1, nameOnly: true }), true),
+    close: () => client.close(),
+  };
+}
+
 export async function mongoAnswers(uri: string): Promise<boolean> {
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 1000, connectTimeoutMS: 1000, socketTimeoutMS: 4000 });
   try {
@@ -105,6 +114,7 @@ export async function startFerretdb(o: FerretdbOptions): Promise<Child & { uri: 
   // (`_jsonb -> $1 @> $2`); a plan made for any value of $1 cannot use an index on `_jsonb -> 'field'`.
   // Planning each execution with its values keeps the GIN indexes of src/store/postgres-indexes.ts in use.
   const postgresUrl = split ? withParam(split.serverUrl, 'plan_cache_mode', 'force_custom_plan') : undefined;
+  const probe = mongoProbe(uri);
   const child = await startChild({
     name: 'ferretdb',
     command: o.binary,
@@ -129,8 +139,13 @@ export async function startFerretdb(o: FerretdbOptions): Promise<Child & { uri: 
     onSpawn: o.onSpawn,
     readyTimeoutMs: 30_000,
     ready: async () => (await portOpen(o.port)) && (await mongoAnswers(uri)),
-    // Through to PostgreSQL: a FerretDB whose pool is stuck after a stall accepts connections and answers nothing.
-    alive: () => mongoAnswers(uri),
+    // Through to PostgreSQL: a FerretDB whose pool is stuck after a stall accepts connections and answers
+    // nothing. One client for the child's life (a client per probe ends sessions FerretDB does not know: 3 warnings each).
+    alive: () => probe.answers(),
+  }).catch(async (e: unknown) => {
+    await probe.close();
+    throw e;
   });
+  void child.exited.then(() => probe.close());
   return Object.assign(child, { uri });
 }

@@ -38,8 +38,12 @@ export interface SupervisorOptions {
 
 /** How one child is supervised beyond its start function. */
 export interface SuperviseOptions {
-  /** Children (by name) this one needs: while one of them fails its probes, this one's failures do not count. */
-  dependsOn?: string[];
+  /**
+   * What this one needs: children by name, or a server this supervisor does not run (an operator's
+   * PostgreSQL), given as its own probe. While one of them does not answer, or has not answered since it
+   * came back, this one's failures do not count: a stalled dependency is not its fault.
+   */
+  dependsOn?: (string | { name: string; alive: () => Promise<boolean> })[];
   /** Failed probes in a row that get the child killed and restarted. @default 3 */
   probeFailures?: number;
 }
@@ -151,29 +155,52 @@ export class Supervisor {
     entry.probeTimer = setTimeout(() => void this.probe(entry, child), this.o.probeIntervalMs);
   }
 
-  /** One bounded probe; a run of failures that counts kills the child (its exit restarts it). */
-  private async probe(entry: Entry, child: Child): Promise<void> {
-    if (this.stopping || entry.current !== child || entry.state !== 'running') return;
+  /** A probe run with the supervisor's time bound: null when it answered alive, else why not. */
+  private async bounded(alive: () => Promise<boolean>): Promise<string | null> {
     let timer: NodeJS.Timeout | undefined;
     const why = await Promise.race([
-      child.alive!().then(
+      alive().then(
         (ok) => (ok ? null : 'the probe answered not alive'),
         (e: Error) => `the probe failed: ${e.message.split('\n')[0]}`,
       ),
       new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`the probe did not answer within ${formatMs(this.o.probeTimeoutMs)}`), this.o.probeTimeoutMs))),
     ]);
     clearTimeout(timer);
+    return why;
+  }
+
+  /**
+   * The dependencies of `entry` that do not answer: a supervised one that is not running, failed its last
+   * probe, or has not been probed since it (re)started; an external one whose own probe fails now.
+   */
+  private async failingDependencies(entry: Entry): Promise<string[]> {
+    const failing: string[] = [];
+    for (const dep of entry.opts.dependsOn ?? []) {
+      if (typeof dep !== 'string') {
+        if ((await this.bounded(dep.alive)) !== null) failing.push(dep.name);
+        continue;
+      }
+      const e = this.entries.find((x) => x.name === dep);
+      if (!e) continue;
+      const probed = e.current?.alive !== undefined;
+      if (e.state !== 'running' || (probed && e.probeOk !== true)) failing.push(dep);
+    }
+    return failing;
+  }
+
+  /** One bounded probe; a run of failures that counts kills the child (its exit restarts it). */
+  private async probe(entry: Entry, child: Child): Promise<void> {
+    if (this.stopping || entry.current !== child || entry.state !== 'running') return;
+    const why = await this.bounded(child.alive!);
     if (this.stopping || entry.current !== child || entry.state !== 'running') return;
     entry.probeOk = why === null;
     if (why === null) {
       if (entry.probeFailures > 0) this.o.log.info(`${entry.name} answers its probe again`);
       entry.probeFailures = 0;
     } else {
-      const failing = (entry.opts.dependsOn ?? []).filter((name) => {
-        const dep = this.entries.find((e) => e.name === name); // one not supervised here (an external server) is not waited for
-        return dep !== undefined && (dep.probeOk === false || dep.state !== 'running');
-      });
+      const failing = await this.failingDependencies(entry);
       if (failing.length > 0) {
+        entry.probeFailures = 0; // what it failed before its dependency did is not held against it either
         this.o.log.warn(`${entry.name} does not answer (${why}) while ${failing.join(', ')} does not either: waiting for ${failing.length > 1 ? 'them' : 'it'}`);
       } else {
         entry.probeFailures++;
@@ -181,8 +208,15 @@ export class Supervisor {
         this.o.log.warn(`${entry.name} (pid ${child.process.pid}) does not answer: ${why} (${entry.probeFailures} of ${limit})`);
         if (entry.probeFailures >= limit) {
           this.o.log.warn(`${entry.name} (pid ${child.process.pid}) failed ${limit} liveness probes in a row: killing it (SIGKILL to its process group) to restart it`);
-          killGroup(child);
-          return; // its exit schedules the restart
+          try {
+            killGroup(child);
+          } catch (e) {
+            this.o.log.warn(`${entry.name} (pid ${child.process.pid}) could not be killed: ${(e as Error).message}`);
+          }
+          // Its exit schedules the restart; one that does not come (a process stuck in the kernel) is said.
+          const stuck = setTimeout(() => this.o.log.warn(`${entry.name} (pid ${child.process.pid}) has not exited 30 s after SIGKILL`), 30_000);
+          void child.exited.then(() => clearTimeout(stuck));
+          return;
         }
       }
     }

@@ -26,14 +26,15 @@ export interface TemporalDevServerOptions {
  */
 export const TEMPORAL_SQLITE_PRAGMAS: Record<string, string> = { journal_mode: 'wal', synchronous: 'normal' };
 
-/** True when the frontend answers and the namespace exists. */
-export async function temporalAnswers(address: string, namespace: string): Promise<boolean> {
-  const connection = await Connection.connect({ address, connectTimeout: 1000 });
+/** True when the frontend answers and the namespace exists (within `timeoutMs`, connecting included). */
+export async function temporalAnswers(address: string, namespace: string, timeoutMs = 1500): Promise<boolean> {
+  let connection: Connection | undefined;
   try {
-    await connection.withDeadline(Date.now() + 1500, () => connection.workflowService.describeNamespace({ namespace }));
+    connection = await Connection.connect({ address, connectTimeout: Math.min(timeoutMs, 3000) });
+    await connection.withDeadline(Date.now() + timeoutMs, () => connection!.workflowService.describeNamespace({ namespace }));
     return true;
   } finally {
-    await connection.close();
+    await connection?.close().catch(() => undefined);
   }
 }
 
@@ -70,7 +71,7 @@ export async function startTemporalDevServer(o: TemporalDevServerOptions): Promi
     onSpawn: o.onSpawn,
     readyTimeoutMs: 90_000,
     ready: async () => (await portOpen(o.port)) && (await temporalAnswers(address, o.namespace)),
-    alive: () => temporalAnswers(address, o.namespace),
+    alive: () => temporalAnswers(address, o.namespace, 4000),
   });
   return Object.assign(child, { address, uiUrl: `http://127.0.0.1:${o.uiPort}` });
 }

@@ -9,12 +9,13 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { Unavailable } from '../errors';
 import { writeRawError } from '../web/client-errors';
 import type { Logger } from '../logger';
 import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { EventsStore } from '../store/events-store';
-import { DatabaseBusyError } from '../store/errors';
+import { DatabaseBusyError, translateStoreError } from '../store/errors';
 import { CLOSE_TRY_AGAIN_LATER, DEFAULT_SUBSCRIPTION_LIMITS, Subscription, type EventHub, type SubscriptionLimits } from '../live/event-hub';
 
 export const SOCKET_PATH = /^\/api\/v1\/conversation\/([^/]+)\/events\/socket$/;
@@ -128,6 +129,12 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
         return;
       }
       void serve(ws, req, conversationId, url.searchParams).catch((e: unknown) => {
+        // A database that does not answer is not this socket's failure: the client may come back.
+        if (translateStoreError(e) instanceof Unavailable) {
+          deps.log.warn({ err: e }, 'event socket: the database did not answer');
+          ws.close(CLOSE_TRY_AGAIN_LATER, 'the database did not answer; try again shortly');
+          return;
+        }
         deps.log.error({ err: e }, 'event socket failed');
         ws.close(1011, 'internal error');
       });
@@ -191,6 +198,7 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
     await sub.start(afterSeq).catch((e: unknown) => {
       // A log too busy to read within its budget: the client may come back later; anything else is ours.
       if (e instanceof DatabaseBusyError) return sub.close(CLOSE_TRY_AGAIN_LATER, 'the event log is busy; try again shortly');
+      if (translateStoreError(e) instanceof Unavailable) return sub.close(CLOSE_TRY_AGAIN_LATER, 'the database did not answer; try again shortly');
       throw e;
     });
   }

@@ -68,8 +68,21 @@ export function isDatabaseUnreachable(e: unknown): boolean {
   for (let c = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
     if (c instanceof MongoNetworkError || c instanceof MongoServerSelectionError || c instanceof MongoOperationTimeoutError) return true;
     if ((c as Error).name === 'MongoWaitQueueTimeoutError') return true;
+    if (isBackendUnreachable(c)) return true;
   }
   return false;
+}
+
+/** FerretDB's InternalError (code 1) says why in its message: these are its PostgreSQL not answering. */
+const FERRETDB_INTERNAL_ERROR = 1;
+const BACKEND_UNREACHABLE = /failed to connect to|server error: FATAL|conn closed|connection reset|broken pipe|unexpected EOF|context deadline exceeded|57P0[1-3]|the database system is (starting up|shutting down|in recovery)/i;
+
+/**
+ * A MongoDB-wire server in front of another database (FerretDB on PostgreSQL) answers with an internal
+ * error when that database cannot be reached: the same as not answering, for a client.
+ */
+function isBackendUnreachable(e: unknown): boolean {
+  return e instanceof MongoServerError && e.code === FERRETDB_INTERNAL_ERROR && BACKEND_UNREACHABLE.test(e.message);
 }
 
 /** The api's view of a store failure: an unreachable database is Unavailable (503, Retry-After); anything else as it came. */

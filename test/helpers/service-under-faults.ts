@@ -34,7 +34,8 @@ export async function adminSession(launcher: Launcher, l: Launch, llmUrl: string
 /** Batches of 20 into one conversation, each resent until acknowledged, until `stop()`. */
 export function steadyIngest(apiPort: number, conversationId: string, sessionKey: string) {
   const acknowledged = new Set<string>();
-  const counts = { batches: 0, retries: 0 };
+  /** Every answer that was not a 200, by status (or the fetch error's name). */
+  const counts = { batches: 0, retries: 0, refused: {} as Record<string, number> };
   let stopped = false;
   const done = (async () => {
     while (!stopped) {
@@ -46,10 +47,16 @@ export function steadyIngest(apiPort: number, conversationId: string, sessionKey
             method: 'POST',
             headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
             body: JSON.stringify(batch),
-            signal: AbortSignal.timeout(15_000),
+            signal: AbortSignal.timeout(60_000), // above every bound of the api's: running out means it hung
           })
-            .then((r) => r.status === 200)
-            .catch(() => false);
+            .then((r) => {
+              if (r.status !== 200) counts.refused[r.status] = (counts.refused[r.status] ?? 0) + 1;
+              return r.status === 200;
+            })
+            .catch((e: Error) => {
+              counts.refused[e.name] = (counts.refused[e.name] ?? 0) + 1;
+              return false;
+            });
           if (!ok) counts.retries++;
           return ok;
         },
