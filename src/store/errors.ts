@@ -75,7 +75,8 @@ export function isDatabaseUnreachable(e: unknown): boolean {
 
 /** FerretDB's InternalError (code 1) says why in its message: these are its PostgreSQL not answering. */
 const FERRETDB_INTERNAL_ERROR = 1;
-const BACKEND_UNREACHABLE = /failed to connect to|server error: FATAL|conn closed|connection reset|broken pipe|unexpected EOF|context deadline exceeded|57P0[1-3]|the database system is (starting up|shutting down|in recovery)/i;
+const BACKEND_UNREACHABLE =
+  /failed to connect to|server error: FATAL|conn closed|conn busy|closed pool|connection reset|broken pipe|unexpected EOF|i\/o timeout|context deadline exceeded|context canceled|57P0[1-3]|the database system is (starting up|shutting down|in recovery)/i;
 
 /**
  * A MongoDB-wire server in front of another database (FerretDB on PostgreSQL) answers with an internal
