@@ -15,6 +15,7 @@ import { ConfigError, loadConfig, type Config } from '../src/config';
 import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
 import { freePort, portOpen, reclaimPort } from '../src/process/net';
+import { heartbeatFresh } from '../src/process/heartbeat';
 import { splitPath } from '../src/process/trusted-path';
 import { ensureCommands } from './host-packages';
 import { reapStale, startChild, type Child } from './servers/child';
@@ -240,6 +241,8 @@ async function main(): Promise<void> {
   await portFree(config.api.port, 'API_PORT');
   const logs = path.join(config.dataDir, 'logs');
   const workerLog = path.join(logs, 'worker.log');
+  const heartbeat = path.join(config.dataDir, 'worker.alive');
+  fs.rmSync(heartbeat, { force: true });
   await supervision.start('worker', (onSpawn) => {
     // Each start reads only what it wrote: the log is appended to across restarts.
     const from = sizeOf(workerLog);
@@ -249,10 +252,12 @@ async function main(): Promise<void> {
       command: process.execPath,
       args: [path.join(dist, 'worker', 'main.js')],
       // The worker makes no PostgreSQL indexes: no POSTGRES_URL (its MONGODB_URI has the credentials FerretDB needs).
-      env: { ...env, POSTGRES_URL: '' },
+      env: { ...env, POSTGRES_URL: '', AGENT_CONTROL_HEARTBEAT_FILE: heartbeat },
       logFile: workerLog,
       pidFile: path.join(config.dataDir, 'worker.pid'),
       ready: async () => logSince(workerLog, from).includes('worker polling'),
+      // It has no port: it touches a file every 2 s while its event loop runs (src/process/heartbeat.ts).
+      alive: async () => heartbeatFresh(heartbeat, 10_000),
     });
   });
   await supervision.start('api', reclaiming([config.api.port], (onSpawn) =>

@@ -1,7 +1,7 @@
 /**
  * Freeze injection (issue 35): the real launcher with its supervised children, a steady ingest and a
- * start before each fault, then SIGSTOP of FerretDB, of PostgreSQL with every backend, and of the
- * Temporal server, each for a while, then SIGCONT. A frozen process keeps its sockets open and answers
+ * start before each fault, then SIGSTOP of FerretDB, of PostgreSQL with every backend, of the Temporal
+ * server and of the worker, each for a while, then SIGCONT. A frozen process keeps its sockets open and answers
  * nothing, which no exit code shows.
  * During each freeze, and until the service is ready again, a client asks the api every half second:
  * each answer comes within ANSWER_BOUND_MS and is a success or a 503 with Retry-After, never a 500 and
@@ -24,10 +24,12 @@ const ANSWER_BOUND_MS = 45_000;
 /** Probes every 5 s, each bounded at 5 s; FerretDB and PostgreSQL are restarted after 12 failures in a row (about 90 s); with slack. */
 const READY_BOUND_MS = 150_000;
 
-const FREEZES: { name: keyof typeof PID_FILES; ms: number }[] = [
+const FREEZES: { name: keyof typeof PID_FILES; ms: number; restarted?: true }[] = [
   { name: 'ferretdb', ms: 40_000 },
   { name: 'postgres', ms: 45_000 }, // the stall that left FerretDB's pool stuck for good
   { name: 'temporal', ms: 20_000 },
+  // Its heartbeat goes stale after 10 s; three failed probes later it is killed and started again.
+  { name: 'worker', ms: 40_000, restarted: true },
 ];
 
 describe('freeze injection', () => {
@@ -47,7 +49,7 @@ describe('freeze injection', () => {
     await llm?.close();
   });
 
-  it('SIGSTOP of FerretDB, PostgreSQL and Temporal in turn: bounded 503s or answers meanwhile, ready again after, nothing lost', async () => {
+  it('SIGSTOP of FerretDB, PostgreSQL, Temporal and the worker in turn: bounded 503s or answers meanwhile, ready again after, nothing lost', async () => {
     const l = launcher.launch();
     await launcher.waitUp(l);
     const { key, call, taskOf } = await adminSession(launcher, l, llm.url);
@@ -60,7 +62,7 @@ describe('freeze injection', () => {
 
     const starts: string[] = [first.id];
     const figures: string[] = [];
-    for (const { name, ms } of FREEZES) {
+    for (const { name, ms, restarted } of FREEZES) {
       await ingest.goesOn(3, 90_000);
       // A start under way as the freeze lands; sent again until taken, as a client would (the same id joins).
       const id = randomUUID();
@@ -109,6 +111,7 @@ describe('freeze injection', () => {
       const wrong = answers.filter((a) => a.status !== 200 && !(a.status === 503 && a.retryAfter));
       expect({ wrong, errors: wrong.length ? errors() : [] }).toEqual({ wrong: [], errors: [] });
       expect(l.child.exitCode).toBeNull();
+      if (restarted) expect(launcher.pidOf(name)).not.toBe(pid);
       const refused = Object.keys(ingest.counts.refused).filter((status) => status !== '503');
       expect({ refused, errors: refused.length ? errors() : [] }).toEqual({ refused: [], errors: [] });
       const slowest = Math.max(...answers.map((a) => a.ms));

@@ -2,7 +2,7 @@
  * Errors of the store layer that callers answer differently from a crash, translated from the driver's
  * raw errors here, at the boundary, as domain errors (src/errors.ts); nothing in this layer knows HTTP.
  */
-import { MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
+import { MongoBulkWriteError, MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { Unavailable } from '../errors';
 
 /** Seconds a client is asked to wait after a read of a busy database. */
@@ -68,9 +68,20 @@ export function isDatabaseUnreachable(e: unknown): boolean {
   for (let c = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
     if (c instanceof MongoNetworkError || c instanceof MongoServerSelectionError || c instanceof MongoOperationTimeoutError) return true;
     if ((c as Error).name === 'MongoWaitQueueTimeoutError') return true;
-    if (isBackendUnreachable(c)) return true;
+    if (isBackendUnreachable(c) || isBulkWriteCutShort(c)) return true;
   }
   return false;
+}
+
+/** The driver's own messages for a connection that broke, timed out or was cleared, or no server to select. */
+const DRIVER_NETWORK_MESSAGE = /^connection \d+ to \S+ (timed out|closed)|^Connection pool for \S+ was cleared|^Server selection timed out/;
+
+/**
+ * insertMany and bulkWrite rethrow a network error as a MongoBulkWriteError carrying its message (no
+ * cause, no write errors): the batch may or may not have been stored, which a resend sorts out.
+ */
+function isBulkWriteCutShort(e: unknown): boolean {
+  return e instanceof MongoBulkWriteError && [e.writeErrors].flat().length === 0 && !e.writeConcernError && DRIVER_NETWORK_MESSAGE.test(e.message);
 }
 
 /** FerretDB's InternalError (code 1) says why in its message: these are its PostgreSQL not answering. */
