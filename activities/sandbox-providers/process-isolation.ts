@@ -105,7 +105,7 @@ async function hostPorts(pairs: string[]): Promise<{ address: string; family: 4 
 }
 
 /** iptables-restore input for one family: the chain (flushed and refilled atomically) and its jump. */
-function rules(chain: string, range: [number, number], allowed: { address: string; port: number }[], reserved: number[], missingJumps: string[][], linkLocal: string): string {
+function rules(chain: string, allowed: { address: string; port: number }[], reserved: number[], missingJumps: string[][], linkLocal: string): string {
   const local = '-m addrtype --dst-type LOCAL';
   // multiport takes at most 15 ports a rule.
   const groups = Array.from({ length: Math.ceil(reserved.length / 15) }, (_, i) => reserved.slice(i * 15, i * 15 + 15).join(','));
@@ -218,6 +218,7 @@ export class ProcessIsolation {
     const chain = chainName(this.opts.uidRange);
     const range = this.opts.uidRange;
     const api = new URL(this.opts.controlPlaneUrl);
+    const reserved = [...new Set(this.opts.reservedPorts)].sort((a, b) => a - b);
     const allowed = await hostPorts([`${api.hostname}:${api.port || (api.protocol === 'https:' ? 443 : 80)}`, ...this.opts.localAllow]);
     for (const [family, command, check] of [
       [4, 'iptables-restore', 'iptables'],
@@ -226,8 +227,7 @@ export class ProcessIsolation {
       const missing: string[][] = [];
       for (const jump of jumps(range)) if (!(await run(check, ['-C', 'OUTPUT', ...jump]).then(() => true, () => false))) missing.push(jump);
       try {
-        const reserved = [...new Set(this.opts.reservedPorts)].sort((a, b) => a - b);
-        await restore(command, rules(chain, range, allowed.filter((a) => a.family === family), reserved, missing, family === 4 ? '169.254.0.0/16' : 'fe80::/10'));
+        await restore(command, rules(chain, allowed.filter((a) => a.family === family), reserved, missing, family === 4 ? '169.254.0.0/16' : 'fe80::/10'));
       } catch (e) {
         throw new Error(`the firewall rule of process sandboxes could not be installed (${(e as Error).message}); install iptables, or set SANDBOX_PROCESS_ISOLATION=none`, { cause: e });
       }
