@@ -15,7 +15,7 @@ import { ConfigError, loadConfig, type Config } from '../src/config';
 import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger } from '../src/logger';
 import { freePort, portOpen, reclaimPort } from '../src/process/net';
-import { heartbeatFresh } from '../src/process/heartbeat';
+import { heartbeatFresh, workerHeartbeatFile } from '../src/process/heartbeat';
 import { splitPath } from '../src/process/trusted-path';
 import { ensureCommands } from './host-packages';
 import { reapStale, startChild, type Child } from './servers/child';
@@ -183,6 +183,7 @@ async function main(): Promise<void> {
       const pgOptions = { binDir: requirePostgresBinDir(), dir: path.join(config.dataDir, 'postgres'), port: config.embedded.postgresPort, pidFile: true };
       const postgres = await supervision.start('postgres', reclaiming([pgOptions.port], (onSpawn) => startPostgres({ ...pgOptions, onSpawn })), {
         probeFailures: 12, // about 90 s: a checkpoint or an I/O stall is ridden out, not answered with a restart
+        killDescendants: true, // its backends, frozen with it, would keep its shared memory
       });
       backend = { kind: 'postgresql', url: postgres.url };
       postgresUrl = postgres.url;
@@ -241,7 +242,7 @@ async function main(): Promise<void> {
   await portFree(config.api.port, 'API_PORT');
   const logs = path.join(config.dataDir, 'logs');
   const workerLog = path.join(logs, 'worker.log');
-  const heartbeat = path.join(config.dataDir, 'worker.alive');
+  const heartbeat = workerHeartbeatFile(config.dataDir);
   fs.rmSync(heartbeat, { force: true });
   await supervision.start('worker', (onSpawn) => {
     // Each start reads only what it wrote: the log is appended to across restarts.
@@ -252,7 +253,7 @@ async function main(): Promise<void> {
       command: process.execPath,
       args: [path.join(dist, 'worker', 'main.js')],
       // The worker makes no PostgreSQL indexes: no POSTGRES_URL (its MONGODB_URI has the credentials FerretDB needs).
-      env: { ...env, POSTGRES_URL: '', AGENT_CONTROL_HEARTBEAT_FILE: heartbeat },
+      env: { ...env, POSTGRES_URL: '' },
       logFile: workerLog,
       pidFile: path.join(config.dataDir, 'worker.pid'),
       ready: async () => logSince(workerLog, from).includes('worker polling'),

@@ -185,15 +185,18 @@ describe('Supervisor', () => {
     expect(lines.some((l) => l.startsWith('slow restarted'))).toBe(false);
   });
 
-  /** A child serving HTTP on a port of its own; its probe is a GET, or `probe` (another child's, say). */
-  async function server(name: string, probe?: () => Promise<boolean>) {
+  /**
+   * A child serving HTTP on a port of its own; its probe is a GET, or `probe` (another child's, say).
+   * `before`: more of its script, run first.
+   */
+  async function server(name: string, probe?: () => Promise<boolean>, before = '') {
     const port = await freePort();
     const pids: number[] = [];
     const start = (onSpawn: (c: Child) => void) =>
       startChild({
         name,
         command: process.execPath,
-        args: ['-e', `require('http').createServer((q, r) => r.end('ok')).listen(${port}, '127.0.0.1')`],
+        args: ['-e', `${before}; require('http').createServer((q, r) => r.end('ok')).listen(${port}, '127.0.0.1')`],
         logFile: path.join(dir, `${name}.log`),
         ready: async () => (await fetch(`http://127.0.0.1:${port}/`)).ok,
         alive: probe ?? (async () => (await fetch(`http://127.0.0.1:${port}/`)).ok),
@@ -221,6 +224,37 @@ describe('Supervisor', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^frozen \(pid \d+\) does not answer: the probe did not answer within 300 ms \(1 of 3\)$/));
     expect(lines).toContainEqual(expect.stringMatching(/^frozen \(pid \d+\) failed 3 liveness probes in a row: killing it/));
     expect(gaveUp).toEqual([]);
+  });
+
+  it.each([
+    ['outlives it (a sandbox runtime the worker started)', false],
+    ['is killed with it when it asks for that (a backend of PostgreSQL)', true],
+  ])('a process below a frozen child, in a process group of its own, %s', async (_what, killDescendants) => {
+    const { s } = supervisor(probing);
+    const pidFile = path.join(dir, `below-${killDescendants}.pid`);
+    const below = `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(require('child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' }).pid))`;
+    const parent = await server(`parent-${killDescendants}`, undefined, below);
+    await s.start(`parent-${killDescendants}`, parent.start, { probeFailures: 2, killDescendants });
+    await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8') !== '');
+    const grandchild = Number(fs.readFileSync(pidFile, 'utf8'));
+    fs.rmSync(pidFile);
+    try {
+      process.kill(parent.pids[0]!, 'SIGSTOP');
+      await until(() => s.restarts(`parent-${killDescendants}`) === 1);
+      await until(() => readStat(parent.pids[0]!) === null || readStat(parent.pids[0]!)!.state === 'Z');
+      const gone = () => readStat(grandchild) === null || readStat(grandchild)!.state === 'Z';
+      if (killDescendants) await until(gone);
+      else {
+        await sleep(300);
+        expect(gone()).toBe(false);
+      }
+    } finally {
+      try {
+        process.kill(grandchild, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
   });
 
   it("does not count a child's failed probes while a child it depends on fails its own", async () => {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig, requireSecretsKey, requireServers, type Config } from '../src/config';
 import { createLogger, type Logger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
-import { beatWhileAlive } from '../src/process/heartbeat';
+import { beatWhileAlive, workerHeartbeatFile } from '../src/process/heartbeat';
 import { openDatabase } from '../src/store/mongo';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
 import { installTracing } from '../src/observability/tracing';
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   exitWithParent(() => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
-  beatWhileAlive();
+  beatWhileAlive(workerHeartbeatFile(config.dataDir));
   logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
   await worker.run();
   await connection.close();

@@ -57,6 +57,13 @@ const PROVIDER_CALLS = {
 const START_ONLY_WHILE_STARTING = 'sandbox-start-only-while-starting';
 /** The patch that made a RUNNING sandbox whose runtime is gone ERROR at once (LifecycleRules). */
 const GONE_IS_ERROR_AT_ONCE = 'sandbox-gone-is-error-at-once';
+/**
+ * The patch after which a health check that could not be made (its activity failed: the database or the
+ * provider stalled, the worker went away) is no verdict on the runtime. Before it, such a failure counted
+ * as a runtime that does not answer, and a database frozen for longer than the grace period put every
+ * RUNNING sandbox in ERROR.
+ */
+const FAILED_CHECK_IS_NO_VERDICT = 'sandbox-failed-check-is-no-verdict';
 
 /** Workflow time: `new Date()` in a workflow is the replayed time of the current task. */
 const now = () => new Date().getTime();
@@ -118,8 +125,11 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   /** One look at the runtime, acting on what it shows. */
   const healthCheck = async () => {
     if (!lifecycle.checksHealth) return;
-    const check = await checkSandboxRuntime.executeWithOptions({ summary: 'health check' }, [sandboxId]).catch((e: unknown): RuntimeCheck => ({ state: 'unreachable', detail: reason(e), lastUsedAtMs: now() }));
-    await drive(lifecycle.observed(check, now()));
+    const check = await checkSandboxRuntime
+      .executeWithOptions({ summary: 'health check' }, [sandboxId])
+      .catch((e: unknown): RuntimeCheck | null => (patched(FAILED_CHECK_IS_NO_VERDICT) ? null : { state: 'unreachable', detail: reason(e), lastUsedAtMs: now() }));
+    // Not looked at is not seen dead: the next check, a health interval later, decides.
+    if (check) await drive(lifecycle.observed(check, now()));
   };
 
   const historyTooLong = () => {

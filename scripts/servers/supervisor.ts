@@ -46,6 +46,14 @@ export interface SuperviseOptions {
   dependsOn?: (string | { name: string; alive: () => Promise<boolean> })[];
   /** Failed probes in a row that get the child killed and restarted. @default 3 */
   probeFailures?: number;
+  /**
+   * Whether a child killed for its probes takes every process below it along, whatever their process
+   * group: for a server whose helpers must not outlive it (PostgreSQL's frozen backends keep its shared
+   * memory, and a new server would not start). Not for the worker: the sandbox runtimes it started
+   * (process groups of their own) are meant to outlive it, and the next worker takes them over.
+   * @default false: its process group only
+   */
+  killDescendants?: boolean;
 }
 
 export const defaultSupervisorOptions = () =>
@@ -209,7 +217,7 @@ export class Supervisor {
         if (entry.probeFailures >= limit) {
           this.o.log.warn(`${entry.name} (pid ${child.process.pid}) failed ${limit} liveness probes in a row: killing it (SIGKILL to its process group) to restart it`);
           try {
-            killGroup(child);
+            killGroup(child, entry.opts.killDescendants ?? false);
           } catch (e) {
             this.o.log.warn(`${entry.name} (pid ${child.process.pid}) could not be killed: ${(e as Error).message}`);
           }
@@ -276,14 +284,11 @@ export class Supervisor {
   }
 }
 
-/**
- * SIGKILL to a child, its process group (it was started as a group leader) and every process below it
- * (PostgreSQL's frozen backends would otherwise keep its shared memory, and a new server would not start).
- */
-function killGroup(child: Child): void {
+/** SIGKILL to a child and its process group (it was started as a group leader); with `descendants`, to every process below it too. */
+function killGroup(child: Child, descendants: boolean): void {
   const pid = child.process.pid;
   if (pid === undefined) return;
-  const tree = processTree(pid);
+  const tree = descendants ? processTree(pid) : [];
   try {
     process.kill(-pid, 'SIGKILL');
   } catch {

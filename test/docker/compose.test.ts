@@ -160,6 +160,26 @@ describe('docker-compose.yml on a real engine', () => {
     expect((await compose(['port', 'temporal', '8233'])).stdout.trim()).toMatch(/^127\.0\.0\.1:\d+$/);
   }, 720_000);
 
+  it('health checks are round trips: every service healthy; an api and a worker frozen (SIGSTOP) are unhealthy, and healthy again after SIGCONT', async () => {
+    const docker = dockerClient();
+    const containers = Object.fromEntries(
+      (await docker.listContainers({ filters: { label: [PROJECT_LABEL] } })).map((c) => [c.Labels['com.docker.compose.service']!, docker.getContainer(c.Id)]),
+    );
+    const health = async () =>
+      Object.fromEntries(await Promise.all(Object.entries(containers).map(async ([name, c]) => [name, (await c.inspect()).State.Health?.Status] as const)));
+    const all = (status: string) => ({ mongodb: status, temporal: status, api: status, worker: status });
+    await waitFor('every service healthy', 120_000, async () => expect(await health()).toEqual(all('healthy')));
+
+    // Their main process (pid 1, node) stopped: alive, sockets open, answering nothing.
+    for (const name of ['api', 'worker']) await containers[name]!.kill({ signal: 'SIGSTOP' });
+    try {
+      await waitFor('the frozen api and worker unhealthy', 90_000, async () => expect(await health()).toEqual({ ...all('healthy'), api: 'unhealthy', worker: 'unhealthy' }));
+    } finally {
+      for (const name of ['api', 'worker']) await containers[name]!.kill({ signal: 'SIGCONT' });
+    }
+    await waitFor('every service healthy after the thaw', 90_000, async () => expect(await health()).toEqual(all('healthy')));
+  }, 360_000);
+
   it('the admin CLI in the api container makes a user and an API key the api takes', async () => {
     const user = await admin('user', 'create', '--email', 'operator@example.com');
     expect(user).toMatchObject({ id: expect.any(String), email: 'operator@example.com', personal_org_id: expect.any(String) });
