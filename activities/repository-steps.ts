@@ -5,6 +5,7 @@
  *   .agents/pre-commit.sh   installed as the git pre-commit hook (an existing hook is kept as pre-commit.local)
  *   .agents/skills/*.md     skills of the repository (front matter: name, triggers)
  */
+import type { RuntimeSkill } from '../src/sandboxes/runtime-client';
 
 export const SETUP_SCRIPT = '.agents/setup.sh';
 export const PRE_COMMIT_SCRIPT = '.agents/pre-commit.sh';
@@ -83,11 +84,7 @@ echo installed`;
 export const skillFilesCommand = (dir: string) =>
   `for f in ${sh(dir)}/*.md; do [ -f "$f" ] || continue; printf '\\036%s\\037' "$f"; cat "$f"; done`;
 
-export interface RuntimeSkill {
-  name: string;
-  content: string;
-  triggers: string[];
-}
+export type { RuntimeSkill };
 
 /** Skills from the output of skillFilesCommand: name and triggers from a front matter, else the file name and none. */
 export function parseSkillFiles(output: string): RuntimeSkill[] {

@@ -34,7 +34,7 @@ import {
   skillFilesCommand,
   type RuntimeSkill,
 } from './repository-steps';
-import { SandboxRuntime } from './runtime-client';
+import { SandboxRuntime } from './sandbox-runtime';
 
 export interface StartTaskActivityDeps {
   startTasks: StartTasksStore;
@@ -254,32 +254,31 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         updated_at: now,
       });
       const created = await rt.createConversation({
-        conversation_id: t.id,
-        agent: {
-          llm: {
-            model,
-            base_url: llm.base_url,
-            api_key: llm.api_key || null,
-            temperature: llm.temperature ?? null,
-            top_p: llm.top_p ?? null,
-            max_output_tokens: llm.max_output_tokens ?? null,
-            stream: llm.stream ?? false,
-            log_completions: llm.log_completions ?? false,
-            ...(llm.timeout ? { timeout_s: Math.min(llm.timeout, 3600) } : {}),
-            ...(llm.usage_id ? { usage_id: llm.usage_id } : {}),
-          },
-          system_message_suffix: suffix || null,
+        id: t.id,
+        llm: {
+          model,
+          base_url: llm.base_url,
+          api_key: llm.api_key || null,
+          temperature: llm.temperature ?? null,
+          top_p: llm.top_p ?? null,
+          max_output_tokens: llm.max_output_tokens ?? null,
+          stream: llm.stream ?? false,
+          log_completions: llm.log_completions ?? false,
+          ...(llm.timeout ? { timeout_s: Math.min(llm.timeout, 3600) } : {}),
+          ...(llm.usage_id ? { usage_id: llm.usage_id } : {}),
         },
-        workspace: { working_dir: a.workingDir },
-        initial_message: req.initial_message ?? null,
-        max_iterations: effective.conversation_settings.max_iterations,
-        confirmation_mode: effective.conversation_settings.confirmation_mode,
+        systemMessageSuffix: suffix || null,
+        workingDir: a.workingDir,
+        initialMessage: req.initial_message ?? null,
+        maxIterations: effective.conversation_settings.max_iterations,
+        confirmationMode: effective.conversation_settings.confirmation_mode,
         secrets: Object.fromEntries(Object.entries(effective.secrets).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))),
         skills: a.skills,
       });
-      // 409: a retried step finds the conversation it created.
-      if (created.status !== 201 && created.status !== 409) {
-        throw inputError(`The runtime did not create the conversation (${created.status}): ${masked(JSON.stringify(created.body).slice(0, 500), effective.secrets)}`);
+      // A retried step finds the conversation it created.
+      if (!created.created && !created.exists) {
+        const { status, body } = created.refused;
+        throw inputError(`The runtime did not create the conversation (${status}): ${masked(JSON.stringify(body).slice(0, 500), effective.secrets)}`);
       }
       return t.id;
     },

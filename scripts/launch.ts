@@ -17,7 +17,10 @@ import { createLogger } from '../src/logger';
 import { freePort, portOpen, reclaimPort } from '../src/process/net';
 import { heartbeatFresh, workerHeartbeatFile } from '../src/process/heartbeat';
 import { splitPath } from '../src/process/trusted-path';
+import { loadSandboxSpecs } from '../src/sandboxes/spec-file';
+import { BUILT_IN_SANDBOX_SPECS } from '../src/store/sandbox-specs-store';
 import { ensureCommands } from './host-packages';
+import { ensureAgentServer } from './servers/agent-server';
 import { reapStale, startChild, type Child } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
@@ -103,6 +106,17 @@ function logSince(file: string, from: number): string {
 
 const sizeOf = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
 
+/**
+ * The OpenHands agent server's environment when a spec runs it: the default spec, or one of
+ * SANDBOX_SPECS_FILE's. Installed (once, cached) unless OPENHANDS_AGENT_SERVER_DIR names one already.
+ */
+async function agentServerFor(config: Config, say: (line: string) => void): Promise<string | undefined> {
+  if (config.sandboxes.agentServerDir) return config.sandboxes.agentServerDir;
+  const specs = loadSandboxSpecs(config.sandboxes.specsFile);
+  const needed = specs.some((s) => s.runtime === 'openhands' && (s.id === config.sandboxes.defaultSpecId || !BUILT_IN_SANDBOX_SPECS.some((b) => b.id === s.id)));
+  return needed ? (await ensureAgentServer(config.serversCacheDir, say)).dir : undefined;
+}
+
 async function main(): Promise<void> {
   refuseUntrustedPath();
   const config = loadConfig();
@@ -161,6 +175,7 @@ async function main(): Promise<void> {
     await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'isolating process sandboxes (SANDBOX_PROCESS_ISOLATION=user)', (l) => log.info(l));
   }
   const binaries = embedded ? await obtainServers(config.serversCacheDir, (l) => log.info(l)) : undefined;
+  const agentServerDir = await agentServerFor(config, (l) => log.info(l));
 
   let mongoUri = config.mongo.uri;
   let storage = 'MongoDB';
@@ -235,6 +250,7 @@ async function main(): Promise<void> {
     DATA_DIR: config.dataDir,
     SECRETS_KEY: resolveSecretsKey(config, true),
     AGENT_CONTROL_PARENT_PID: String(process.pid),
+    ...(agentServerDir ? { OPENHANDS_AGENT_SERVER_DIR: agentServerDir } : {}),
     ...(await demoEnv(config)),
   };
   const bootstrap = JSON.parse(await runAdmin(['bootstrap'], env)) as { key?: string };

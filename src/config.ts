@@ -165,6 +165,12 @@ export const envSchema = z.object({
    * checkout under /root) need not be open.
    */
   SANDBOXES_DIR: nonEmpty('directory').optional(),
+  /**
+   * The installed OpenHands agent server (a directory scripts/servers/agent-server.ts made), which
+   * sandboxes of a spec with `runtime: openhands` run; `npm start` installs it and sets this when a spec
+   * needs it.
+   */
+  OPENHANDS_AGENT_SERVER_DIR: nonEmpty('directory').optional(),
   /** The uids isolated process sandboxes run as (first-last), one per sandbox; nothing else on the machine may use them. */
   SANDBOX_UID_RANGE: z
     .string()
@@ -295,6 +301,8 @@ export interface Config {
     /** Where process sandboxes live (SANDBOXES_DIR). */
     dir: string;
     processUsers: string[];
+    /** The installed OpenHands agent server (OPENHANDS_AGENT_SERVER_DIR), for specs with `runtime: openhands`. */
+    agentServerDir: string | undefined;
     uidRange: [number, number];
     localAllow: string[];
     /** The service's ports on this machine, which a sandbox that binds one never answers on (servicePorts). */
@@ -383,6 +391,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
           ? path.join('/var/lib/agent-control', createHash('sha256').update(path.resolve(e.DATA_DIR)).digest('hex').slice(0, 12), 'sandboxes')
           : path.join(path.resolve(e.DATA_DIR), 'sandboxes'),
       processUsers: e.SANDBOX_PROCESS_USERS,
+      agentServerDir: e.OPENHANDS_AGENT_SERVER_DIR && path.resolve(e.OPENHANDS_AGENT_SERVER_DIR),
       uidRange: e.SANDBOX_UID_RANGE,
       localAllow: e.SANDBOX_LOCAL_ALLOW,
       reservedPorts: servicePorts(e),

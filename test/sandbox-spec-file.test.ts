@@ -26,13 +26,14 @@ describe('sandbox specs file', () => {
   };
 
   it('takes resource limits for a docker spec, and defaults them to none', () => {
-    const [builtIn, limited, plain] = load([
+    const [builtIn, openhands, limited, plain] = load([
       { id: 'small', provider: 'docker', image: 'runtime:1', memory_mb: 512, cpus: 0.5, pids_limit: 256 },
       { id: 'plain', provider: 'docker', image: 'runtime:1' },
     ]);
-    expect(builtIn!.id).toBe('local-process');
+    expect(builtIn).toMatchObject({ id: 'local-process', runtime: 'built-in' });
+    expect(openhands).toMatchObject({ id: 'local-process-openhands', runtime: 'openhands' });
     expect(limited).toMatchObject({ id: 'small', memory_mb: 512, cpus: 0.5, pids_limit: 256 });
-    expect(plain).toMatchObject({ id: 'plain', memory_mb: null, cpus: null, pids_limit: null });
+    expect(plain).toMatchObject({ id: 'plain', runtime: 'built-in', memory_mb: null, cpus: null, pids_limit: null });
   });
 
   it.each([

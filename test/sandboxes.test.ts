@@ -62,11 +62,13 @@ describe('sandboxes', () => {
   };
   const pidOf = async (id: string) => ((await t.database.db.collection('sandboxes').findOne({ _id: id as any }))!.runtime as any).pid as number;
 
-  it('lists the built-in spec', async () => {
+  it('lists the built-in specs: the built-in runtime and the OpenHands agent server, as processes', async () => {
     const page = await t.request('GET', '/api/v1/sandbox-specs/search', { key: alice.key });
     expect(page.status).toBe(200);
+    const spec = { provider: 'process', image: null, command: null, working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, created_at: expect.any(String) };
     expect(page.body.items).toEqual([
-      { id: 'local-process', provider: 'process', image: null, command: null, working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, created_at: expect.any(String) },
+      { id: 'local-process', runtime: 'built-in', ...spec },
+      { id: 'local-process-openhands', runtime: 'openhands', ...spec },
     ]);
     expect(page.body.next_page_id).toBeNull();
     const got = await t.request('GET', '/api/v1/sandbox-specs?id=local-process&id=nope', { key: alice.key });

@@ -27,7 +27,7 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
     s.processIsolation === 'user'
       ? new ProcessIsolation({ dataDir: config.dataDir, sandboxesDir, uidRange: s.uidRange, runtimeBundle: BUILT_IN_RUNTIME_BUNDLE, controlPlaneUrl: s.controlPlaneUrl, localAllow: s.localAllow, reservedPorts: s.reservedPorts })
       : undefined;
-  const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation });
+  const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir });
   const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost, network: config.sandboxes.dockerNetwork, peers: config.sandboxes.dockerPeers });
   const remoteConfig = config.sandboxes.remote;
   const remote = remoteConfig && new RemoteProvider(remoteConfig);

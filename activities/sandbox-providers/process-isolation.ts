@@ -28,6 +28,7 @@ import fs from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { AGENT_SERVER_DESCRIPTION, readAgentServerEnv, type AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedPath, trustedProgram } from '../../src/process/trusted-path';
 
 const execFileAsync = promisify(execFile);
@@ -153,6 +154,7 @@ export class ProcessIsolation {
   /** Directories every user may write, besides /tmp, that a sandbox gets its own tmp in place of (prepare). */
   private sharedDirs: string[] = ['/var/tmp', '/dev/shm', '/run/lock'];
   private readonly claims: string;
+  private readonly sharedAgentServers = new Map<string, Promise<AgentServerEnv>>();
 
   constructor(private readonly opts: ProcessIsolationOptions) {
     this.claims = path.join(opts.dataDir, 'sandbox-uids');
@@ -203,6 +205,33 @@ export class ProcessIsolation {
     this.sharedDirs = await worldWritableDirs([sandboxesDir, runtimeDir]);
     await this.installFirewall();
     return { node, bundle };
+  }
+
+  /**
+   * The agent server as sandbox uids may run it: where it is, when they can read it there; otherwise
+   * (installed under a 0700 home) a copy beside the built-in runtime's, made once per environment
+   * (its name is its content's). Root's either way, writable by no sandbox.
+   */
+  shareAgentServer(env: AgentServerEnv): Promise<AgentServerEnv> {
+    if (readableByOthers(env.python) && readableByOthers(path.join(env.dir, AGENT_SERVER_DESCRIPTION))) return Promise.resolve(env);
+    let shared = this.sharedAgentServers.get(env.dir);
+    if (!shared) {
+      shared = (async () => {
+        const target = path.join(path.dirname(this.opts.sandboxesDir), 'runtime', path.basename(env.dir));
+        const ready = readAgentServerEnv(target);
+        if (ready) return ready;
+        fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o711 });
+        const work = `${target}.copy-${process.pid}`;
+        fs.rmSync(work, { recursive: true, force: true });
+        await fs.promises.cp(env.dir, work, { recursive: true, verbatimSymlinks: true });
+        fs.chmodSync(work, 0o755);
+        fs.renameSync(work, target);
+        return readAgentServerEnv(target)!;
+      })();
+      shared.catch(() => this.sharedAgentServers.delete(env.dir));
+      this.sharedAgentServers.set(env.dir, shared);
+    }
+    return shared;
   }
 
   /** The chain's jump is checked at every start: a firewall flushed by another tool is put back. */
@@ -322,6 +351,8 @@ export class ProcessIsolation {
       'while [ "$shared" -gt 0 ]; do if [ -d "$1" ] && [ ! -L "$1" ]; then "$mount" --bind /tmp "$1"; fi; shift; shared=$((shared - 1)); done',
       // POSIX message queues of the new IPC namespace, not the host's mount of them.
       'if [ -d /dev/mqueue ]; then "$mount" -t mqueue -o nosuid,nodev,noexec mqueue /dev/mqueue; fi',
+      // Files it makes are its own alone, whichever runtime it is (the agent server sets no umask).
+      'umask 077',
       'exec "$setpriv" --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"',
     ].join('\n');
     return {

@@ -11,9 +11,11 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { freePort, listenerUids } from '../../src/process/net';
 import { killUserProcesses, processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
+import { readAgentServerEnv, type AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedPath } from '../../src/process/trusted-path';
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
 import type { ProcessRuntimeHandle as ProcessHandle, RuntimeHandle } from '../../src/store/runtime-handle';
+import { openHandsCommand, openHandsEnv } from './openhands-launch';
 import type { ProcessIsolation } from './process-isolation';
 import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 
@@ -25,6 +27,8 @@ export interface ProcessProviderOptions {
   host?: string;
   /** Each sandbox as a uid of its own behind a firewall rule (the worker runs as root). */
   isolation?: ProcessIsolation;
+  /** The installed OpenHands agent server (OPENHANDS_AGENT_SERVER_DIR), for specs with `runtime: openhands`. */
+  agentServerDir?: string;
 }
 
 /**
@@ -36,6 +40,8 @@ const INHERITED = ['HOME', 'LANG', 'TZ', 'TMPDIR', 'LOG_LEVEL'];
 /** The fd on which an isolated runtime writes the port it bound (RUNTIME_PORT_FD). */
 const PORT_FD = 3;
 const PORT_REPORT_MS = 30_000;
+/** How long the OpenHands agent server has to listen (it imports a few hundred modules first). */
+const LISTEN_MS = 120_000;
 
 /** Written beside the runtime as soon as it is spawned: pid, start time, port. */
 const RUNTIME_FILE = 'runtime.json';
@@ -89,6 +95,27 @@ function reportedPort(stream: Readable, pid: number, logFile: string): Promise<n
   });
 }
 
+/**
+ * Waits until the runtime listens on `port` (bounded, while it lives); then every listener there must be
+ * its uid's (isolated) or this worker's: a port another sandbox took first is not handed out as its.
+ */
+async function awaitListener(port: number, pid: number, uid: number | undefined, logFile: string, progress?: () => void): Promise<void> {
+  const deadline = Date.now() + LISTEN_MS;
+  for (;;) {
+    const uids = listenerUids(port);
+    if (uids.length > 0) {
+      const owner = uid ?? process.getuid?.();
+      if (uids.some((u) => u !== owner)) throw new Error(`port ${port} chosen for the runtime (pid ${pid}) is held by another user (uid ${uids.join(', ')})`);
+      return;
+    }
+    const stat = readStat(pid);
+    if (!stat || stat.state === 'Z') throw new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
+    if (Date.now() > deadline) throw new Error(`the runtime (pid ${pid}) did not listen on port ${port} within ${LISTEN_MS / 1000} s${lastWords(logFile)}`);
+    progress?.();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export class ProcessProvider implements SandboxProvider {
   readonly name = 'process' as const;
   private readonly host: string;
@@ -113,7 +140,10 @@ export class ProcessProvider implements SandboxProvider {
     await this.killEarlierRuntime(dir);
     // Isolated, the runtime binds a port the system picks and says which: a free port chosen here could
     // be taken by another sandbox before the runtime binds it, and that sandbox would get its clients.
-    let port = isolation ? 0 : await freePort();
+    // The OpenHands agent server takes its port on the command line: one chosen here, and afterwards it
+    // must be its uid's alone (awaitListener), or the start fails and is tried again.
+    const openhands = req.spec.runtime === 'openhands' ? await this.agentServer(req.spec) : undefined;
+    let port = isolation && !openhands ? 0 : await freePort();
     const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
     const env = {
       ...inherited,
@@ -121,24 +151,31 @@ export class ProcessProvider implements SandboxProvider {
       ...req.spec.initial_env,
       RUNTIME_HOST: this.host,
       RUNTIME_PORT: String(port),
-      ...(isolation ? { RUNTIME_PORT_FD: String(PORT_FD) } : {}),
+      ...(isolation && !openhands ? { RUNTIME_PORT_FD: String(PORT_FD) } : {}),
       SESSION_API_KEY: req.sessionApiKey,
       RUNTIME_WORKING_DIR: workspace,
       RUNTIME_SANDBOX_DIR: dir,
       CONTROL_PLANE_URL: req.controlPlaneUrl,
       ...isolation?.env(dir),
     };
-    const builtIn = isolation ? Object.values(await isolation.prepare()) : [process.execPath, this.opts.runtimeEntry];
+    const launch = openhands && { env: openhands, dir, workspace, host: this.host, port, sessionApiKey: req.sessionApiKey, controlPlaneUrl: req.controlPlaneUrl };
+    if (launch) {
+      Object.assign(env, openHandsEnv(launch));
+      if (!isolation) fs.mkdirSync(path.join(dir, 'conversations'), { recursive: true, mode: 0o700 });
+    }
+    const builtIn = launch ? openHandsCommand(launch) : isolation ? Object.values(await isolation.prepare()) : [process.execPath, this.opts.runtimeEntry];
+    if (launch && isolation) await isolation.prepare();
     const [command, ...args] = req.spec.command ?? builtIn;
     const run = isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a', 0o600);
-    const child = spawn(run.command, run.args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log, ...(isolation ? (['pipe'] as const) : [])] });
+    const reports = isolation && !openhands;
+    const child = spawn(run.command, run.args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log, ...(reports ? (['pipe'] as const) : [])] });
     fs.closeSync(log);
-    const portReport = isolation ? (child.stdio[PORT_FD] as Readable) : undefined;
+    const portReport = reports ? (child.stdio[PORT_FD] as Readable) : undefined;
     // Recorded before anything else runs (no await between the fork and the write): a worker killed
     // from here on leaves a file that names the runtime to the next attempt.
     const stat = child.pid === undefined ? null : readStat(child.pid);
-    const handle: ProcessHandle | null = stat && { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir };
+    const handle: ProcessHandle | null = stat && { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir, workspace };
     if (handle) fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
@@ -159,10 +196,25 @@ export class ProcessProvider implements SandboxProvider {
       handle.port = port;
       fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
     }
+    if (openhands) await awaitListener(port, handle.pid, uid, path.join(dir, 'runtime.log'), req.progress);
     return {
       handle,
       exposedUrls: [{ name: AGENT_SERVER, url: `http://${this.host}:${port}`, port }],
     };
+  }
+
+  /** The installed agent server, as the sandbox's uid may run it. */
+  private async agentServer(spec: StartRequest['spec']): Promise<AgentServerEnv> {
+    const dir = this.opts.agentServerDir;
+    const env = dir ? readAgentServerEnv(dir) : null;
+    if (!env) {
+      throw new ProviderConfigError(
+        `spec ${spec.id} runs the OpenHands agent server, which this worker does not have: ` +
+          `${dir ? `${dir} holds no installed agent server` : 'OPENHANDS_AGENT_SERVER_DIR is not set'} ` +
+          '(`npm start` installs it when a spec needs it; `node dist/scripts/servers/agent-server.js` installs it and prints the directory)',
+      );
+    }
+    return this.opts.isolation ? this.opts.isolation.shareAgentServer(env) : env;
   }
 
   /**

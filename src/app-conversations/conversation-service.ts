@@ -11,10 +11,10 @@ import { z } from 'zod';
 import type { SecretBox } from '../auth/secret-box';
 import { BadRequest, Conflict, NotFound, Unavailable, UpstreamFailed } from '../errors';
 import { GitChangeSchema, GitDiffSchema, type GitChange, type GitDiff } from '../schemas/git';
-import type { SendMessageRequest } from '../schemas/messages';
 import type { SandboxStatus } from '../schemas/sandboxes';
 import type { SandboxService } from '../sandboxes/sandbox-service';
-import { RuntimeClient, type RuntimeAnswer } from '../sandboxes/runtime-client';
+import type { RunControl, RuntimeAnswer, RuntimeClient, RuntimeMessage } from '../sandboxes/runtime-client';
+import { runtimeClient } from '../sandboxes/runtime-clients';
 import type { AppConversationChange, AppConversationRecord, AppConversationsStore } from '../store/app-conversations-store';
 import type { CallbacksStore } from '../store/callbacks-store';
 import type { ConversationStatesStore } from '../store/conversation-states-store';
@@ -47,7 +47,7 @@ export interface ConversationServiceDeps {
   settings: ConversationServiceSettings;
 }
 
-export type RunControl = 'pause' | 'run' | 'interrupt';
+export type { RunControl, RuntimeMessage };
 
 export interface SendMessageResult {
   success: boolean;
@@ -55,8 +55,6 @@ export interface SendMessageResult {
   message: string | null;
 }
 
-/** A message as the runtime takes it: with an id, delivering the same message twice adds it once. */
-export type RuntimeMessage = SendMessageRequest & { id?: string };
 
 /** Files larger than this are not read through the control plane. */
 export const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -104,11 +102,11 @@ export class ConversationService {
       await new Promise((r) => setTimeout(r, 250));
     }
     this.deps.sandboxService.touch(c.sandbox_id);
-    return { runtime: RuntimeClient.of(sandbox, this.deps.box), resumed };
+    return { runtime: runtimeClient(sandbox, this.deps.box), resumed };
   }
 
-  private call(runtime: RuntimeClient, method: string, p: string, body?: unknown): Promise<RuntimeAnswer> {
-    return runtime.call(method, p, body, this.deps.settings.runtimeCallTimeoutMs);
+  private get timeoutMs(): number {
+    return this.deps.settings.runtimeCallTimeoutMs;
   }
 
   /** A runtime answer other than 2xx, in the domain's terms (a 404 of a conversation call: the runtime lost it). */
@@ -134,7 +132,7 @@ export class ConversationService {
   /** As sendMessage, for a conversation already read (pending messages deliver through this). */
   async deliver(userId: string, c: AppConversationRecord, message: RuntimeMessage): Promise<SendMessageResult> {
     const { runtime, resumed } = await this.runtimeOf(userId, c, true);
-    const a = await this.call(runtime, 'POST', `/api/conversations/${encodeURIComponent(c.id)}/events`, message);
+    const a = await runtime.sendMessage(c.id, message, this.timeoutMs);
     if (a.status !== 200) throw this.refusal(c, a);
     return { success: true, sandbox_status: 'RUNNING', message: resumed ? 'The sandbox was paused; it was resumed first' : null };
   }
@@ -144,10 +142,9 @@ export class ConversationService {
     const c = await this.owned(userId, id);
     // Only run needs a running agent server; a paused sandbox has no agent step to pause or interrupt.
     const { runtime } = await this.runtimeOf(userId, c, action === 'run');
-    const a = await this.call(runtime, 'POST', `/api/conversations/${encodeURIComponent(c.id)}/${action}`, {});
+    const a = await runtime.control(c.id, action, this.timeoutMs);
     if (a.status !== 200) throw this.refusal(c, a);
-    const status = (a.body as { execution_status?: unknown } | null)?.execution_status;
-    return { conversation: c, execution_status: typeof status === 'string' ? status : null };
+    return { conversation: c, execution_status: a.executionStatus };
   }
 
   async update(userId: string, id: string, change: AppConversationChange): Promise<AppConversationRecord> {
@@ -178,7 +175,7 @@ export class ConversationService {
       const sandbox = await this.deps.sandboxes.get(sandboxId);
       if (sandbox?.status === 'RUNNING') {
         // Best effort: the sandbox stays for its other conversations; its copy of this one is only disk.
-        await this.call(RuntimeClient.of(sandbox, this.deps.box), 'DELETE', `/api/conversations/${encodeURIComponent(id)}`).catch(() => undefined);
+        await runtimeClient(sandbox, this.deps.box).deleteConversation(id, this.timeoutMs).catch(() => undefined);
       }
     }
     // The event record first: its session key is what the runtime reports with, so nothing more lands.
@@ -226,7 +223,7 @@ export class ConversationService {
   async readFile(userId: string, id: string, filePath: string): Promise<string> {
     const c = await this.owned(userId, id);
     const { runtime } = await this.runtimeOf(userId, c, false);
-    const r = await runtime.download(this.workspacePath(c, filePath), MAX_FILE_BYTES, this.deps.settings.runtimeCallTimeoutMs);
+    const r = await runtime.download(this.workspacePath(c, filePath), MAX_FILE_BYTES, this.timeoutMs);
     if (r.status === 404) return '';
     if (r.status !== 200) throw this.workspaceRefusal(r);
     return r.body as string;
@@ -245,8 +242,7 @@ export class ConversationService {
     const c = await this.owned(userId, id);
     const target = this.workspacePath(c, p);
     const { runtime } = await this.runtimeOf(userId, c, false);
-    const query = ref ? `?ref=${encodeURIComponent(ref)}` : '';
-    const a = await this.call(runtime, 'GET', `/api/git/${view}/${encodeURIComponent(target)}${query}`);
+    const a = await runtime.git(view, target, ref, this.timeoutMs);
     if (a.status !== 200) throw this.workspaceRefusal(a);
     const parsed = shape.safeParse(a.body);
     if (!parsed.success) throw new UpstreamFailed(`The sandbox's agent server answered the git ${view} with something else than its published shape`);

@@ -137,7 +137,7 @@ export function createApp(deps: AppDeps): App {
     webClientRoutes(router('/api/v1/web-client', 'web-client'), deps.webClient),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
-    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks, deps.metrics),
+    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks, deps.conversations, deps.metrics),
     sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),
     sandboxSpecsRoutes(router('/api/v1/sandbox-specs', 'sandbox-specs'), deps.sandboxSpecs),
     appConversationsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),

@@ -1,11 +1,13 @@
 /**
- * A sandbox's runtime as its HTTP API (the agent server in the sandbox): its address from the sandbox
- * record, its session key opened with the secrets box. Every call has a deadline; a runtime that does not
- * answer is Unavailable (the api says 503 with why), never a request that hangs.
+ * A sandbox's runtime as the control plane uses it: one client per agent server, whichever it is (the
+ * built-in runtime or the real OpenHands agent server, runtime-clients/), so no caller knows which.
+ * This file holds what they share: the address from the sandbox record, the session key opened with the
+ * secrets box, and bounded calls. Every call has a deadline; a runtime that does not answer is
+ * Unavailable (the api says 503 with why), never a request that hangs.
  */
-import type { SecretBox } from '../auth/secret-box';
 import { Unavailable, UpstreamFailed } from '../errors';
 import { AGENT_SERVER, SESSION_KEY_HEADER } from '../schemas/sandboxes';
+import type { SendMessageRequest } from '../schemas/messages';
 import type { SandboxRecord } from '../store/sandboxes-store';
 
 export interface RuntimeAnswer {
@@ -13,15 +15,61 @@ export interface RuntimeAnswer {
   body: unknown;
 }
 
-export class RuntimeClient {
+export interface BashResult {
+  exit_code: number;
+  output: string;
+  timed_out: boolean;
+}
+
+/** A message as the runtime takes it: with an id, delivering the same message twice adds it once. */
+export type RuntimeMessage = SendMessageRequest & { id?: string };
+
+export type RunControl = 'pause' | 'run' | 'interrupt';
+
+/** A skill given to the agent: always on, or when a message holds one of its triggers. */
+export interface RuntimeSkill {
+  name: string;
+  content: string;
+  triggers: string[];
+}
+
+/** The LLM the agent uses, as the start resolved it from settings. */
+export interface RuntimeLlm {
+  model: string;
+  base_url: string | null | undefined;
+  api_key: string | null;
+  temperature: number | null;
+  top_p: number | null;
+  max_output_tokens: number | null;
+  stream: boolean;
+  log_completions: boolean;
+  timeout_s?: number;
+  usage_id?: string;
+}
+
+/** A conversation as the start creates it in the runtime. */
+export interface ConversationStart {
+  id: string;
+  llm: RuntimeLlm;
+  systemMessageSuffix: string | null;
+  /** The conversation's directory, relative to the runtime's working directory. */
+  workingDir: string;
+  initialMessage: SendMessageRequest | null;
+  maxIterations: number;
+  confirmationMode: boolean;
+  secrets: Record<string, string>;
+  skills: RuntimeSkill[];
+}
+
+/** What creating a conversation came to: made now, there already (a retried step), or refused. */
+export type Created = { created: true } | { created: false; exists: true } | { created: false; exists: false; refused: RuntimeAnswer };
+
+export abstract class RuntimeClient {
   protected constructor(
     readonly url: string,
     protected readonly key: string,
+    protected readonly record: SandboxRecord,
   ) {}
-
-  static of(record: SandboxRecord, box: SecretBox): RuntimeClient {
-    return new RuntimeClient(RuntimeClient.urlOf(record), box.open(record.session_key_sealed));
-  }
 
   protected static urlOf(record: SandboxRecord): string {
     const url = record.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url;
@@ -29,32 +77,43 @@ export class RuntimeClient {
     return url;
   }
 
+  /** Runs a shell command in the sandbox; `cwd` relative to the runtime's working directory. */
+  abstract bash(command: string, opts: { cwd: string; timeoutS: number }): Promise<BashResult>;
+
+  abstract createConversation(start: ConversationStart, timeoutMs: number): Promise<Created>;
+
+  /** Delivers a user message; 200 when it was taken. */
+  abstract sendMessage(conversationId: string, message: RuntimeMessage, timeoutMs: number): Promise<RuntimeAnswer>;
+
+  /** Pause, run or interrupt the agent; a 200 carries the execution status after it, when the runtime says. */
+  abstract control(conversationId: string, action: RunControl, timeoutMs: number): Promise<RuntimeAnswer & { executionStatus: string | null }>;
+
+  abstract deleteConversation(conversationId: string, timeoutMs: number): Promise<RuntimeAnswer>;
+
+  /** A git view (changes of a repository, diff of a file) of `target`, relative to the runtime's working directory. */
+  abstract git(view: 'changes' | 'diff', target: string, ref: string | undefined, timeoutMs: number): Promise<RuntimeAnswer>;
+
   /**
-   * A workspace file's text (GET /api/file/download), read up to `maxBytes`: a larger one is refused
-   * (413) without reading it whole. Other answers come back as the runtime gave them.
+   * A workspace file's text, read up to `maxBytes`: a larger one is refused (413) without reading it
+   * whole. Other answers come back as the runtime gave them.
    */
-  async download(filePath: string, maxBytes: number, timeoutMs: number): Promise<RuntimeAnswer> {
-    const res = await this.fetch('GET', `/api/file/download?path=${encodeURIComponent(filePath)}`, undefined, timeoutMs);
-    if (res.status !== 200) return { status: res.status, body: parse(await readBounded(res, MAX_ANSWER_BYTES)) };
-    const text = await readBounded(res, maxBytes);
-    if (text === null) return { status: 413, body: { detail: `The file is larger than ${maxBytes} bytes; read it in the sandbox` } };
-    return { status: 200, body: text };
-  }
+  abstract download(filePath: string, maxBytes: number, timeoutMs: number): Promise<RuntimeAnswer>;
 
-  /** Writes a file in the sandbox's working directory (POST /api/file/upload); answers the runtime's answer. */
-  async upload(filePath: string, content: Uint8Array, timeoutMs: number): Promise<RuntimeAnswer> {
-    const res = await this.fetch('POST', `/api/file/upload?path=${encodeURIComponent(filePath)}`, content, timeoutMs);
-    return { status: res.status, body: parse(await readBounded(res, MAX_ANSWER_BYTES)) };
-  }
+  /** Writes a file in the sandbox (relative to the runtime's working directory); answers the runtime's answer. */
+  abstract upload(filePath: string, content: Uint8Array, timeoutMs: number): Promise<RuntimeAnswer>;
 
-  /** A JSON body, or bytes as they are (application/octet-stream). */
-  private async fetch(method: string, path: string, body: unknown, timeoutMs: number): Promise<Response> {
+  /** A JSON body, bytes as they are (application/octet-stream), or a form (multipart). */
+  protected async fetch(method: string, path: string, body: unknown, timeoutMs: number): Promise<Response> {
     const bytes = body instanceof Uint8Array;
+    const form = body instanceof FormData;
     try {
       return await fetch(this.url + path, {
         method,
-        headers: { [SESSION_KEY_HEADER]: this.key, ...(body !== undefined ? { 'Content-Type': bytes ? 'application/octet-stream' : 'application/json' } : {}) },
-        body: body === undefined ? undefined : bytes ? body : JSON.stringify(body),
+        headers: {
+          [SESSION_KEY_HEADER]: this.key,
+          ...(body !== undefined && !form ? { 'Content-Type': bytes ? 'application/octet-stream' : 'application/json' } : {}),
+        },
+        body: body === undefined ? undefined : bytes || form ? body : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
         // A runtime never redirects: one that does is not followed anywhere (with the session key) for a caller.
         redirect: 'error',
@@ -66,11 +125,20 @@ export class RuntimeClient {
   }
 
   /** One call; JSON in and out (text when the answer is not JSON). A runtime that cannot be reached within `timeoutMs` is Unavailable. */
-  async call(method: string, path: string, body: unknown, timeoutMs: number): Promise<RuntimeAnswer> {
+  protected async call(method: string, path: string, body: unknown, timeoutMs: number): Promise<RuntimeAnswer> {
     const res = await this.fetch(method, path, body, timeoutMs);
     const text = await readBounded(res, MAX_ANSWER_BYTES);
     if (text === null) throw new UpstreamFailed(`The sandbox's agent server answered with more than ${MAX_ANSWER_BYTES} bytes`);
     return { status: res.status, body: parse(text) };
+  }
+
+  /** GET of a file as text, bounded by `maxBytes` (413 past it); other answers as the runtime gave them. */
+  protected async fetchFile(path: string, maxBytes: number, timeoutMs: number): Promise<RuntimeAnswer> {
+    const res = await this.fetch('GET', path, undefined, timeoutMs);
+    if (res.status !== 200) return { status: res.status, body: parse(await readBounded(res, MAX_ANSWER_BYTES)) };
+    const text = await readBounded(res, maxBytes);
+    if (text === null) return { status: 413, body: { detail: `The file is larger than ${maxBytes} bytes; read it in the sandbox` } };
+    return { status: 200, body: text };
   }
 }
 
@@ -101,7 +169,7 @@ async function readBounded(res: Response, maxBytes: number): Promise<string | nu
 }
 
 /** JSON when it is JSON; the text otherwise; null for nothing. */
-function parse(text: string | null): unknown {
+export function parse(text: string | null): unknown {
   if (text === null || text === '') return null;
   try {
     return JSON.parse(text);

@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../config';
 import { SandboxSpecInputSchema, type SandboxSpecInput } from '../schemas/sandboxes';
-import { DEFAULT_SANDBOX_SPEC } from '../store/sandbox-specs-store';
+import { BUILT_IN_SANDBOX_SPECS } from '../store/sandbox-specs-store';
 
-/** The specs to write at start-up: the built-in one, then the file's (which may redefine it). */
+/** The specs to write at start-up: the built-in ones, then the file's (which may redefine them). */
 export function loadSandboxSpecs(file: string | undefined): SandboxSpecInput[] {
-  if (!file) return [DEFAULT_SANDBOX_SPEC];
+  if (!file) return [...BUILT_IN_SANDBOX_SPECS];
   let raw: unknown;
   try {
     raw = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -22,5 +22,5 @@ export function loadSandboxSpecs(file: string | undefined): SandboxSpecInput[] {
   const twice = ids.find((id, i) => ids.indexOf(id) !== i);
   if (twice) throw new ConfigError([`SANDBOX_SPECS_FILE=${file} defines spec ${twice} twice`]);
   const fromFile = parsed.data;
-  return fromFile.some((s) => s.id === DEFAULT_SANDBOX_SPEC.id) ? fromFile : [DEFAULT_SANDBOX_SPEC, ...fromFile];
+  return [...BUILT_IN_SANDBOX_SPECS.filter((b) => !fromFile.some((s) => s.id === b.id)), ...fromFile];
 }

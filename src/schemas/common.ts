@@ -4,6 +4,16 @@ import { normalizeEventTime } from './event-time';
 
 const UUID_RE = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
 
+/**
+ * A conversation id as a runtime may spell it: the OpenHands agent server writes UUIDs as 32 hex
+ * digits; conversations are stored under the hyphenated lower-case form. Anything else is unchanged.
+ */
+export function canonicalConversationId(id: string): string {
+  if (!/^[0-9a-fA-F]{32}$/.test(id)) return id;
+  const h = id.toLowerCase();
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 /** A UUID in any version, as pydantic accepts it; normalised to lower-case hyphenated form. */
 export function uuidString() {
   return z

@@ -1,7 +1,7 @@
 /** Query and path parameters of the event log endpoints (SPEC 4.1). */
 import { z } from 'zod';
 import { pageIdParam } from './page-cursor';
-import { dateTimeQuery, pageLimit } from './common';
+import { canonicalConversationId, dateTimeQuery, pageLimit, uuidString } from './common';
 import { EVENT_KINDS } from './events';
 
 export const EVENTS_LISTING = 'events';
@@ -13,6 +13,20 @@ export const ConversationPathSchema = z.object({
     .regex(/^[A-Za-z0-9._-]{1,200}$/, { error: 'a conversation id: 1-200 letters, digits, ".", "_" or "-"' })
     .meta({ description: 'The conversation.' }),
 });
+
+/** A runtime's webhook path: the conversation as runtimes spell it (32 hex digits: the same UUID). */
+export const WebhookConversationPathSchema = z.object({
+  conversation_id: ConversationPathSchema.shape.conversation_id.transform(canonicalConversationId),
+});
+
+/**
+ * What the OpenHands agent server posts to `{base}/conversations` when a conversation changes
+ * (ConversationInfo). Acknowledged, not stored: its execution status and figures reach the control plane
+ * in order as ConversationStateUpdateEvents, which the ingest keeps.
+ */
+export const ConversationInfoSchema = z.looseObject({ id: uuidString() }).meta({ id: 'ConversationInfo' });
+
+export const WebhookAckSchema = z.object({ success: z.boolean() }).meta({ id: 'WebhookAck' });
 
 export const EventFilterQuerySchema = z.object({
   kind__eq: z.enum(EVENT_KINDS).optional().meta({ description: 'Keep only events of this kind.' }),

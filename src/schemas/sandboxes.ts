@@ -16,9 +16,19 @@ export const SANDBOX_PROVIDERS = ['process', 'docker', 'remote'] as const;
 export const SandboxProviderSchema = z.enum(SANDBOX_PROVIDERS).meta({ id: 'SandboxProvider' });
 export type SandboxProviderName = z.infer<typeof SandboxProviderSchema>;
 
-/** Name of the exposed URL where the runtime (agent server) answers. */
+/**
+ * The agent server a sandbox runs: `built-in`, this project's TypeScript runtime (src/runtime/, no
+ * Python), or `openhands`, the real OpenHands agent server (PyPI openhands-agent-server, pinned in
+ * runtimes/openhands/requirements.lock). The control plane talks to either through one client
+ * (src/sandboxes/runtime-client.ts); nothing else knows which.
+ */
+export const RUNTIME_KINDS = ['built-in', 'openhands'] as const;
+export const RuntimeKindSchema = z.enum(RUNTIME_KINDS).meta({ id: 'RuntimeKind' });
+export type RuntimeKind = z.infer<typeof RuntimeKindSchema>;
+
 /** The header a sandbox's runtime takes its session key in (and reports events with). */
 export const SESSION_KEY_HEADER = 'X-Session-API-Key';
+/** Name of the exposed URL where the runtime (agent server) answers. */
 export const AGENT_SERVER = 'AGENT_SERVER';
 
 export const ExposedUrlSchema = z
@@ -60,6 +70,7 @@ export const SandboxSpecInputSchema = z
   .strictObject({
     id: specId,
     provider: SandboxProviderSchema,
+    runtime: RuntimeKindSchema.default('built-in').meta({ description: 'The agent server it runs: built-in, or openhands (the real OpenHands agent server).' }),
     image: z.string().min(1).nullable().default(null).meta({ description: 'Container image (docker, remote).' }),
     command: z
       .array(z.string().min(1))
@@ -87,6 +98,7 @@ export const SandboxSpecSchema = z
   .object({
     id: z.string(),
     provider: SandboxProviderSchema,
+    runtime: RuntimeKindSchema,
     image: z.string().nullable(),
     command: z.array(z.string()).nullable(),
     working_dir: z.string().nullable(),

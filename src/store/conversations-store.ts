@@ -36,7 +36,11 @@ interface IngestLeaseDoc {
 
 export const conversationsIndexes: CollectionIndexes = {
   collection: 'conversations',
-  indexes: [{ key: { created_by_user_id: 1, created_at: 1, _id: 1 }, name: 'by_owner' }],
+  indexes: [
+    { key: { created_by_user_id: 1, created_at: 1, _id: 1 }, name: 'by_owner' },
+    // A runtime's conversation-info webhook names no conversation in its path: its key is looked up.
+    { key: { session_key_hash: 1 }, name: 'by_session_key' },
+  ],
 };
 
 const toConversation = (d: ConversationDoc): Conversation => ({
@@ -102,6 +106,11 @@ export class ConversationsStore {
   }
 
   /** True when the raw session key is the one of the sandbox running this conversation. */
+  /** Whether the key is the session key of any conversation (a runtime's webhook without a conversation in its path). */
+  async anyWithSessionKey(rawKey: string): Promise<boolean> {
+    return (await this.conversations.findOne({ session_key_hash: hashApiKey(rawKey) }, { projection: { _id: 1 } })) !== null;
+  }
+
   async sessionKeyMatches(id: string, rawKey: string): Promise<boolean> {
     const d = await this.conversations.findOne({ _id: id }, { projection: { session_key_hash: 1 } });
     if (!d?.session_key_hash) return false;

@@ -11,6 +11,8 @@ export interface ProcessRuntimeHandle {
   startTicks: string;
   port: number;
   dir: string;
+  /** The runtime's working directory (absolute); absent in handles recorded before it was kept. */
+  workspace?: string;
 }
 
 export interface DockerRuntimeHandle {

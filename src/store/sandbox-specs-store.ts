@@ -17,6 +17,7 @@ interface SandboxSpecDoc extends Omit<StoredSandboxSpec, 'id'> {
 export const DEFAULT_SANDBOX_SPEC: SandboxSpecInput = {
   id: 'local-process',
   provider: 'process',
+  runtime: 'built-in',
   image: null,
   command: null,
   working_dir: 'workspace',
@@ -26,8 +27,24 @@ export const DEFAULT_SANDBOX_SPEC: SandboxSpecInput = {
   pids_limit: null,
 };
 
-/** Specs written before the resource limits existed have none. */
-const toSpec = ({ _id, ...rest }: SandboxSpecDoc): StoredSandboxSpec => ({ id: _id, ...rest, memory_mb: rest.memory_mb ?? null, cpus: rest.cpus ?? null, pids_limit: rest.pids_limit ?? null });
+/**
+ * The same on the real OpenHands agent server (`DEFAULT_SANDBOX_SPEC_ID=local-process-openhands npm start`
+ * runs every conversation on it; the launcher installs it first).
+ */
+export const OPENHANDS_SANDBOX_SPEC: SandboxSpecInput = { ...DEFAULT_SANDBOX_SPEC, id: 'local-process-openhands', runtime: 'openhands' };
+
+/** The specs every install offers. */
+export const BUILT_IN_SANDBOX_SPECS: readonly SandboxSpecInput[] = [DEFAULT_SANDBOX_SPEC, OPENHANDS_SANDBOX_SPEC];
+
+/** Specs written before the resource limits existed have none; before the runtime choice, the built-in runtime. */
+const toSpec = ({ _id, ...rest }: SandboxSpecDoc): StoredSandboxSpec => ({
+  id: _id,
+  ...rest,
+  runtime: rest.runtime ?? 'built-in',
+  memory_mb: rest.memory_mb ?? null,
+  cpus: rest.cpus ?? null,
+  pids_limit: rest.pids_limit ?? null,
+});
 
 export class SandboxSpecsStore {
   constructor(private readonly db: Db) {}

@@ -47,7 +47,8 @@ export const sandboxesIndexes: CollectionIndexes = {
   indexes: [{ key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_newest_first' }],
 };
 
-const toRecord = ({ _id, ...rest }: SandboxDoc): SandboxRecord => ({ id: _id, ...rest });
+/** Records made before the runtime choice ran the built-in runtime. */
+const toRecord = ({ _id, ...rest }: SandboxDoc): SandboxRecord => ({ id: _id, ...rest, spec: { ...rest.spec, runtime: rest.spec.runtime ?? 'built-in' } });
 
 export class SandboxesStore {
   constructor(private readonly db: Db) {}

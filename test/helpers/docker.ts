@@ -28,6 +28,7 @@ export function runtimeSpec(overrides: Partial<SandboxSpecInput> = {}): SandboxS
   return {
     id: DOCKER_SPEC_ID,
     provider: 'docker',
+    runtime: 'built-in',
     image: dockerEnv().images.runtime,
     command: null,
     working_dir: null,

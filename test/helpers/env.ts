@@ -15,6 +15,8 @@ export interface TestEnv {
   namespace: string;
   workflowBundlePath: string;
   binaries: { temporal: string; ferretdb: string };
+  /** The installed OpenHands agent server (OPENHANDS_AGENT_SERVER_DIR of the suites that run it). */
+  agentServerDir: string;
   /** The engine and images of the docker tests (absent with AGENT_CONTROL_DOCKER_TESTS=off). */
   docker?: DockerTestEnv;
 }
@@ -50,6 +52,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       // Tests run as root in CI, where process sandboxes would get a uid and a firewall rule each; the
       // files that test that isolation ask for it (test/process-isolation.test.ts).
       SANDBOX_PROCESS_ISOLATION: 'none',
+      OPENHANDS_AGENT_SERVER_DIR: env.agentServerDir,
       ...overrides,
     },
     false,

@@ -2,7 +2,8 @@
  * Process sandboxes isolated as root (SANDBOX_PROCESS_ISOLATION=user): two users' sandboxes, and from
  * user B's runtime (its bash endpoint and its agent) every attempt on user A's directory, DATA_DIR, the
  * secrets key, the database files and ports, Temporal and A's runtime fails, while what B may reach
- * (its own workspace, the api, an allowed local LLM) works. Runs only as root (jest.config.js).
+ * (its own workspace, the api, an allowed local LLM) works. The same on each runtime: the built-in one
+ * and the real OpenHands agent server. Runs only as root (jest.config.js).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,9 @@ import { chainName, removeSandboxFirewall } from '../../activities/sandbox-provi
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
 import { freePort } from '../../src/process/net';
 import { processesOfUser, signalAll } from '../../src/process/process-tree';
-import { runtimeCall, settledLog, waitForExecution, type Runtime } from '../helpers/agent';
+import { runtimeClient } from '../../src/sandboxes/runtime-clients';
+import { loggedEvents, runtimeCall, type Runtime } from '../helpers/agent';
+import { eventually } from '../helpers/eventually';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { testConfig, testEnv } from '../helpers/env';
 import { agentUrl, killRuntimesUnder, waitForStatus } from '../helpers/sandboxes';
@@ -20,7 +23,10 @@ import { startTestWorker, type TestWorker } from '../helpers/worker';
 /** The port of a URL, or of a bare host:port. */
 const portOf = (address: string) => Number(new URL(address.includes('://') ? address : `tcp://${address}`).port);
 
-describe('process sandboxes isolated by uid and firewall', () => {
+describe.each([
+  ['built-in', 'local-process'],
+  ['openhands', 'local-process-openhands'],
+])('process sandboxes isolated by uid and firewall, on the %s runtime', (_runtime, specId) => {
   let t: TestApi;
   let worker: TestWorker;
   let dataDir: string;
@@ -34,10 +40,12 @@ describe('process sandboxes isolated by uid and firewall', () => {
   const sandboxes: Record<'a' | 'b', { s: any; rt: Runtime; dir: string; uid: number }> = {} as any;
   let users: Record<'a' | 'b', { userId: string; key: string }>;
 
+  /** A command through the runtime's own bash endpoint (the built-in runtime answers `output`, the agent server stdout and stderr). */
   const bash = (who: 'a' | 'b', command: string) =>
     runtimeCall(sandboxes[who].rt, 'POST', '/api/bash/execute_bash_command', { command, timeout: 20 }).then((r) => {
       expect(r.status).toBe(200);
-      return r.body as { exit_code: number; output: string };
+      const b = r.body as { exit_code: number; output?: string; stdout?: string | null; stderr?: string | null };
+      return { exit_code: b.exit_code, output: b.output ?? `${b.stdout ?? ''}${b.stderr ?? ''}` };
     });
   /** A TCP connection from inside B: "connected" or the error code. */
   const probe = async (port: number, host = '127.0.0.1') =>
@@ -71,12 +79,12 @@ describe('process sandboxes isolated by uid and firewall', () => {
     worker = await startTestWorker(config);
     users = { a: await t.newUser(), b: await t.newUser() };
     for (const who of ['a', 'b'] as const) {
-      const created = await t.request('POST', '/api/v1/sandboxes', { key: users[who].key, body: {} });
-      const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING');
+      const created = await t.request('POST', '/api/v1/sandboxes', { key: users[who].key, body: { sandbox_spec_id: specId } });
+      const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING', 120_000);
       const dir = path.join(t.config.sandboxes.dir, s.id);
       sandboxes[who] = { s, rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id }, dir, uid: fs.statSync(path.join(dir, 'home')).uid };
     }
-  });
+  }, 300_000);
 
   afterAll(async () => {
     await worker?.stop();
@@ -108,6 +116,15 @@ describe('process sandboxes isolated by uid and firewall', () => {
     }
     expect((await bash('b', 'id -u')).output.trim()).toBe(String(b.uid));
     expect((await bash('b', 'echo mine > note.txt && cat note.txt && stat -c %a note.txt')).output.trim().split('\n')).toEqual(['mine', '600']);
+    // What runtimes run from (the built-in bundle, the agent server's Python environment) is read-only to them.
+    const runtimeDir = path.join(path.dirname(t.config.sandboxes.dir), 'runtime');
+    const shared = fs.readdirSync(runtimeDir).map((name) => path.join(runtimeDir, name));
+    if (specId === 'local-process-openhands') expect(shared.some((p) => path.basename(p).startsWith('openhands-agent-server-'))).toBe(true);
+    for (const target of [runtimeDir, ...shared]) {
+      const into = fs.statSync(target).isDirectory() ? path.join(target, 'planted') : target;
+      const r = await bash('b', `echo x >> ${into}`);
+      expect({ into, exit: r.exit_code !== 0, output: r.output }).toEqual({ into, exit: true, output: expect.stringContaining('Permission denied') });
+    }
   });
 
   it("refuses B every file that is not its own: A's directory, DATA_DIR, the secrets key, the database's files", async () => {
@@ -156,16 +173,31 @@ describe('process sandboxes isolated by uid and firewall', () => {
   it("B's agent, running commands through its LLM, meets the same refusals; its key is not in their environment", async () => {
     const b = sandboxes.b;
     const c = await t.conversations.create({ userId: users.b.userId, sandboxId: b.s.id, sessionApiKey: b.rt.key });
-    const created = await runtimeCall(b.rt, 'POST', '/api/conversations', {
-      conversation_id: c.id,
-      agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' } },
-      initial_message: { content: [{ text: 'Look around.' }], run: true },
-    });
-    expect(created.status).toBe(201);
-    const conversation = { id: c.id, llm, runtime: b.rt };
-    await waitForExecution(conversation, 'finished', 30_000);
-    const log = await settledLog(t, users.b.key, conversation, 30_000);
-    const observation = JSON.stringify(log.find((e) => e.kind === 'ObservationEvent'));
+    const record = (await t.stores.sandboxes.get(b.s.id))!;
+    const created = await runtimeClient(record, t.box).createConversation(
+      {
+        id: c.id,
+        llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test', temperature: null, top_p: null, max_output_tokens: null, stream: false, log_completions: false },
+        systemMessageSuffix: null,
+        workingDir: '.',
+        initialMessage: { role: 'user', content: [{ type: 'text', text: 'Look around.', cache_prompt: false }], run: true },
+        maxIterations: 10,
+        confirmationMode: false,
+        secrets: {},
+        skills: [],
+      },
+      60_000,
+    );
+    expect(created).toEqual({ created: true });
+    // What the agent's command saw, as the runtime reported it to the control plane through the firewall.
+    const observation = await eventually(
+      async () => {
+        const seen = (await loggedEvents(t, users.b.key, c.id)).find((e) => e.kind === 'ObservationEvent');
+        expect(seen).toBeDefined();
+        return JSON.stringify(seen);
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
     expect(observation).toContain(`${dataDir}/secrets.key: Permission denied`);
     expect(observation).toContain(`${dataDir}/sandboxes': Permission denied`);
     expect((await bash('b', 'env | grep -c SESSION_API_KEY || true')).output.trim()).toBe('0');

@@ -12,6 +12,7 @@ import type { Child } from '../../scripts/servers/child';
 import { ferretdbBackendFromEnv, startDocumentStore } from '../../scripts/servers/document-store';
 import { ensureCommands } from '../../scripts/host-packages';
 import { redactUri } from '../../scripts/servers/ferretdb-server';
+import { ensureAgentServer } from '../../scripts/servers/agent-server';
 import { obtainServers } from '../../scripts/servers/obtain';
 import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';
 import type { TestEnv } from '../helpers/env';
@@ -28,10 +29,13 @@ export default async function globalSetup(): Promise<void> {
   // test/root (run as root only) isolates process sandboxes with firewall rules.
   if (process.getuid?.() === 0) await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'test/root', say);
   const obtained = obtainServers(process.env.SERVERS_CACHE_DIR, say);
+  // The real OpenHands agent server, for the suites that run sandboxes on it (installed once, cached).
+  const agentServer = ensureAgentServer(process.env.SERVERS_CACHE_DIR, say);
+  agentServer.catch(() => undefined); // awaited below
   // The Docker engine and images come up beside the servers (the server images need the binaries).
   const docker = dockerTestsEnabled() ? prepareDocker(obtained, say) : null;
   docker?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
-  const binaries = await obtained.catch(async (e) => {
+  const [binaries, agentServerEnv] = await Promise.all([obtained, agentServer]).catch(async (e) => {
     await docker?.then((d) => d.engine.stop()).catch(() => undefined);
     throw e;
   });
@@ -69,6 +73,7 @@ export default async function globalSetup(): Promise<void> {
     namespace: 'default',
     workflowBundlePath: bundle,
     binaries,
+    agentServerDir: agentServerEnv.dir,
     ...(prepared ? { docker: prepared.env } : {}),
   };
   const envFile = path.join(dir, 'env.json');

@@ -358,6 +358,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A runtime's conversation info (the OpenHands agent server's webhook); acknowledged
+         * @description The conversation named by `id` must be one the session key reports for. Nothing is stored: its execution status and figures arrive in order as ConversationStateUpdateEvents.
+         */
+        post: operations["conversationInfo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/events/{conversation_id}": {
         parameters: {
             query?: never;
@@ -1808,6 +1828,15 @@ export interface components {
              */
             kind: "PauseEvent";
         };
+        WebhookAck: {
+            success: boolean;
+        };
+        ConversationInfo: {
+            /** Format: uuid */
+            id: string;
+        } & {
+            [key: string]: unknown;
+        };
         EventIngestResult: {
             /** @description Events written to the log by this call. */
             stored: number;
@@ -1855,6 +1884,7 @@ export interface components {
         SandboxSpec: {
             id: string;
             provider: components["schemas"]["SandboxProvider"];
+            runtime: components["schemas"]["RuntimeKind"];
             image: string | null;
             command: string[] | null;
             working_dir: string | null;
@@ -1872,6 +1902,8 @@ export interface components {
         };
         /** @enum {string} */
         SandboxProvider: "process" | "docker" | "remote";
+        /** @enum {string} */
+        RuntimeKind: "built-in" | "openhands";
         AppConversationStartTask: {
             id: string;
             created_by_user_id: string;
@@ -3534,6 +3566,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    conversationInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConversationInfo"];
+            };
+        };
+        responses: {
+            /** @description Taken */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookAck"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

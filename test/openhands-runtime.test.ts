@@ -1,0 +1,135 @@
+/**
+ * A conversation on the real OpenHands agent server (PyPI openhands-agent-server, installed by the global
+ * setup from runtimes/openhands/requirements.lock), in a process sandbox, through the control plane:
+ * the api, the worker, the scripted LLM on loopback (no network). The start reaches READY with every
+ * status; the agent edits a file of the cloned repository with the server's own tools; the events it
+ * reports (its webhook, ids as 32 hex digits, its conversation-info post) are stored in order, each
+ * valid against SPEC.md's schemas; a follow-up message, run control, file and git views go through the
+ * same client as the built-in runtime's; delete leaves nothing running.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ScriptedLlm } from '../src/llm/scripted-llm';
+import { freePort } from '../src/process/net';
+import { readStat } from '../src/process/process-tree';
+import { EventSchema } from '../src/schemas/events';
+import { loggedEvents } from './helpers/agent';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig } from './helpers/env';
+import { eventually } from './helpers/eventually';
+import { bareRepo } from './helpers/git-repo';
+import { killRuntimesUnder } from './helpers/sandboxes';
+import { waitForStartTask } from './helpers/start-tasks';
+import { startTestWorker, type TestWorker } from './helpers/worker';
+
+const lastExecution = (log: any[]) => log.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').at(-1)?.value;
+
+describe('the real OpenHands agent server in a process sandbox', () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dataDir: string;
+  let llm: ScriptedLlm;
+  let user: { userId: string; key: string };
+  let repo: string;
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'openhands-'));
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      API_PORT: String(await freePort()),
+      DEFAULT_SANDBOX_SPEC_ID: 'local-process-openhands',
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      SANDBOX_START_TIMEOUT_MS: '120000',
+    });
+    t = await startTestApi(config);
+    worker = await startTestWorker(config);
+    llm = await new ScriptedLlm([]).start();
+    user = await t.newUser();
+    await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
+    repo = bareRepo(dataDir, 'demo', { 'README.md': '# demo\n' });
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await t?.close();
+    await llm?.close();
+    killRuntimesUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const settled = (id: string, status = 'finished') =>
+    eventually(
+      async () => {
+        const log = await loggedEvents(t, user.key, id);
+        expect(lastExecution(log)).toBe(status);
+        return log;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+
+  it('starts to READY, edits the repository with its tools, reports every event in order, and answers the control plane like the built-in runtime', async () => {
+    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { selected_repository: repo, title: 'On the real agent' } });
+    expect(accepted.status).toBe(200);
+    const ready = await waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000);
+    expect({ status: ready.status, detail: ready.detail }).toEqual({ status: 'READY', detail: null });
+    const id = ready.app_conversation_id as string;
+    const sandbox = await t.database.db.collection('sandboxes').findOne({ _id: ready.sandbox_id });
+    expect(sandbox!.spec.runtime).toBe('openhands');
+    const handle = sandbox!.runtime as { pid: number; workspace: string };
+    const repoDir = path.join(handle.workspace, 'demo');
+    expect(fs.readFileSync(path.join(repoDir, 'README.md'), 'utf8')).toBe('# demo\n');
+    // Its state stays outside the repository.
+    expect(fs.readdirSync(repoDir).sort()).toEqual(['.git', 'README.md']);
+
+    // The agent's own tools: the file editor makes a file (absolute path), the terminal reads it back.
+    llm.load([
+      { content: 'Creating the file.', tool_calls: [{ name: 'file_editor', arguments: { command: 'create', path: path.join(repoDir, 'hello.txt'), file_text: 'hello\n' } }] },
+      { tool_calls: [{ name: 'terminal', arguments: { command: 'cat hello.txt' } }] },
+      { tool_calls: [{ name: 'finish', arguments: { message: 'made hello.txt' } }] },
+    ]);
+    const sent = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Make hello.txt' }], run: true } });
+    expect(sent).toMatchObject({ status: 200, body: { success: true } });
+    const log = await settled(id);
+    expect(fs.readFileSync(path.join(repoDir, 'hello.txt'), 'utf8')).toBe('hello\n');
+
+    // Stored once each, seq 1..n, every one served valid against SPEC.md's closed schemas.
+    const stored = await t.database.db.collection('events').find({ conversation_id: id }, { projection: { id: 1, seq: 1 } }).toArray();
+    expect(stored.map((e) => e.seq).sort((a, b) => a - b)).toEqual(stored.map((_, i) => i + 1));
+    expect(new Set(log.map((e) => e.id)).size).toBe(log.length);
+    expect(stored.length).toBe(log.length);
+    for (const e of log) expect([e.kind, EventSchema.safeParse(e).success]).toEqual([e.kind, true]);
+    const kinds = log.map((e) => e.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['SystemPromptEvent', 'MessageEvent', 'ActionEvent', 'ObservationEvent', 'ConversationStateUpdateEvent']));
+    const actions = log.filter((e) => e.kind === 'ActionEvent').map((e) => e.tool_name);
+    expect(actions).toEqual(['file_editor', 'terminal', 'finish']);
+    const observation = log.find((e) => e.kind === 'ObservationEvent' && e.tool_name === 'terminal');
+    expect(JSON.stringify(observation.observation)).toContain('hello');
+    const system = log.find((e) => e.kind === 'SystemPromptEvent');
+    expect(system.tools.map((tool: any) => tool.name ?? tool.title)).toEqual(expect.arrayContaining(['terminal', 'file_editor']));
+    // The LLM was reached by its OpenAI-compatible name, with the organization's key.
+    expect(llm.requests.at(-1)!.authorization).toBe('Bearer sk-org');
+
+    // The workspace through the control plane: a file, the git changes and a diff.
+    expect((await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=hello.txt`, { key: user.key })).body).toBe('hello\n');
+    const changes = await t.request('GET', `/api/v1/app-conversations/${id}/git/changes?path=.`, { key: user.key });
+    expect(changes).toMatchObject({ status: 200, body: [{ status: 'ADDED', path: 'hello.txt' }] });
+    const diff = await t.request('GET', `/api/v1/app-conversations/${id}/git/diff?path=README.md`, { key: user.key });
+    // The agent server gives the texts without their last newline (the built-in runtime keeps it).
+    expect(diff).toMatchObject({ status: 200, body: { original: '# demo', modified: '# demo' } });
+
+    // A slow step: interrupt, then run; the answers carry the execution status read back from the server.
+    llm.load([{ content: 'slow', delay_ms: 30_000 }, { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }]);
+    expect((await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Take your time' }], run: true } })).status).toBe(200);
+    await settled(id, 'running');
+    const interrupted = await t.request('POST', `/api/v1/app-conversations/${id}/interrupt`, { key: user.key });
+    expect(interrupted).toMatchObject({ status: 200, body: { id } });
+    const run = await t.request('POST', `/api/v1/app-conversations/${id}/run`, { key: user.key });
+    expect(run.status).toBe(200);
+    await settled(id);
+
+    // Delete: the sandbox goes, and its agent server with it.
+    expect((await t.request('DELETE', `/api/v1/app-conversations/${id}`, { key: user.key })).status).toBe(200);
+    await eventually(() => expect(readStat(handle.pid) === null || readStat(handle.pid)!.state === 'Z').toBe(true), { timeoutMs: 30_000, intervalMs: 200 });
+  }, 400_000);
+});
