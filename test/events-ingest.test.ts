@@ -1,6 +1,7 @@
 /** The webhook: all-or-nothing batches, idempotent retries, contiguous seq, the cap, session-key auth. */
 import pino from 'pino';
 import { EventIngest } from '../src/events/ingest';
+import { freePort } from '../src/process/net';
 import { EVENT_KINDS, EventSchema, type Event } from '../src/schemas/events';
 import type { EventsStore } from '../src/store/events-store';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -10,8 +11,11 @@ import { messages, sample } from './helpers/event-samples';
 describe('event ingest', () => {
   let t: TestApi;
   let userId: string;
+  let metricsUrl: string;
   beforeAll(async () => {
-    t = await startTestApi(testConfig({ MAX_EVENTS_PER_CONVERSATION: '30' }));
+    const address = `127.0.0.1:${await freePort()}`;
+    metricsUrl = `http://${address}/metrics`;
+    t = await startTestApi(testConfig({ MAX_EVENTS_PER_CONVERSATION: '30', METRICS_ADDRESS: address }));
     ({ userId } = await t.newUser());
   });
   afterAll(() => t.close());
@@ -97,6 +101,33 @@ describe('event ingest', () => {
     const asUser = await t.ingest(c.conversationId, key, messages(1));
     expect(asUser.status).toBe(401);
     expect(await stored(c.conversationId)).toHaveLength(0);
+  });
+
+  it("takes what a newer runtime adds without refusing the batch: unknown kinds and fields are dropped, counted, and the rest stored", async () => {
+    const c = await t.newConversation(userId);
+    const [first, second] = messages(2);
+    const batch = [
+      { ...first, classification: 'transient', critic_score: 0.5 },
+      { kind: 'SomethingNewEvent', id: 'new-1', source: 'agent', detail: 'from a newer agent server' },
+      second,
+    ];
+    const scrape = async () => (await fetch(metricsUrl)).text();
+    const before = await scrape();
+    const r = await t.ingest(c.conversationId, c.sessionKey, batch);
+    expect(r).toMatchObject({ status: 200, body: { stored: 2, already_stored: 0, published_only: 0 } });
+    const docs = await stored(c.conversationId);
+    expect(docs.map((d) => d.id)).toEqual([first!.id, second!.id]);
+    const kept = JSON.parse(docs[0]!.json);
+    expect(kept).not.toHaveProperty('classification');
+    expect(kept).not.toHaveProperty('critic_score');
+    expect(EventSchema.parse(kept)).toMatchObject({ id: first!.id, kind: 'MessageEvent' });
+    const dropped = (text: string, what: string) => Number(new RegExp(`^agent_control_ingest_dropped_total\\{what="${what}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    const after = await scrape();
+    expect(dropped(after, 'event') - dropped(before, 'event')).toBe(1);
+    expect(dropped(after, 'field') - dropped(before, 'field')).toBe(2);
+    // A known field with a wrong value is still a broken runtime: the batch is refused whole.
+    const wrong = await t.ingest(c.conversationId, c.sessionKey, [{ ...messages(1)[0], source: 'somewhere' }]);
+    expect(wrong.status).toBe(422);
   });
 
   it('rejects a body that is not an array of events', async () => {

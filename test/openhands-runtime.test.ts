@@ -107,6 +107,10 @@ describe('the real OpenHands agent server in a process sandbox', () => {
     expect(JSON.stringify(observation.observation)).toContain('hello');
     const system = log.find((e) => e.kind === 'SystemPromptEvent');
     expect(system.tools.map((tool: any) => tool.name ?? tool.title)).toEqual(expect.arrayContaining(['terminal', 'file_editor']));
+    // Its usage figures (`stats`, one entry per LLM) are the conversation's metrics.
+    const view = (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0];
+    expect(view).toMatchObject({ execution_status: 'finished', metrics: { model_name: 'openai/scripted-model', accumulated_token_usage: { prompt_tokens: expect.any(Number) } } });
+    expect(view.metrics.accumulated_token_usage.prompt_tokens).toBeGreaterThan(0);
     // The LLM was reached by its OpenAI-compatible name, with the organization's key.
     expect(llm.requests.at(-1)!.authorization).toBe('Bearer sk-org');
 

@@ -9,6 +9,7 @@ import type { LiveChannel, LiveItem } from '../live/live-channel';
 import type { Logger } from '../logger';
 import { TRANSIENT_KINDS, type Event } from '../schemas/events';
 import type { ConversationsStore } from '../store/conversations-store';
+import { metricsFromStats } from './usage';
 import { TRACKED_STATE_KEYS, type ConversationStatesStore, type TrackedStateKey } from '../store/conversation-states-store';
 import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
 import { normalizeEventTime } from '../schemas/event-time';
@@ -41,7 +42,14 @@ export const DEFAULT_LEASE_TTL_MS = 5_000;
 function latestState(events: readonly Event[]): Partial<Record<TrackedStateKey, unknown>> | null {
   let latest: Partial<Record<TrackedStateKey, unknown>> | null = null;
   for (const e of events) {
-    if (e.kind !== 'ConversationStateUpdateEvent' || !TRACKED_STATE_KEYS.includes(e.key as TrackedStateKey)) continue;
+    if (e.kind !== 'ConversationStateUpdateEvent') continue;
+    // The OpenHands agent server reports its figures as `stats`; the built-in runtime as `metrics`.
+    if (e.key === 'stats') {
+      const metrics = metricsFromStats(e.value);
+      if (metrics) latest = { ...(latest ?? {}), metrics };
+      continue;
+    }
+    if (!TRACKED_STATE_KEYS.includes(e.key as TrackedStateKey)) continue;
     latest = { ...(latest ?? {}), [e.key as TrackedStateKey]: e.value };
   }
   return latest;

@@ -37,6 +37,12 @@ export class ApiMetrics {
     help: 'Events stored from runtimes (a repeated event counts once)',
     registers: [this.registry],
   });
+  readonly ingestDropped = new Counter({
+    name: 'agent_control_ingest_dropped_total',
+    help: 'What runtimes reported beyond the event schemas and was dropped: events of unknown kinds (what="event") and unknown fields of known kinds (what="field")',
+    labelNames: ['what'] as const,
+    registers: [this.registry],
+  });
   readonly websocketDeliveryLagSeconds = new Histogram({
     name: 'agent_control_websocket_delivery_lag_seconds',
     help: 'Time from a stored event being stored to its send to a websocket subscriber, for events that went out live (not read back from the log)',

@@ -41,6 +41,8 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
    * is stored as JSON text, where the character is an escape, not a character of a stored string.
    */
   bodyMayHoldNul?: boolean;
+  /** Applied to the body as read, before it is validated (the ingest fits events to the schemas). */
+  prepareBody?: (raw: unknown, ctx: RouteContext) => unknown;
   responses: Record<number, ResponseSpec>;
 }
 
@@ -115,7 +117,7 @@ export class ApiRouter {
       const problems: ValidationDetail[] = [];
       const params = parsePart(spec.params, ctx.params, 'path', problems);
       const query = parsePart(spec.query, queryValues(ctx.query, spec.query), 'query', problems);
-      const body = parsePart(spec.body, ctx.state.body, 'body', problems);
+      const body = parsePart(spec.body, spec.prepareBody ? spec.prepareBody(ctx.state.body, ctx) : ctx.state.body, 'body', problems);
       if (problems.length > 0) throw new RequestValidationError(problems);
       await handler(ctx, { params, query, body } as RouteInput<P, Q, B>);
     };

@@ -1,5 +1,6 @@
 import type { ApiMetrics } from '../../observability/metrics';
 import type { CallbackDispatch } from '../../app-conversations/callback-dispatch';
+import { droppedAnything, fitEvents } from '../../events/fit-events';
 import type { EventIngest } from '../../events/ingest';
 import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { EventBatchSchema } from '../../schemas/events';
@@ -17,7 +18,7 @@ export function webhooksRoutes(
   sandboxes: Pick<SandboxService, 'touchConversation'>,
   callbacks: Pick<CallbackDispatch, 'notify'>,
   conversations: Pick<ConversationsStore, 'sessionKeyMatches'>,
-  metrics?: Pick<ApiMetrics, 'ingestBatches' | 'ingestEvents'>,
+  metrics?: Pick<ApiMetrics, 'ingestBatches' | 'ingestEvents' | 'ingestDropped'>,
 ): ApiRouter {
   return router
     .route(
@@ -46,12 +47,25 @@ export function webhooksRoutes(
         summary: "Append a batch of events to a conversation's log",
         description:
           'All or nothing: one invalid event rejects the batch (422, its loc names the event), and nothing is stored. ' +
-          'Idempotent on event id: a retried batch stores nothing twice. StreamingDeltaEvents are published live and never stored.',
+          'Idempotent on event id: a retried batch stores nothing twice. StreamingDeltaEvents are published live and never stored. ' +
+          'What a newer runtime adds is dropped, not refused: an event of an unknown kind, a field an event has beyond its schema.',
         security: 'SessionAPIKeyHeader',
         params: WebhookConversationPathSchema,
         body: EventBatchSchema,
         // An event is stored as its JSON text, where U+0000 is the escape \u0000; its id is checked by the schema.
         bodyMayHoldNul: true,
+        prepareBody: (raw, ctx) => {
+          const { batch, dropped } = fitEvents(raw);
+          if (droppedAnything(dropped)) {
+            const events = Object.values(dropped.kinds).reduce((a, b) => a + b, 0);
+            const fields = Object.values(dropped.fields).reduce((a, b) => a + b, 0);
+            if (events) metrics?.ingestDropped.inc({ what: 'event' }, events);
+            if (fields) metrics?.ingestDropped.inc({ what: 'field' }, fields);
+            const sample = [...Object.keys(dropped.kinds), ...Object.keys(dropped.fields)].slice(0, 20);
+            ctx.state.log?.info({ conversation_id: ctx.params.conversation_id, events, fields, sample }, 'dropped what the event schemas do not know');
+          }
+          return batch;
+        },
         responses: {
           200: { description: 'What the batch added', schema: IngestResultSchema },
           409: { description: 'The batch would pass the per-conversation cap; nothing was stored', schema: ErrorResponseSchema },
