@@ -7,7 +7,10 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { hashApiKey } from '../src/auth/api-key';
 import type { SecretBox } from '../src/auth/secret-box';
-import { AGENT_SERVER, type SandboxStatus } from '../src/schemas/sandboxes';
+import { EventBackfill } from '../src/sandboxes/event-backfill';
+import { runtimeClient } from '../src/sandboxes/runtime-clients';
+import { AGENT_SERVER, SESSION_KEY_HEADER, type SandboxStatus } from '../src/schemas/sandboxes';
+import type { ConversationsStore } from '../src/store/conversations-store';
 import type { SandboxesStore, SandboxRecord } from '../src/store/sandboxes-store';
 import type { ProviderRegistry } from './sandbox-providers';
 import { ProviderConfigError, type SandboxProvider } from './sandbox-providers/provider';
@@ -20,7 +23,12 @@ export interface SandboxActivityDeps {
   startTimeoutMs: number;
   /** CONTROL_PLANE_URL of the runtimes: the api as they reach it (SANDBOX_CONTROL_PLANE_URL). */
   controlPlaneUrl: string;
+  /** The sandboxes' conversations, for reading back what a runtime's log has and the control plane's lacks. */
+  conversations: Pick<ConversationsStore, 'inSandbox'>;
 }
+
+/** How long a health check may spend reading a runtime's log back (its local activity has 15 s). */
+const BACKFILL_BUDGET_MS = 8000;
 
 /** What a health check saw. */
 export interface RuntimeCheck {
@@ -46,6 +54,28 @@ const agentUrl = (r: SandboxRecord) => r.exposed_urls.find((u) => u.name === AGE
 
 export function createSandboxActivities(deps: SandboxActivityDeps) {
   const { sandboxes, box } = deps;
+  const backfill = new EventBackfill();
+
+  /** What the runtime's log has and the control plane's lacks, posted to the webhook as the runtime would; never fails the check. */
+  const readBack = async (r: SandboxRecord): Promise<void> => {
+    const key = box.open(r.session_key_sealed);
+    const post = async (conversationId: string, events: unknown[]) => {
+      const res = await fetch(`${deps.controlPlaneUrl}/api/v1/webhooks/events/${encodeURIComponent(conversationId)}`, {
+        method: 'POST',
+        headers: { [SESSION_KEY_HEADER]: key, 'Content-Type': 'application/json' },
+        body: JSON.stringify(events),
+        signal: AbortSignal.timeout(5000),
+      });
+      await res.body?.cancel();
+      return res.status;
+    };
+    try {
+      const done = await backfill.run(runtimeClient(r, box), { conversations: () => deps.conversations.inSandbox(r.id), post }, Date.now() + BACKFILL_BUDGET_MS);
+      if (done.posted > 0) Context.current().log.info('read back events a runtime had not delivered', { sandboxId: r.id, conversations: done.read, posted: done.posted });
+    } catch (e) {
+      Context.current().log.warn('reading back a runtime\'s events failed; the next check tries again', { sandboxId: r.id, error: (e as Error).message });
+    }
+  };
 
   const load = async (sandboxId: string): Promise<SandboxRecord> => {
     const r = await sandboxes.get(sandboxId);
@@ -154,7 +184,9 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       if (state.state === 'missing') return { state: 'missing', detail: state.detail, lastUsedAtMs };
       if (state.state === 'paused') return { state: 'paused', detail: null, lastUsedAtMs };
       const problem = await answersAlive(agentUrl(r) ?? '', 3000);
-      return problem === null ? { state: 'alive', detail: null, lastUsedAtMs } : { state: 'unreachable', detail: `the runtime is up but ${problem}`, lastUsedAtMs };
+      if (problem !== null) return { state: 'unreachable', detail: `the runtime is up but ${problem}`, lastUsedAtMs };
+      if (r.status === 'RUNNING') await readBack(r);
+      return { state: 'alive', detail: null, lastUsedAtMs };
     },
   };
 }

@@ -8,6 +8,8 @@
  * same client as the built-in runtime's; delete leaves nothing running.
  */
 import fs from 'node:fs';
+import pino from 'pino';
+import { startApiServer } from '../src/api/server';
 import os from 'node:os';
 import path from 'node:path';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
@@ -19,7 +21,7 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
-import { killRuntimesUnder } from './helpers/sandboxes';
+import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
@@ -41,6 +43,7 @@ describe('the real OpenHands agent server in a process sandbox', () => {
       DEFAULT_SANDBOX_SPEC_ID: 'local-process-openhands',
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       SANDBOX_START_TIMEOUT_MS: '120000',
+      SANDBOX_HEALTH_INTERVAL_MS: '2000',
     });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
@@ -135,5 +138,60 @@ describe('the real OpenHands agent server in a process sandbox', () => {
     // Delete: the sandbox goes, and its agent server with it.
     expect((await t.request('DELETE', `/api/v1/app-conversations/${id}`, { key: user.key })).status).toBe(200);
     await eventually(() => expect(readStat(handle.pid) === null || readStat(handle.pid)!.state === 'Z').toBe(true), { timeoutMs: 30_000, intervalMs: 200 });
+  }, 400_000);
+
+  it('loses no event: what the agent server held when it was killed (-9) with the api away is read back from its log after a resume, each once', async () => {
+    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: {} });
+    const ready = await waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000);
+    expect(ready.status).toBe('READY');
+    const id = ready.app_conversation_id as string;
+    const [sandbox] = (await t.request('GET', `/api/v1/sandboxes?id=${ready.sandbox_id}`, { key: user.key })).body;
+    const url = sandbox.exposed_urls[0].url as string;
+    const direct = (method: string, p: string, body?: unknown) =>
+      fetch(url + p, { method, headers: { 'X-Session-API-Key': sandbox.session_api_key, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const before = (await loggedEvents(t, user.key, id)).length;
+
+    llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'echo while-away' } }] }, { tool_calls: [{ name: 'finish', arguments: { message: 'done away' } }] }]);
+    await t.api.close(); // the control plane goes away: every batch of the run fails and waits in the server's memory
+    try {
+      const sent = await direct('POST', `/api/conversations/${id}/events`, { role: 'user', content: [{ type: 'text', text: 'Work while nobody listens' }], run: true });
+      expect(sent.status).toBe(200);
+      await eventually(async () => expect(((await (await direct('GET', `/api/conversations/${id}`)).json()) as any).execution_status).toBe('finished'), { timeoutMs: 60_000, intervalMs: 200 });
+      const handle = (await t.database.db.collection('sandboxes').findOne({ _id: ready.sandbox_id }))!.runtime as { pid: number };
+      process.kill(handle.pid, 'SIGKILL'); // its queue dies with it; its log on disk stays
+    } finally {
+      t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    }
+    expect((await loggedEvents(t, user.key, id)).length).toBe(before); // nothing of the run arrived
+
+    // Its health check finds it gone (ERROR); a resume starts it again on the same state directory.
+    await waitForStatus(t, user.key, ready.sandbox_id, 'ERROR', 30_000);
+    expect((await t.request('POST', `/api/v1/sandboxes/${ready.sandbox_id}/resume`, { key: user.key })).status).toBe(200);
+    await waitForStatus(t, user.key, ready.sandbox_id, 'RUNNING', 120_000);
+    const [resumed] = (await t.request('GET', `/api/v1/sandboxes?id=${ready.sandbox_id}`, { key: user.key })).body;
+    const theirs = async () => {
+      const ids: string[] = [];
+      let page: string | null = null;
+      do {
+        const r = await fetch(`${resumed.exposed_urls[0].url}/api/conversations/${id}/events/search?limit=100${page ? `&page_id=${page}` : ''}`, { headers: { 'X-Session-API-Key': resumed.session_api_key } });
+        const body = (await r.json()) as { items: { id: string }[]; next_page_id: string | null };
+        ids.push(...body.items.map((e) => e.id));
+        page = body.next_page_id;
+      } while (page);
+      return ids;
+    };
+    // The health checks read its log back: every event it has is stored, once.
+    const log = await eventually(
+      async () => {
+        const mine = await loggedEvents(t, user.key, id);
+        const missing = (await theirs()).filter((e) => !mine.some((m) => m.id === e));
+        expect(missing).toEqual([]);
+        return mine;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(new Set(log.map((e) => e.id)).size).toBe(log.length);
+    expect(JSON.stringify(log.filter((e) => e.kind === 'ObservationEvent'))).toContain('while-away');
+    expect(log.filter((e) => e.kind === 'ActionEvent').map((e) => e.tool_name)).toEqual(['terminal', 'finish']);
   }, 400_000);
 });

@@ -51,6 +51,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       providers: createProviders(deps.config),
       startTimeoutMs: deps.config.sandboxes.startTimeoutMs,
       controlPlaneUrl: deps.config.sandboxes.controlPlaneUrl,
+      conversations,
     },
     startTask: {
       startTasks,

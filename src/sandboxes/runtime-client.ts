@@ -64,6 +64,17 @@ export interface ConversationStart {
 /** What creating a conversation came to: made now, there already (a retried step), or refused. */
 export type Created = { created: true } | { created: false; exists: true } | { created: false; exists: false; refused: RuntimeAnswer };
 
+/**
+ * A runtime's own copy of a conversation's log, read back when it may have lost events on their way to
+ * the control plane (the OpenHands agent server queues them in memory). Null for a runtime that never
+ * loses one (the built-in runtime's outbox is on disk and retried until acknowledged).
+ */
+export interface RuntimeEventLog {
+  count(conversationId: string, timeoutMs: number): Promise<number | null>;
+  /** A page of its events, oldest first; `next` continues it. */
+  page(conversationId: string, pageId: string | null, limit: number, timeoutMs: number): Promise<{ items: unknown[]; next: string | null } | null>;
+}
+
 export abstract class RuntimeClient {
   protected constructor(
     readonly url: string,
@@ -101,6 +112,9 @@ export abstract class RuntimeClient {
 
   /** Writes a file in the sandbox (relative to the runtime's working directory); answers the runtime's answer. */
   abstract upload(filePath: string, content: Uint8Array, timeoutMs: number): Promise<RuntimeAnswer>;
+
+  /** Its copy of the log, when it can lose events on their way (see RuntimeEventLog). */
+  abstract readonly eventLog: RuntimeEventLog | null;
 
   /** A JSON body, bytes as they are (application/octet-stream), or a form (multipart). */
   protected async fetch(method: string, path: string, body: unknown, timeoutMs: number): Promise<Response> {

@@ -40,6 +40,8 @@ export const conversationsIndexes: CollectionIndexes = {
     { key: { created_by_user_id: 1, created_at: 1, _id: 1 }, name: 'by_owner' },
     // A runtime's conversation-info webhook names no conversation in its path: its key is looked up.
     { key: { session_key_hash: 1 }, name: 'by_session_key' },
+    // A sandbox's conversations, for the health check's read-back of a runtime's log.
+    { key: { sandbox_id: 1 }, name: 'by_sandbox' },
   ],
 };
 
@@ -106,6 +108,12 @@ export class ConversationsStore {
   }
 
   /** True when the raw session key is the one of the sandbox running this conversation. */
+  /** The conversations a sandbox runs and how many events each has stored. */
+  async inSandbox(sandboxId: string): Promise<{ id: string; stored: number }[]> {
+    const docs = await this.conversations.find({ sandbox_id: sandboxId }, { projection: { _id: 1, last_seq: 1 } }).toArray();
+    return docs.map((d) => ({ id: d._id, stored: d.last_seq ?? 0 }));
+  }
+
   /** Whether the key is the session key of any conversation (a runtime's webhook without a conversation in its path). */
   async anyWithSessionKey(rawKey: string): Promise<boolean> {
     return (await this.conversations.findOne({ session_key_hash: hashApiKey(rawKey) }, { projection: { _id: 1 } })) !== null;

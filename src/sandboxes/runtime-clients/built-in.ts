@@ -10,6 +10,9 @@ export class BuiltInRuntimeClient extends RuntimeClient {
     return new BuiltInRuntimeClient(RuntimeClient.urlOf(record), box.open(record.session_key_sealed), record);
   }
 
+  /** Its outbox is on disk and retried until the control plane acknowledges: nothing to read back. */
+  readonly eventLog = null;
+
   async bash(command: string, opts: { cwd: string; timeoutS: number }): Promise<BashResult> {
     const r = await this.call('POST', '/api/bash/execute_bash_command', { command, cwd: opts.cwd, timeout: opts.timeoutS }, (opts.timeoutS + 30) * 1000);
     if (r.status !== 200) throw new Error(`the runtime refused the command (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}`);

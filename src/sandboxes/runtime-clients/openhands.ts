@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { SecretBox } from '../../auth/secret-box';
 import { UpstreamFailed } from '../../errors';
 import type { SandboxRecord } from '../../store/sandboxes-store';
-import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeLlm, type RuntimeMessage } from '../runtime-client';
+import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeLlm, type RuntimeEventLog, type RuntimeMessage } from '../runtime-client';
 
 const conversationPath = (id: string) => `/api/conversations/${encodeURIComponent(id)}`;
 
@@ -46,6 +46,21 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
   static of(record: SandboxRecord, box: SecretBox): OpenHandsRuntimeClient {
     return new OpenHandsRuntimeClient(RuntimeClient.urlOf(record), box.open(record.session_key_sealed), record);
   }
+
+  /** Its webhook queue lives in memory: what a crash or a refused batch lost is read back from its event search. */
+  readonly eventLog: RuntimeEventLog = {
+    count: async (id, timeoutMs) => {
+      const a = await this.call('GET', `${conversationPath(id)}/events/count`, undefined, timeoutMs);
+      return a.status === 200 && typeof a.body === 'number' && Number.isSafeInteger(a.body) && a.body >= 0 ? a.body : null;
+    },
+    page: async (id, pageId, limit, timeoutMs) => {
+      const query = new URLSearchParams({ limit: String(limit), sort_order: 'TIMESTAMP', ...(pageId ? { page_id: pageId } : {}) });
+      const a = await this.call('GET', `${conversationPath(id)}/events/search?${query}`, undefined, timeoutMs);
+      const body = a.body as { items?: unknown; next_page_id?: unknown } | null;
+      if (a.status !== 200 || !Array.isArray(body?.items)) return null;
+      return { items: body.items, next: typeof body.next_page_id === 'string' && body.next_page_id ? body.next_page_id : null };
+    },
+  };
 
   /** The runtime's working directory (OH_WORKSPACE_PATH), as its provider recorded it. */
   private get root(): string {
