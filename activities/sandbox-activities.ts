@@ -27,8 +27,8 @@ export interface SandboxActivityDeps {
   conversations: Pick<ConversationsStore, 'inSandbox'>;
 }
 
-/** How long a health check may spend reading a runtime's log back (its local activity has 15 s). */
-const BACKFILL_BUDGET_MS = 8000;
+/** How long one read-back of a sandbox's runtime log may take (it runs beside the health checks, not in them). */
+const BACKFILL_BUDGET_MS = 30_000;
 
 /** What a health check saw. */
 export interface RuntimeCheck {
@@ -55,26 +55,35 @@ const agentUrl = (r: SandboxRecord) => r.exposed_urls.find((u) => u.name === AGE
 export function createSandboxActivities(deps: SandboxActivityDeps) {
   const { sandboxes, box } = deps;
   const backfill = new EventBackfill();
+  /** Sandboxes whose read-back is under way: one at a time each. */
+  const readingBack = new Set<string>();
 
-  /** What the runtime's log has and the control plane's lacks, posted to the webhook as the runtime would; never fails the check. */
-  const readBack = async (r: SandboxRecord): Promise<void> => {
+  /**
+   * What the runtime's log has and the control plane's lacks, posted to the webhook as the runtime would.
+   * Started by a health check and left to run beside it (the check, a local activity inside a workflow
+   * task, stays quick); never fails the check; the next check starts another once this one ended.
+   */
+  const readBack = (r: SandboxRecord, log: { info: (m: string, a: object) => void; warn: (m: string, a: object) => void }): void => {
+    const client = runtimeClient(r, box);
+    if (!client.eventLog || readingBack.has(r.id)) return;
+    readingBack.add(r.id);
     const key = box.open(r.session_key_sealed);
-    const post = async (conversationId: string, events: unknown[]) => {
+    const post = async (conversationId: string, events: unknown[], timeoutMs: number) => {
       const res = await fetch(`${deps.controlPlaneUrl}/api/v1/webhooks/events/${encodeURIComponent(conversationId)}`, {
         method: 'POST',
         headers: { [SESSION_KEY_HEADER]: key, 'Content-Type': 'application/json' },
         body: JSON.stringify(events),
-        signal: AbortSignal.timeout(5000),
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'error',
       });
       await res.body?.cancel();
       return res.status;
     };
-    try {
-      const done = await backfill.run(runtimeClient(r, box), { conversations: () => deps.conversations.inSandbox(r.id), post }, Date.now() + BACKFILL_BUDGET_MS);
-      if (done.posted > 0) Context.current().log.info('read back events a runtime had not delivered', { sandboxId: r.id, conversations: done.read, posted: done.posted });
-    } catch (e) {
-      Context.current().log.warn('reading back a runtime\'s events failed; the next check tries again', { sandboxId: r.id, error: (e as Error).message });
-    }
+    void backfill
+      .run(client, { conversations: () => deps.conversations.inSandbox(r.id), post }, Date.now() + BACKFILL_BUDGET_MS)
+      .then((done) => done.posted > 0 && log.info('read back events a runtime had not delivered', { sandboxId: r.id, conversations: done.read, posted: done.posted }))
+      .catch((e: Error) => log.warn("reading back a runtime's events failed; the next check tries again", { sandboxId: r.id, error: e.message }))
+      .finally(() => readingBack.delete(r.id));
   };
 
   const load = async (sandboxId: string): Promise<SandboxRecord> => {
@@ -185,7 +194,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       if (state.state === 'paused') return { state: 'paused', detail: null, lastUsedAtMs };
       const problem = await answersAlive(agentUrl(r) ?? '', 3000);
       if (problem !== null) return { state: 'unreachable', detail: `the runtime is up but ${problem}`, lastUsedAtMs };
-      if (r.status === 'RUNNING') await readBack(r);
+      if (r.status === 'RUNNING') readBack(r, Context.current().log);
       return { state: 'alive', detail: null, lastUsedAtMs };
     },
   };

@@ -1,6 +1,9 @@
 /**
  * Start benchmark (on demand, never part of the tests):
- * `npm run bench:starts [-- --starts 200 --single 15 --follow workflow|record]`.
+ * `npm run bench:starts [-- --starts 200 --single 15 --follow workflow|record --runtime built-in|openhands]`.
+ *
+ * --runtime picks the sandbox's agent server: the built-in runtime, or the real OpenHands agent server
+ * (installed first when missing, as `npm start` does). The raw steps go through the same runtime client.
  *
  * --follow sets START_STREAM_FOLLOW on the api: stream-start learns each status from the start-task
  * workflow's Update (workflow, the default) or by reading the stored record (record).
@@ -20,7 +23,9 @@ import path from 'node:path';
 import { cloneCommand, HOOK_COMMAND, SETUP_SCRIPT, SKILLS_DIR, skillFilesCommand } from '../activities/repository-steps';
 import { SecretBox } from '../src/auth/secret-box';
 import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
-import { AGENT_SERVER, type SandboxView } from '../src/schemas/sandboxes';
+import type { SandboxView } from '../src/schemas/sandboxes';
+import { runtimeClient } from '../src/sandboxes/runtime-clients';
+import { ensureAgentServer } from '../scripts/servers/agent-server';
 import { freePort } from '../src/process/net';
 import { createServices, createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
@@ -33,6 +38,7 @@ import { startTaskWorkflowId } from '../src/temporal/shared';
 const STARTS = arg('starts', 200);
 const SINGLE = arg('single', 15);
 const FOLLOW = wordArg('follow', ['workflow', 'record'] as const, 'workflow');
+const RUNTIME = wordArg('runtime', ['built-in', 'openhands'] as const, 'built-in');
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const STATUSES = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
@@ -42,7 +48,8 @@ async function main(): Promise<void> {
   const secretsKey = SecretBox.generateKey();
   const apiPort = await freePort();
   const base = `http://127.0.0.1:${apiPort}`;
-  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0', START_STREAM_FOLLOW: FOLLOW });
+  const agentServer = RUNTIME === 'openhands' ? { OPENHANDS_AGENT_SERVER_DIR: (await ensureAgentServer(undefined, progress)).dir } : {};
+  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0', START_STREAM_FOLLOW: FOLLOW, ...agentServer });
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
     spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
@@ -66,18 +73,14 @@ async function main(): Promise<void> {
     };
     const me = await api<{ current_org_id: string }>('GET', '/api/v1/users/me');
     await api('PATCH', `/api/organizations/${me.current_org_id}`, { agent_settings: { agent_kind: 'platform', llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1' } } });
-    let sandbox = await api<SandboxView>('POST', '/api/v1/sandboxes', {});
+    let sandbox = await api<SandboxView>('POST', '/api/v1/sandboxes', { sandbox_spec_id: RUNTIME === 'openhands' ? 'local-process-openhands' : 'local-process' });
     while (sandbox.status !== 'RUNNING') {
       await sleep(100);
       [sandbox] = await api<[SandboxView]>('GET', `/api/v1/sandboxes?id=${sandbox.id}`);
     }
-    const runtimeUrl = sandbox.exposed_urls.find((u) => u.name === AGENT_SERVER)!.url;
-    const sessionKey = sandbox.session_api_key!;
-    const rt = async (p: string, body: unknown) => {
-      const r = await fetch(runtimeUrl + p, { method: 'POST', headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-      if (r.status >= 300) throw new Error(`runtime ${p} answered ${r.status}: ${await r.text()}`);
-      return r.json() as Promise<unknown>;
-    };
+    // The runtime as the start's steps reach it: the same client, whichever agent server it is.
+    const runtime = runtimeClient((await stores.sandboxes.get(sandbox.id))!, box);
+    const bash = (command: string, cwd: string, timeoutS: number) => runtime.bash(command, { cwd, timeoutS });
 
     const client = new AgentControlClient({ baseUrl: base, apiKey: key });
     /**
@@ -105,17 +108,31 @@ async function main(): Promise<void> {
       await status('WAITING_FOR_SANDBOX');
       await database.db.collection<{ _id: string }>('sandboxes').findOne({ _id: sandbox.id });
       await status('PREPARING_REPOSITORY');
-      await rt('/api/bash/execute_bash_command', { command: cloneCommand('project', null, undefined), cwd: '.', timeout: 60 });
+      await bash(cloneCommand('project', null, undefined), '.', 60);
       await status('RUNNING_SETUP_SCRIPT');
-      await rt('/api/bash/execute_bash_command', { command: `test -f ${SETUP_SCRIPT}`, cwd: 'project', timeout: 30 });
+      await bash(`test -f ${SETUP_SCRIPT}`, 'project', 30);
       await status('SETTING_UP_GIT_HOOKS');
-      await rt('/api/bash/execute_bash_command', { command: HOOK_COMMAND, cwd: 'project', timeout: 60 });
+      await bash(HOOK_COMMAND, 'project', 60);
       await status('SETTING_UP_SKILLS');
-      await rt('/api/bash/execute_bash_command', { command: skillFilesCommand(SKILLS_DIR), cwd: 'project', timeout: 60 });
+      await bash(skillFilesCommand(SKILLS_DIR), 'project', 60);
       await status('STARTING_CONVERSATION');
       await database.db.collection<{ _id: string; created_at: Date }>('bench_conversations').insertOne({ _id: id, created_at: new Date() });
       await database.db.collection<{ _id: string; created_at: Date }>('bench_app_conversations').insertOne({ _id: id, created_at: new Date() });
-      await rt('/api/conversations', { conversation_id: id, agent: { llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1' } }, workspace: { working_dir: 'project' } });
+      const created = await runtime.createConversation(
+        {
+          id,
+          llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1', api_key: null, temperature: null, top_p: null, max_output_tokens: null, stream: false, log_completions: false },
+          systemMessageSuffix: null,
+          workingDir: 'project',
+          initialMessage: null,
+          maxIterations: 100,
+          confirmationMode: false,
+          secrets: {},
+          skills: [],
+        },
+        60_000,
+      );
+      if (!created.created) throw new Error(`the runtime did not create the conversation: ${JSON.stringify(created)}`);
       await status('READY');
       return performance.now() - t0;
     };
@@ -182,7 +199,7 @@ async function main(): Promise<void> {
     const f = (ms: number) => `${ms.toFixed(0)} ms`;
     const lat = all.map((s) => s.ms);
     const delays = all.flatMap((s) => s.delays);
-    printTable(`Starts, one worker, one shared sandbox, FerretDB + Temporal dev server; stream-start follows the ${FOLLOW}`, [
+    printTable(`Starts on the ${RUNTIME} runtime, one worker, one shared sandbox, FerretDB + Temporal dev server; stream-start follows the ${FOLLOW}`, [
       ['what', 'value'],
       [`${STARTS} concurrent stream-starts: READY with every status in order`, `${ready} / ${STARTS} (lost: ${STARTS - ready})`],
       ['start tasks stored READY', String(tasksStored)],

@@ -109,6 +109,8 @@ describe('event ingest', () => {
     const batch = [
       { ...first, classification: 'transient', critic_score: 0.5 },
       { kind: 'SomethingNewEvent', id: 'new-1', source: 'agent', detail: 'from a newer agent server' },
+      { kind: 'constructor' }, // names an object's own properties would have: names like any other
+      { kind: '__proto__' },
       second,
     ];
     const scrape = async () => (await fetch(metricsUrl)).text();
@@ -123,7 +125,7 @@ describe('event ingest', () => {
     expect(EventSchema.parse(kept)).toMatchObject({ id: first!.id, kind: 'MessageEvent' });
     const dropped = (text: string, what: string) => Number(new RegExp(`^agent_control_ingest_dropped_total\\{what="${what}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
     const after = await scrape();
-    expect(dropped(after, 'event') - dropped(before, 'event')).toBe(1);
+    expect(dropped(after, 'event') - dropped(before, 'event')).toBe(3);
     expect(dropped(after, 'field') - dropped(before, 'field')).toBe(2);
     // A known field with a wrong value is still a broken runtime: the batch is refused whole.
     const wrong = await t.ingest(c.conversationId, c.sessionKey, [{ ...messages(1)[0], source: 'somewhere' }]);

@@ -7,7 +7,10 @@
  * valid against SPEC.md's schemas; a follow-up message, run control, file and git views go through the
  * same client as the built-in runtime's; delete leaves nothing running.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import { Client, Connection } from '@temporalio/client';
+import { createConversationServices, createSandboxService } from '../src/composition';
 import pino from 'pino';
 import { startApiServer } from '../src/api/server';
 import os from 'node:os';
@@ -119,6 +122,11 @@ describe('the real OpenHands agent server in a process sandbox', () => {
 
     // The workspace through the control plane: a file, the git changes and a diff.
     expect((await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=hello.txt`, { key: user.key })).body).toBe('hello\n');
+    // Nothing outside its working directory, as with the built-in runtime (the agent server itself would read it).
+    for (const outside of ['/etc/passwd', '../../../../etc/passwd', `${handle.workspace}/../runtime.log`]) {
+      const r = await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=${encodeURIComponent(outside)}`, { key: user.key });
+      expect([outside, r.status]).toEqual([outside, 400]);
+    }
     const changes = await t.request('GET', `/api/v1/app-conversations/${id}/git/changes?path=.`, { key: user.key });
     expect(changes).toMatchObject({ status: 200, body: [{ status: 'ADDED', path: 'hello.txt' }] });
     const diff = await t.request('GET', `/api/v1/app-conversations/${id}/git/diff?path=README.md`, { key: user.key });
@@ -139,6 +147,38 @@ describe('the real OpenHands agent server in a process sandbox', () => {
     expect((await t.request('DELETE', `/api/v1/app-conversations/${id}`, { key: user.key })).status).toBe(200);
     await eventually(() => expect(readStat(handle.pid) === null || readStat(handle.pid)!.state === 'Z').toBe(true), { timeoutMs: 30_000, intervalMs: 200 });
   }, 400_000);
+
+  it('delivers a queued message once by its id: a retry after a lost acknowledgement is not sent again (the server has no id on a message)', async () => {
+    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: {} });
+    const ready = await waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000);
+    expect(ready.status).toBe('READY');
+    const id = ready.app_conversation_id as string;
+    // The worker's own composition of the conversation service, as the pending-message activity uses it.
+    const connection = await Connection.connect({ address: t.config.temporal.address! });
+    try {
+      const temporal = new Client({ connection, namespace: t.config.temporal.namespace });
+      const sandboxService = createSandboxService(t.stores, { box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, sandboxes: t.config.sandboxes });
+      const { conversationService } = createConversationServices(t.stores, { box: t.box, temporal, sandboxService, sandboxWaitMs: 60_000 });
+      const c = (await t.stores.appConversations.get(id))!;
+      const messageId = randomUUID();
+      await t.stores.pendingMessages.add({ id: messageId, conversation_id: id, created_by_user_id: user.userId, role: 'user', content: [{ type: 'text', text: 'Once only' }] });
+      const message = { id: messageId, role: 'user' as const, content: [{ type: 'text' as const, text: 'Once only', cache_prompt: false }], run: false };
+      const userMessages = async () => (await loggedEvents(t, user.key, id)).filter((e) => e.kind === 'MessageEvent' && e.source === 'user').length;
+      const before = await userMessages();
+      expect(await conversationService.deliver(user.userId, c, message)).toMatchObject({ success: true, message: null });
+      // The worker dies before it marks the message DELIVERED: the activity runs again.
+      const again = await conversationService.deliver(user.userId, c, message);
+      expect(again).toMatchObject({ success: true, message: expect.stringContaining('delivered before') });
+      await eventually(async () => expect(await userMessages()).toBe(before + 1), { timeoutMs: 30_000, intervalMs: 200 });
+      // Another message (another id) goes through.
+      const next = { ...message, id: randomUUID(), content: [{ type: 'text' as const, text: 'And this', cache_prompt: false }] };
+      await t.stores.pendingMessages.add({ id: next.id, conversation_id: id, created_by_user_id: user.userId, role: 'user', content: next.content });
+      expect(await conversationService.deliver(user.userId, c, next)).toMatchObject({ success: true, message: null });
+      await eventually(async () => expect(await userMessages()).toBe(before + 2), { timeoutMs: 30_000, intervalMs: 200 });
+    } finally {
+      await connection.close();
+    }
+  }, 300_000);
 
   it('loses no event: what the agent server held when it was killed (-9) with the api away is read back from its log after a resume, each once', async () => {
     const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: {} });

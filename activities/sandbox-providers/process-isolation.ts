@@ -213,7 +213,12 @@ export class ProcessIsolation {
    * (its name is its content's). Root's either way, writable by no sandbox.
    */
   shareAgentServer(env: AgentServerEnv): Promise<AgentServerEnv> {
-    if (readableByOthers(env.python) && readableByOthers(path.join(env.dir, AGENT_SERVER_DESCRIPTION))) return Promise.resolve(env);
+    if (readableByOthers(env.python) && readableByOthers(path.join(env.dir, AGENT_SERVER_DESCRIPTION))) {
+      // Used where it is: it must be root's and closed to writes by others (its top; the install makes the rest so).
+      const st = fs.statSync(env.dir);
+      if (st.uid !== 0 || (st.mode & 0o022) !== 0) return Promise.reject(new Error(`the agent server in ${env.dir} is not root's alone (owner ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): sandboxes could change what they run`));
+      return Promise.resolve(env);
+    }
     let shared = this.sharedAgentServers.get(env.dir);
     if (!shared) {
       shared = (async () => {
@@ -224,8 +229,17 @@ export class ProcessIsolation {
         const work = `${target}.copy-${process.pid}`;
         fs.rmSync(work, { recursive: true, force: true });
         await fs.promises.cp(env.dir, work, { recursive: true, verbatimSymlinks: true });
-        fs.chmodSync(work, 0o755);
-        fs.renameSync(work, target);
+        // Readable by every uid, writable by none but root, whatever the modes (and umask) of the install.
+        spawnSync(trustedProgram('chown', 'coreutils'), ['-R', '-h', '0:0', work]);
+        const modes = spawnSync(trustedProgram('chmod', 'coreutils'), ['-R', 'u+rwX,go+rX,go-w', work], { encoding: 'utf8' });
+        if (modes.status !== 0) throw new Error(`the agent server's copy ${work} could not be made readable: ${modes.stderr}`);
+        try {
+          fs.renameSync(work, target);
+        } catch (e) {
+          // Another worker finished its copy first: its copy is as good.
+          fs.rmSync(work, { recursive: true, force: true });
+          if (!readAgentServerEnv(target)) throw e;
+        }
         return readAgentServerEnv(target)!;
       })();
       shared.catch(() => this.sharedAgentServers.delete(env.dir));

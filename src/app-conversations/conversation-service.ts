@@ -13,7 +13,7 @@ import { BadRequest, Conflict, NotFound, Unavailable, UpstreamFailed } from '../
 import { GitChangeSchema, GitDiffSchema, type GitChange, type GitDiff } from '../schemas/git';
 import type { SandboxStatus } from '../schemas/sandboxes';
 import type { SandboxService } from '../sandboxes/sandbox-service';
-import type { RunControl, RuntimeAnswer, RuntimeClient, RuntimeMessage } from '../sandboxes/runtime-client';
+import { textOf, type RunControl, type RuntimeAnswer, type RuntimeClient, type RuntimeMessage } from '../sandboxes/runtime-client';
 import { runtimeClient } from '../sandboxes/runtime-clients';
 import type { AppConversationChange, AppConversationRecord, AppConversationsStore } from '../store/app-conversations-store';
 import type { CallbacksStore } from '../store/callbacks-store';
@@ -132,9 +132,28 @@ export class ConversationService {
   /** As sendMessage, for a conversation already read (pending messages deliver through this). */
   async deliver(userId: string, c: AppConversationRecord, message: RuntimeMessage): Promise<SendMessageResult> {
     const { runtime, resumed } = await this.runtimeOf(userId, c, true);
+    if (message.id && (await this.deliveredBefore(runtime, c.id, { ...message, id: message.id }))) {
+      return { success: true, sandbox_status: 'RUNNING', message: 'The message was delivered before; it was not sent again' };
+    }
     const a = await runtime.sendMessage(c.id, message, this.timeoutMs);
     if (a.status !== 200) throw this.refusal(c, a);
     return { success: true, sandbox_status: 'RUNNING', message: resumed ? 'The sandbox was paused; it was resumed first' : null };
+  }
+
+  /**
+   * For a runtime that does not drop a repeated message by id: whether an earlier attempt of this one got
+   * through (a user message with its text is in the runtime's log from that attempt's time on). The first
+   * attempt's time is recorded otherwise. Two limits: a message with the same text sent by other means
+   * after the first attempt is taken for it, and an attempt the runtime is still holding (busy with a
+   * step) when the retry looks is not seen, so both land.
+   */
+  private async deliveredBefore(runtime: RuntimeClient, conversationId: string, message: RuntimeMessage & { id: string }): Promise<boolean> {
+    if (runtime.dropsRepeatedMessages || !runtime.eventLog) return false;
+    const first = await this.deps.pendingMessages.firstAttempt(conversationId, message.id);
+    // The runtime's clock is this machine's or close to it: a few seconds of slack.
+    if (first !== null && (await runtime.eventLog.hasUserMessage(conversationId, textOf(message.content), new Date(first.getTime() - 5000), this.timeoutMs))) return true;
+    if (first === null) await this.deps.pendingMessages.recordFirstAttempt(conversationId, message.id, new Date());
+    return false;
   }
 
   /** Pause, run or interrupt the agent; answers the runtime's execution status after it. */

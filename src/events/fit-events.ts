@@ -16,9 +16,9 @@ const FIELDS: ReadonlyMap<string, ReadonlySet<string>> = new Map(EventSchema.opt
 
 export interface Dropped {
   /** Events of unknown kinds, by kind. */
-  kinds: Record<string, number>;
+  kinds: Map<string, number>;
   /** Fields beyond the schema, as "Kind.field". */
-  fields: Record<string, number>;
+  fields: Map<string, number>;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -28,7 +28,8 @@ const nameOf = (v: string) => v.replace(/[^\w.-]/g, '?').slice(0, 80);
 
 /** The batch with what the schemas do not know taken out; anything that is not a batch of objects with a string kind is left to validation. */
 export function fitEvents(raw: unknown): { batch: unknown; dropped: Dropped } {
-  const dropped: Dropped = { kinds: {}, fields: {} };
+  // Maps, not objects: a kind named "constructor" or "__proto__" is a name like any other.
+  const dropped: Dropped = { kinds: new Map(), fields: new Map() };
   if (!Array.isArray(raw)) return { batch: raw, dropped };
   const batch: unknown[] = [];
   for (const e of raw) {
@@ -39,7 +40,7 @@ export function fitEvents(raw: unknown): { batch: unknown; dropped: Dropped } {
     const fields = FIELDS.get(e.kind);
     if (!fields) {
       const k = nameOf(e.kind);
-      dropped.kinds[k] = (dropped.kinds[k] ?? 0) + 1;
+      dropped.kinds.set(k, (dropped.kinds.get(k) ?? 0) + 1);
       continue;
     }
     const extra = Object.keys(e).filter((f) => !fields.has(f));
@@ -52,7 +53,7 @@ export function fitEvents(raw: unknown): { batch: unknown; dropped: Dropped } {
       if (fields.has(f)) kept[f] = v;
       else {
         const key = `${e.kind}.${nameOf(f)}`;
-        dropped.fields[key] = (dropped.fields[key] ?? 0) + 1;
+        dropped.fields.set(key, (dropped.fields.get(key) ?? 0) + 1);
       }
     }
     batch.push(kept);
@@ -60,4 +61,4 @@ export function fitEvents(raw: unknown): { batch: unknown; dropped: Dropped } {
   return { batch, dropped };
 }
 
-export const droppedAnything = (d: Dropped) => Object.keys(d.kinds).length > 0 || Object.keys(d.fields).length > 0;
+export const droppedAnything = (d: Dropped) => d.kinds.size > 0 || d.fields.size > 0;

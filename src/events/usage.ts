@@ -19,16 +19,19 @@ export function metricsFromStats(stats: unknown): MetricsSnapshot | null {
   if (entries.length === 0) return null;
   const main = (entries.find(([id]) => id === 'agent') ?? entries[0]!)[1];
   const usages = entries.flatMap(([, m]) => (m.accumulated_token_usage ? [m.accumulated_token_usage] : []));
+  // Sums of what a runtime sent are bounded, not trusted: past the largest safe integer (or a finite
+  // cost) they stay there rather than fail the batch after it was stored.
   const tokens =
     usages.length === 0
       ? null
-      : TokenUsageSchema.parse({
+      : TokenUsageSchema.safeParse({
           ...(main.accumulated_token_usage ?? usages[0]!),
-          ...Object.fromEntries(TOKEN_COUNTS.map((k) => [k, usages.reduce((sum, u) => sum + u[k], 0)])),
-        });
+          ...Object.fromEntries(TOKEN_COUNTS.map((k) => [k, Math.min(usages.reduce((sum, u) => sum + u[k], 0), Number.MAX_SAFE_INTEGER)])),
+        }).data ?? null;
+  const cost = entries.reduce((sum, [, m]) => sum + m.accumulated_cost, 0);
   return {
     model_name: main.model_name,
-    accumulated_cost: entries.reduce((sum, [, m]) => sum + m.accumulated_cost, 0),
+    accumulated_cost: Number.isFinite(cost) ? cost : Number.MAX_VALUE,
     max_budget_per_task: main.max_budget_per_task,
     accumulated_token_usage: tokens,
   };

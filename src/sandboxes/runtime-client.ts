@@ -26,6 +26,9 @@ export type RuntimeMessage = SendMessageRequest & { id?: string };
 
 export type RunControl = 'pause' | 'run' | 'interrupt';
 
+/** The text of a message's content, as a delivery by id compares an earlier attempt's. */
+export const textOf = (content: readonly unknown[]) => content.map((c) => String((c as { text?: unknown } | null)?.text ?? '')).join('\n');
+
 /** A skill given to the agent: always on, or when a message holds one of its triggers. */
 export interface RuntimeSkill {
   name: string;
@@ -71,6 +74,8 @@ export type Created = { created: true } | { created: false; exists: true } | { c
  */
 export interface RuntimeEventLog {
   count(conversationId: string, timeoutMs: number): Promise<number | null>;
+  /** Whether a user message with this text was added at or after `since` (among its latest 100): a delivery by id looks for its earlier attempt. */
+  hasUserMessage(conversationId: string, text: string, since: Date, timeoutMs: number): Promise<boolean>;
   /** A page of its events, oldest first; `next` continues it. */
   page(conversationId: string, pageId: string | null, limit: number, timeoutMs: number): Promise<{ items: unknown[]; next: string | null } | null>;
 }
@@ -115,6 +120,9 @@ export abstract class RuntimeClient {
 
   /** Its copy of the log, when it can lose events on their way (see RuntimeEventLog). */
   abstract readonly eventLog: RuntimeEventLog | null;
+
+  /** Whether a message sent again with the same `id` is added once by the runtime itself. */
+  abstract readonly dropsRepeatedMessages: boolean;
 
   /** A JSON body, bytes as they are (application/octet-stream), or a form (multipart). */
   protected async fetch(method: string, path: string, body: unknown, timeoutMs: number): Promise<Response> {

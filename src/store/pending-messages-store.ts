@@ -26,6 +26,8 @@ export interface PendingMessageRecord {
 interface PendingMessageDoc extends Omit<PendingMessageRecord, 'id'> {
   _id: string;
   message_id: string;
+  /** See firstAttempt. */
+  first_attempt_at?: Date;
 }
 
 export const pendingMessagesIndexes: CollectionIndexes = {
@@ -89,6 +91,20 @@ export class PendingMessagesStore {
 
   async mark(conversationId: string, messageId: string, status: PendingMessageStatus, detail: string | null = null): Promise<void> {
     await this.messages.updateOne({ _id: key(conversationId, messageId) }, { $set: { status, detail, updated_at: new Date() } });
+  }
+
+  /**
+   * When the message was first sent to a runtime that does not drop a repeated message (null: never):
+   * a retry looks for it in the runtime's log from then on.
+   */
+  async firstAttempt(conversationId: string, messageId: string): Promise<Date | null> {
+    const d = await this.messages.findOne({ _id: key(conversationId, messageId) }, { projection: { first_attempt_at: 1 } });
+    return d?.first_attempt_at instanceof Date ? d.first_attempt_at : null;
+  }
+
+  /** Records the first attempt (a later one keeps the first's time). */
+  async recordFirstAttempt(conversationId: string, messageId: string, at: Date): Promise<void> {
+    await this.messages.updateOne({ _id: key(conversationId, messageId), first_attempt_at: { $exists: false } }, { $set: { first_attempt_at: at, updated_at: new Date() } });
   }
 
   /** Marks every message still waiting UNDELIVERED with the reason; answers how many. */

@@ -57,11 +57,11 @@ export function webhooksRoutes(
         prepareBody: (raw, ctx) => {
           const { batch, dropped } = fitEvents(raw);
           if (droppedAnything(dropped)) {
-            const events = Object.values(dropped.kinds).reduce((a, b) => a + b, 0);
-            const fields = Object.values(dropped.fields).reduce((a, b) => a + b, 0);
+            const events = [...dropped.kinds.values()].reduce((a, b) => a + b, 0);
+            const fields = [...dropped.fields.values()].reduce((a, b) => a + b, 0);
             if (events) metrics?.ingestDropped.inc({ what: 'event' }, events);
             if (fields) metrics?.ingestDropped.inc({ what: 'field' }, fields);
-            const sample = [...Object.keys(dropped.kinds), ...Object.keys(dropped.fields)].slice(0, 20);
+            const sample = [...dropped.kinds.keys(), ...dropped.fields.keys()].slice(0, 20);
             ctx.state.log?.info({ conversation_id: ctx.params.conversation_id, events, fields, sample }, 'dropped what the event schemas do not know');
           }
           return batch;

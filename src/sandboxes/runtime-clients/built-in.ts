@@ -12,6 +12,8 @@ export class BuiltInRuntimeClient extends RuntimeClient {
 
   /** Its outbox is on disk and retried until the control plane acknowledges: nothing to read back. */
   readonly eventLog = null;
+  /** It keeps the ids of the messages it took. */
+  readonly dropsRepeatedMessages = true;
 
   async bash(command: string, opts: { cwd: string; timeoutS: number }): Promise<BashResult> {
     const r = await this.call('POST', '/api/bash/execute_bash_command', { command, cwd: opts.cwd, timeout: opts.timeoutS }, (opts.timeoutS + 30) * 1000);

@@ -6,9 +6,10 @@
  */
 import path from 'node:path';
 import type { SecretBox } from '../../auth/secret-box';
-import { UpstreamFailed } from '../../errors';
+import { BadRequest, UpstreamFailed } from '../../errors';
+import { normalizeEventTime } from '../../schemas/event-time';
 import type { SandboxRecord } from '../../store/sandboxes-store';
-import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeLlm, type RuntimeEventLog, type RuntimeMessage } from '../runtime-client';
+import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeLlm, type RuntimeEventLog, type RuntimeMessage, textOf } from '../runtime-client';
 
 const conversationPath = (id: string) => `/api/conversations/${encodeURIComponent(id)}`;
 
@@ -53,6 +54,16 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
       const a = await this.call('GET', `${conversationPath(id)}/events/count`, undefined, timeoutMs);
       return a.status === 200 && typeof a.body === 'number' && Number.isSafeInteger(a.body) && a.body >= 0 ? a.body : null;
     },
+    hasUserMessage: async (id, text, since, timeoutMs) => {
+      const a = await this.call('GET', `${conversationPath(id)}/events/search?kind=MessageEvent&source=user&sort_order=TIMESTAMP_DESC&limit=100`, undefined, timeoutMs);
+      const items = (a.body as { items?: unknown } | null)?.items;
+      if (a.status !== 200 || !Array.isArray(items)) throw new UpstreamFailed(`The sandbox's agent server did not list its messages (${a.status})`);
+      return items.some((e: { timestamp?: unknown; llm_message?: { content?: unknown } } | null) => {
+        const at = typeof e?.timestamp === 'string' ? normalizeEventTime(e.timestamp) : null;
+        const content = e?.llm_message?.content;
+        return at !== null && Date.parse(at) >= since.getTime() && Array.isArray(content) && textOf(content) === text;
+      });
+    },
     page: async (id, pageId, limit, timeoutMs) => {
       const query = new URLSearchParams({ limit: String(limit), sort_order: 'TIMESTAMP', ...(pageId ? { page_id: pageId } : {}) });
       const a = await this.call('GET', `${conversationPath(id)}/events/search?${query}`, undefined, timeoutMs);
@@ -62,6 +73,9 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
     },
   };
 
+  /** A message has no id in its body: the conversation service looks for an earlier attempt in its log instead. */
+  readonly dropsRepeatedMessages = false;
+
   /** The runtime's working directory (OH_WORKSPACE_PATH), as its provider recorded it. */
   private get root(): string {
     const handle = this.record.runtime;
@@ -69,9 +83,15 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
     throw new UpstreamFailed(`the working directory of sandbox ${this.record.id}'s agent server is not known (its ${handle?.provider ?? 'missing'} runtime recorded none)`);
   }
 
-  /** Paths go absolute: the agent server refuses relative ones. */
+  /**
+   * Paths go absolute (the agent server refuses relative ones) and stay in its working directory, as the
+   * built-in runtime keeps them: a path that leaves it (`..`, another absolute path) is refused here.
+   */
   private absolute(p: string): string {
-    return path.posix.isAbsolute(p) ? p : path.posix.join(this.root, p);
+    const root = this.root;
+    const resolved = path.posix.resolve(root, p);
+    if (resolved !== root && !resolved.startsWith(`${root}/`)) throw new BadRequest(`path ${JSON.stringify(p)} is outside the workspace`);
+    return resolved;
   }
 
   async bash(command: string, opts: { cwd: string; timeoutS: number }): Promise<BashResult> {
@@ -115,8 +135,10 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
     return { created: false, exists: false, refused: r };
   }
 
-  sendMessage(conversationId: string, message: RuntimeMessage, timeoutMs: number): Promise<RuntimeAnswer> {
-    return this.call('POST', `${conversationPath(conversationId)}/events`, messageBody(message), timeoutMs);
+  async sendMessage(conversationId: string, message: RuntimeMessage, timeoutMs: number): Promise<RuntimeAnswer> {
+    const a = await this.call('POST', `${conversationPath(conversationId)}/events`, messageBody(message), timeoutMs);
+    // 429: it added the message but could not start a run now; the message is delivered all the same.
+    return a.status === 429 ? { status: 200, body: { success: true } } : a;
   }
 
   async control(conversationId: string, action: RunControl, timeoutMs: number): Promise<RuntimeAnswer & { executionStatus: string | null }> {
