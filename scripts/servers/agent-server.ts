@@ -6,8 +6,11 @@
  *
  * The environment is self-contained where it has to be: a Python whose installation others may read (a
  * system one) gets a virtual environment; one in a private directory (pyenv under /root) is copied into
- * the environment whole, so a sandbox uid can run it once the environment is where it may read it
- * (process-isolation.ts shares it). Such a copy finds its libpython through `libDir`.
+ * the environment (its standard library, not what was installed into it), so a sandbox uid can run it
+ * once the environment is where it may read it (process-isolation.ts shares it). Such a copy finds its
+ * libpython through `libDir`. Everything installed is hash-checked: pip, setuptools and wheel from
+ * pip.lock, then the agent server's lock with no build isolation (its one source archive builds with the
+ * locked setuptools). PIP_* variables pass through (a mirror, a proxy): hashes decide what is accepted.
  *
  * Run directly (`node dist/scripts/servers/agent-server.js`) it installs what is missing and prints the
  * environment's description.
@@ -110,9 +113,12 @@ function othersCanRead(p: string): boolean {
   return (fs.statSync(real).mode & 0o004) !== 0;
 }
 
+/** How an environment is made: a new recipe makes new environments rather than reuse one made otherwise. */
+const RECIPE = '2: no base site-packages; ensurepip; pip.lock; requirements.lock without build isolation';
+
 /** The environment's directory for this lock and interpreter. */
 function envDir(cacheRoot: string, lock: string, python: Interpreter): string {
-  const key = createHash('sha256').update(lock).update(fs.readFileSync(pipLock())).update(python.version).update(fs.realpathSync(python.path)).digest('hex').slice(0, 12);
+  const key = createHash('sha256').update(RECIPE).update(lock).update(fs.readFileSync(pipLock())).update(python.version).update(fs.realpathSync(python.path)).digest('hex').slice(0, 12);
   return path.join(cacheRoot, `openhands-agent-server-${agentServerVersion(lock)}-py${python.version}-${key}`);
 }
 
@@ -137,13 +143,23 @@ export async function ensureAgentServer(cacheDir?: string, say: Say = () => {}, 
       await execFileAsync(python.path, ['-I', '-m', 'venv', work], { timeout: 120_000 });
       interpreter = 'bin/python3';
     } else {
-      fs.cpSync(python.prefix, path.join(work, 'python'), { recursive: true, verbatimSymlinks: true });
+      // The interpreter and its standard library, without what was installed into it (its site-packages:
+      // packages and .pth files no lock names, which would run at every start of the agent server).
+      const [major, minor] = python.version.split('.');
+      const sitePackages = path.join(python.prefix, 'lib', `python${major}.${minor}`, 'site-packages');
+      fs.cpSync(python.prefix, path.join(work, 'python'), { recursive: true, verbatimSymlinks: true, filter: (src) => !src.startsWith(sitePackages + path.sep) });
       interpreter = path.join('python', path.relative(python.prefix, fs.realpathSync(python.path)));
       libDir = path.join('python', 'lib');
     }
     const installEnv = { ...env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', ...(libDir ? { LD_LIBRARY_PATH: path.join(work, libDir) } : {}) };
-    for (const requirements of [pipLock(), agentServerLock()]) {
-      await execFileAsync(path.join(work, interpreter), ['-I', '-m', 'pip', 'install', '--quiet', '--require-hashes', '--no-deps', '-r', requirements], {
+    // A pip from the standard library's own wheel (a venv has one already), then everything hash-checked;
+    // the one source archive builds with the locked setuptools, never with build tools fetched unchecked.
+    if (libDir) await execFileAsync(path.join(work, interpreter), ['-I', '-m', 'ensurepip', '--default-pip'], { env: installEnv, timeout: 300_000 });
+    for (const [requirements, extra] of [
+      [pipLock(), []],
+      [agentServerLock(), ['--no-build-isolation']],
+    ] as const) {
+      await execFileAsync(path.join(work, interpreter), ['-I', '-m', 'pip', 'install', '--quiet', '--require-hashes', '--no-deps', ...extra, '-r', requirements], {
         env: installEnv,
         timeout: 20 * 60_000,
         maxBuffer: 16 << 20,
