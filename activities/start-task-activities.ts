@@ -278,7 +278,10 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       // A retried step finds the conversation it created.
       if (!created.created && !created.exists) {
         const { status, body } = created.refused;
-        throw inputError(`The runtime did not create the conversation (${status}): ${masked(JSON.stringify(body).slice(0, 500), effective.secrets)}`);
+        const why = `The runtime did not create the conversation (${status}): ${masked(JSON.stringify(body).slice(0, 500), effective.secrets)}`;
+        // Busy (the agent server's 429: its concurrent runs are all taken) or failing: the step is tried again.
+        if (status === 429 || status >= 500) throw new Error(why);
+        throw inputError(why);
       }
       return t.id;
     },
