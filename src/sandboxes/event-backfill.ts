@@ -31,6 +31,7 @@ const MAX_PAGES = 50;
 /** What a page id of the runtime's may look like (it goes back into a URL). */
 const PAGE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CALL_MS = 5000;
+const MAX_REMEMBERED = 50_000;
 
 export class EventBackfill {
   /** Conversation -> the runtime's count when its log was last read whole (this process's memory). */
@@ -45,6 +46,9 @@ export class EventBackfill {
     const log = client.eventLog;
     if (!log) return result;
     const left = () => Math.min(CALL_MS, deadlineMs - Date.now());
+    // Memory of conversations long gone is dropped now and then: the cost is one more count each.
+    if (this.synced.size > MAX_REMEMBERED) this.synced.clear();
+    if (this.shortfall.size > MAX_REMEMBERED) this.shortfall.clear();
     let pages = 0;
     for (const c of await target.conversations()) {
       if (left() <= 0 || pages >= MAX_PAGES) break;
