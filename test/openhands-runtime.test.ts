@@ -143,6 +143,34 @@ describe('the real OpenHands agent server in a process sandbox', () => {
     expect(run.status).toBe(200);
     await settled(id);
 
+    // Pause of a running agent: the server's answer ({success}) and the status read back from it.
+    llm.load([{ content: 'slow again', delay_ms: 20_000 }, { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }]);
+    expect((await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Once more' }], run: true } })).status).toBe(200);
+    await settled(id, 'running');
+    const paused = await t.request('POST', `/api/v1/app-conversations/${id}/pause`, { key: user.key });
+    expect(paused.status).toBe(200);
+    await settled(id, 'paused');
+    // The step under way when it paused still ends first; until then run is the server's 409, passed on.
+    await eventually(
+      async () => {
+        const r = await t.request('POST', `/api/v1/app-conversations/${id}/run`, { key: user.key });
+        expect([r.status, r.status === 409 ? 'busy' : r.body]).toEqual([200, expect.anything()]);
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    await settled(id);
+
+    // The sandbox paused (every process of its server stopped) and resumed: a message goes through again.
+    expect((await t.request('POST', `/api/v1/sandboxes/${ready.sandbox_id}/pause`, { key: user.key })).body.status).toBe('PAUSED');
+    expect(readStat(handle.pid)!.state).toBe('T');
+    llm.load([{ content: 'Back again.' }]);
+    const resumed = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Still there?' }], run: true } });
+    expect(resumed).toMatchObject({ status: 200, body: { success: true, message: expect.stringContaining('resumed') } });
+    await eventually(
+      async () => expect(JSON.stringify((await loggedEvents(t, user.key, id)).filter((e) => e.kind === 'MessageEvent' && e.source === 'agent').at(-1))).toContain('Back again.'),
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+
     // Delete: the sandbox goes, and its agent server with it.
     expect((await t.request('DELETE', `/api/v1/app-conversations/${id}`, { key: user.key })).status).toBe(200);
     await eventually(() => expect(readStat(handle.pid) === null || readStat(handle.pid)!.state === 'Z').toBe(true), { timeoutMs: 30_000, intervalMs: 200 });
