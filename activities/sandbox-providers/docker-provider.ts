@@ -17,6 +17,7 @@ import { isIP } from 'node:net';
 import { AGENT_SERVER, type ExposedUrl } from '../../src/schemas/sandboxes';
 import type { DockerRuntimeHandle as DockerHandle, RuntimeHandle } from '../../src/store/runtime-handle';
 import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import { openHandsEnv } from './openhands-launch';
 
 export interface DockerProviderOptions {
   docker: Docker;
@@ -222,8 +223,13 @@ export class DockerProvider implements SandboxProvider {
     if (info.State.Paused) await container.unpause();
     else if (!info.State.Running) await container.start();
     info = await container.inspect();
-    const handle: DockerHandle = { provider: 'docker', containerId: info.Id, container: name, volume: this.names(req.sandboxId).volume };
+    const handle: DockerHandle = { provider: 'docker', containerId: info.Id, container: name, volume: this.names(req.sandboxId).volume, workspace: this.workdir(req.spec) };
     return { handle, exposedUrls: [this.agentServer(name, info)] };
+  }
+
+  /** The runtime's working directory in the container (the volume's mount). */
+  private workdir(spec: StartRequest['spec']): string {
+    return spec.working_dir ?? DEFAULT_WORKDIR;
   }
 
   private agentServer(name: string, info: Docker.ContainerInspectInfo): ExposedUrl {
@@ -245,16 +251,21 @@ export class DockerProvider implements SandboxProvider {
     const ownNetwork = this.ownNetworks ? await this.ensureNetwork(req.sandboxId) : null;
     await docker.createVolume({ Name: volume, Labels: { [LABEL]: req.sandboxId } });
     const port = `${this.runtimePort}/tcp`;
-    const workdir = spec.working_dir ?? DEFAULT_WORKDIR;
+    const workdir = this.workdir(spec);
+    // On the volume, so a replaced container finds its conversations.
+    const stateDir = `${workdir.replace(/\/+$/, '')}/${STATE_DIR}`;
     const env = {
       ...spec.initial_env,
       SESSION_API_KEY: req.sessionApiKey,
       RUNTIME_HOST: '0.0.0.0',
       RUNTIME_PORT: String(this.runtimePort),
       RUNTIME_WORKING_DIR: workdir,
-      // On the volume, so a replaced container finds its conversations.
-      RUNTIME_STATE_DIR: `${workdir.replace(/\/+$/, '')}/${STATE_DIR}`,
+      RUNTIME_STATE_DIR: stateDir,
       CONTROL_PLANE_URL: req.controlPlaneUrl,
+      // The real agent server (an image of buildOpenHandsImage's): its key, webhook and state paths.
+      ...(spec.runtime === 'openhands'
+        ? openHandsEnv({ env: null, stateDir, workspace: workdir, host: '0.0.0.0', port: this.runtimePort, sessionApiKey: req.sessionApiKey, controlPlaneUrl: req.controlPlaneUrl })
+        : {}),
     };
     const limits = {
       ...(spec.memory_mb ? { Memory: spec.memory_mb * MIB, MemorySwap: spec.memory_mb * MIB } : {}),

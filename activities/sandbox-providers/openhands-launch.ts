@@ -5,13 +5,15 @@
  * defaults are relative to its working directory, which is the user's repository). Tool preloading,
  * VS Code and VNC are off; LiteLLM reads its bundled model map instead of fetching one.
  */
+import { createHmac } from 'node:crypto';
 import path from 'node:path';
 import type { AgentServerEnv } from '../../src/process/agent-server-env';
 
 export interface OpenHandsLaunch {
-  env: AgentServerEnv;
-  /** The sandbox's directory; its `conversations` directory holds the server's state. */
-  dir: string;
+  /** The installed environment (process provider); an image carries its own (docker provider). */
+  env: AgentServerEnv | null;
+  /** Where the server keeps its state (its conversations, its commands' output), outside the repository. */
+  stateDir: string;
   workspace: string;
   host: string;
   port: number;
@@ -21,15 +23,18 @@ export interface OpenHandsLaunch {
 }
 
 /** The command: the environment's Python, isolated from PYTHON* variables and from the repository on sys.path (-I), unbuffered. */
-export function openHandsCommand(l: OpenHandsLaunch): string[] {
+export function openHandsCommand(l: OpenHandsLaunch & { env: AgentServerEnv }): string[] {
   return [l.env.python, '-I', '-u', '-m', 'openhands.agent_server', '--host', l.host, '--port', String(l.port)];
 }
 
 /** Its variables, on top of what every runtime gets. */
 export function openHandsEnv(l: OpenHandsLaunch): Record<string, string> {
-  const state = path.join(l.dir, 'conversations');
+  const state = l.stateDir;
   return {
     OH_SESSION_API_KEYS_0: l.sessionApiKey,
+    // Seals the secrets it keeps on disk; the same for the sandbox's life, so a restarted server opens
+    // what it kept (the SDK keeps it out of the agent's commands, as the session key).
+    OH_SECRET_KEY: createHmac('sha256', l.sessionApiKey).update('openhands-secret-key').digest('base64url'),
     // Events go to POST {base}/events/{id}, conversation info to POST {base}/conversations, with the
     // session key as X-Session-API-Key (it adds the header itself: a key in OH_WEBHOOKS_0_HEADERS would
     // reach the agent's commands, whose environment it strips of OH_SESSION_API_KEYS_* only).
@@ -52,6 +57,6 @@ export function openHandsEnv(l: OpenHandsLaunch): Record<string, string> {
     OPENHANDS_SUPPRESS_BANNER: '1',
     // A copied interpreter finds its libpython here; the agent's commands get the variable as it was
     // before (unset), as the SDK restores LD_LIBRARY_PATH_ORIG for them.
-    ...(l.env.libDir ? { LD_LIBRARY_PATH: l.env.libDir, LD_LIBRARY_PATH_ORIG: '' } : {}),
+    ...(l.env?.libDir ? { LD_LIBRARY_PATH: l.env.libDir, LD_LIBRARY_PATH_ORIG: '' } : {}),
   };
 }

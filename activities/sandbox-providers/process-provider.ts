@@ -158,7 +158,7 @@ export class ProcessProvider implements SandboxProvider {
       CONTROL_PLANE_URL: req.controlPlaneUrl,
       ...isolation?.env(dir),
     };
-    const launch = openhands && { env: openhands, dir, workspace, host: this.host, port, sessionApiKey: req.sessionApiKey, controlPlaneUrl: req.controlPlaneUrl };
+    const launch = openhands && { env: openhands, stateDir: path.join(dir, 'conversations'), workspace, host: this.host, port, sessionApiKey: req.sessionApiKey, controlPlaneUrl: req.controlPlaneUrl };
     if (launch) {
       Object.assign(env, openHandsEnv(launch));
       if (!isolation) fs.mkdirSync(path.join(dir, 'conversations'), { recursive: true, mode: 0o700 });

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot, FERRETDB_VERSION, TEMPORAL_CLI_VERSION } from '../servers/paths';
 import { aptInstall } from '../host-packages';
+import type { AgentServerEnv } from '../../src/process/agent-server-env';
 import { engineGet } from './engine';
 
 const run = promisify(execFile);
@@ -167,4 +168,51 @@ export async function buildServerImages(host: string, base: string, binaries: { 
     }
   }
   return images;
+}
+
+/** What the agent server's interpreter needs of Debian beyond the base (its copied standard library's modules), and tmux, which its terminal prefers. */
+const OPENHANDS_PACKAGES = ['libsqlite3-0', 'libreadline8', 'libncursesw6', 'libgdbm6', 'libbz2-1.0', 'liblzma5', 'libuuid1', 'tmux'];
+/** Bump when the image's recipe changes. */
+const OPENHANDS_RECIPE = 2;
+
+/**
+ * The real OpenHands agent server as a sandbox image, on the Node base: the environment the project
+ * installed from runtimes/openhands/requirements.lock (scripts/servers/agent-server.ts), copied in whole,
+ * root's and read-only, run as the base's `node` user. Its command starts the server on RUNTIME_PORT on
+ * every address of the container; the docker provider adds the session key, the webhook and the state
+ * paths. Only a self-contained environment (a copied interpreter, `libDir` set) can go into an image.
+ */
+export async function buildOpenHandsImage(host: string, base: string, env: AgentServerEnv, say: Say = () => {}): Promise<string> {
+  if (!env.libDir) throw new Error(`the agent server in ${env.dir} is a virtual environment of this machine's Python; an image needs a self-contained one (install it with a pyenv or python.org Python: AGENT_SERVER_PYTHON)`);
+  const tag = `agent-control-openhands:${env.version}-${createHash('sha256').update(path.basename(env.dir)).update(base).update(String(OPENHANDS_RECIPE)).digest('hex').slice(0, 12)}`;
+  if (await hasImage(host, tag)) return tag;
+  const started = Date.now();
+  const dir = fs.mkdtempSync(path.join(path.dirname(env.dir), '.image-'));
+  try {
+    // Hard links: the context is the environment itself, not a second gigabyte.
+    await run('cp', ['-al', env.dir, path.join(dir, 'env')]);
+    const inImage = (p: string) => path.posix.join('/opt/openhands', path.relative(env.dir, p));
+    fs.writeFileSync(
+      path.join(dir, 'Dockerfile'),
+      [
+        `FROM ${base}`,
+        `RUN apt-get update && apt-get install -y --no-install-recommends ${OPENHANDS_PACKAGES.join(' ')} && rm -rf /var/lib/apt/lists/*`,
+        // COPY makes it root's and keeps the install's modes (root's umask 022): readable, not writable, by node.
+        'COPY env /opt/openhands',
+        'RUN mkdir -p /workspace && chown node:node /workspace',
+        `ENV OPENHANDS_PYTHON=${inImage(env.python)} LD_LIBRARY_PATH=${inImage(env.libDir)} LD_LIBRARY_PATH_ORIG= LITELLM_LOCAL_MODEL_COST_MAP=True OPENHANDS_SUPPRESS_BANNER=1`,
+        `LABEL agent-control.openhands=${env.version}`,
+        'USER node',
+        'WORKDIR /workspace',
+        'CMD ["/bin/sh", "-c", "exec \\"$OPENHANDS_PYTHON\\" -I -u -m openhands.agent_server --host 0.0.0.0 --port \\"${RUNTIME_PORT:-8000}\\""]',
+        '',
+      ].join('\n'),
+    );
+    say(`building ${tag}: the agent server environment on ${base} (about a minute, once)`);
+    await docker(host, ['build', '--force-rm', '--network=host', '-t', tag, dir]);
+    say(`built ${tag} in ${Math.round((Date.now() - started) / 1000)} s`);
+    return tag;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }

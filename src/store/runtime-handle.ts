@@ -20,6 +20,8 @@ export interface DockerRuntimeHandle {
   containerId: string;
   container: string;
   volume: string;
+  /** The runtime's working directory in the container; absent in handles recorded before it was kept. */
+  workspace?: string;
 }
 
 export interface RemoteRuntimeHandle {

@@ -7,7 +7,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { engineGet, ensureDockerEngine, type DockerEngine } from '../../scripts/docker/engine';
 import { ensureCommands } from '../../scripts/host-packages';
-import { buildProjectImages, buildServerImages, ensureBaseImage, type ProjectImages, type ServerImages } from '../../scripts/docker/images';
+import { buildOpenHandsImage, buildProjectImages, buildServerImages, ensureBaseImage, type ProjectImages, type ServerImages } from '../../scripts/docker/images';
+import type { AgentServerEnv } from '../../src/process/agent-server-env';
 import type { ServerBinaries } from '../../scripts/servers/obtain';
 import { dockerFromHost, SANDBOX_LABEL } from '../../activities/sandbox-providers/docker-provider';
 
@@ -17,7 +18,8 @@ export interface DockerTestEnv {
   /** DOCKER_HOST of the engine the tests use. */
   host: string;
   version: string;
-  images: ProjectImages & ServerImages;
+  /** `openhands`: the real OpenHands agent server's image (buildOpenHandsImage). */
+  images: ProjectImages & ServerImages & { openhands: string };
   /** The host's address on the engine's default bridge: where containers reach what a test serves. */
   gateway: string;
 }
@@ -33,7 +35,7 @@ async function bridgeAddress(name: string): Promise<string | undefined> {
   return /\binet (\d+\.\d+\.\d+\.\d+)\//.exec(out.stdout)?.[1];
 }
 
-export async function prepareDocker(binaries: Promise<ServerBinaries>, say: (l: string) => void): Promise<{ env: DockerTestEnv; engine: DockerEngine }> {
+export async function prepareDocker(binaries: Promise<ServerBinaries>, agentServer: Promise<AgentServerEnv>, say: (l: string) => void): Promise<{ env: DockerTestEnv; engine: DockerEngine }> {
   const started = Date.now();
   const engine = await ensureDockerEngine({ say }).catch((e: Error) => {
     throw new Error(`${e.message}. The docker provider's tests need one: start Docker, run the tests as root (they install Debian's docker.io), or set AGENT_CONTROL_DOCKER_TESTS=off to leave them out.`);
@@ -44,13 +46,14 @@ export async function prepareDocker(binaries: Promise<ServerBinaries>, say: (l: 
     const base = await ensureBaseImage(engine.host, say);
     const project = await buildProjectImages(engine.host, base, say);
     const servers = await buildServerImages(engine.host, base, await binaries, say);
+    const openhands = await buildOpenHandsImage(engine.host, base, await agentServer, say);
     const bridge = JSON.parse((await engineGet(engine.host, '/networks/bridge')).body) as { IPAM?: { Config?: { Gateway?: string }[] }; Options?: Record<string, string> };
     // The engine names the gateway only when it chose it; else it is the bridge interface's own address.
     const bridgeName = bridge.Options?.['com.docker.network.bridge.name'] ?? 'docker0';
     const gateway = bridge.IPAM?.Config?.[0]?.Gateway ?? (await bridgeAddress(bridgeName));
     if (!gateway) throw new Error(`the engine at ${engine.host} reports no gateway for its bridge network`);
     say(`Docker ${engine.version} at ${engine.host}${engine.own ? ' (started by this run)' : ''}, images ready in ${Date.now() - started} ms`);
-    return { env: { host: engine.host, version: engine.version, images: { ...project, ...servers }, gateway }, engine };
+    return { env: { host: engine.host, version: engine.version, images: { ...project, ...servers, openhands }, gateway }, engine };
   } catch (e) {
     await engine.stop();
     throw e;

@@ -32,8 +32,9 @@ export default async function globalSetup(): Promise<void> {
   // The real OpenHands agent server, for the suites that run sandboxes on it (installed once, cached).
   const agentServer = ensureAgentServer(process.env.SERVERS_CACHE_DIR, say);
   agentServer.catch(() => undefined); // awaited below
-  // The Docker engine and images come up beside the servers (the server images need the binaries).
-  const docker = dockerTestsEnabled() ? prepareDocker(obtained, say) : null;
+  // The Docker engine and images come up beside the servers (the server images need the binaries, the
+  // agent server's image its environment).
+  const docker = dockerTestsEnabled() ? prepareDocker(obtained, agentServer, say) : null;
   docker?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
   const [binaries, agentServerEnv] = await Promise.all([obtained, agentServer]).catch(async (e) => {
     await docker?.then((d) => d.engine.stop()).catch(() => undefined);

@@ -79,7 +79,7 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
   /** The runtime's working directory (OH_WORKSPACE_PATH), as its provider recorded it. */
   private get root(): string {
     const handle = this.record.runtime;
-    if (handle?.provider === 'process' && handle.workspace) return handle.workspace;
+    if ((handle?.provider === 'process' || handle?.provider === 'docker') && handle.workspace) return handle.workspace;
     throw new UpstreamFailed(`the working directory of sandbox ${this.record.id}'s agent server is not known (its ${handle?.provider ?? 'missing'} runtime recorded none)`);
   }
 
