@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
-import { loggedEvents } from './helpers/agent';
+import { loggedEvents, logWhenExecution } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
@@ -20,7 +20,6 @@ import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
-const lastExecution = (log: any[]) => log.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').at(-1)?.value;
 const userTexts = (log: any[]) => log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.llm_message.content.map((c: any) => c.text).join(''));
 
 describe('acting on started conversations', () => {
@@ -61,15 +60,7 @@ describe('acting on started conversations', () => {
     return waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 60_000);
   };
   const view = async (id: string, key = user.key) => (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body[0];
-  const settled = (id: string, status = 'finished') =>
-    eventually(
-      async () => {
-        const log = await loggedEvents(t, user.key, id);
-        expect(lastExecution(log)).toBe(status);
-        return log;
-      },
-      { timeoutMs: 20_000, intervalMs: 100 },
-    );
+  const settled = (id: string, status = 'finished') => logWhenExecution(t, user.key, id, status);
 
   it('a follow-up message changes what the agent does next; the conversation shows its sandbox, state, metrics and address', async () => {
     const ready = await startReady({ title: 'Follow-ups', pr_number: [7] });

@@ -19,7 +19,7 @@ import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
 import { readStat } from '../src/process/process-tree';
 import { EventSchema } from '../src/schemas/events';
-import { loggedEvents } from './helpers/agent';
+import { loggedEvents, logWhenExecution } from './helpers/agent';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
@@ -27,8 +27,6 @@ import { bareRepo } from './helpers/git-repo';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startTestWorker, type TestWorker } from './helpers/worker';
-
-const lastExecution = (log: any[]) => log.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').at(-1)?.value;
 
 describe('the real OpenHands agent server in a process sandbox', () => {
   let t: TestApi;
@@ -64,15 +62,7 @@ describe('the real OpenHands agent server in a process sandbox', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const settled = (id: string, status = 'finished') =>
-    eventually(
-      async () => {
-        const log = await loggedEvents(t, user.key, id);
-        expect(lastExecution(log)).toBe(status);
-        return log;
-      },
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
+  const settled = (id: string, status = 'finished') => logWhenExecution(t, user.key, id, status, 60_000);
 
   it('starts to READY, edits the repository with its tools, reports every event in order, and answers the control plane like the built-in runtime', async () => {
     const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { selected_repository: repo, title: 'On the real agent' } });

@@ -99,6 +99,18 @@ export function settledLog(t: TestApi, key: string, c: AgentConversation, timeou
   );
 }
 
+/** The log (through the api) once the conversation's last reported execution status is `status`. */
+export function logWhenExecution(t: TestApi, key: string, conversationId: string, status = 'finished', timeoutMs = 20_000): Promise<any[]> {
+  return eventually(
+    async () => {
+      const log = await loggedEvents(t, key, conversationId);
+      expect(states(log).at(-1)).toBe(status);
+      return log;
+    },
+    { timeoutMs, intervalMs: 100 },
+  );
+}
+
 export const kinds = (events: any[]) => events.map((e) => e.kind);
 /** The execution states the log went through (the metrics updates left out). */
 export const states = (events: any[]) => events.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').map((e) => e.value);
