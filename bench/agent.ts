@@ -1,5 +1,9 @@
 /**
- * Agent runtime benchmark (on demand, never part of the tests): `npm run bench:agent [-- --steps 200 --runs 3]`.
+ * Agent runtime benchmark (on demand, never part of the tests):
+ * `npm run bench:agent [-- --steps 200 --runs 3 --runtime built-in|openhands]`.
+ *
+ * --runtime picks the agent server: the built-in runtime, or the real OpenHands agent server (installed
+ * first when missing, launched as the process provider launches it).
  *
  * Starts FerretDB and the Temporal dev server in a temporary directory, the api and one runtime as their
  * own processes, and the scripted LLM in this process. Each run, alternating the two so drift hits both:
@@ -16,15 +20,17 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { SecretBox } from '../src/auth/secret-box';
-import type { ConversationInfo } from '../src/runtime/agent/conversation-schemas';
 import { ScriptedLlm, type ScriptStep } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
 import { createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
-import { arg, median, printTable, progress, runBench } from './report';
+import { arg, median, printTable, progress, runBench, wordArg } from './report';
+import { ensureAgentServer } from '../scripts/servers/agent-server';
+import { openHandsCommand, openHandsEnv } from '../activities/sandbox-providers/openhands-launch';
 import { startBenchServers } from './servers';
 
 const STEPS = arg('steps', 200);
+const RUNTIME = wordArg('runtime', ['built-in', 'openhands'] as const, 'built-in');
 const RUNS = arg('runs', 3);
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -45,14 +51,30 @@ async function main(): Promise<void> {
   const sessionKey = `bench-session-${randomUUID()}`;
   const workspace = path.join(servers.dir, 'workspace');
   const stateDir = path.join(servers.dir, 'runtime-state');
+  fs.mkdirSync(workspace, { recursive: true });
+  fs.mkdirSync(stateDir, { recursive: true });
+  const agentServer = RUNTIME === 'openhands' ? await ensureAgentServer(undefined, progress) : null;
+  const launch = agentServer && { env: agentServer, stateDir, workspace, host: '127.0.0.1', port: runtimePort, sessionApiKey: sessionKey, controlPlaneUrl: base };
+  const [runtimeCommand, ...runtimeArgs] = launch ? openHandsCommand(launch) : [process.execPath, dist('src', 'runtime', 'main.js')];
   const children = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], {
       env: servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: SecretBox.generateKey() }),
       stdio: ['ignore', 'inherit', 'inherit'],
     }),
-    spawn(process.execPath, [dist('src', 'runtime', 'main.js')], {
-      env: { PATH: process.env.PATH, RUNTIME_PORT: String(runtimePort), SESSION_API_KEY: sessionKey, RUNTIME_WORKING_DIR: workspace, RUNTIME_STATE_DIR: stateDir, CONTROL_PLANE_URL: base, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'inherit', 'inherit'],
+    spawn(runtimeCommand!, runtimeArgs, {
+      cwd: workspace,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        RUNTIME_PORT: String(runtimePort),
+        SESSION_API_KEY: sessionKey,
+        RUNTIME_WORKING_DIR: workspace,
+        RUNTIME_STATE_DIR: stateDir,
+        CONTROL_PLANE_URL: base,
+        LOG_LEVEL: 'warn',
+        ...(launch ? openHandsEnv(launch) : {}),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
     }),
   ];
   const database = openDatabase(servers.mongoUri, 'bench');
@@ -60,8 +82,41 @@ async function main(): Promise<void> {
   const rt = (method: string, p: string, body?: unknown) =>
     fetch(runtime + p, { method, headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }).then(async (r) => {
       if (!r.ok) throw new Error(`${method} ${p} answered ${r.status}: ${await r.text()}`);
-      return r.json() as Promise<ConversationInfo>;
+      return r.json() as Promise<never>;
     });
+  /** The conversation as each runtime takes it: the built-in one's body, or the agent server's (an Agent with the terminal tool). */
+  const createBody = (id: string) =>
+    RUNTIME === 'openhands'
+      ? {
+          conversation_id: id,
+          agent: { kind: 'Agent', llm: { model: 'openai/bench', base_url: llm.url, api_key: 'bench', num_retries: 0 }, tools: [{ name: 'terminal' }] },
+          workspace: { kind: 'LocalWorkspace', working_dir: workspace },
+          initial_message: { role: 'user', content: [{ type: 'text', text: 'Run true many times.' }], run: true },
+          max_iterations: STEPS + 5,
+          autotitle: false,
+        }
+      : { conversation_id: id, agent: { llm: { model: 'bench', base_url: llm.url } }, initial_message: { content: [{ text: 'Run true many times.' }], run: true }, max_iterations: STEPS + 5 };
+  /** How many events the runtime has for the conversation, and how many it has still to send. */
+  const runtimeEvents = async (id: string): Promise<{ events: number; unsent: number }> => {
+    if (RUNTIME === 'openhands') return { events: (await rt('GET', `/api/conversations/${id}/events/count`)) as number, unsent: 0 };
+    const info: { events: number; unsent_events: number } = await rt('GET', `/api/conversations/${id}`);
+    return { events: info.events, unsent: info.unsent_events };
+  };
+  /** Every event the runtime wrote for the conversation, as JSON texts in order. */
+  const runtimeLog = async (id: string): Promise<string[]> => {
+    if (RUNTIME === 'built-in') {
+      const dir = fs.readdirSync(stateDir).find((d) => Buffer.from(d, 'base64url').toString() === id)!;
+      return fs.readFileSync(path.join(stateDir, dir, 'outbox.jsonl'), 'utf8').trim().split('\n');
+    }
+    const out: string[] = [];
+    let page: string | null = null;
+    do {
+      const r: { items: unknown[]; next_page_id: string | null } = await rt('GET', `/api/conversations/${id}/events/search?limit=100&sort_order=TIMESTAMP${page ? `&page_id=${page}` : ''}`);
+      out.push(...r.items.map((e) => JSON.stringify(e)));
+      page = r.next_page_id;
+    } while (page);
+    return out;
+  };
   try {
     for (let i = 0; i < 300; i++) {
       const [a, b] = await Promise.all([fetch(`${base}/ready`).catch(() => null), fetch(`${runtime}/alive`).catch(() => null)]);
@@ -77,21 +132,25 @@ async function main(): Promise<void> {
       llm.load(script());
       const first = llm.requests.length;
       const t0 = now();
-      await rt('POST', '/api/conversations', { conversation_id: conv.id, agent: { llm: { model: 'bench', base_url: llm.url } }, initial_message: { content: [{ text: 'Run true many times.' }], run: true }, max_iterations: STEPS + 5 });
-      let info: ConversationInfo;
+      await rt('POST', '/api/conversations', createBody(conv.id));
+      let info: { execution_status: string };
       do {
         await sleep(2);
         info = await rt('GET', `/api/conversations/${conv.id}`);
       } while (info.execution_status === 'running' || info.execution_status === 'idle');
       if (info.execution_status !== 'finished') throw new Error(`the conversation ended ${info.execution_status}`);
       const finishedMs = now() - t0;
-      while ((await rt('GET', `/api/conversations/${conv.id}`)).unsent_events > 0 || (await events.countDocuments({ conversation_id: conv.id })) < info.events) await sleep(2);
+      let written = await runtimeEvents(conv.id);
+      while (written.unsent > 0 || (await events.countDocuments({ conversation_id: conv.id })) < written.events) {
+        await sleep(2);
+        written = await runtimeEvents(conv.id);
+      }
       const deliveredMs = now() - t0;
       // Step times from the log: from one ActionEvent to the next (LLM call, command, events).
       const actions = await events.find({ conversation_id: conv.id, kind: 'ActionEvent' }).sort({ seq: 1 }).project({ timestamp: 1 }).toArray();
       const times = actions.map((a) => new Date(a.timestamp as string | Date).getTime());
       const gaps = times.slice(1).map((t, i) => t - times[i]!);
-      return { conv, finishedMs, deliveredMs, lagMs: deliveredMs - finishedMs, events: info.events, requests: llm.requests.slice(first).map((r) => r.body), early: median(gaps.slice(0, 20)), late: median(gaps.slice(-20)) };
+      return { conv, finishedMs, deliveredMs, lagMs: deliveredMs - finishedMs, events: written.events, requests: llm.requests.slice(first).map((r) => r.body), early: median(gaps.slice(0, 20)), late: median(gaps.slice(-20)) };
     };
 
     const rawRun = async (requests: unknown[], conversationId: string) => {
@@ -104,8 +163,7 @@ async function main(): Promise<void> {
       }
       const workMs = now() - t0;
       // The same events, straight to ingest under a new conversation id.
-      const dir = fs.readdirSync(stateDir).find((d) => Buffer.from(d, 'base64url').toString() === conversationId)!;
-      const lines = fs.readFileSync(path.join(stateDir, dir, 'outbox.jsonl'), 'utf8').trim().split('\n');
+      const lines = await runtimeLog(conversationId);
       const target = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
       const t1 = now();
       for (let i = 0; i < lines.length; i += 100) {
@@ -142,7 +200,7 @@ async function main(): Promise<void> {
       ['raw: the same events POSTed to ingest, batches of 100', f(m(raw.map((r) => r.ingestMs))), ''],
       ['runtime resident memory after the runs', `${(Number(rss) / 1024).toFixed(0)} MiB`, ''],
     ];
-    printTable(`Agent runtime, ${RUNS} runs (medians), scripted LLM on loopback, FerretDB`, rows);
+    printTable(`Agent runtime (${RUNTIME}), ${RUNS} runs (medians), scripted LLM on loopback, FerretDB`, rows);
     console.log(`\nthe agent adds ${((agentMs / rawMs - 1) * 100).toFixed(0)}% over the raw LLM and command calls (events, view, tools, outbox)`);
   } finally {
     await llm.close();
