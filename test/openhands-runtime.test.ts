@@ -207,7 +207,16 @@ describe('the real OpenHands agent server in a process sandbox', () => {
     const url = sandbox.exposed_urls[0].url as string;
     const direct = (method: string, p: string, body?: unknown) =>
       fetch(url + p, { method, headers: { 'X-Session-API-Key': sandbox.session_api_key, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-    const before = (await loggedEvents(t, user.key, id)).length;
+    // Everything the start made has arrived (the server's count, reached by the log) before the api goes.
+    const before = await eventually(
+      async () => {
+        const theirCount = (await (await direct('GET', `/api/conversations/${id}/events/count`)).json()) as number;
+        const mine = (await loggedEvents(t, user.key, id)).length;
+        expect(mine).toBe(theirCount);
+        return mine;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
 
     llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'echo while-away' } }] }, { tool_calls: [{ name: 'finish', arguments: { message: 'done away' } }] }]);
     await t.api.close(); // the control plane goes away: every batch of the run fails and waits in the server's memory
