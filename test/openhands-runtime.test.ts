@@ -226,13 +226,18 @@ describe('the real OpenHands agent server in a process sandbox', () => {
       await eventually(async () => expect(((await (await direct('GET', `/api/conversations/${id}`)).json()) as any).execution_status).toBe('finished'), { timeoutMs: 60_000, intervalMs: 200 });
       const handle = (await t.database.db.collection('sandboxes').findOne({ _id: ready.sandbox_id }))!.runtime as { pid: number };
       process.kill(handle.pid, 'SIGKILL'); // its queue dies with it; its log on disk stays
+      // Its health check finds it gone (ERROR) before the api comes back: a read-back that was under way
+      // while it lived has tried to post by then (to the api that is away), and none starts after.
+      await eventually(async () => expect((await t.database.db.collection('sandboxes').findOne({ _id: ready.sandbox_id }))!.status).toBe('ERROR'), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
     } finally {
       t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
     }
     expect((await loggedEvents(t, user.key, id)).length).toBe(before); // nothing of the run arrived
 
-    // Its health check finds it gone (ERROR); a resume starts it again on the same state directory.
-    await waitForStatus(t, user.key, ready.sandbox_id, 'ERROR', 30_000);
+    // A resume starts it again on the same state directory.
     expect((await t.request('POST', `/api/v1/sandboxes/${ready.sandbox_id}/resume`, { key: user.key })).status).toBe(200);
     await waitForStatus(t, user.key, ready.sandbox_id, 'RUNNING', 120_000);
     const [resumed] = (await t.request('GET', `/api/v1/sandboxes?id=${ready.sandbox_id}`, { key: user.key })).body;

@@ -164,7 +164,6 @@ export class ProcessProvider implements SandboxProvider {
       if (!isolation) fs.mkdirSync(path.join(dir, 'conversations'), { recursive: true, mode: 0o700 });
     }
     const builtIn = launch ? openHandsCommand(launch) : isolation ? Object.values(await isolation.prepare()) : [process.execPath, this.opts.runtimeEntry];
-    if (launch && isolation) await isolation.prepare();
     const [command, ...args] = req.spec.command ?? builtIn;
     const run = isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a', 0o600);
