@@ -21,7 +21,7 @@
  *   service's ports (`reservedPorts`, IPv4 and IPv6): a sandbox that binds the api's port while the api
  *   restarts, or [::1] beside an api on 127.0.0.1, completes no connection and learns nothing.
  */
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash, randomInt } from 'node:crypto';
 import dns from 'node:dns/promises';
 import fs from 'node:fs';
@@ -212,7 +212,7 @@ export class ProcessIsolation {
    * (installed under a 0700 home) a copy beside the built-in runtime's, made once per environment
    * (its name is its content's). Root's either way, writable by no sandbox.
    */
-  shareAgentServer(env: AgentServerEnv): Promise<AgentServerEnv> {
+  shareAgentServer(env: AgentServerEnv, progress?: () => void): Promise<AgentServerEnv> {
     if (readableByOthers(env.python) && readableByOthers(path.join(env.dir, AGENT_SERVER_DESCRIPTION))) {
       // Used where it is: it must be root's and closed to writes by others (its top; the install makes the rest so).
       const st = fs.statSync(env.dir);
@@ -221,31 +221,39 @@ export class ProcessIsolation {
     }
     let shared = this.sharedAgentServers.get(env.dir);
     if (!shared) {
-      shared = (async () => {
-        const target = path.join(path.dirname(this.opts.sandboxesDir), 'runtime', path.basename(env.dir));
-        const ready = readAgentServerEnv(target);
-        if (ready) return ready;
-        fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o711 });
-        const work = `${target}.copy-${process.pid}`;
-        fs.rmSync(work, { recursive: true, force: true });
-        await fs.promises.cp(env.dir, work, { recursive: true, verbatimSymlinks: true });
-        // Readable by every uid, writable by none but root, whatever the modes (and umask) of the install.
-        spawnSync(trustedProgram('chown', 'coreutils'), ['-R', '-h', '0:0', work]);
-        const modes = spawnSync(trustedProgram('chmod', 'coreutils'), ['-R', 'u+rwX,go+rX,go-w', work], { encoding: 'utf8' });
-        if (modes.status !== 0) throw new Error(`the agent server's copy ${work} could not be made readable: ${modes.stderr}`);
-        try {
-          fs.renameSync(work, target);
-        } catch (e) {
-          // Another worker finished its copy first: its copy is as good.
-          fs.rmSync(work, { recursive: true, force: true });
-          if (!readAgentServerEnv(target)) throw e;
-        }
-        return readAgentServerEnv(target)!;
-      })();
+      shared = this.copyAgentServer(env);
       shared.catch(() => this.sharedAgentServers.delete(env.dir));
       this.sharedAgentServers.set(env.dir, shared);
     }
-    return shared;
+    // The copy (about 50,000 files, a gigabyte) takes seconds to minutes: the start waiting on it says it is alive.
+    const beat = progress && setInterval(progress, 2000);
+    return shared.finally(() => beat && clearInterval(beat));
+  }
+
+  private async copyAgentServer(env: AgentServerEnv): Promise<AgentServerEnv> {
+    const target = path.join(path.dirname(this.opts.sandboxesDir), 'runtime', path.basename(env.dir));
+    const ready = readAgentServerEnv(target);
+    if (ready) return ready;
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o711 });
+    const work = `${target}.copy-${process.pid}`;
+    await fs.promises.rm(work, { recursive: true, force: true });
+    const coreutils = (name: string, args: string[]) =>
+      execFileAsync(trustedProgram(name, 'coreutils'), args).catch((e: Error & { stderr?: string }) => {
+        throw new Error(`the agent server's copy ${work} could not be made (${name}): ${e.stderr || e.message}`);
+      });
+    // Out of process and without blocking the worker: its event loop keeps heartbeating every activity it runs.
+    await coreutils('cp', ['-R', '-P', '--preserve=mode,links', env.dir, work]);
+    // Readable by every uid, writable by none but root, whatever the modes (and umask) of the install.
+    await coreutils('chown', ['-R', '-h', '0:0', work]);
+    await coreutils('chmod', ['-R', 'u+rwX,go+rX,go-w', work]);
+    try {
+      fs.renameSync(work, target);
+    } catch (e) {
+      // Another worker finished its copy first: its copy is as good.
+      await fs.promises.rm(work, { recursive: true, force: true });
+      if (!readAgentServerEnv(target)) throw e;
+    }
+    return readAgentServerEnv(target)!;
   }
 
   /** The chain's jump is checked at every start: a firewall flushed by another tool is put back. */
@@ -312,8 +320,9 @@ export class ProcessIsolation {
       // Run like the sandbox's own processes (its namespaces, no environment of the worker's): a process of
       // its uid in the host's namespaces would show the sandbox the host's /tmp through /proc/<pid>/root.
       const mkdir = this.launch(uid, dir, trustedProgram('mkdir', 'coreutils'), ['-p', '-m', '700', workspace]);
-      const made = spawnSync(mkdir.command, mkdir.args, { env: {}, cwd: '/', encoding: 'utf8', timeout: 10_000 });
-      if (made.status !== 0) throw new Error(`the sandbox's working directory ${workspace} could not be made: ${made.stderr || made.error?.message}`);
+      await execFileAsync(mkdir.command, mkdir.args, { env: {}, cwd: '/', encoding: 'utf8', timeout: 10_000 }).catch((e: Error & { stderr?: string }) => {
+        throw new Error(`the sandbox's working directory ${workspace} could not be made: ${e.stderr || e.message}`);
+      });
     }
     await this.ensureFirewall();
     return uid;

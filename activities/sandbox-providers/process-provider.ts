@@ -142,7 +142,7 @@ export class ProcessProvider implements SandboxProvider {
     // be taken by another sandbox before the runtime binds it, and that sandbox would get its clients.
     // The OpenHands agent server takes its port on the command line: one chosen here, and afterwards it
     // must be its uid's alone (awaitListener), or the start fails and is tried again.
-    const openhands = req.spec.runtime === 'openhands' ? await this.agentServer(req.spec) : undefined;
+    const openhands = req.spec.runtime === 'openhands' ? await this.agentServer(req.spec, req.progress) : undefined;
     let port = isolation && !openhands ? 0 : await freePort();
     const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
     const env = {
@@ -203,7 +203,7 @@ export class ProcessProvider implements SandboxProvider {
   }
 
   /** The installed agent server, as the sandbox's uid may run it. */
-  private async agentServer(spec: StartRequest['spec']): Promise<AgentServerEnv> {
+  private async agentServer(spec: StartRequest['spec'], progress?: () => void): Promise<AgentServerEnv> {
     const dir = this.opts.agentServerDir;
     const env = dir ? readAgentServerEnv(dir) : null;
     if (!env) {
@@ -213,7 +213,7 @@ export class ProcessProvider implements SandboxProvider {
           '(`npm start` installs it when a spec needs it; `node dist/scripts/servers/agent-server.js` installs it and prints the directory)',
       );
     }
-    return this.opts.isolation ? this.opts.isolation.shareAgentServer(env) : env;
+    return this.opts.isolation ? this.opts.isolation.shareAgentServer(env, progress) : env;
   }
 
   /**
