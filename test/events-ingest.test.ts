@@ -37,6 +37,14 @@ describe('event ingest', () => {
     expect(docs[0]!.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
   });
 
+  it("publishes a full_state snapshot (the agent server's, on a subscription) without storing it: the log stays the runtime's own", async () => {
+    const c = await t.newConversation(userId);
+    const snapshot = sample('ConversationStateUpdateEvent', { key: 'full_state', value: { execution_status: 'idle', persistence_dir: '/somewhere/of/the/runtime' } });
+    const r = await t.ingest(c.conversationId, c.sessionKey, [snapshot, ...messages(1)]);
+    expect(r).toMatchObject({ status: 200, body: { stored: 1, already_stored: 0, published_only: 1 } });
+    expect((await stored(c.conversationId)).map((d) => d.kind)).toEqual(['MessageEvent']);
+  });
+
   it('one invalid event rejects the whole batch with its loc; nothing is stored', async () => {
     const c = await t.newConversation(userId);
     const batch = [...messages(3), sample('AgentErrorEvent', { tool_name: undefined }), ...messages(2)];
@@ -111,7 +119,8 @@ describe('event ingest', () => {
       { kind: 'SomethingNewEvent', id: 'new-1', source: 'agent', detail: 'from a newer agent server' },
       { kind: 'constructor' }, // names an object's own properties would have: names like any other
       { kind: '__proto__' },
-      second,
+      // Deeper, in a closed shape (a text block): found by validation, taken out, validated again.
+      { ...second, extended_content: [{ type: 'text', text: 'more', enable_truncation: true }, { type: 'text', text: 'and more' }] },
     ];
     const scrape = async () => (await fetch(metricsUrl)).text();
     const before = await scrape();
@@ -123,13 +132,23 @@ describe('event ingest', () => {
     expect(kept).not.toHaveProperty('classification');
     expect(kept).not.toHaveProperty('critic_score');
     expect(EventSchema.parse(kept)).toMatchObject({ id: first!.id, kind: 'MessageEvent' });
+    expect(JSON.parse(docs[1]!.json).extended_content).toEqual([
+      { type: 'text', text: 'more', cache_prompt: false },
+      { type: 'text', text: 'and more', cache_prompt: false },
+    ]);
     const dropped = (text: string, what: string) => Number(new RegExp(`^agent_control_ingest_dropped_total\\{what="${what}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
     const after = await scrape();
     expect(dropped(after, 'event') - dropped(before, 'event')).toBe(3);
-    expect(dropped(after, 'field') - dropped(before, 'field')).toBe(2);
+    expect(dropped(after, 'field') - dropped(before, 'field')).toBe(3);
     // A known field with a wrong value is still a broken runtime: the batch is refused whole.
     const wrong = await t.ingest(c.conversationId, c.sessionKey, [{ ...messages(1)[0], source: 'somewhere' }]);
     expect(wrong.status).toBe(422);
+    // So is one deep down, even beside an unknown field that alone would have been dropped; its 422 names the wrong value.
+    const [deep] = messages(1);
+    const both = await t.ingest(c.conversationId, c.sessionKey, [{ ...deep, extended_content: [{ type: 'text', text: 7, enable_truncation: true }] }]);
+    expect(both.status).toBe(422);
+    expect(both.body.detail.map((d: any) => d.loc)).toContainEqual(['body', 0, 'extended_content', 0, 'text']);
+    expect(await stored(c.conversationId)).toHaveLength(2);
   });
 
   it('rejects a body that is not an array of events', async () => {

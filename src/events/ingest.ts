@@ -7,7 +7,7 @@
 import { Conflict, Unavailable } from '../errors';
 import type { LiveChannel, LiveItem } from '../live/live-channel';
 import type { Logger } from '../logger';
-import { TRANSIENT_KINDS, type Event } from '../schemas/events';
+import { isTransient, type Event } from '../schemas/events';
 import type { ConversationsStore } from '../store/conversations-store';
 import { metricsFromStats } from './usage';
 import { TRACKED_STATE_KEYS, type ConversationStatesStore, type TrackedStateKey } from '../store/conversation-states-store';
@@ -19,7 +19,7 @@ export interface IngestResult {
   stored: number;
   /** Events whose id the log already held (a retried batch): not written again. */
   already_stored: number;
-  /** Transient events (StreamingDeltaEvent): published live, never stored. */
+  /** Transient events (StreamingDeltaEvent, a full_state snapshot): published live, never stored. */
   published_only: number;
 }
 
@@ -68,7 +68,7 @@ export class EventIngest {
     const renewal = setInterval(() => void conversations.renewIngestLease(conversationId, token, ttlMs).catch(() => undefined), Math.floor(ttlMs / 3));
     renewal.unref();
     try {
-      const persistent = batch.filter((e) => !TRANSIENT_KINDS.has(e.kind));
+      const persistent = batch.filter((e) => !isTransient(e));
       const seen = new Set<string>();
       const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
       const { stored, last } = await this.store(conversationId, unique);
@@ -76,7 +76,7 @@ export class EventIngest {
       const seqById = new Map(stored.map((d) => [d.id, d]));
       const latest = latestState(unique.filter((e) => seqById.has(e.id)));
       const outgoing = batch.flatMap((e): LiveItem[] => {
-        if (TRANSIENT_KINDS.has(e.kind)) return [{ seq: null, json: JSON.stringify(e) }];
+        if (isTransient(e)) return [{ seq: null, json: JSON.stringify(e) }];
         const d = seqById.get(e.id);
         if (!d) return [];
         seqById.delete(e.id);

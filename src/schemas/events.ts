@@ -284,3 +284,14 @@ export const EventPageSchema = z
 
 /** Events that are published live and never written to the log (SPEC 6). */
 export const TRANSIENT_KINDS: ReadonlySet<EventKind> = new Set(['StreamingDeltaEvent']);
+
+/**
+ * The state update that carries a whole snapshot (key `full_state`): the OpenHands agent server sends one
+ * to a subscriber that joins (its webhook, now and then), keeps none in its own log, and the next ones
+ * say again what it holds. Live clients get it; the log, which must match the runtime's, does not.
+ */
+export const SNAPSHOT_STATE_KEY = 'full_state';
+
+/** Published live, never stored: a transient kind, or a state snapshot. */
+export const isTransient = (e: { kind: string; key?: unknown }): boolean =>
+  TRANSIENT_KINDS.has(e.kind as EventKind) || (e.kind === 'ConversationStateUpdateEvent' && e.key === SNAPSHOT_STATE_KEY);

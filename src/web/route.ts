@@ -43,6 +43,11 @@ export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z
   bodyMayHoldNul?: boolean;
   /** Applied to the body as read, before it is validated (the ingest fits events to the schemas). */
   prepareBody?: (raw: unknown, ctx: RouteContext) => unknown;
+  /**
+   * When the body fails validation: a body to validate once more given the issues (the ingest takes out
+   * fields a newer runtime added deep in an event), or null to let the 422 stand.
+   */
+  refitBody?: (body: unknown, issues: readonly z.core.$ZodIssue[], ctx: RouteContext) => unknown | null;
   responses: Record<number, ResponseSpec>;
 }
 
@@ -84,6 +89,18 @@ function parsePart(schema: z.ZodType | undefined, raw: unknown, part: InputPart,
   return undefined;
 }
 
+/** The body, prepared and validated; refitted and validated once more when the route knows how. */
+function parseBody(spec: Pick<RouteSpec<AnyObject, AnyObject, z.ZodType>, 'body' | 'prepareBody' | 'refitBody'>, ctx: RouteContext, problems: ValidationDetail[]): unknown {
+  if (!spec.body) return undefined;
+  const raw = spec.prepareBody ? spec.prepareBody(ctx.state.body, ctx) : ctx.state.body;
+  const r = spec.body.safeParse(raw);
+  if (r.success) return r.data;
+  const refitted = spec.refitBody?.(raw, r.error.issues, ctx) ?? null;
+  if (refitted !== null) return parsePart(spec.body, refitted, 'body', problems);
+  problems.push(...toValidationDetail(r.error.issues, raw, 'body'));
+  return undefined;
+}
+
 const toOpenApiPath = (p: string) => p.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 export class ApiRouter {
@@ -117,7 +134,7 @@ export class ApiRouter {
       const problems: ValidationDetail[] = [];
       const params = parsePart(spec.params, ctx.params, 'path', problems);
       const query = parsePart(spec.query, queryValues(ctx.query, spec.query), 'query', problems);
-      const body = parsePart(spec.body, spec.prepareBody ? spec.prepareBody(ctx.state.body, ctx) : ctx.state.body, 'body', problems);
+      const body = parseBody(spec, ctx, problems);
       if (problems.length > 0) throw new RequestValidationError(problems);
       await handler(ctx, { params, query, body } as RouteInput<P, Q, B>);
     };

@@ -389,7 +389,7 @@ export interface paths {
         put?: never;
         /**
          * Append a batch of events to a conversation's log
-         * @description All or nothing: one invalid event rejects the batch (422, its loc names the event), and nothing is stored. Idempotent on event id: a retried batch stores nothing twice. StreamingDeltaEvents are published live and never stored. What a newer runtime adds is dropped, not refused: an event of an unknown kind, a field an event has beyond its schema.
+         * @description All or nothing: one invalid event rejects the batch (422, its loc names the event), and nothing is stored. Idempotent on event id: a retried batch stores nothing twice. StreamingDeltaEvents and full_state snapshots (a ConversationStateUpdateEvent with key full_state) are published live and never stored. What a newer runtime adds is dropped, not refused: an event of an unknown kind, a field an event has beyond its schema.
          */
         post: operations["ingestEvents"];
         delete?: never;

@@ -1,6 +1,6 @@
 import type { ApiMetrics } from '../../observability/metrics';
 import type { CallbackDispatch } from '../../app-conversations/callback-dispatch';
-import { droppedAnything, fitEvents } from '../../events/fit-events';
+import { droppedAnything, fitEvents, fitNestedFields, noneDropped, type Dropped } from '../../events/fit-events';
 import type { EventIngest } from '../../events/ingest';
 import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { EventBatchSchema } from '../../schemas/events';
@@ -8,7 +8,7 @@ import { ConversationInfoSchema, IngestResultSchema, WebhookAckSchema, WebhookCo
 import { ErrorResponseSchema } from '../../schemas/errors';
 import type { ConversationsStore } from '../../store/conversations-store';
 import { unauthorized } from '../../web/errors';
-import type { ApiRouter } from '../../web/route';
+import type { ApiRouter, RouteContext } from '../../web/route';
 import { SESSION_KEY_HEADER } from '../../web/security';
 
 /** /api/v1/webhooks: what runtimes in sandboxes report, with their session key. */
@@ -20,6 +20,16 @@ export function webhooksRoutes(
   conversations: Pick<ConversationsStore, 'sessionKeyMatches'>,
   metrics?: Pick<ApiMetrics, 'ingestBatches' | 'ingestEvents' | 'ingestDropped'>,
 ): ApiRouter {
+  /** What the fitting took out, counted and logged (a sample of names, bounded). */
+  const reportDropped = (ctx: RouteContext, dropped: Dropped) => {
+    if (!droppedAnything(dropped)) return;
+    const events = [...dropped.kinds.values()].reduce((a, b) => a + b, 0);
+    const fields = [...dropped.fields.values()].reduce((a, b) => a + b, 0);
+    if (events) metrics?.ingestDropped.inc({ what: 'event' }, events);
+    if (fields) metrics?.ingestDropped.inc({ what: 'field' }, fields);
+    const sample = [...dropped.kinds.keys(), ...dropped.fields.keys()].slice(0, 20);
+    ctx.state.log?.info({ conversation_id: ctx.params.conversation_id, events, fields, sample }, 'dropped what the event schemas do not know');
+  };
   return router
     .route(
       {
@@ -47,7 +57,7 @@ export function webhooksRoutes(
         summary: "Append a batch of events to a conversation's log",
         description:
           'All or nothing: one invalid event rejects the batch (422, its loc names the event), and nothing is stored. ' +
-          'Idempotent on event id: a retried batch stores nothing twice. StreamingDeltaEvents are published live and never stored. ' +
+          'Idempotent on event id: a retried batch stores nothing twice. StreamingDeltaEvents and full_state snapshots (a ConversationStateUpdateEvent with key full_state) are published live and never stored. ' +
           'What a newer runtime adds is dropped, not refused: an event of an unknown kind, a field an event has beyond its schema.',
         security: 'SessionAPIKeyHeader',
         params: WebhookConversationPathSchema,
@@ -56,15 +66,14 @@ export function webhooksRoutes(
         bodyMayHoldNul: true,
         prepareBody: (raw, ctx) => {
           const { batch, dropped } = fitEvents(raw);
-          if (droppedAnything(dropped)) {
-            const events = [...dropped.kinds.values()].reduce((a, b) => a + b, 0);
-            const fields = [...dropped.fields.values()].reduce((a, b) => a + b, 0);
-            if (events) metrics?.ingestDropped.inc({ what: 'event' }, events);
-            if (fields) metrics?.ingestDropped.inc({ what: 'field' }, fields);
-            const sample = [...dropped.kinds.keys(), ...dropped.fields.keys()].slice(0, 20);
-            ctx.state.log?.info({ conversation_id: ctx.params.conversation_id, events, fields, sample }, 'dropped what the event schemas do not know');
-          }
+          reportDropped(ctx, dropped);
           return batch;
+        },
+        refitBody: (batch, issues, ctx) => {
+          const dropped = noneDropped();
+          const refitted = fitNestedFields(batch, issues, dropped);
+          reportDropped(ctx, dropped);
+          return refitted;
         },
         responses: {
           200: { description: 'What the batch added', schema: IngestResultSchema },
