@@ -99,7 +99,9 @@ describe('agent runtime through the control plane', () => {
     expect(fs.readFileSync(path.join(workspace, 'demo', 'greeting.txt'), 'utf8')).toBe('hello agents\n');
 
     const [system, message] = log.filter((e) => e.kind === 'SystemPromptEvent' || e.kind === 'MessageEvent');
-    expect(system.tools.map((d: any) => d.function.name)).toEqual(['terminal', 'file_editor', 'think', 'task_tracker', 'finish']);
+    expect(system.tools.map((d: any) => d.title)).toEqual(['terminal', 'file_editor', 'think', 'task_tracker', 'finish']);
+    // The published ToolDefinition, as the OpenHands agent server serializes it.
+    expect(system.tools[1]).toEqual({ kind: 'FileEditorTool', title: 'file_editor', description: expect.any(String), action_type: 'FileEditorAction', observation_type: 'FileEditorObservation', annotations: null, meta: null });
     expect(message).toMatchObject({ source: 'user', llm_message: { role: 'user', content: [{ type: 'text', text: expect.stringContaining('hello agents') }] } });
     const actions = log.filter((e) => e.kind === 'ActionEvent');
     expect(actions[0]).toMatchObject({ tool_name: 'terminal', action: { kind: 'TerminalAction', command: 'ls demo' }, thought: [{ text: 'Let me look around first.' }] });

@@ -24,7 +24,7 @@ import { complete, type Completion } from './llm-client';
 import { buildView, toMessages } from './llm-view';
 import type { EventOutbox } from './outbox';
 import { systemPrompt } from './system-prompt';
-import { AGENT_TOOL_DEFINITIONS } from './tools';
+import { AGENT_TOOL_DEFINITIONS, PUBLISHED_TOOL_DEFINITIONS } from './tools';
 import type { TaskItem } from './tools/tool';
 
 /** A call the API refuses because of the conversation's state (answered 409). */
@@ -82,7 +82,7 @@ export class Conversation {
 
   /** A new conversation: the system prompt, the SessionStart hooks, then the initial message (and run). */
   async begin(): Promise<void> {
-    const tools = AGENT_TOOL_DEFINITIONS;
+    const tools = PUBLISHED_TOOL_DEFINITIONS;
     const prompt = systemPrompt(this.settings, this.deps.workspace);
     this.emit({ kind: 'SystemPromptEvent', system_prompt: text(prompt.static), tools, dynamic_context: text(prompt.dynamic) });
     this.setStatus('idle');

@@ -4,7 +4,7 @@ import { finishTool } from './finish';
 import { taskTrackerTool } from './task-tracker';
 import { terminalTool } from './terminal';
 import { thinkTool } from './think';
-import { toolDefinition, type AgentTool } from './tool';
+import { publishedToolDefinition, toolDefinition, type AgentTool } from './tool';
 
 export const AGENT_TOOLS: readonly AgentTool[] = [terminalTool, fileEditorTool, thinkTool, taskTrackerTool, finishTool];
 
@@ -12,3 +12,6 @@ export const toolByName = (name: string): AgentTool | undefined => AGENT_TOOLS.f
 
 /** Their definitions as the LLM gets them (built once: turning a schema into JSON Schema is not free). */
 export const AGENT_TOOL_DEFINITIONS = AGENT_TOOLS.map(toolDefinition);
+
+/** Their published ToolDefinitions, as SystemPromptEvent `tools` holds them. */
+export const PUBLISHED_TOOL_DEFINITIONS = AGENT_TOOLS.map(publishedToolDefinition);
