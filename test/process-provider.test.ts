@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ProcessProvider } from '../activities/sandbox-providers/process-provider';
 import { runtimesUnder, killRuntimesUnder } from './helpers/sandboxes';
 import { eventually } from './helpers/eventually';
+import { readStat } from '../src/process/process-tree';
 
 const spec = {
   id: 'sleeper',
@@ -54,5 +55,18 @@ describe('process provider', () => {
     await eventually(() => runtimesUnder(dir()).length === 2, { what: 'the runtime and its child' });
     expect(runtimesUnder(dir())).not.toContain((first.handle as { pid: number }).pid);
     expect(runtimesUnder(dir())).toContain((second.handle as { pid: number }).pid);
+  });
+
+  it('pause stops every process of the sandbox, a daemon that left the runtime\'s tree too; resume continues them all', async () => {
+    const daemonSpec = { ...(spec as object), id: 'daemon', command: ['/bin/sh', '-c', '( setsid sh -c "while :; do :; done" </dev/null >/dev/null 2>&1 & ); sleep 600 & wait'] } as never;
+    const started = await provider.start({ sandboxId: 's1', spec: daemonSpec, sessionApiKey: 'key', controlPlaneUrl: 'http://127.0.0.1:9' } as never);
+    const pid = (started.handle as { pid: number }).pid;
+    // The daemon: in a session of its own, reparented away from the runtime (out of its tree).
+    await eventually(() => runtimesUnder(dir()).filter((p) => p !== pid && readStat(p)?.ppid !== pid && readStat(p)?.state === 'R').length === 1, { what: 'the daemon, spinning' });
+    await provider.pause(started.handle);
+    expect(runtimesUnder(dir()).map((p) => [p, readStat(p)!.state])).toEqual(runtimesUnder(dir()).map((p) => [p, 'T']));
+    expect(await provider.inspect(started.handle)).toEqual({ state: 'paused' });
+    await provider.resume(started.handle);
+    expect(runtimesUnder(dir()).filter((p) => readStat(p)!.state === 'T')).toEqual([]);
   });
 });

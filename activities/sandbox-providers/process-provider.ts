@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { freePort, listenerUids } from '../../src/process/net';
-import { killUserProcesses, processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
+import { killUserProcesses, processesOfUser, processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
 import { readAgentServerEnv, type AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedPath } from '../../src/process/trusted-path';
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
@@ -241,16 +241,38 @@ export class ProcessProvider implements SandboxProvider {
     return processTree(h.pid);
   }
 
+  /**
+   * Every process of the sandbox: the runtime's tree, and what left it (a daemon, a tmux server): with
+   * isolation every process of its uid, without it every process that carries its directory in its
+   * environment (best effort: a process may clear its environment).
+   */
+  private async members(h: ProcessHandle): Promise<number[]> {
+    const uid = this.uidOf(h.dir);
+    const more = uid ? await processesOfUser(uid) : await processesWithEnv('RUNTIME_SANDBOX_DIR', h.dir);
+    return [...new Set([...(this.tree(h) ?? []), ...more])];
+  }
+
+  private uidOf(dir: string): number | undefined {
+    return (this.opts.isolation && fs.statSync(path.join(dir, 'home'), { throwIfNoEntry: false })?.uid) || undefined;
+  }
+
+  /** Stops every process of the sandbox: rounds of SIGSTOP until a round finds them all stopped (one that forks is caught by the next). */
   async pause(handle: RuntimeHandle): Promise<void> {
-    const pids = this.tree(asProcess(handle));
-    if (!pids) throw new Error(`the runtime process (pid ${asProcess(handle).pid}) is gone`);
-    signalAll(pids, 'SIGSTOP');
+    const h = asProcess(handle);
+    if (!this.tree(h)) throw new Error(`the runtime process (pid ${h.pid}) is gone`);
+    for (let round = 0; round < 200; round++) {
+      const running = (await this.members(h)).filter((pid) => !['T', 't', 'Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
+      if (running.length === 0) return;
+      signalAll(running, 'SIGSTOP');
+      await new Promise((r) => setTimeout(r, round < 20 ? 2 : 20));
+    }
+    throw new Error(`the processes of sandbox ${path.basename(h.dir)} could not all be stopped`);
   }
 
   async resume(handle: RuntimeHandle): Promise<void> {
-    const pids = this.tree(asProcess(handle));
-    if (!pids) throw new Error(`the runtime process (pid ${asProcess(handle).pid}) is gone`);
-    signalAll(pids, 'SIGCONT');
+    const h = asProcess(handle);
+    if (!this.tree(h)) throw new Error(`the runtime process (pid ${h.pid}) is gone`);
+    signalAll(await this.members(h), 'SIGCONT');
   }
 
   async delete(sandboxId: string, handle: RuntimeHandle | null): Promise<void> {
@@ -261,12 +283,12 @@ export class ProcessProvider implements SandboxProvider {
       for (let i = 0; i < 100 && readStat(pid) && readStat(pid)!.state !== 'Z'; i++) await new Promise((r) => setTimeout(r, 20));
     }
     const dir = this.dirOf(sandboxId);
-    const uid = this.opts.isolation && fs.statSync(path.join(dir, 'home'), { throwIfNoEntry: false })?.uid;
+    const uid = this.uidOf(dir);
     // An isolated sandbox's uid is its own: whatever runs as it (a daemon that left the runtime's tree,
     // one that keeps forking) ends before its files go and before the uid can be someone else's.
     if (uid) await killUserProcesses(uid);
     await fs.promises.rm(dir, { recursive: true, force: true });
-    this.opts.isolation?.release(sandboxId, uid || undefined);
+    this.opts.isolation?.release(sandboxId, uid);
   }
 
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {
