@@ -7,9 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
-import { loggedEvents, runtimeCall, settledLog, steps, waitForExecution, type Runtime } from '../helpers/agent';
-import { eventually } from '../helpers/eventually';
-import { waitForStartTask } from '../helpers/start-tasks';
+import { runtimeCall, settledLog, steps, waitForExecution, type Runtime } from '../helpers/agent';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { containersOf, dockerClient, dockerEnv, DOCKER_SPEC_ID, dockerTestConfig, networksOf, removeSandboxContainers, runtimeSpec, volumeExists } from '../helpers/docker';
 import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
@@ -26,7 +24,6 @@ describe('docker sandboxes on a real engine', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docker-sandboxes-'));
     const config = await dockerTestConfig(dir, { SANDBOX_HEALTH_INTERVAL_MS: '250', SANDBOX_HEALTH_GRACE_MS: '1000' }, [
       runtimeSpec({ id: 'missing-image', image: 'agent-control/no-such-image:1' }),
-      runtimeSpec({ id: 'docker-openhands', runtime: 'openhands', image: dockerEnv().images.openhands, memory_mb: 2048, pids_limit: 1024 }),
     ]);
     t = await startTestApi(config);
     worker = await startTestWorker(config);
@@ -119,39 +116,6 @@ describe('docker sandboxes on a real engine', () => {
       await llm.close();
     }
   });
-
-  it('runs the real OpenHands agent server in a container: a start to READY, its terminal in the workspace, every event in the log', async () => {
-    const llm = await new ScriptedLlm([]).start(0, dockerEnv().gateway);
-    try {
-      await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' });
-      const created = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: { sandbox_spec_id: 'docker-openhands' } });
-      started.add(created.body.id);
-      const s = await waitForStatus(t, user.key, created.body.id, 'RUNNING', 120_000);
-      const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { sandbox_id: s.id } });
-      const ready = await waitForStartTask(t, user.key, accepted.body.id, (x) => x.status === 'READY' || x.status === 'ERROR', 120_000);
-      expect({ status: ready.status, detail: ready.detail }).toEqual({ status: 'READY', detail: null });
-      const id = ready.app_conversation_id as string;
-      llm.load([
-        { content: 'Writing the file.', tool_calls: [{ name: 'terminal', arguments: { command: 'echo from-the-real-agent > note.txt && cat note.txt && id -un' } }] },
-        { tool_calls: [{ name: 'finish', arguments: { message: 'Done.' } }] },
-      ]);
-      expect((await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Write a note.' }], run: true } })).status).toBe(200);
-      const log = await eventually(
-        async () => {
-          const events = await loggedEvents(t, user.key, id);
-          expect(events.filter((e) => e.kind === 'ActionEvent').map((e) => e.tool_name)).toEqual(['terminal', 'finish']);
-          return events;
-        },
-        { timeoutMs: 90_000, intervalMs: 500 },
-      );
-      const observation = JSON.stringify(log.find((e) => e.kind === 'ObservationEvent'));
-      expect(observation).toContain('from-the-real-agent');
-      expect(observation).toContain('node'); // the image's unprivileged user
-      expect((await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=note.txt`, { key: user.key })).body).toBe('from-the-real-agent\n');
-    } finally {
-      await llm.close();
-    }
-  }, 300_000);
 
   it('pause freezes the container (its port is silent), resume thaws the same one', async () => {
     const s = await running();

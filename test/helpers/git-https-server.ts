@@ -3,10 +3,11 @@
  * front of `git http-backend`, serving the bare repositories under `root` as `/<owner>/<repo>.git`, and
  * refusing every request (401 with a Basic challenge) whose password is not the token. A start adds
  * its token only to https URLs, hence HTTPS; the sandbox's git trusts the certificate through
- * GIT_SSL_CAINFO.
+ * GIT_SSL_CAINFO. Without a token it is a public host instead: plain HTTP, every request answered.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -19,7 +20,7 @@ export interface GitRequest {
 }
 
 export class GitHttpsServer {
-  private server!: https.Server;
+  private server!: https.Server | http.Server;
   url = '';
   /** The certificate's file, for GIT_SSL_CAINFO. */
   certFile = '';
@@ -27,18 +28,25 @@ export class GitHttpsServer {
 
   constructor(
     private readonly root: string,
-    private readonly token: string,
+    /** The password every request must carry; null: a public repository (plain HTTP, no authentication). */
+    private readonly token: string | null,
+    /** Where it listens: a sandbox in a container reaches the host on its bridge's address. */
+    private readonly host = '127.0.0.1',
   ) {}
 
   async start(): Promise<this> {
-    const tlsDir = path.join(this.root, '.tls');
-    fs.mkdirSync(tlsDir, { recursive: true });
-    const keyFile = path.join(tlsDir, 'key.pem');
-    this.certFile = path.join(tlsDir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', this.certFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-    this.server = https.createServer({ key: fs.readFileSync(keyFile), cert: fs.readFileSync(this.certFile) }, (req, res) => this.handle(req, res));
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
-    this.url = `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    if (this.token === null) {
+      this.server = http.createServer((req, res) => this.handle(req, res));
+    } else {
+      const tlsDir = path.join(this.root, '.tls');
+      fs.mkdirSync(tlsDir, { recursive: true });
+      const keyFile = path.join(tlsDir, 'key.pem');
+      this.certFile = path.join(tlsDir, 'cert.pem');
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', this.certFile, '-days', '1', '-subj', `/CN=${this.host}`, '-addext', `subjectAltName=IP:${this.host}`], { stdio: 'ignore' });
+      this.server = https.createServer({ key: fs.readFileSync(keyFile), cert: fs.readFileSync(this.certFile) }, (req, res) => this.handle(req, res));
+    }
+    await new Promise<void>((r) => this.server.listen(0, this.host, () => r()));
+    this.url = `${this.token === null ? 'http' : 'https'}://${this.host}:${(this.server.address() as AddressInfo).port}`;
     return this;
   }
 
@@ -47,11 +55,11 @@ export class GitHttpsServer {
     return new Promise((r) => this.server.close(() => r()));
   }
 
-  private handle(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): void {
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const auth = req.headers.authorization ?? '';
     const m = /^Basic (.+)$/.exec(auth);
     const password = m ? Buffer.from(m[1]!, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined;
-    const authorized = password === this.token;
+    const authorized = this.token === null || password === this.token;
     this.requests.push({ method: req.method ?? '', url: req.url ?? '', authorized });
     if (!authorized) {
       req.resume();
