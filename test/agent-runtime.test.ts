@@ -486,8 +486,10 @@ describe('agent runtime through the control plane', () => {
       const before = await conversationInfo(c);
       expect(before.execution_status).toBe('running');
       expect(before.unsent_events).toBeGreaterThan(0);
-      const [pid] = runtimeRootsUnder(sandboxDir);
-      process.kill(pid!, 'SIGKILL');
+      // The runtime as its record names it (a scan of /proc could pick a command that is just ending).
+      const { pid } = (await t.stores.sandboxes.get(rt.sandboxId))!.runtime as { pid: number };
+      expect(runtimeRootsUnder(sandboxDir)).toContain(pid);
+      process.kill(pid, 'SIGKILL');
     } finally {
       await restartApi();
     }

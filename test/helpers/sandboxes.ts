@@ -62,7 +62,11 @@ export function runtimesUnder(root: string): number[] {
  */
 export function runtimeRootsUnder(root: string): number[] {
   const all = runtimesUnder(root);
-  return all.filter((pid) => !all.includes(readStat(pid)?.ppid ?? -1));
+  // A process that ended since the listing has no parent to read: it is no root.
+  return all.filter((pid) => {
+    const ppid = readStat(pid)?.ppid;
+    return ppid !== undefined && !all.includes(ppid);
+  });
 }
 
 /**
