@@ -171,6 +171,22 @@ export const envSchema = z.object({
    * needs it.
    */
   OPENHANDS_AGENT_SERVER_DIR: nonEmpty('directory').optional(),
+  /**
+   * Process sandboxes in a cgroup each (memory, CPU, processes; v2, or v1 as on older hosts): `auto` when
+   * the worker runs as root and the hierarchy is usable (otherwise it says why, once, and runs without),
+   * `on` (refuse to start without), `off`.
+   */
+  SANDBOX_CGROUPS: z.enum(['auto', 'on', 'off']).default('auto'),
+  /** The cgroup (in each hierarchy) under which the sandboxes' cgroups are made. */
+  SANDBOX_CGROUP_PARENT: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, { error: 'a cgroup name: letters, digits, _ . - (at most 64)' })
+    .refine((v) => v !== '.' && v !== '..', { error: 'a cgroup name, not . or ..' })
+    .default('agent-control'),
+  /** The limits a sandbox spec leaves null (`0`: none): both providers. */
+  SANDBOX_DEFAULT_MEMORY_MB: nonNegativeInt('MiB').default(4096),
+  SANDBOX_DEFAULT_CPUS: z.coerce.number({ error: 'a non-negative number of cores' }).min(0, { error: 'a non-negative number of cores' }).default(1),
+  SANDBOX_DEFAULT_PIDS_LIMIT: nonNegativeInt('processes and threads').default(1024),
   /** The uids isolated process sandboxes run as (first-last), one per sandbox; nothing else on the machine may use them. */
   SANDBOX_UID_RANGE: z
     .string()
@@ -304,6 +320,11 @@ export interface Config {
     /** The installed OpenHands agent server (OPENHANDS_AGENT_SERVER_DIR), for specs with `runtime: openhands`. */
     agentServerDir: string | undefined;
     uidRange: [number, number];
+    /** SANDBOX_CGROUPS. */
+    cgroups: 'auto' | 'on' | 'off';
+    cgroupParent: string;
+    /** What a spec's null limit becomes (null: none). */
+    defaultLimits: { memoryMb: number | null; cpus: number | null; pidsLimit: number | null };
     localAllow: string[];
     /** The service's ports on this machine, which a sandbox that binds one never answers on (servicePorts). */
     reservedPorts: number[];
@@ -393,6 +414,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       processUsers: e.SANDBOX_PROCESS_USERS,
       agentServerDir: e.OPENHANDS_AGENT_SERVER_DIR && path.resolve(e.OPENHANDS_AGENT_SERVER_DIR),
       uidRange: e.SANDBOX_UID_RANGE,
+      cgroups: e.SANDBOX_CGROUPS,
+      cgroupParent: e.SANDBOX_CGROUP_PARENT,
+      defaultLimits: { memoryMb: e.SANDBOX_DEFAULT_MEMORY_MB || null, cpus: e.SANDBOX_DEFAULT_CPUS || null, pidsLimit: e.SANDBOX_DEFAULT_PIDS_LIMIT || null },
       localAllow: e.SANDBOX_LOCAL_ALLOW,
       reservedPorts: servicePorts(e),
       historyLimit: e.SANDBOX_HISTORY_LIMIT,

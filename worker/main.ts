@@ -4,6 +4,7 @@ import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporali
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, requireSecretsKey, requireServers, type Config } from '../src/config';
+import { sandboxCgroups } from '../activities/sandbox-providers/process-cgroups';
 import { createLogger, type Logger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
 import { beatWhileAlive, workerHeartbeatFile } from '../src/process/heartbeat';
@@ -36,12 +37,19 @@ function warnAboutProcessIsolation(config: Config, logger: Logger): void {
   logger.warn(`\n${line}\n${why}\nA sandbox's commands can read this worker's files (DATA_DIR, its secrets key, other sandboxes) and reach the database and Temporal.\nRun the worker as root for a uid per sandbox, or use the docker provider.\n${line}`);
 }
 
+/** Process sandboxes without a cgroup (SANDBOX_CGROUPS=auto where none is usable) are limited in nothing: said once. */
+function warnAboutCgroups(config: Config, logger: Logger): void {
+  const { why } = sandboxCgroups(config.sandboxes.cgroups, config.sandboxes.cgroupParent);
+  if (why) logger.warn(`process sandboxes run without cgroups (${why}): no memory, CPU or process limit holds for them; one can slow or stop the others`);
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const { mongoUri, temporalAddress } = requireServers(config);
   const secretsKey = requireSecretsKey(config);
   const logger = createLogger(config, 'worker');
   warnAboutProcessIsolation(config, logger);
+  warnAboutCgroups(config, logger);
   const tracing = installTracing(config.tracing, 'agent-control-worker');
   try {
     Runtime.install({

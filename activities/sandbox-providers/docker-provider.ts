@@ -16,7 +16,7 @@ import Docker from 'dockerode';
 import { isIP } from 'node:net';
 import { AGENT_SERVER, type ExposedUrl } from '../../src/schemas/sandboxes';
 import type { DockerRuntimeHandle as DockerHandle, RuntimeHandle } from '../../src/store/runtime-handle';
-import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import { limitsOf, ProviderConfigError, wrongHandle, type SandboxLimits, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 import { openHandsEnv } from './openhands-launch';
 
 export interface DockerProviderOptions {
@@ -37,6 +37,8 @@ export interface DockerProviderOptions {
    * them, and they reach it by its container name; nothing else on `network` is in its reach.
    */
   peers?: string[];
+  /** The limits a spec leaves null (SANDBOX_DEFAULT_*). */
+  defaultLimits?: SandboxLimits;
 }
 
 /** Compose's labels of the project (on its networks and containers) and of a container's service. */
@@ -267,10 +269,11 @@ export class DockerProvider implements SandboxProvider {
         ? openHandsEnv({ env: null, stateDir, workspace: workdir, host: '0.0.0.0', port: this.runtimePort, sessionApiKey: req.sessionApiKey, controlPlaneUrl: req.controlPlaneUrl })
         : {}),
     };
+    const { memoryMb, cpus, pidsLimit } = limitsOf(spec, this.opts.defaultLimits);
     const limits = {
-      ...(spec.memory_mb ? { Memory: spec.memory_mb * MIB, MemorySwap: spec.memory_mb * MIB } : {}),
-      ...(spec.cpus ? { NanoCpus: Math.round(spec.cpus * 1e9) } : {}),
-      ...(spec.pids_limit ? { PidsLimit: spec.pids_limit } : {}),
+      ...(memoryMb ? { Memory: memoryMb * MIB, MemorySwap: memoryMb * MIB } : {}),
+      ...(cpus ? { NanoCpus: Math.round(cpus * 1e9) } : {}),
+      ...(pidsLimit ? { PidsLimit: pidsLimit } : {}),
     };
     try {
       return await docker.createContainer({

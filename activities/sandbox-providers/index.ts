@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Config } from '../../src/config';
 import type { SandboxProviderName } from '../../src/schemas/sandboxes';
 import { DockerProvider, dockerFromHost } from './docker-provider';
+import { sandboxCgroups } from './process-cgroups';
 import { ProcessIsolation } from './process-isolation';
 import { ProcessProvider } from './process-provider';
 import { ProviderConfigError, type SandboxProvider } from './provider';
@@ -27,8 +28,15 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
     s.processIsolation === 'user'
       ? new ProcessIsolation({ dataDir: config.dataDir, sandboxesDir, uidRange: s.uidRange, runtimeBundle: BUILT_IN_RUNTIME_BUNDLE, controlPlaneUrl: s.controlPlaneUrl, localAllow: s.localAllow, reservedPorts: s.reservedPorts })
       : undefined;
-  const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir });
-  const docker = new DockerProvider({ docker: dockerFromHost(config.sandboxes.dockerHost), publishHost: config.sandboxes.dockerPublishHost, network: config.sandboxes.dockerNetwork, peers: config.sandboxes.dockerPeers });
+  const { cgroups } = sandboxCgroups(s.cgroups, s.cgroupParent);
+  const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir, cgroups, defaultLimits: s.defaultLimits });
+  const docker = new DockerProvider({
+    docker: dockerFromHost(config.sandboxes.dockerHost),
+    publishHost: config.sandboxes.dockerPublishHost,
+    network: config.sandboxes.dockerNetwork,
+    peers: config.sandboxes.dockerPeers,
+    defaultLimits: s.defaultLimits,
+  });
   const remoteConfig = config.sandboxes.remote;
   const remote = remoteConfig && new RemoteProvider(remoteConfig);
   return (name) => {

@@ -10,14 +10,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { freePort, listenerUids } from '../../src/process/net';
-import { killUserProcesses, processesOfUser, processesWithEnv, processTree, readStat, signalAll } from '../../src/process/process-tree';
+import { killUserProcesses, processesOfUser, processesWithEnv, processTree, readStat, signalAll, stopThenKill } from '../../src/process/process-tree';
 import { readAgentServerEnv, type AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedPath } from '../../src/process/trusted-path';
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
 import type { ProcessRuntimeHandle as ProcessHandle, RuntimeHandle } from '../../src/store/runtime-handle';
 import { openHandsCommand, openHandsEnv } from './openhands-launch';
+import { SandboxCgroups } from './process-cgroups';
 import type { ProcessIsolation } from './process-isolation';
-import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import { limitsOf, ProviderConfigError, wrongHandle, type SandboxLimits, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 
 export interface ProcessProviderOptions {
   /** Parent of the sandbox directories (DATA_DIR/sandboxes). */
@@ -29,6 +30,10 @@ export interface ProcessProviderOptions {
   isolation?: ProcessIsolation;
   /** The installed OpenHands agent server (OPENHANDS_AGENT_SERVER_DIR), for specs with `runtime: openhands`. */
   agentServerDir?: string;
+  /** A cgroup per sandbox with its limits (SANDBOX_CGROUPS); without, a sandbox is limited in nothing. */
+  cgroups?: SandboxCgroups;
+  /** The limits a spec leaves null (SANDBOX_DEFAULT_*). */
+  defaultLimits?: SandboxLimits;
 }
 
 /**
@@ -165,7 +170,9 @@ export class ProcessProvider implements SandboxProvider {
     }
     const builtIn = launch ? openHandsCommand(launch) : isolation ? Object.values(await isolation.prepare()) : [process.execPath, this.opts.runtimeEntry];
     const [command, ...args] = req.spec.command ?? builtIn;
-    const run = isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
+    const launched = isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
+    // Into its cgroup before it runs anything (made now, its limits set again on a restart).
+    const run = SandboxCgroups.entering(this.opts.cgroups?.create(req.sandboxId, limitsOf(req.spec, this.opts.defaultLimits)) ?? [], launched.command, launched.args);
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a', 0o600);
     const reports = isolation && !openhands;
     const child = spawn(run.command, run.args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log, ...(reports ? (['pipe'] as const) : [])] });
@@ -227,7 +234,11 @@ export class ProcessProvider implements SandboxProvider {
     } catch {
       // no file, or one cut short
     }
-    if (recorded) return signalAll(recorded, 'SIGKILL');
+    if (recorded) signalAll(recorded, 'SIGKILL');
+    // What the earlier runtime left in the sandbox's cgroup (its commands, a tmux server) would count against the new one's limits.
+    const cgroups = this.opts.cgroups;
+    if (cgroups) return stopThenKill(() => cgroups.members(path.basename(dir)), `processes left in sandbox ${path.basename(dir)}`);
+    if (recorded) return;
     // No live runtime on file, yet one was spawned here before (its log exists; it is opened before the
     // fork): a worker killed in the instant between the fork and the write, or a file removed by hand,
     // left one that only its environment names. The runtime and what it ran inherit the variable.
@@ -248,8 +259,9 @@ export class ProcessProvider implements SandboxProvider {
    */
   private async members(h: ProcessHandle): Promise<number[]> {
     const uid = this.uidOf(h.dir);
-    const more = uid ? await processesOfUser(uid) : await processesWithEnv('RUNTIME_SANDBOX_DIR', h.dir);
-    return [...new Set([...(this.tree(h) ?? []), ...more])];
+    const cgroup = this.opts.cgroups?.members(path.basename(h.dir)) ?? [];
+    const more = uid ? await processesOfUser(uid) : cgroup.length > 0 ? [] : await processesWithEnv('RUNTIME_SANDBOX_DIR', h.dir);
+    return [...new Set([...(this.tree(h) ?? []), ...cgroup, ...more])];
   }
 
   private uidOf(dir: string): number | undefined {
@@ -287,15 +299,27 @@ export class ProcessProvider implements SandboxProvider {
     // An isolated sandbox's uid is its own: whatever runs as it (a daemon that left the runtime's tree,
     // one that keeps forking) ends before its files go and before the uid can be someone else's.
     if (uid) await killUserProcesses(uid);
+    if (this.opts.cgroups) {
+      // Whatever is left in its cgroup (every process it had, with or without a uid of its own), then the cgroup.
+      await stopThenKill(() => this.opts.cgroups!.members(sandboxId), `processes of sandbox ${sandboxId}`);
+      await this.opts.cgroups.remove(sandboxId);
+    }
     await fs.promises.rm(dir, { recursive: true, force: true });
     this.opts.isolation?.release(sandboxId, uid);
+  }
+
+  /** Why a sandbox's processes died, when its memory limit killed some: said in its status_detail. */
+  private outOfMemory(h: ProcessHandle): string {
+    const id = path.basename(h.dir);
+    const kills = this.opts.cgroups?.oomKills(id) ?? 0;
+    return kills > 0 ? ` after reaching its memory limit of ${this.opts.cgroups!.memoryLimitMb(id)} MiB (${kills} process(es) killed by the kernel)` : '';
   }
 
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {
     const h = asProcess(handle);
     const stat = readStat(h.pid);
     if (!stat || stat.startTicks !== h.startTicks || stat.state === 'Z' || stat.state === 'X') {
-      return { state: 'missing', detail: `the runtime process (pid ${h.pid}) is gone${lastWords(path.join(h.dir, 'runtime.log'))}` };
+      return { state: 'missing', detail: `the runtime process (pid ${h.pid}) is gone${this.outOfMemory(h)}${lastWords(path.join(h.dir, 'runtime.log'))}` };
     }
     return stat.state === 'T' ? { state: 'paused' } : { state: 'running' };
   }

@@ -53,3 +53,15 @@ export class ProviderConfigError extends Error {
     this.name = 'ProviderConfigError';
   }
 }
+
+/** What a sandbox's processes may use together: memory (MiB, swap included), cores, processes and threads; null: no limit. */
+export interface SandboxLimits {
+  memoryMb: number | null;
+  cpus: number | null;
+  pidsLimit: number | null;
+}
+
+/** A spec's limits, its nulls filled with the operator's defaults (SANDBOX_DEFAULT_*). */
+export function limitsOf(spec: { memory_mb?: number | null; cpus?: number | null; pids_limit?: number | null }, defaults?: SandboxLimits): SandboxLimits {
+  return { memoryMb: spec.memory_mb ?? defaults?.memoryMb ?? null, cpus: spec.cpus ?? defaults?.cpus ?? null, pidsLimit: spec.pids_limit ?? defaults?.pidsLimit ?? null };
+}

@@ -134,14 +134,22 @@ async function userProcesses(uid: number): Promise<{ pid: number; state: string 
  * retries) if some survive.
  */
 export async function killUserProcesses(uid: number): Promise<void> {
+  await stopThenKill(() => processesOfUser(uid), `processes of uid ${uid}`);
+}
+
+/**
+ * Kills every process `list` names, however they fork: each round stops (SIGSTOP) those still running;
+ * once a round finds all of them stopped, none can fork or wake another, and they are killed. Throws if
+ * some survive.
+ */
+export async function stopThenKill(list: () => number[] | Promise<number[]>, what = 'processes'): Promise<void> {
   for (let round = 0; round < 200; round++) {
-    const procs = await userProcesses(uid);
-    if (procs.length === 0) return;
-    const pids = procs.map((p) => p.pid);
-    if (procs.every((p) => p.state === 'T' || p.state === 't')) signalAll(pids, 'SIGKILL');
+    const pids = (await list()).filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
+    if (pids.length === 0) return;
+    if (pids.every((pid) => ['T', 't'].includes(readStat(pid)?.state ?? 'X'))) signalAll(pids, 'SIGKILL');
     else signalAll(pids, 'SIGSTOP');
     await new Promise((r) => setTimeout(r, round < 20 ? 2 : 20));
   }
-  const left = await processesOfUser(uid);
-  if (left.length > 0) throw new Error(`processes of uid ${uid} survive SIGKILL: ${left.join(', ')}`);
+  const left = (await list()).filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
+  if (left.length > 0) throw new Error(`${what} survive SIGKILL: ${left.join(', ')}`);
 }

@@ -16,7 +16,10 @@ import { DockerProvider } from '../../activities/sandbox-providers/docker-provid
 import type { Config } from '../../src/config';
 import type { SandboxSpec } from '../../src/schemas/sandboxes';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
-import { runtimeCall, settledLog, steps, waitForExecution, type Runtime } from '../helpers/agent';
+import { loggedEvents, runtimeCall, type Runtime } from '../helpers/agent';
+import { waitForStartTask } from '../helpers/start-tasks';
+import { runtimeClient } from '../../src/sandboxes/runtime-clients';
+import { RUNTIME_KINDS } from '../../src/schemas/sandboxes';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { containersOf, dockerClient, dockerEnv, DOCKER_SPEC_ID, dockerTestConfig, networksOf, removeSandboxContainers, runtimeSpec, sandboxAddress } from '../helpers/docker';
 import { TEST_SECRETS_KEY, testEnv } from '../helpers/env';
@@ -74,7 +77,9 @@ interface Side {
   runtime: Runtime;
 }
 
-describe('a docker sandbox reaches nothing that is not its own', () => {
+const OPENHANDS_SPEC = 'docker-openhands';
+
+describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing that is not its own', (runtime) => {
   let t: TestApi;
   let worker: TestWorker;
   let dir: string;
@@ -86,19 +91,17 @@ describe('a docker sandbox reaches nothing that is not its own', () => {
 
   const startSide = async (): Promise<Side> => {
     const user = await t.newUser();
-    const r = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: { sandbox_spec_id: DOCKER_SPEC_ID } });
+    const r = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: { sandbox_spec_id: runtime === 'openhands' ? OPENHANDS_SPEC : DOCKER_SPEC_ID } });
     expect(r.status).toBe(200);
     started.add(r.body.id);
-    const sandbox = await waitForStatus(t, user.key, r.body.id, 'RUNNING', 60_000);
+    const sandbox = await waitForStatus(t, user.key, r.body.id, 'RUNNING', 120_000);
     const { ip, gateway } = await sandboxAddress(sandbox.id);
     const publishedPort = Number(new URL(agentUrl(sandbox)).port);
     return { user, sandbox, ip, gateway, publishedPort, runtime: { url: agentUrl(sandbox), key: sandbox.session_api_key, sandboxId: sandbox.id } };
   };
-  const bash = async (side: Side, command: string): Promise<{ exit_code: number; output: string }> => {
-    const r = await runtimeCall(side.runtime, 'POST', '/api/bash/execute_bash_command', { command, timeout: 30 });
-    expect(r.status).toBe(200);
-    return r.body;
-  };
+  /** A command in the side's sandbox, through the control plane's client of its runtime (either one). */
+  const bash = async (side: Side, command: string): Promise<{ exit_code: number; output: string; timed_out: boolean }> =>
+    runtimeClient((await t.stores.sandboxes.get(side.sandbox.id))!, t.box).bash(command, { cwd: '/workspace', timeoutS: 30 });
   const probe = async (side: Side, targets: string[]): Promise<Record<string, string>> => {
     const r = await bash(side, probeCommand(targets));
     expect(r.exit_code).toBe(0);
@@ -109,13 +112,13 @@ describe('a docker sandbox reaches nothing that is not its own', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docker-isolation-'));
-    config = await dockerTestConfig(dir);
+    config = await dockerTestConfig(dir, {}, [runtimeSpec({ id: OPENHANDS_SPEC, runtime: 'openhands', image: dockerEnv().images.openhands, memory_mb: 2048, pids_limit: 1024 })]);
     t = await startTestApi(config);
     worker = await startTestWorker(config);
     [a, b] = await Promise.all([startSide(), startSide()]);
     expect(a.user.userId).not.toBe(b.user.userId);
     expect(await bash(a, `echo secret-of-a > /workspace/${marker}`)).toEqual({ exit_code: 0, output: '', timed_out: false });
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     await worker?.stop();
@@ -254,17 +257,23 @@ describe('a docker sandbox reaches nothing that is not its own', () => {
       { tool_calls: [{ name: 'finish', arguments: { message: 'Done.' } }] },
     ]).start(0, dockerEnv().gateway);
     try {
-      const c = await t.conversations.create({ userId: b.user.userId, sandboxId: b.sandbox.id, sessionApiKey: b.sandbox.session_api_key });
-      const created = await runtimeCall(b.runtime, 'POST', '/api/conversations', {
-        conversation_id: c.id,
-        agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' } },
-        initial_message: { content: [{ text: "Reach the other user's sandbox and the database." }], run: true },
+      await t.setOrgLlm(b.user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' });
+      const accepted = await t.request('POST', '/api/v1/app-conversations', {
+        key: b.user.key,
+        body: { sandbox_id: b.sandbox.id, initial_message: { content: [{ text: "Reach the other user's sandbox and the database." }], run: true } },
       });
-      expect(created.status).toBe(201);
-      const conversation = { id: c.id, llm, runtime: b.runtime };
-      await waitForExecution(conversation, 'finished', 30_000);
-      const log = await settledLog(t, b.user.key, conversation, 30_000);
-      expect(steps(log)).toEqual(['SystemPromptEvent', 'MessageEvent', 'ActionEvent', 'ObservationEvent', 'ActionEvent', 'ObservationEvent']);
+      expect(accepted.status).toBe(200);
+      const ready = await waitForStartTask(t, b.user.key, accepted.body.id, (x) => x.status === 'READY' || x.status === 'ERROR', 120_000);
+      expect({ status: ready.status, detail: ready.detail }).toEqual({ status: 'READY', detail: null });
+      const log = await eventually(
+        async () => {
+          const events = await loggedEvents(t, b.user.key, ready.app_conversation_id);
+          expect(events.filter((e) => e.kind === 'ActionEvent').map((e) => e.tool_name)).toEqual(['terminal', 'finish']);
+          expect(events.some((e) => e.kind === 'ObservationEvent' && e.tool_name === 'terminal')).toBe(true);
+          return events;
+        },
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
       const observed = JSON.stringify(log.find((e) => e.kind === 'ObservationEvent'));
       expect(observed).toContain(`${a.ip}:8000 timeout`);
       expect(observed).toContain(`${dockerEnv().gateway}:${a.publishedPort} ECONNREFUSED`);

@@ -1,0 +1,219 @@
+/**
+ * A cgroup per process sandbox: what its processes may use together (memory, CPU, processes), where they
+ * are all found (a process cannot leave its cgroup without root), and why one died (the kernel's count of
+ * out-of-memory kills). cgroup v2 (one hierarchy, the usual host today) or v1 (a hierarchy per controller,
+ * as on this project's CI machine); the worker, as root, makes `<parent>/<sandbox id>` in each, before the
+ * runtime starts, and removes it on delete.
+ *
+ * The runtime enters its cgroup before it runs anything: it is launched through a small root shell that
+ * writes its own pid into each `cgroup.procs` and then execs the runtime (or the isolation's launcher),
+ * so every process the sandbox ever has is born inside.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { trustedProgram } from '../../src/process/trusted-path';
+import type { SandboxLimits } from './provider';
+
+
+export type CgroupLayout = { version: 2; root: string } | { version: 1; roots: { memory: string; pids: string; cpu: string; cpuacct?: string } };
+
+const V1_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
+const V2_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
+const CFS_PERIOD_US = 100_000;
+/** A sandbox's name in the hierarchy: its id, nothing a path could be made of. */
+const NAME = /^[A-Za-z0-9-]{1,64}$/;
+
+const writable = (p: string) => {
+  try {
+    fs.accessSync(p, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The controllers a v2 cgroup offers its children. */
+const controllersOf = (dir: string) => new Set(fs.readFileSync(path.join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/).filter(Boolean));
+
+/**
+ * The hierarchy this machine lets the worker use, or why none: cgroup v2 mounted at `mount` with the
+ * memory, pids and cpu controllers, or v1 with those three controllers mounted each under `mount`.
+ */
+export function detectCgroups(mount = '/sys/fs/cgroup'): { layout: CgroupLayout } | { why: string } {
+  try {
+    if (fs.existsSync(path.join(mount, 'cgroup.controllers'))) {
+      const have = controllersOf(mount);
+      const missing = V2_CONTROLLERS.filter((c) => !have.has(c));
+      if (missing.length > 0) return { why: `cgroup v2 at ${mount} lacks the ${missing.join(', ')} controller(s)` };
+      if (!writable(mount)) return { why: `cgroup v2 at ${mount} is not writable (run the worker as root, with a writable cgroup file system)` };
+      return { layout: { version: 2, root: mount } };
+    }
+    const roots = Object.fromEntries(V1_CONTROLLERS.map((c) => [c, path.join(mount, c)])) as Record<(typeof V1_CONTROLLERS)[number], string>;
+    const missing = V1_CONTROLLERS.filter((c) => !fs.existsSync(path.join(roots[c], 'cgroup.procs')));
+    if (missing.length > 0) return { why: `no cgroup v2 at ${mount}, and cgroup v1 lacks the ${missing.join(', ')} controller(s)` };
+    const closed = V1_CONTROLLERS.filter((c) => !writable(roots[c]));
+    if (closed.length > 0) return { why: `cgroup v1 ${closed.join(', ')} at ${mount} not writable (run the worker as root)` };
+    // CPU accounting, for what a sandbox used: its own hierarchy, or the cpu one when they are mounted together.
+    const cpuacct = path.join(mount, 'cpuacct');
+    const separate = fs.existsSync(path.join(cpuacct, 'cpuacct.usage')) && !fs.existsSync(path.join(roots.cpu, 'cpuacct.usage')) && writable(cpuacct);
+    return { layout: { version: 1, roots: separate ? { ...roots, cpuacct } : roots } };
+  } catch (e) {
+    return { why: `cgroups at ${mount} unreadable: ${(e as Error).message}` };
+  }
+}
+
+export class SandboxCgroups {
+  constructor(
+    private readonly layout: CgroupLayout,
+    /** The cgroup under each hierarchy that holds the sandboxes' (SANDBOX_CGROUP_PARENT). */
+    private readonly parent: string,
+  ) {}
+
+  get version(): 1 | 2 {
+    return this.layout.version;
+  }
+
+  /** Each cgroup directory of the sandbox (one in v2, one per controller in v1). */
+  private dirs(sandboxId: string): string[] {
+    if (!NAME.test(sandboxId)) throw new Error(`not a sandbox id: ${JSON.stringify(sandboxId)}`);
+    return this.layout.version === 2 ? [path.join(this.layout.root, this.parent, sandboxId)] : Object.values(this.layout.roots).map((r) => path.join(r, this.parent, sandboxId));
+  }
+
+  private prepareParents(): void {
+    if (this.layout.version === 2) {
+      const root = this.layout.root;
+      const parent = path.join(root, this.parent);
+      fs.mkdirSync(parent, { recursive: true });
+      // Children get the controllers only when each level above hands them down.
+      for (const dir of [root, parent]) {
+        const enabled = new Set(fs.readFileSync(path.join(dir, 'cgroup.subtree_control'), 'utf8').trim().split(/\s+/).filter(Boolean));
+        const wanted = V2_CONTROLLERS.filter((c) => !enabled.has(c));
+        if (wanted.length > 0) fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), wanted.map((c) => `+${c}`).join(' '));
+      }
+      return;
+    }
+    for (const root of Object.values(this.layout.roots)) fs.mkdirSync(path.join(root, this.parent), { recursive: true });
+  }
+
+  /**
+   * The sandbox's cgroup with these limits (made, or its limits set again when it exists: a restart);
+   * answers the `cgroup.procs` files a process writes its pid into to enter it.
+   */
+  create(sandboxId: string, limits: SandboxLimits): string[] {
+    this.prepareParents();
+    const dirs = this.dirs(sandboxId);
+    for (const d of dirs) fs.mkdirSync(d, { recursive: true });
+    const set = (dir: string, file: string, value: string) => fs.writeFileSync(path.join(dir, file), value);
+    if (this.layout.version === 2) {
+      const [dir] = dirs as [string];
+      set(dir, 'memory.max', limits.memoryMb ? String(limits.memoryMb * 1024 * 1024) : 'max');
+      if (fs.existsSync(path.join(dir, 'memory.swap.max'))) set(dir, 'memory.swap.max', limits.memoryMb ? '0' : 'max');
+      set(dir, 'pids.max', limits.pidsLimit ? String(limits.pidsLimit) : 'max');
+      set(dir, 'cpu.max', limits.cpus ? `${Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))} ${CFS_PERIOD_US}` : `max ${CFS_PERIOD_US}`);
+    } else {
+      const [memory, pids, cpu] = dirs as [string, string, string];
+      const bytes = limits.memoryMb ? String(limits.memoryMb * 1024 * 1024) : '-1';
+      // Swap included, where the kernel accounts for it: memsw may not be lower than the limit, so order matters.
+      const memsw = fs.existsSync(path.join(memory, 'memory.memsw.limit_in_bytes'));
+      if (memsw && !limits.memoryMb) set(memory, 'memory.memsw.limit_in_bytes', '-1');
+      set(memory, 'memory.limit_in_bytes', bytes);
+      if (memsw && limits.memoryMb) set(memory, 'memory.memsw.limit_in_bytes', bytes);
+      set(pids, 'pids.max', limits.pidsLimit ? String(limits.pidsLimit) : 'max');
+      set(cpu, 'cpu.cfs_period_us', String(CFS_PERIOD_US));
+      set(cpu, 'cpu.cfs_quota_us', limits.cpus ? String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))) : '-1');
+    }
+    return dirs.map((d) => path.join(d, 'cgroup.procs'));
+  }
+
+  /**
+   * A command that enters the cgroups (`procs`, from `create`) and then runs `command`: a root shell
+   * writes its pid into each and execs, so nothing of the sandbox runs outside them even for an instant.
+   */
+  static entering(procs: string[], command: string, args: string[]): { command: string; args: string[] } {
+    if (procs.length === 0) return { command, args };
+    const script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
+    return { command: trustedProgram('sh', 'dash'), args: ['-c', script, 'sandbox-cgroup', ...procs, '--', command, ...args] };
+  }
+
+  /** Every process in the sandbox's cgroup now. */
+  members(sandboxId: string): number[] {
+    const [dir] = this.dirs(sandboxId) as [string];
+    try {
+      return fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  }
+
+  /** CPU time the sandbox's processes used so far, in nanoseconds (null without accounting). */
+  cpuUsageNs(sandboxId: string): number | null {
+    const dirs = this.dirs(sandboxId);
+    try {
+      if (this.layout.version === 2) return Number(/^usage_usec (\d+)$/m.exec(fs.readFileSync(path.join(dirs[0]!, 'cpu.stat'), 'utf8'))?.[1]) * 1000;
+      const dir = dirs.find((d) => fs.existsSync(path.join(d, 'cpuacct.usage')));
+      return dir ? Number(fs.readFileSync(path.join(dir, 'cpuacct.usage'), 'utf8')) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** How many processes the kernel killed in the sandbox for its memory limit (0 without a cgroup). */
+  oomKills(sandboxId: string): number {
+    const dirs = this.dirs(sandboxId);
+    const [file, line] = this.layout.version === 2 ? [path.join(dirs[0]!, 'memory.events'), /^oom_kill (\d+)$/m] : [path.join(dirs[0]!, 'memory.oom_control'), /^oom_kill (\d+)$/m];
+    try {
+      return Number(line.exec(fs.readFileSync(file, 'utf8'))?.[1] ?? 0);
+    } catch {
+      return 0;
+    }
+  }
+
+  /** The sandbox's memory limit in MiB as set, or null. */
+  memoryLimitMb(sandboxId: string): number | null {
+    const [dir] = this.dirs(sandboxId) as [string];
+    try {
+      const text = fs.readFileSync(path.join(dir, this.layout.version === 2 ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8').trim();
+      const bytes = Number(text);
+      return Number.isFinite(bytes) && bytes < 2 ** 60 ? Math.round(bytes / 1024 / 1024) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Removes the sandbox's cgroups; every process in them must have ended (the caller kills them). A
+   * cgroup whose last process is still being reaped is busy for a moment: tried again for a while.
+   */
+  async remove(sandboxId: string): Promise<void> {
+    for (const dir of this.dirs(sandboxId)) {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          fs.rmdirSync(dir);
+          break;
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT') break;
+          if (code !== 'EBUSY' || attempt >= 100) throw new Error(`the cgroup ${dir} could not be removed: ${(e as Error).message}`, { cause: e });
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The cgroups of process sandboxes as SANDBOX_CGROUPS asks: `off` none; `auto` the usable hierarchy
+ * when the worker is root, else none and why; `on` the usable hierarchy, or an error saying why not.
+ */
+export function sandboxCgroups(mode: 'auto' | 'on' | 'off', parent: string, mount?: string): { cgroups: SandboxCgroups | undefined; why: string | null } {
+  if (mode === 'off') return { cgroups: undefined, why: null };
+  const found = process.getuid?.() === 0 ? detectCgroups(mount) : { why: 'the worker does not run as root' };
+  if ('layout' in found) return { cgroups: new SandboxCgroups(found.layout, parent), why: null };
+  if (mode === 'on') throw new Error(`SANDBOX_CGROUPS=on, but ${found.why}`);
+  return { cgroups: undefined, why: found.why };
+}
+
+/** Every hierarchy's directory of `parent` (the sandboxes' cgroups are below it). */
+export function parentDirs(layout: CgroupLayout, parent: string): string[] {
+  return (layout.version === 2 ? [layout.root] : Object.values(layout.roots)).map((r) => path.join(r, parent));
+}

@@ -1,0 +1,197 @@
+/**
+ * A process sandbox's cgroup (as root, the machine's real hierarchy: v1 here, v2 where the host has it):
+ * its memory, process and CPU limits hold against the usual runaways, its pause stops what forks, a
+ * runtime killed by its memory limit says so, and delete leaves no process and no cgroup behind.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { detectCgroups, parentDirs, SandboxCgroups } from '../../activities/sandbox-providers/process-cgroups';
+import { ProcessProvider } from '../../activities/sandbox-providers/process-provider';
+import type { RuntimeHandle } from '../../src/store/runtime-handle';
+import { readStat } from '../../src/process/process-tree';
+import { eventually } from '../helpers/eventually';
+import { killRuntimesUnder, waitForStatus } from '../helpers/sandboxes';
+import { freePort } from '../../src/process/net';
+import { runtimeClient } from '../../src/sandboxes/runtime-clients';
+import { startTestApi, type TestApi } from '../helpers/api';
+import { TEST_CGROUP_PARENT, testConfig } from '../helpers/env';
+import { startTestWorker, type TestWorker } from '../helpers/worker';
+
+const found = detectCgroups();
+if (!('layout' in found)) throw new Error(`test/root needs a usable cgroup hierarchy: ${found.why}`);
+const layout = found.layout;
+const cgroups = new SandboxCgroups(layout, `agent-control-test-${process.pid}`);
+
+const cpuNs = (sandboxId: string) => cgroups.cpuUsageNs(sandboxId)!;
+
+describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`, () => {
+  let root: string;
+  let provider: ProcessProvider;
+  const started: [string, RuntimeHandle][] = [];
+
+  beforeAll(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-limits-'));
+    provider = new ProcessProvider({ sandboxesDir: root, runtimeEntry: '/nonexistent', cgroups, defaultLimits: { memoryMb: 4096, cpus: 1, pidsLimit: 1024 } });
+  });
+
+  afterAll(async () => {
+    for (const [id, handle] of started) await provider.delete(id, handle).catch(() => undefined);
+    killRuntimesUnder(root);
+    fs.rmSync(root, { recursive: true, force: true });
+    for (const r of found.layout.version === 2 ? [found.layout.root] : Object.values(found.layout.roots)) fs.rmdirSync(path.join(r, `agent-control-test-${process.pid}`));
+  });
+
+  const start = async (sandboxId: string, script: string, limits: { memory_mb?: number; cpus?: number; pids_limit?: number }) => {
+    const spec = { id: 'limited', command: ['/bin/sh', '-c', script], working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, ...limits };
+    const r = await provider.start({ sandboxId, spec, sessionApiKey: 'key', controlPlaneUrl: 'http://127.0.0.1:9' } as never);
+    started.push([sandboxId, r.handle]);
+    return r.handle as RuntimeHandle & { pid: number; dir: string };
+  };
+  const log = (dir: string) => fs.readFileSync(path.join(dir, 'runtime.log'), 'utf8');
+
+  it('a memory hog past the limit is killed by the kernel, the runtime lives on; one that takes the runtime down says why', async () => {
+    // The hog: a child of the runtime that holds 400 MiB (tail keeps what it reads) under a limit of 128.
+    const h = await start('hog', 'head -c 400000000 /dev/zero | tail > /dev/null; echo "hog ended $?"; sleep 600', { memory_mb: 128 });
+    await eventually(() => expect(log(h.dir)).toContain('hog ended 137'), { timeoutMs: 30_000, intervalMs: 100 }); // 128 + 9: SIGKILL
+    expect(readStat(h.pid)!.state).not.toBe('Z');
+    expect(cgroups.oomKills('hog')).toBeGreaterThanOrEqual(1);
+    expect(await provider.inspect(h)).toEqual({ state: 'running' });
+
+    // The runtime itself the hog: gone, and its status says it was the memory limit.
+    const self = await start('self-hog', 'exec tail /dev/zero', { memory_mb: 96 });
+    const gone = await eventually(
+      async () => {
+        const s = await provider.inspect(self);
+        expect(s.state).toBe('missing');
+        return s;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    expect((gone as { detail: string }).detail).toMatch(/after reaching its memory limit of 96 MiB \(\d+ process\(es\) killed by the kernel\)/);
+  }, 90_000);
+
+  it('a fork loop stops at the process limit', async () => {
+    // The loop's shell gives up at the first fork the kernel refuses; the runtime goes on (exec: no fork).
+    const h = await start('forks', '( i=0; while [ $i -lt 300 ]; do sleep 600 & i=$((i+1)); done ); echo "loop ended $?"; exec sleep 600', { pids_limit: 64 });
+    await eventually(() => expect(log(h.dir)).toMatch(/loop ended [1-9]/), { timeoutMs: 30_000, intervalMs: 100 });
+    const members = cgroups.members('forks');
+    expect(members.length).toBeLessThanOrEqual(64);
+    expect(members.length).toBeGreaterThan(32); // it did fork, up to the limit
+    expect(log(h.dir)).toMatch(/Cannot fork/i);
+    expect(readStat(h.pid)!.state).not.toBe('Z');
+  }, 60_000);
+
+  it('spinners on every core get the cores of the limit, not the machine', async () => {
+    const cores = os.availableParallelism();
+    const spinners = Array.from({ length: cores * 2 }, () => '( while :; do :; done ) &').join(' ');
+    await start('spin', `${spinners} sleep 600`, { cpus: 0.5 });
+    const before = cpuNs('spin');
+    const t0 = process.hrtime.bigint();
+    await new Promise((r) => setTimeout(r, 3000));
+    const used = (cpuNs('spin') - before) / Number(process.hrtime.bigint() - t0);
+    expect(used).toBeGreaterThan(0.3);
+    expect(used).toBeLessThan(0.65); // 0.5 of a core, with the period's slack
+  }, 30_000);
+
+  it('pause stops everything in the cgroup, also what forks in a loop; resume continues it', async () => {
+    const h = await start('pause', '( while :; do sleep 0.01 & done ) & sleep 600', { pids_limit: 512 });
+    await eventually(() => expect(cgroups.members('pause').length).toBeGreaterThan(3), { timeoutMs: 10_000, intervalMs: 50 });
+    await provider.pause(h);
+    const members = cgroups.members('pause');
+    expect(members.filter((pid) => !['T', 'Z'].includes(readStat(pid)?.state ?? 'Z'))).toEqual([]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(cgroups.members('pause').sort()).toEqual(members.sort()); // nothing forked while paused
+    await provider.resume(h);
+    expect(cgroups.members('pause').filter((pid) => readStat(pid)?.state === 'T')).toEqual([]);
+  }, 30_000);
+
+  it('delete ends every process of the cgroup (one that left the runtime too) and removes the cgroup', async () => {
+    const h = await start('gone', '( setsid sh -c "while :; do :; done" & ); ( while :; do sleep 0.01 & done ) & sleep 600', {});
+    await eventually(() => expect(cgroups.members('gone').length).toBeGreaterThan(3), { timeoutMs: 10_000, intervalMs: 50 });
+    const dirs = found.layout.version === 2 ? [found.layout.root] : Object.values(found.layout.roots);
+    for (const r of dirs) expect(fs.existsSync(path.join(r, `agent-control-test-${process.pid}`, 'gone'))).toBe(true);
+    await provider.delete('gone', h);
+    for (const r of dirs) expect(fs.existsSync(path.join(r, `agent-control-test-${process.pid}`, 'gone'))).toBe(false);
+    expect(readStat(h.pid) === null || readStat(h.pid)!.state === 'Z').toBe(true);
+  }, 30_000);
+});
+
+describe("one user's runaway sandbox does not starve another's start (the service, cgroups from SANDBOX_DEFAULT_*)", () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-load-'));
+    const config = testConfig({
+      DATA_DIR: dir,
+      API_PORT: String(await freePort()),
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      SANDBOX_CGROUPS: 'on',
+      SANDBOX_DEFAULT_MEMORY_MB: '512',
+      SANDBOX_DEFAULT_CPUS: '1',
+      SANDBOX_DEFAULT_PIDS_LIMIT: '256',
+    });
+    t = await startTestApi(config);
+    worker = await startTestWorker(config);
+  }, 60_000);
+
+  afterAll(async () => {
+    await worker?.stop();
+    await t?.close();
+    killRuntimesUnder(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A's start to READY (a new sandbox each time, as a new user's first conversation), in ms. */
+  const startAlone = async () => {
+    const a = await t.newUser();
+    await t.setOrgLlm(a.key, { model: 'scripted-model', base_url: 'http://127.0.0.1:9/v1', api_key: 'sk-unused' }); // a start needs one; nothing calls it
+    const t0 = Date.now();
+    const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, {
+      method: 'POST',
+      headers: { 'X-Access-Token': a.key, 'Content-Type': 'application/json' },
+      body: '{}',
+      signal: AbortSignal.timeout(120_000),
+    });
+    const last = ((await res.json()) as { status: string; detail: string | null }[]).at(-1)!;
+    expect({ status: last.status, detail: last.detail }).toEqual({ status: 'READY', detail: null });
+    return Date.now() - t0;
+  };
+
+  it("B's spinners on every core, fork loop and memory hog stay in B's cgroup: A's start is READY in about the time it takes alone", async () => {
+    const alone = [await startAlone(), await startAlone()];
+    const b = await t.newUser();
+    const created = await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} });
+    const sandbox = await waitForStatus(t, b.key, created.body.id, 'RUNNING', 60_000);
+    const bash = async (command: string) => runtimeClient((await t.stores.sandboxes.get(sandbox.id))!, t.box).bash(command, { cwd: '.', timeoutS: 30 });
+    const cores = os.availableParallelism();
+    // Every load at once, left running: spinners (two per core), a fork loop, a memory hog past 512 MiB.
+    const load = [
+      ...Array.from({ length: cores * 2 }, () => 'nohup sh -c "while :; do :; done" >/dev/null 2>&1 &'),
+      'nohup sh -c "while :; do sleep 60 & done" >/dev/null 2>&1 &',
+      'nohup sh -c "head -c 2000000000 /dev/zero | tail" >/dev/null 2>&1 &',
+    ].join(' ');
+    expect((await bash(load)).exit_code).toBe(0);
+    const handle = (await t.stores.sandboxes.get(sandbox.id))!.runtime as { dir: string; pid: number };
+    const id = path.basename(handle.dir);
+    const testCgroups = new SandboxCgroups(layout, TEST_CGROUP_PARENT);
+    await eventually(() => expect(testCgroups.oomKills(id)).toBeGreaterThanOrEqual(1), { timeoutMs: 30_000, intervalMs: 200 });
+    await eventually(() => expect(testCgroups.members(id).length).toBeGreaterThan(200), { timeoutMs: 30_000, intervalMs: 200 });
+
+    const loaded = [await startAlone(), await startAlone()];
+    const cpu0 = testCgroups.cpuUsageNs(id)!;
+    const t0 = process.hrtime.bigint();
+    await new Promise((r) => setTimeout(r, 2000));
+    const bCores = (testCgroups.cpuUsageNs(id)! - cpu0) / Number(process.hrtime.bigint() - t0);
+    console.log(`A's start alone ${alone.join(', ')} ms; with B's load ${loaded.join(', ')} ms; B's sandbox: ${testCgroups.members(id).length} processes, ${bCores.toFixed(2)} cores, ${testCgroups.oomKills(id)} OOM kill(s)`);
+    expect(bCores).toBeLessThan(1.15);
+    expect(Math.min(...loaded)).toBeLessThan(Math.max(...alone) * 3 + 2000);
+    // B's sandbox is still RUNNING, its runtime answering; delete leaves no process and no cgroup.
+    expect((await bash('echo still here')).output).toBe('still here\n');
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${sandbox.id}`, { key: b.key })).status).toBe(200);
+    await eventually(() => expect(testCgroups.members(id)).toEqual([]), { timeoutMs: 30_000, intervalMs: 200 });
+    for (const d of parentDirs(layout, TEST_CGROUP_PARENT)) await eventually(() => expect(fs.existsSync(path.join(d, id))).toBe(false), { timeoutMs: 10_000, intervalMs: 100 });
+  }, 240_000);
+});
