@@ -129,7 +129,7 @@ export const envSchema = z.object({
   EVENT_QUERY_TIMEOUT_MS: positiveInt('milliseconds').default(15_000),
   /** Grace period for in-flight work on SIGTERM before a process exits (ms). */
   SHUTDOWN_GRACE_MS: positiveInt('milliseconds').default(10_000),
-  /** JSON file with an array of sandbox specs ({id, provider, image, command, working_dir, initial_env, memory_mb, cpus, pids_limit}) written at start-up. */
+  /** JSON file with an array of sandbox specs ({id, provider, image, command, working_dir, initial_env, memory_mb, cpus, pids_limit, disk_mb}) written at start-up. */
   SANDBOX_SPECS_FILE: nonEmpty('file path').optional(),
   /** Spec used when a sandbox is created without one. */
   DEFAULT_SANDBOX_SPEC_ID: nonEmpty('sandbox spec id').default('local-process'),
@@ -187,6 +187,12 @@ export const envSchema = z.object({
   SANDBOX_DEFAULT_MEMORY_MB: nonNegativeInt('MiB').default(4096),
   SANDBOX_DEFAULT_CPUS: z.coerce.number({ error: 'a non-negative number of cores' }).min(0, { error: 'a non-negative number of cores' }).default(1),
   SANDBOX_DEFAULT_PIDS_LIMIT: nonNegativeInt('processes and threads').default(1024),
+  SANDBOX_DEFAULT_DISK_MB: nonNegativeInt('MiB').default(10240),
+  /**
+   * Each process sandbox on a file system of its own, of its disk_mb (an ext4 image on a loop device,
+   * sparse): `auto` when the worker is root and can mount one, `on` (a start fails without), `off`.
+   */
+  SANDBOX_DISKS: z.enum(['auto', 'on', 'off']).default('auto'),
   /** The uids isolated process sandboxes run as (first-last), one per sandbox; nothing else on the machine may use them. */
   SANDBOX_UID_RANGE: z
     .string()
@@ -324,7 +330,9 @@ export interface Config {
     cgroups: 'auto' | 'on' | 'off';
     cgroupParent: string;
     /** What a spec's null limit becomes (null: none). */
-    defaultLimits: { memoryMb: number | null; cpus: number | null; pidsLimit: number | null };
+    defaultLimits: { memoryMb: number | null; cpus: number | null; pidsLimit: number | null; diskMb: number | null };
+    /** SANDBOX_DISKS. */
+    disks: 'auto' | 'on' | 'off';
     localAllow: string[];
     /** The service's ports on this machine, which a sandbox that binds one never answers on (servicePorts). */
     reservedPorts: number[];
@@ -416,7 +424,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       uidRange: e.SANDBOX_UID_RANGE,
       cgroups: e.SANDBOX_CGROUPS,
       cgroupParent: e.SANDBOX_CGROUP_PARENT,
-      defaultLimits: { memoryMb: e.SANDBOX_DEFAULT_MEMORY_MB || null, cpus: e.SANDBOX_DEFAULT_CPUS || null, pidsLimit: e.SANDBOX_DEFAULT_PIDS_LIMIT || null },
+      defaultLimits: {
+        memoryMb: e.SANDBOX_DEFAULT_MEMORY_MB || null,
+        cpus: e.SANDBOX_DEFAULT_CPUS || null,
+        pidsLimit: e.SANDBOX_DEFAULT_PIDS_LIMIT || null,
+        diskMb: e.SANDBOX_DEFAULT_DISK_MB || null,
+      },
+      disks: e.SANDBOX_DISKS,
       localAllow: e.SANDBOX_LOCAL_ALLOW,
       reservedPorts: servicePorts(e),
       historyLimit: e.SANDBOX_HISTORY_LIMIT,

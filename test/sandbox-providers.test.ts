@@ -96,7 +96,7 @@ class NetworkingEngineStandIn extends DockerEngineStandIn {
 describe('docker provider', () => {
   let engine: NetworkingEngineStandIn;
   let provider: DockerProvider;
-  const spec: SandboxSpec = { id: 'img', provider: 'docker', runtime: 'built-in', image: 'example/runtime:1', command: null, working_dir: null, initial_env: { FOO: 'bar' }, memory_mb: null, cpus: null, pids_limit: null };
+  const spec: SandboxSpec = { id: 'img', provider: 'docker', runtime: 'built-in', image: 'example/runtime:1', command: null, working_dir: null, initial_env: { FOO: 'bar' }, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null };
 
   beforeAll(async () => {
     engine = await new NetworkingEngineStandIn().start();
@@ -250,7 +250,7 @@ describe('remote provider', () => {
   const API_KEY = 'remote-api-key';
   let api: RemoteRuntimeStandIn;
   let provider: RemoteProvider;
-  const spec: SandboxSpec = { id: 'remote', provider: 'remote', runtime: 'built-in', image: 'example/runtime:2', command: ['serve'], working_dir: '/work', initial_env: { A: '1' }, memory_mb: null, cpus: null, pids_limit: null };
+  const spec: SandboxSpec = { id: 'remote', provider: 'remote', runtime: 'built-in', image: 'example/runtime:2', command: ['serve'], working_dir: '/work', initial_env: { A: '1' }, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null };
 
   beforeAll(async () => {
     api = await new RemoteRuntimeStandIn(API_KEY).start();

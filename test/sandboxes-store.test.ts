@@ -21,7 +21,7 @@ describe('sandboxes store', () => {
       id,
       created_by_user_id: 'u1',
       sandbox_spec_id: 'local-process',
-      spec: { id: 'local-process', provider: 'process', runtime: 'built-in', image: null, command: null, working_dir: null, initial_env: {}, memory_mb: null, cpus: null, pids_limit: null },
+      spec: { id: 'local-process', provider: 'process', runtime: 'built-in', image: null, command: null, working_dir: null, initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null },
       status: 'STARTING',
       status_detail: null,
       session_key_sealed: 'sealed',

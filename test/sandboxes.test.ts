@@ -65,7 +65,7 @@ describe('sandboxes', () => {
   it('lists the built-in specs: the built-in runtime and the OpenHands agent server, as processes', async () => {
     const page = await t.request('GET', '/api/v1/sandbox-specs/search', { key: alice.key });
     expect(page.status).toBe(200);
-    const spec = { provider: 'process', image: null, command: null, working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, created_at: expect.any(String) };
+    const spec = { provider: 'process', image: null, command: null, working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null, created_at: expect.any(String) };
     expect(page.body.items).toEqual([
       { id: 'local-process', runtime: 'built-in', ...spec },
       { id: 'local-process-openhands', runtime: 'openhands', ...spec },

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, requireSecretsKey, requireServers, type Config } from '../src/config';
 import { sandboxCgroups } from '../activities/sandbox-providers/process-cgroups';
+import { sandboxDisks } from '../activities/sandbox-providers/process-disks';
 import { createLogger, type Logger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
 import { beatWhileAlive, workerHeartbeatFile } from '../src/process/heartbeat';
@@ -41,6 +42,8 @@ function warnAboutProcessIsolation(config: Config, logger: Logger): void {
 function warnAboutCgroups(config: Config, logger: Logger): void {
   const { why } = sandboxCgroups(config.sandboxes.cgroups, config.sandboxes.cgroupParent);
   if (why) logger.warn(`process sandboxes run without cgroups (${why}): no memory, CPU or process limit holds for them; one can slow or stop the others`);
+  const disks = sandboxDisks(config.sandboxes.disks, config.sandboxes.dir);
+  if (disks.why) logger.warn(`process sandboxes run without a file system of their own (${disks.why}): no disk limit holds for them; one can fill the host's disk`);
 }
 
 async function main(): Promise<void> {

@@ -5,6 +5,7 @@ import type { Config } from '../../src/config';
 import type { SandboxProviderName } from '../../src/schemas/sandboxes';
 import { DockerProvider, dockerFromHost } from './docker-provider';
 import { sandboxCgroups } from './process-cgroups';
+import { sandboxDisks } from './process-disks';
 import { ProcessIsolation } from './process-isolation';
 import { ProcessProvider } from './process-provider';
 import { ProviderConfigError, type SandboxProvider } from './provider';
@@ -29,7 +30,8 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
       ? new ProcessIsolation({ dataDir: config.dataDir, sandboxesDir, uidRange: s.uidRange, runtimeBundle: BUILT_IN_RUNTIME_BUNDLE, controlPlaneUrl: s.controlPlaneUrl, localAllow: s.localAllow, reservedPorts: s.reservedPorts })
       : undefined;
   const { cgroups } = sandboxCgroups(s.cgroups, s.cgroupParent);
-  const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir, cgroups, defaultLimits: s.defaultLimits });
+  const { disks } = sandboxDisks(s.disks, sandboxesDir);
+  const process = new ProcessProvider({ sandboxesDir, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir, cgroups, disks, defaultLimits: s.defaultLimits });
   const docker = new DockerProvider({
     docker: dockerFromHost(config.sandboxes.dockerHost),
     publishHost: config.sandboxes.dockerPublishHost,

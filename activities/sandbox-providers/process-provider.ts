@@ -17,6 +17,7 @@ import { AGENT_SERVER } from '../../src/schemas/sandboxes';
 import type { ProcessRuntimeHandle as ProcessHandle, RuntimeHandle } from '../../src/store/runtime-handle';
 import { openHandsCommand, openHandsEnv } from './openhands-launch';
 import { SandboxCgroups } from './process-cgroups';
+import type { SandboxDisks } from './process-disks';
 import type { ProcessIsolation } from './process-isolation';
 import { limitsOf, ProviderConfigError, wrongHandle, type SandboxLimits, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 
@@ -34,6 +35,8 @@ export interface ProcessProviderOptions {
   cgroups?: SandboxCgroups;
   /** The limits a spec leaves null (SANDBOX_DEFAULT_*). */
   defaultLimits?: SandboxLimits;
+  /** A file system of its disk_mb per sandbox (SANDBOX_DISKS); without, a sandbox may fill the host's disk. */
+  disks?: SandboxDisks;
 }
 
 /**
@@ -139,6 +142,9 @@ export class ProcessProvider implements SandboxProvider {
     if (workspace !== dir && !workspace.startsWith(dir + path.sep)) {
       throw new ProviderConfigError(`spec ${req.spec.id}: working_dir ${req.spec.working_dir} leaves the sandbox directory`);
     }
+    const limits = limitsOf(req.spec, this.opts.defaultLimits);
+    // Its own file system first: everything of the sandbox is made on it.
+    if (this.opts.disks && limits.diskMb) await this.opts.disks.attach(req.sandboxId, dir, limits.diskMb);
     const isolation = this.opts.isolation;
     const uid = isolation ? await isolation.uidFor(req.sandboxId, dir, workspace) : undefined;
     if (!isolation) fs.mkdirSync(workspace, { recursive: true });
@@ -172,7 +178,7 @@ export class ProcessProvider implements SandboxProvider {
     const [command, ...args] = req.spec.command ?? builtIn;
     const launched = isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
     // Into its cgroup before it runs anything (made now, its limits set again on a restart).
-    const run = SandboxCgroups.entering(this.opts.cgroups?.create(req.sandboxId, limitsOf(req.spec, this.opts.defaultLimits)) ?? [], launched.command, launched.args);
+    const run = SandboxCgroups.entering(this.opts.cgroups?.create(req.sandboxId, limits) ?? [], launched.command, launched.args);
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a', 0o600);
     const reports = isolation && !openhands;
     const child = spawn(run.command, run.args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log, ...(reports ? (['pipe'] as const) : [])] });
@@ -304,15 +310,18 @@ export class ProcessProvider implements SandboxProvider {
       await stopThenKill(() => this.opts.cgroups!.members(sandboxId), `processes of sandbox ${sandboxId}`);
       await this.opts.cgroups.remove(sandboxId);
     }
+    await this.opts.disks?.detach(sandboxId, dir);
     await fs.promises.rm(dir, { recursive: true, force: true });
     this.opts.isolation?.release(sandboxId, uid);
   }
 
-  /** Why a sandbox's processes died, when its memory limit killed some: said in its status_detail. */
+  /** Why a sandbox's processes died, when its memory limit killed some or its disk is full: said in its status_detail. */
   private outOfMemory(h: ProcessHandle): string {
     const id = path.basename(h.dir);
     const kills = this.opts.cgroups?.oomKills(id) ?? 0;
-    return kills > 0 ? ` after reaching its memory limit of ${this.opts.cgroups!.memoryLimitMb(id)} MiB (${kills} process(es) killed by the kernel)` : '';
+    const disk = this.opts.disks?.usage(h.dir);
+    const full = disk && disk.usedMb >= disk.sizeMb * 0.99 ? ` with its disk full (${disk.usedMb} of ${disk.sizeMb} MiB)` : '';
+    return (kills > 0 ? ` after reaching its memory limit of ${this.opts.cgroups!.memoryLimitMb(id)} MiB (${kills} process(es) killed by the kernel)` : '') + full;
   }
 
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {

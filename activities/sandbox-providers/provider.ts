@@ -54,14 +54,20 @@ export class ProviderConfigError extends Error {
   }
 }
 
-/** What a sandbox's processes may use together: memory (MiB, swap included), cores, processes and threads; null: no limit. */
+/** What a sandbox's processes may use together: memory (MiB, swap included), cores, processes and threads, disk (MiB); null: no limit. */
 export interface SandboxLimits {
   memoryMb: number | null;
   cpus: number | null;
   pidsLimit: number | null;
+  diskMb: number | null;
 }
 
 /** A spec's limits, its nulls filled with the operator's defaults (SANDBOX_DEFAULT_*). */
-export function limitsOf(spec: { memory_mb?: number | null; cpus?: number | null; pids_limit?: number | null }, defaults?: SandboxLimits): SandboxLimits {
-  return { memoryMb: spec.memory_mb ?? defaults?.memoryMb ?? null, cpus: spec.cpus ?? defaults?.cpus ?? null, pidsLimit: spec.pids_limit ?? defaults?.pidsLimit ?? null };
+export function limitsOf(spec: { memory_mb?: number | null; cpus?: number | null; pids_limit?: number | null; disk_mb?: number | null }, defaults?: SandboxLimits): SandboxLimits {
+  return {
+    memoryMb: spec.memory_mb ?? defaults?.memoryMb ?? null,
+    cpus: spec.cpus ?? defaults?.cpus ?? null,
+    pidsLimit: spec.pids_limit ?? defaults?.pidsLimit ?? null,
+    diskMb: spec.disk_mb ?? defaults?.diskMb ?? null,
+  };
 }

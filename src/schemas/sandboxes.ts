@@ -54,11 +54,12 @@ export const SandboxPageSchema = z
   .object({ items: z.array(SandboxSchema), next_page_id: z.string().nullable() })
   .meta({ id: 'SandboxPage' });
 
-/** Resource limits of a sandbox (docker; the process provider does not enforce them). */
+/** Resource limits of a sandbox: every process of it together (a container, or a process sandbox's cgroup and file system). */
 const LIMIT_DESCRIPTIONS = {
-  memory_mb: 'Memory limit in MiB, swap included (docker); null: no limit.',
-  cpus: 'CPU limit in cores, fractions allowed (docker); null: no limit.',
-  pids_limit: 'Most processes and threads at once (docker); null: no limit.',
+  memory_mb: "Memory limit in MiB, swap included; null: the operator's default (SANDBOX_DEFAULT_MEMORY_MB).",
+  cpus: "CPU limit in cores, fractions allowed; null: the operator's default (SANDBOX_DEFAULT_CPUS).",
+  pids_limit: "Most processes and threads at once; null: the operator's default (SANDBOX_DEFAULT_PIDS_LIMIT).",
+  disk_mb: "Size in MiB of a process sandbox's file system (its workspace, home and state); null: the operator's default (SANDBOX_DEFAULT_DISK_MB).",
 };
 
 const specId = z
@@ -88,6 +89,7 @@ export const SandboxSpecInputSchema = z
     memory_mb: z.number().int().min(64).max(1_048_576).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.memory_mb }),
     cpus: z.number().positive().max(1024).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.cpus }),
     pids_limit: z.number().int().min(16).max(4_194_304).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.pids_limit }),
+    disk_mb: z.number().int().min(64).max(16_777_216).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.disk_mb }),
   })
   .superRefine((s, ctx) => {
     if (s.provider !== 'process' && !s.image) ctx.addIssue({ code: 'custom', path: ['image'], message: `a ${s.provider} spec needs an image` });
@@ -106,6 +108,7 @@ export const SandboxSpecSchema = z
     memory_mb: z.number().int().nullable().meta({ description: LIMIT_DESCRIPTIONS.memory_mb }),
     cpus: z.number().nullable().meta({ description: LIMIT_DESCRIPTIONS.cpus }),
     pids_limit: z.number().int().nullable().meta({ description: LIMIT_DESCRIPTIONS.pids_limit }),
+    disk_mb: z.number().int().nullable().meta({ description: LIMIT_DESCRIPTIONS.disk_mb }),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'SandboxSpec', description: 'A template sandboxes start from.' });

@@ -25,6 +25,7 @@ export const DEFAULT_SANDBOX_SPEC: SandboxSpecInput = {
   memory_mb: null,
   cpus: null,
   pids_limit: null,
+  disk_mb: null,
 };
 
 /**
@@ -44,6 +45,7 @@ const toSpec = ({ _id, ...rest }: SandboxSpecDoc): StoredSandboxSpec => ({
   memory_mb: rest.memory_mb ?? null,
   cpus: rest.cpus ?? null,
   pids_limit: rest.pids_limit ?? null,
+  disk_mb: rest.disk_mb ?? null,
 });
 
 export class SandboxSpecsStore {

@@ -36,6 +36,7 @@ export function runtimeSpec(overrides: Partial<SandboxSpecInput> = {}): SandboxS
     memory_mb: 512,
     cpus: 1,
     pids_limit: 512,
+    disk_mb: null,
     ...overrides,
   };
 }

@@ -57,6 +57,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       SANDBOX_PROCESS_ISOLATION: 'none',
       // Their sandboxes' cgroups (as root) apart from a service's on the same machine; the teardown removes them.
       SANDBOX_CGROUP_PARENT: TEST_CGROUP_PARENT,
+      // A loop-mounted file system per sandbox would outlive the runtimes the tests kill without a delete
+      // (and block removing their directories): the file that tests disks asks for them.
+      SANDBOX_DISKS: 'off',
       OPENHANDS_AGENT_SERVER_DIR: env.agentServerDir,
       ...overrides,
     },

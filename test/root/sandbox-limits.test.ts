@@ -3,10 +3,12 @@
  * its memory, process and CPU limits hold against the usual runaways, its pause stops what forks, a
  * runtime killed by its memory limit says so, and delete leaves no process and no cgroup behind.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { detectCgroups, parentDirs, SandboxCgroups } from '../../activities/sandbox-providers/process-cgroups';
+import { SandboxDisks } from '../../activities/sandbox-providers/process-disks';
 import { ProcessProvider } from '../../activities/sandbox-providers/process-provider';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
 import { readStat } from '../../src/process/process-tree';
@@ -32,7 +34,13 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
 
   beforeAll(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-limits-'));
-    provider = new ProcessProvider({ sandboxesDir: root, runtimeEntry: '/nonexistent', cgroups, defaultLimits: { memoryMb: 4096, cpus: 1, pidsLimit: 1024 } });
+    provider = new ProcessProvider({
+      sandboxesDir: path.join(root, 'sandboxes'),
+      runtimeEntry: '/nonexistent',
+      cgroups,
+      disks: new SandboxDisks(path.join(root, 'disks')),
+      defaultLimits: { memoryMb: 4096, cpus: 1, pidsLimit: 1024, diskMb: null },
+    });
   });
 
   afterAll(async () => {
@@ -42,8 +50,8 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
     for (const r of found.layout.version === 2 ? [found.layout.root] : Object.values(found.layout.roots)) fs.rmdirSync(path.join(r, `agent-control-test-${process.pid}`));
   });
 
-  const start = async (sandboxId: string, script: string, limits: { memory_mb?: number; cpus?: number; pids_limit?: number }) => {
-    const spec = { id: 'limited', command: ['/bin/sh', '-c', script], working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, ...limits };
+  const start = async (sandboxId: string, script: string, limits: { memory_mb?: number; cpus?: number; pids_limit?: number; disk_mb?: number }) => {
+    const spec = { id: 'limited', command: ['/bin/sh', '-c', script], working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null, ...limits };
     const r = await provider.start({ sandboxId, spec, sessionApiKey: 'key', controlPlaneUrl: 'http://127.0.0.1:9' } as never);
     started.push([sandboxId, r.handle]);
     return r.handle as RuntimeHandle & { pid: number; dir: string };
@@ -106,6 +114,25 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
     expect(cgroups.members('pause').filter((pid) => readStat(pid)?.state === 'T')).toEqual([]);
   }, 30_000);
 
+  it('a disk filler past the limit gets "No space left on device" on its own file system; the host and the other sandboxes keep theirs', async () => {
+    const other = await start('disk-other', 'sleep 600', { disk_mb: 64 });
+    const h = await start('disk', 'head -c 200000000 /dev/zero > fill; echo "filler ended $?"; sleep 600', { disk_mb: 64 });
+    await eventually(() => expect(log(h.dir)).toMatch(/No space left on device[\s\S]*filler ended 1/), { timeoutMs: 30_000, intervalMs: 100 });
+    expect(readStat(h.pid)!.state).not.toBe('Z');
+    const full = fs.statfsSync(h.dir);
+    expect((full.blocks * full.bsize) / 1024 / 1024).toBeLessThanOrEqual(64);
+    expect(fs.statSync(path.join(h.dir, 'workspace', 'fill')).size).toBeLessThan(64 * 1024 * 1024);
+    // The other sandbox's file system is untouched; the image on the host holds only what was written.
+    const free = fs.statfsSync(other.dir);
+    expect(free.bfree / free.blocks).toBeGreaterThan(0.9);
+    expect(fs.statSync(path.join(root, 'disks', 'disk.ext4')).blocks * 512).toBeLessThan(80 * 1024 * 1024);
+    // Delete unmounts it and removes its image.
+    await provider.delete('disk', h);
+    expect(fs.existsSync(path.join(root, 'disks', 'disk.ext4'))).toBe(false);
+    expect(fs.existsSync(h.dir)).toBe(false);
+    expect(fs.readFileSync('/proc/self/mounts', 'utf8')).not.toContain(` ${h.dir} `);
+  }, 60_000);
+
   it('delete ends every process of the cgroup (one that left the runtime too) and removes the cgroup', async () => {
     const h = await start('gone', '( setsid sh -c "while :; do :; done" & ); ( while :; do sleep 0.01 & done ) & sleep 600', {});
     await eventually(() => expect(cgroups.members('gone').length).toBeGreaterThan(3), { timeoutMs: 10_000, intervalMs: 50 });
@@ -117,7 +144,7 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
   }, 30_000);
 });
 
-describe("one user's runaway sandbox does not starve another's start (the service, cgroups from SANDBOX_DEFAULT_*)", () => {
+describe("one user's runaway sandbox does not starve another's start (the service, cgroups and disks from SANDBOX_DEFAULT_*)", () => {
   let t: TestApi;
   let worker: TestWorker;
   let dir: string;
@@ -132,6 +159,8 @@ describe("one user's runaway sandbox does not starve another's start (the servic
       SANDBOX_DEFAULT_MEMORY_MB: '512',
       SANDBOX_DEFAULT_CPUS: '1',
       SANDBOX_DEFAULT_PIDS_LIMIT: '256',
+      SANDBOX_DISKS: 'on',
+      SANDBOX_DEFAULT_DISK_MB: '256',
     });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
@@ -141,6 +170,11 @@ describe("one user's runaway sandbox does not starve another's start (the servic
     await worker?.stop();
     await t?.close();
     killRuntimesUnder(dir);
+    // A's sandboxes were not deleted: their file systems go by hand.
+    for (const line of fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+      const at = line.split(' ')[1];
+      if (at?.startsWith(`${dir}/`)) execFileSync('umount', ['-l', at]);
+    }
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -160,7 +194,7 @@ describe("one user's runaway sandbox does not starve another's start (the servic
     return Date.now() - t0;
   };
 
-  it("B's spinners on every core, fork loop and memory hog stay in B's cgroup: A's start is READY in about the time it takes alone", async () => {
+  it("B's spinners on every core, fork loop, memory hog and disk filler stay in B's sandbox: A's start is READY in about the time it takes alone", async () => {
     const alone = [await startAlone(), await startAlone()];
     const b = await t.newUser();
     const created = await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} });
@@ -172,6 +206,7 @@ describe("one user's runaway sandbox does not starve another's start (the servic
       ...Array.from({ length: cores * 2 }, () => 'nohup sh -c "while :; do :; done" >/dev/null 2>&1 &'),
       'nohup sh -c "while :; do sleep 60 & done" >/dev/null 2>&1 &',
       'nohup sh -c "head -c 2000000000 /dev/zero | tail" >/dev/null 2>&1 &',
+      'nohup sh -c "head -c 2000000000 /dev/zero > fill" >/dev/null 2>&1 &',
     ].join(' ');
     expect((await bash(load)).exit_code).toBe(0);
     const handle = (await t.stores.sandboxes.get(sandbox.id))!.runtime as { dir: string; pid: number };
@@ -179,13 +214,15 @@ describe("one user's runaway sandbox does not starve another's start (the servic
     const testCgroups = new SandboxCgroups(layout, TEST_CGROUP_PARENT);
     await eventually(() => expect(testCgroups.oomKills(id)).toBeGreaterThanOrEqual(1), { timeoutMs: 30_000, intervalMs: 200 });
     await eventually(() => expect(testCgroups.members(id).length).toBeGreaterThan(200), { timeoutMs: 30_000, intervalMs: 200 });
+    const disk = () => fs.statfsSync(handle.dir);
+    await eventually(() => expect(disk().bfree).toBeLessThan(disk().blocks * 0.02), { timeoutMs: 30_000, intervalMs: 200 }); // B's disk is full
 
     const loaded = [await startAlone(), await startAlone()];
     const cpu0 = testCgroups.cpuUsageNs(id)!;
     const t0 = process.hrtime.bigint();
     await new Promise((r) => setTimeout(r, 2000));
     const bCores = (testCgroups.cpuUsageNs(id)! - cpu0) / Number(process.hrtime.bigint() - t0);
-    console.log(`A's start alone ${alone.join(', ')} ms; with B's load ${loaded.join(', ')} ms; B's sandbox: ${testCgroups.members(id).length} processes, ${bCores.toFixed(2)} cores, ${testCgroups.oomKills(id)} OOM kill(s)`);
+    console.log(`A's start alone ${alone.join(', ')} ms; with B's load ${loaded.join(', ')} ms; B's sandbox: ${testCgroups.members(id).length} processes, ${bCores.toFixed(2)} cores, ${testCgroups.oomKills(id)} OOM kill(s), its ${Math.round((disk().blocks * disk().bsize) / 2 ** 20)} MiB disk full`);
     expect(bCores).toBeLessThan(1.15);
     expect(Math.min(...loaded)).toBeLessThan(Math.max(...alone) * 3 + 2000);
     // B's sandbox is still RUNNING, its runtime answering; delete leaves no process and no cgroup.
@@ -193,5 +230,7 @@ describe("one user's runaway sandbox does not starve another's start (the servic
     expect((await t.request('DELETE', `/api/v1/sandboxes/${sandbox.id}`, { key: b.key })).status).toBe(200);
     await eventually(() => expect(testCgroups.members(id)).toEqual([]), { timeoutMs: 30_000, intervalMs: 200 });
     for (const d of parentDirs(layout, TEST_CGROUP_PARENT)) await eventually(() => expect(fs.existsSync(path.join(d, id))).toBe(false), { timeoutMs: 10_000, intervalMs: 100 });
+    await eventually(() => expect(fs.readFileSync('/proc/self/mounts', 'utf8')).not.toContain(` ${handle.dir} `), { timeoutMs: 10_000, intervalMs: 100 });
+    expect(fs.existsSync(handle.dir)).toBe(false);
   }, 240_000);
 });

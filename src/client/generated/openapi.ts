@@ -1891,12 +1891,14 @@ export interface components {
             initial_env: {
                 [key: string]: string;
             };
-            /** @description Memory limit in MiB, swap included (docker); null: no limit. */
+            /** @description Memory limit in MiB, swap included; null: the operator's default (SANDBOX_DEFAULT_MEMORY_MB). */
             memory_mb: number | null;
-            /** @description CPU limit in cores, fractions allowed (docker); null: no limit. */
+            /** @description CPU limit in cores, fractions allowed; null: the operator's default (SANDBOX_DEFAULT_CPUS). */
             cpus: number | null;
-            /** @description Most processes and threads at once (docker); null: no limit. */
+            /** @description Most processes and threads at once; null: the operator's default (SANDBOX_DEFAULT_PIDS_LIMIT). */
             pids_limit: number | null;
+            /** @description Size in MiB of a process sandbox's file system (its workspace, home and state); null: the operator's default (SANDBOX_DEFAULT_DISK_MB). */
+            disk_mb: number | null;
             /** Format: date-time */
             created_at: string;
         };
