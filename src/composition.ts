@@ -118,6 +118,8 @@ export interface SandboxServiceOptions {
   operationTimeoutMs?: number;
   /** How long they wait for a worker to accept them before a 503 (the api passes its config's; else 10 s). */
   answerTimeoutMs?: number;
+  /** USER_MAX_RUNNING_SANDBOXES (the api and the worker pass their config's; else no limit). */
+  maxRunning?: number | null;
 }
 
 /** The sandboxes' service: the api's routes and the worker's start tasks create and resume through it. */
@@ -135,6 +137,7 @@ export function createSandboxService(stores: Stores, options: SandboxServiceOpti
     answerTimeoutMs: options.answerTimeoutMs,
     users: stores.users,
     processSandboxes: { restricted: options.sandboxes.processIsolation === 'restricted', users: options.sandboxes.processUsers },
+    maxRunning: options.maxRunning,
   });
 }
 
@@ -168,7 +171,7 @@ export interface ApiServicesDeps {
   box: SecretBox;
   /** The api's client: workflows it starts carry the trace context of the request. */
   temporal: Client;
-  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks'>;
+  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks' | 'quotas'>;
   live: Pick<LiveChannel, 'publish'>;
   log: Logger;
 }
@@ -189,7 +192,7 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
   const settings = { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs };
   // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
   const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
-  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs });
+  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxRunning: config.quotas.runningSandboxes });
   return {
     ...createServices(stores, { box }),
     ...createConversationServices(stores, { box, temporal, sandboxService, sandboxWaitMs: config.starts.sandboxWaitMs }),

@@ -117,6 +117,12 @@ export const envSchema = z.object({
   REQUEST_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   /** Most events one conversation's log may hold; appends past it are refused. */
   MAX_EVENTS_PER_CONVERSATION: positiveInt('events').default(1_000_000),
+  /** Per user: sandboxes starting or running at once (a create or resume past it is a 429); 0: no limit. */
+  USER_MAX_RUNNING_SANDBOXES: nonNegativeInt('sandboxes').default(10),
+  /** Per user: API keys not revoked; 0: no limit. */
+  USER_MAX_API_KEYS: nonNegativeInt('keys').default(100),
+  /** Per user and api process: event websockets open at once; 0: no limit. */
+  USER_MAX_WEBSOCKETS: nonNegativeInt('sockets').default(100),
   /** How often an api process looks for live events published by any process (ms). */
   LIVE_POLL_MS: positiveInt('milliseconds').default(10),
   /** The same while the process has no websocket subscriber (its own events still arrive at once) (ms). */
@@ -292,6 +298,8 @@ export interface Config {
   postgres: { url: string | undefined };
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
+  /** What one user may hold at once (USER_MAX_*); null: no limit. */
+  quotas: { runningSandboxes: number | null; apiKeys: number | null; websockets: number | null };
   live: { pollMs: number; idlePollMs: number; retainSlots: number };
   demoLlmPort: number;
   readyTimeoutMs: number;
@@ -393,6 +401,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     postgres: { url: e.POSTGRES_URL },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
     limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
+    quotas: { runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null, apiKeys: e.USER_MAX_API_KEYS || null, websockets: e.USER_MAX_WEBSOCKETS || null },
     live: { pollMs: e.LIVE_POLL_MS, idlePollMs: e.LIVE_IDLE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     demoLlmPort: e.DEMO_LLM_PORT,
     readyTimeoutMs: e.READY_TIMEOUT_MS,

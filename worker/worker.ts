@@ -23,7 +23,7 @@ export interface WorkerDeps {
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
   /** Where sandboxes live and how providers reach their backends. */
-  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts'>;
+  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'quotas'>;
   secretsKey: string;
   /** Where workflow and activity spans go (installTracing); without it spans are dropped. */
   tracing?: Pick<Tracing, 'exporter' | 'resource'>;
@@ -39,7 +39,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const { sandboxes, conversations, startTasks, appConversations } = stores;
   const settings = createServices(stores, { box }).startSettings;
   // Without the api's operation timeout: the default (60 s), as before.
-  const sandboxService = createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes });
+  const sandboxService = createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes, maxRunning: deps.config.quotas.runningSandboxes });
   const { pendingMessages } = createConversationServices(stores, { box, temporal: deps.client, sandboxService, sandboxWaitMs: deps.config.starts.sandboxWaitMs });
   const activities = createActivities({
     db: deps.db,

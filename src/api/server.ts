@@ -185,6 +185,7 @@ export async function startApiServer(
     events,
     log: logger,
     ready: () => prepared,
+    maxPerUser: config.quotas.websockets,
     onDelivered: metrics && ((ms) => metrics.websocketDeliveryLagSeconds.observe(ms / 1000)),
   });
   const { port } = server.address() as AddressInfo;

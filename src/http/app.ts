@@ -57,7 +57,7 @@ import type { WebClientConfig } from '../schemas/settings';
 import './state';
 
 export interface AppDeps {
-  config: Pick<Config, 'api' | 'limits'>;
+  config: Pick<Config, 'api' | 'limits'> & Partial<Pick<Config, 'quotas'>>;
   logger: Logger;
   readiness: Readiness;
   apiKeys: ApiKeysStore;
@@ -135,7 +135,7 @@ export function createApp(deps: AppDeps): App {
     settingsRoutes(router('/api/v1/settings', 'settings'), deps.userSettings),
     configRoutes(router('/api/v1/config', 'config'), { settings: deps.userSettings, catalog: deps.models }),
     webClientRoutes(router('/api/v1/web-client', 'web-client'), deps.webClient),
-    apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys),
+    apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys, deps.config.quotas?.apiKeys ?? null),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
     webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks, deps.conversations, deps.metrics),
     sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),

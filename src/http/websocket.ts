@@ -22,6 +22,8 @@ export const SOCKET_PATH = /^\/api\/v1\/conversation\/([^/]+)\/events\/socket$/;
 export const CLOSE_BAD_AUTH = 4001;
 export const CLOSE_NOT_FOUND = 4004;
 export const CLOSE_BAD_REQUEST = 4000;
+/** Past the user's open sockets (USER_MAX_WEBSOCKETS): as HTTP's 429. */
+export const CLOSE_TOO_MANY = 4429;
 
 export interface EventSocketDeps {
   hub: EventHub;
@@ -34,6 +36,8 @@ export interface EventSocketDeps {
   authTimeoutMs?: number;
   pingIntervalMs?: number;
   limits?: SubscriptionLimits;
+  /** Sockets one user may hold open on this api process (USER_MAX_WEBSOCKETS); null or absent: no limit. */
+  maxPerUser?: number | null;
   /** Told how long after its store each live stored event was sent to a subscriber (ms): the delivery lag metric. */
   onDelivered?: (lagMs: number) => void;
 }
@@ -77,6 +81,8 @@ function handshakeProblem(req: http.IncomingMessage): { status: number; detail: 
 export function attachEventSocket(server: http.Server, deps: EventSocketDeps): () => Promise<void> {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   const alive = new WeakMap<WebSocket, boolean>();
+  /** Each user's authenticated sockets open now (this process's; another api counts its own). */
+  const openByUser = new Map<string, number>();
 
   // Handshake problems ws finds itself (a bad extension header, say) get the same JSON answer as ours.
   wss.on('wsClientError', (err: Error, socket: Duplex) => writeRawError(socket, 400, `Bad websocket handshake: ${err.message}`));
@@ -165,6 +171,17 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
     const userId = token ? await deps.apiKeys.resolve(token) : null;
     if (!userId) return ws.close(CLOSE_BAD_AUTH, token ? 'invalid API key' : 'authentication required');
     if (!(await deps.conversations.getOwned(conversationId, userId))) return ws.close(CLOSE_NOT_FOUND, 'conversation not found');
+    if (ws.readyState !== ws.OPEN) return;
+    const open = openByUser.get(userId) ?? 0;
+    if (deps.maxPerUser && open >= deps.maxPerUser) {
+      return ws.close(CLOSE_TOO_MANY, `${open} event sockets open, as many as one user may (USER_MAX_WEBSOCKETS=${deps.maxPerUser}); close one first`);
+    }
+    openByUser.set(userId, open + 1);
+    ws.once('close', () => {
+      const left = (openByUser.get(userId) ?? 1) - 1;
+      if (left > 0) openByUser.set(userId, left);
+      else openByUser.delete(userId);
+    });
 
     const afterId = params.get('after_id');
     const resendAll = params.get('resend_all');

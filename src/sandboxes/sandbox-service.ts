@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
 import type { SecretBox } from '../auth/secret-box';
 import type { Config } from '../config';
-import { Conflict, Forbidden, InvalidInput, NotFound, Unavailable, UpstreamFailed } from '../errors';
+import { Conflict, Forbidden, InvalidInput, NotFound, TooMany, Unavailable, UpstreamFailed } from '../errors';
 import type { SandboxView } from '../schemas/sandboxes';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
@@ -44,6 +44,8 @@ export interface SandboxServiceDeps {
   users: Pick<UsersStore, 'get'>;
   /** Who may start process sandboxes: everyone, unless they are not isolated and not shared on purpose. */
   processSandboxes: { restricted: boolean; users: string[] };
+  /** Sandboxes one user may have starting or running at once (USER_MAX_RUNNING_SANDBOXES); null: no limit. */
+  maxRunning?: number | null;
 }
 
 /** The sandbox workflow's settings, from the config (the api and the worker start sandbox workflows). */
@@ -107,6 +109,7 @@ export class SandboxService {
           'so only the users its operator lists in SANDBOX_PROCESS_USERS may start them; SANDBOX_PROCESS_ISOLATION=none shares them with every user.',
       );
     }
+    await this.withinQuota(userId);
     const { created_at: _created, ...specFields } = spec;
     const key = generateApiKey();
     const now = new Date();
@@ -153,6 +156,16 @@ export class SandboxService {
     });
   }
 
+  /** One more running sandbox of the user past USER_MAX_RUNNING_SANDBOXES is refused (429), saying what to do. */
+  private async withinQuota(userId: string): Promise<void> {
+    const max = this.deps.maxRunning;
+    if (!max) return;
+    const active = await this.deps.sandboxes.countActive(userId);
+    if (active >= max) {
+      throw new TooMany(`You have ${active} sandboxes starting or running, as many as one user may (USER_MAX_RUNNING_SANDBOXES=${max}): pause or delete one first`);
+    }
+  }
+
   /** Pause, resume or delete through the sandbox's workflow; answers with the sandbox as it then is. */
   async operate(userId: string, id: string, op: SandboxUpdateName): Promise<SandboxView> {
     const r = await this.deps.sandboxes.getOwned(id, userId);
@@ -161,6 +174,8 @@ export class SandboxService {
       if (op === 'delete') return sandboxView(r, this.deps.box);
       throw new Conflict(`Sandbox ${id} was deleted`);
     }
+    // A resume makes it run again: it counts against the quota unless it runs already.
+    if (op === 'resume' && r.status !== 'RUNNING' && r.status !== 'STARTING') await this.withinQuota(userId);
     this.touch(id);
     const { temporal } = this.deps;
     const workflowId = sandboxWorkflowId(id);

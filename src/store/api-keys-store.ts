@@ -52,6 +52,11 @@ export class ApiKeysStore {
     return { key: toInfo(doc), raw };
   }
 
+  /** How many of the user's keys are not revoked (what USER_MAX_API_KEYS counts). */
+  async countActive(userId: string): Promise<number> {
+    return this.keys.countDocuments({ user_id: userId, revoked_at: null });
+  }
+
   /** The user id behind a raw key, or null when the key is unknown or revoked. */
   async resolve(raw: string): Promise<string | null> {
     const doc = await this.keys.findOne({ key_hash: hashApiKey(raw) }, { projection: { user_id: 1, revoked_at: 1 } });

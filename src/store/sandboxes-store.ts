@@ -82,6 +82,11 @@ export class SandboxesStore {
    * The user's sandboxes, newest first, `limit` at a time after the (created_at ms, id) of the last one
    * seen. Deleted sandboxes are left out unless asked for by status.
    */
+  /** The user's sandboxes starting or running (what a running-sandbox quota counts). */
+  async countActive(userId: string): Promise<number> {
+    return this.sandboxes.countDocuments({ created_by_user_id: userId, status: { $in: ['STARTING', 'RUNNING'] } });
+  }
+
   async search(
     userId: string,
     filters: SandboxFilters,

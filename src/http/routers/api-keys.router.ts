@@ -10,6 +10,7 @@ import {
   type ApiKeySchema,
 } from '../../schemas/users';
 import type { ApiKeyInfo, ApiKeysStore } from '../../store/api-keys-store';
+import { TooMany } from '../../errors';
 import { notFound } from '../../web/errors';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
 import type { ApiRouter } from '../../web/route';
@@ -32,7 +33,7 @@ const view = (k: ApiKeyInfo): z.infer<typeof ApiKeySchema> => ({
 });
 
 /** /api/v1/api-keys: the caller's own API keys. */
-export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore): ApiRouter {
+export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore, maxKeys: number | null = null): ApiRouter {
   return router
     .route(
       {
@@ -57,9 +58,14 @@ export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore): ApiRout
         summary: 'Create an API key for the caller; the key is in this answer only',
         security: 'APIKeyHeader',
         body: CreateApiKeyRequestSchema,
-        responses: { 201: { description: 'The new key', schema: CreatedApiKeySchema } },
+        responses: {
+          201: { description: 'The new key', schema: CreatedApiKeySchema },
+          429: { description: 'The caller has as many keys as one user may (USER_MAX_API_KEYS): revoke one first', schema: ErrorResponseSchema },
+        },
       },
       async (ctx, { body }) => {
+        const active = maxKeys ? await apiKeys.countActive(callerId(ctx)) : 0;
+        if (maxKeys && active >= maxKeys) throw new TooMany(`You have ${active} API keys, as many as one user may (USER_MAX_API_KEYS=${maxKeys}): revoke one first`);
         const { key, raw } = await apiKeys.create(callerId(ctx), body.name);
         ctx.status = 201;
         ctx.body = { ...view(key), key: raw };
