@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { SecretBox } from '../src/auth/secret-box';
-import { DomainError, NotFound } from '../src/errors';
+import { DomainError, NotFound, TooMany } from '../src/errors';
 import type { EchoedStartRequest } from '../src/schemas/app-conversations';
 import type { StartSettingsResolver } from '../src/orgs/start-settings';
 import type { SandboxService } from '../src/sandboxes/sandbox-service';
@@ -96,8 +96,13 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     /** The caller's sandbox (resumed when paused), or a new one with the id the workflow chose. */
     async acquireSandbox(a: { taskId: string; userId: string; sandboxId?: string; newSandboxId: string }): Promise<string> {
       if (!a.sandboxId) {
-        const created = await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId);
-        return created.id;
+        try {
+          return (await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId)).id;
+        } catch (e) {
+          // Over the user's quota: retrying soon would not change it; the start ends saying so.
+          if (e instanceof TooMany) throw inputError(e.message);
+          throw e;
+        }
       }
       const r = await sandboxes.getOwned(a.sandboxId, a.userId);
       if (!r) throw inputError(`Sandbox ${a.sandboxId} not found: sandbox_id must name one of your sandboxes`);

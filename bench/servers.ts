@@ -52,6 +52,8 @@ export async function startBenchServers(name: string) {
         // As root, process sandboxes would each get a uid and the host a firewall rule: the benches
         // measure the service, and leave the host as they found it.
         SANDBOX_PROCESS_ISOLATION: 'none',
+        // Nor a file system mounted per sandbox, which a sandbox the bench does not delete would leave mounted.
+        SANDBOX_DISKS: 'off',
         AGENT_CONTROL_PARENT_PID: String(process.pid), // the services stop if the bench is killed
         ...extra,
       };

@@ -15,7 +15,7 @@ import { trustedProgram } from '../../src/process/trusted-path';
 import type { SandboxLimits } from './provider';
 
 
-export type CgroupLayout = { version: 2; root: string } | { version: 1; roots: { memory: string; pids: string; cpu: string; cpuacct?: string } };
+export type CgroupLayout = { version: 2; root: string } | { version: 1; roots: { memory: string; pids: string; cpu: string; cpuacct?: string; freezer?: string } };
 
 const V1_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
 const V2_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
@@ -56,7 +56,10 @@ export function detectCgroups(mount = '/sys/fs/cgroup'): { layout: CgroupLayout 
     // CPU accounting, for what a sandbox used: its own hierarchy, or the cpu one when they are mounted together.
     const cpuacct = path.join(mount, 'cpuacct');
     const separate = fs.existsSync(path.join(cpuacct, 'cpuacct.usage')) && !fs.existsSync(path.join(roots.cpu, 'cpuacct.usage')) && writable(cpuacct);
-    return { layout: { version: 1, roots: separate ? { ...roots, cpuacct } : roots } };
+    // The freezer, to stop (pause, kill) every process at once: a forking loop cannot outrun it.
+    const freezer = path.join(mount, 'freezer');
+    const hasFreezer = fs.existsSync(path.join(freezer, 'cgroup.procs')) && writable(freezer);
+    return { layout: { version: 1, roots: { ...roots, ...(separate ? { cpuacct } : {}), ...(hasFreezer ? { freezer } : {}) } } };
   } catch (e) {
     return { why: `cgroups at ${mount} unreadable: ${(e as Error).message}` };
   }
@@ -84,6 +87,7 @@ export class SandboxCgroups {
       const root = this.layout.root;
       const parent = path.join(root, this.parent);
       fs.mkdirSync(parent, { recursive: true });
+      fs.chmodSync(parent, 0o700);
       // Children get the controllers only when each level above hands them down.
       for (const dir of [root, parent]) {
         const enabled = new Set(fs.readFileSync(path.join(dir, 'cgroup.subtree_control'), 'utf8').trim().split(/\s+/).filter(Boolean));
@@ -92,7 +96,11 @@ export class SandboxCgroups {
       }
       return;
     }
-    for (const root of Object.values(this.layout.roots)) fs.mkdirSync(path.join(root, this.parent), { recursive: true });
+    for (const root of Object.values(this.layout.roots)) {
+      fs.mkdirSync(path.join(root, this.parent), { recursive: true });
+      // Closed to sandboxes: who else runs, their pids and their use are none of theirs.
+      fs.chmodSync(path.join(root, this.parent), 0o700);
+    }
   }
 
   /**
@@ -114,8 +122,9 @@ export class SandboxCgroups {
       const [memory, pids, cpu] = dirs as [string, string, string];
       const bytes = limits.memoryMb ? String(limits.memoryMb * 1024 * 1024) : '-1';
       // Swap included, where the kernel accounts for it: memsw may not be lower than the limit, so order matters.
+      // memsw may never be below the limit: lifted first, then the limit, then memsw (a raised limit too).
       const memsw = fs.existsSync(path.join(memory, 'memory.memsw.limit_in_bytes'));
-      if (memsw && !limits.memoryMb) set(memory, 'memory.memsw.limit_in_bytes', '-1');
+      if (memsw) set(memory, 'memory.memsw.limit_in_bytes', '-1');
       set(memory, 'memory.limit_in_bytes', bytes);
       if (memsw && limits.memoryMb) set(memory, 'memory.memsw.limit_in_bytes', bytes);
       set(pids, 'pids.max', limits.pidsLimit ? String(limits.pidsLimit) : 'max');
@@ -133,6 +142,45 @@ export class SandboxCgroups {
     if (procs.length === 0) return { command, args };
     const script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
     return { command: trustedProgram('sh', 'dash'), args: ['-c', script, 'sandbox-cgroup', ...procs, '--', command, ...args] };
+  }
+
+  /** The sandbox's freezer: v1's freezer.state, or v2's cgroup.freeze; null without one. */
+  private freezer(sandboxId: string): { set: (frozen: boolean) => void; frozen: () => boolean } | null {
+    const dirs = this.dirs(sandboxId);
+    if (this.layout.version === 2) {
+      const [dir] = dirs as [string];
+      if (!fs.existsSync(path.join(dir, 'cgroup.freeze'))) return null;
+      return {
+        set: (frozen) => fs.writeFileSync(path.join(dir, 'cgroup.freeze'), frozen ? '1' : '0'),
+        frozen: () => /^frozen 1$/m.test(fs.readFileSync(path.join(dir, 'cgroup.events'), 'utf8')),
+      };
+    }
+    const root = this.layout.roots.freezer;
+    if (!root) return null;
+    const state = path.join(root, this.parent, sandboxId, 'freezer.state');
+    if (!fs.existsSync(state)) return null;
+    return { set: (frozen) => fs.writeFileSync(state, frozen ? 'FROZEN' : 'THAWED'), frozen: () => fs.readFileSync(state, 'utf8').trim() === 'FROZEN' };
+  }
+
+  /**
+   * Runs `act` on every process of the sandbox while all of them are frozen (none runs, none forks, so
+   * the list is whole), then thaws them: a signal sent in between is the first thing each one handles.
+   * False when there is no freezer, or it did not settle within `timeoutMs` (it is thawed again).
+   */
+  async whileFrozen(sandboxId: string, act: (pids: number[]) => void, timeoutMs = 5000): Promise<boolean> {
+    const f = this.freezer(sandboxId);
+    if (!f) return false;
+    f.set(true);
+    try {
+      for (const deadline = Date.now() + timeoutMs; !f.frozen(); ) {
+        if (Date.now() > deadline) return false;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      act(this.members(sandboxId));
+      return true;
+    } finally {
+      f.set(false);
+    }
   }
 
   /** Every process in the sandbox's cgroup now. */

@@ -75,8 +75,9 @@ export class SandboxDisks {
       } finally {
         fs.closeSync(fd);
       }
-      // No reserved blocks (the sandbox has all of it), inode tables and journal initialized lazily (instant).
-      await run('mkfs.ext4', 'e2fsprogs', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1', work]);
+      // 1% kept for root (the worker still writes the runtime's handle when the sandbox filled the rest);
+      // inode tables and journal initialized lazily (instant).
+      await run('mkfs.ext4', 'e2fsprogs', ['-q', '-F', '-m', '1', '-E', 'lazy_itable_init=1,lazy_journal_init=1', work]);
       fs.renameSync(work, image);
     }
     fs.mkdirSync(dir, { recursive: true, mode: 0o711 });

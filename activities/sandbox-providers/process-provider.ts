@@ -242,8 +242,7 @@ export class ProcessProvider implements SandboxProvider {
     }
     if (recorded) signalAll(recorded, 'SIGKILL');
     // What the earlier runtime left in the sandbox's cgroup (its commands, a tmux server) would count against the new one's limits.
-    const cgroups = this.opts.cgroups;
-    if (cgroups) return stopThenKill(() => cgroups.members(path.basename(dir)), `processes left in sandbox ${path.basename(dir)}`);
+    if (this.opts.cgroups) return this.killCgroup(path.basename(dir));
     if (recorded) return;
     // No live runtime on file, yet one was spawned here before (its log exists; it is opened before the
     // fork): a worker killed in the instant between the fork and the write, or a file removed by hand,
@@ -274,16 +273,29 @@ export class ProcessProvider implements SandboxProvider {
     return (this.opts.isolation && fs.statSync(path.join(dir, 'home'), { throwIfNoEntry: false })?.uid) || undefined;
   }
 
-  /** Stops every process of the sandbox: rounds of SIGSTOP until a round finds them all stopped (one that forks is caught by the next). */
+  /**
+   * Stops every process of the sandbox. With a cgroup freezer: all frozen at once, each sent SIGSTOP, then
+   * thawed (each handles the SIGSTOP before anything else), so nothing forks away. Without: rounds of
+   * SIGSTOP until a fresh listing finds them all stopped; if that never happens, all are continued again
+   * and the pause fails.
+   */
   async pause(handle: RuntimeHandle): Promise<void> {
     const h = asProcess(handle);
     if (!this.tree(h)) throw new Error(`the runtime process (pid ${h.pid}) is gone`);
+    const stopped = (pids: number[]) => pids.every((pid) => ['T', 't', 'Z'].includes(readStat(pid)?.state ?? 'X'));
+    if (await this.opts.cgroups?.whileFrozen(path.basename(h.dir), (pids) => signalAll(pids, 'SIGSTOP'))) {
+      // Thawed, each handles its SIGSTOP when next scheduled: done once every one shows stopped.
+      for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 5))) {
+        if (stopped(await this.members(h))) return;
+      }
+    }
     for (let round = 0; round < 200; round++) {
-      const running = (await this.members(h)).filter((pid) => !['T', 't', 'Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
-      if (running.length === 0) return;
-      signalAll(running, 'SIGSTOP');
+      const listed = await this.members(h);
+      if (stopped(listed)) return;
+      signalAll(listed, 'SIGSTOP');
       await new Promise((r) => setTimeout(r, round < 20 ? 2 : 20));
     }
+    signalAll(await this.members(h), 'SIGCONT');
     throw new Error(`the processes of sandbox ${path.basename(h.dir)} could not all be stopped`);
   }
 
@@ -291,6 +303,19 @@ export class ProcessProvider implements SandboxProvider {
     const h = asProcess(handle);
     if (!this.tree(h)) throw new Error(`the runtime process (pid ${h.pid}) is gone`);
     signalAll(await this.members(h), 'SIGCONT');
+  }
+
+  /** Ends every process in the sandbox's cgroup: frozen, killed, thawed (without a freezer, stopped then killed). */
+  private async killCgroup(sandboxId: string): Promise<void> {
+    const cgroups = this.opts.cgroups!;
+    if (await cgroups.whileFrozen(sandboxId, (pids) => signalAll(pids, 'SIGKILL'))) {
+      for (const deadline = Date.now() + 10_000; cgroups.members(sandboxId).some((pid) => readStat(pid)?.state !== 'Z'); ) {
+        if (Date.now() > deadline) throw new Error(`processes of sandbox ${sandboxId} survive SIGKILL: ${cgroups.members(sandboxId).join(', ')}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      return;
+    }
+    await stopThenKill(() => cgroups.members(sandboxId), `processes of sandbox ${sandboxId}`);
   }
 
   async delete(sandboxId: string, handle: RuntimeHandle | null): Promise<void> {
@@ -307,7 +332,7 @@ export class ProcessProvider implements SandboxProvider {
     if (uid) await killUserProcesses(uid);
     if (this.opts.cgroups) {
       // Whatever is left in its cgroup (every process it had, with or without a uid of its own), then the cgroup.
-      await stopThenKill(() => this.opts.cgroups!.members(sandboxId), `processes of sandbox ${sandboxId}`);
+      await this.killCgroup(sandboxId);
       await this.opts.cgroups.remove(sandboxId);
     }
     await this.opts.disks?.detach(sandboxId, dir);
@@ -328,7 +353,10 @@ export class ProcessProvider implements SandboxProvider {
     const h = asProcess(handle);
     const stat = readStat(h.pid);
     if (!stat || stat.startTicks !== h.startTicks || stat.state === 'Z' || stat.state === 'X') {
-      return { state: 'missing', detail: `the runtime process (pid ${h.pid}) is gone${this.outOfMemory(h)}${lastWords(path.join(h.dir, 'runtime.log'))}` };
+      const detail = `the runtime process (pid ${h.pid}) is gone${this.outOfMemory(h)}${lastWords(path.join(h.dir, 'runtime.log'))}`;
+      // What it left running (its commands, a daemon) ends with it: a sandbox in ERROR uses nothing.
+      if (this.opts.cgroups) await this.killCgroup(path.basename(h.dir)).catch(() => undefined);
+      return { state: 'missing', detail };
     }
     return stat.state === 'T' ? { state: 'paused' } : { state: 'running' };
   }

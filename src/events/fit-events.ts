@@ -98,10 +98,15 @@ function removableKeys(issues: readonly Issue[], prefix: Path): [Path, string][]
 export function fitNestedFields(batch: unknown, issues: readonly Issue[], dropped: Dropped): unknown | null {
   const deletions = removableKeys(issues, []);
   if (!deletions || deletions.length === 0 || !Array.isArray(batch)) return null;
+  // Every target found first: a batch that cannot be fitted whole is left as it came (its 422 names it).
+  const targets: [Path, string, Record<string, unknown>][] = [];
   for (const [at, key] of deletions) {
     let target: unknown = batch;
     for (const step of at) target = isRecord(target) || Array.isArray(target) ? (target as Record<PropertyKey, unknown>)[step] : undefined;
     if (!isRecord(target) || !Object.hasOwn(target, key)) return null;
+    targets.push([at, key, target]);
+  }
+  for (const [at, key, target] of targets) {
     delete target[key];
     const kind = (batch[at[0] as number] as { kind?: unknown } | undefined)?.kind;
     const name = `${typeof kind === 'string' ? nameOf(kind) : '?'}.${[...at.slice(1).filter((s) => typeof s === 'string'), key].map((s) => nameOf(String(s))).join('.')}`;

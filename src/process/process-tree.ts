@@ -139,17 +139,21 @@ export async function killUserProcesses(uid: number): Promise<void> {
 
 /**
  * Kills every process `list` names, however they fork: each round stops (SIGSTOP) those still running;
- * once a round finds all of them stopped, none can fork or wake another, and they are killed. Throws if
- * some survive.
+ * once a round finds all of them stopped, none can fork or wake another, and they are killed. A process
+ * that never stops (a wait the kernel does not interrupt for SIGSTOP) is killed anyway after some rounds:
+ * SIGKILL ends a killable wait. Done only when the list is empty; throws if some survive.
  */
 export async function stopThenKill(list: () => number[] | Promise<number[]>, what = 'processes'): Promise<void> {
+  const live = async () => (await list()).filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
   for (let round = 0; round < 200; round++) {
-    const pids = (await list()).filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
-    if (pids.length === 0) return;
-    if (pids.every((pid) => ['T', 't'].includes(readStat(pid)?.state ?? 'X'))) signalAll(pids, 'SIGKILL');
+    const listed = await list();
+    // Done when all it lists are zombies: one that vanished since the listing may have forked first.
+    if (listed.every((pid) => readStat(pid)?.state === 'Z')) return;
+    const pids = listed.filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
+    if (round >= 20 || pids.every((pid) => ['T', 't'].includes(readStat(pid)?.state ?? 'X'))) signalAll(pids, 'SIGKILL');
     else signalAll(pids, 'SIGSTOP');
     await new Promise((r) => setTimeout(r, round < 20 ? 2 : 20));
   }
-  const left = (await list()).filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
+  const left = await live();
   if (left.length > 0) throw new Error(`${what} survive SIGKILL: ${left.join(', ')}`);
 }

@@ -1,4 +1,5 @@
 /** Runs the real launcher (`npm start`'s program) as a process on free ports, in a data directory of its own. */
+import { TEST_CGROUP_PARENT } from './env';
 import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -96,6 +97,8 @@ export class Launcher {
         TEMPORAL_ADDRESS: '',
         LOG_FORMAT: 'json',
         SANDBOX_PROCESS_ISOLATION: 'none', // see testConfig
+        SANDBOX_CGROUP_PARENT: TEST_CGROUP_PARENT,
+        SANDBOX_DISKS: 'off',
         ...this.extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

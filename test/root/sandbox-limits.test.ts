@@ -133,6 +133,30 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
     expect(fs.readFileSync('/proc/self/mounts', 'utf8')).not.toContain(` ${h.dir} `);
   }, 60_000);
 
+  it('a process that forks and exits in a loop (its pid never the same twice) is paused and killed all the same', async () => {
+    // Each generation forks the next and exits: a list read from /proc is stale before it is used.
+    const h = await start('chain', 'perl -e \'while (1) { exit if fork; select(undef, undef, undef, 0.001) }\' & sleep 600', { pids_limit: 256 });
+    const cmdline = (pid: number) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        return ''; // gone
+      }
+    };
+    const chain = () => cgroups.members('chain').filter((pid) => readStat(pid) && readStat(pid)!.state !== 'Z' && cmdline(pid).startsWith('perl'));
+    await eventually(() => expect(chain().length).toBeGreaterThan(0), { timeoutMs: 10_000, intervalMs: 20 });
+    await provider.pause(h);
+    const paused = chain();
+    expect(paused.length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(chain()).toEqual(paused); // the same generation, stopped: nothing got away
+    expect(paused.map((pid) => readStat(pid)!.state)).toEqual(paused.map(() => 'T'));
+    await provider.resume(h);
+    await eventually(() => expect(chain()).not.toEqual(paused), { timeoutMs: 10_000, intervalMs: 20 }); // it runs again
+    await provider.delete('chain', h);
+    expect(cgroups.members('chain')).toEqual([]);
+  }, 60_000);
+
   it('delete ends every process of the cgroup (one that left the runtime too) and removes the cgroup', async () => {
     const h = await start('gone', '( setsid sh -c "while :; do :; done" & ); ( while :; do sleep 0.01 & done ) & sleep 600', {});
     await eventually(() => expect(cgroups.members('gone').length).toBeGreaterThan(3), { timeoutMs: 10_000, intervalMs: 50 });
