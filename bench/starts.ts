@@ -29,6 +29,7 @@ import { ensureAgentServer } from '../scripts/servers/agent-server';
 import { freePort } from '../src/process/net';
 import { createServices, createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
+import { processTree as treeOf, signalAll } from '../src/process/process-tree';
 import { cpuLine, cpuRows, cpuSnapshot, detachedChildren, processGroup, processTree, processTrees, readProcs, type CpuScope } from './cpu';
 import { AgentControlClient } from '../src/client';
 import { arg, median, pct, printTable, progress, runBench, wordArg } from './report';
@@ -50,6 +51,7 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${apiPort}`;
   const agentServer = RUNTIME === 'openhands' ? { OPENHANDS_AGENT_SERVER_DIR: (await ensureAgentServer(undefined, progress)).dir } : {};
   const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0', START_STREAM_FOLLOW: FOLLOW, ...agentServer });
+  let runtimePids: number[] = [];
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
     spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
@@ -152,7 +154,7 @@ async function main(): Promise<void> {
     // (InitPostmasterChild), so the postmaster's group holds the postmaster alone: counted as its tree.
     const apiPid = children[0]!.pid!;
     const workerPid = children[1]!.pid!;
-    const runtimePids = detachedChildren(readProcs(), workerPid);
+    runtimePids = detachedChildren(readProcs(), workerPid);
     if (runtimePids.length === 0) throw new Error(`no runtime process below the worker (pid ${workerPid})`);
     const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
     for (const pid of runtimePids) progress(`runtime: pid ${pid}, ${cmdline(pid)}`);
@@ -218,6 +220,9 @@ async function main(): Promise<void> {
   } finally {
     await database.close();
     await servers.stop(children);
+    // The sandbox's runtime outlives the worker (a detached process, as the provider makes it): the
+    // OpenHands agent server does not notice its service is gone, so it goes here.
+    for (const pid of runtimePids) signalAll(treeOf(pid), 'SIGKILL');
   }
 }
 

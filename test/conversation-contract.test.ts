@@ -32,7 +32,7 @@ describe.each(RUNTIME_KINDS)('the conversation contract on the %s runtime in a p
     repository: async (_dir, bare) => ({ url: bare, close: async () => undefined }),
     frozen: async (handle) => {
       const pids = processesOf(handle);
-      return pids.length > 0 && pids.every((pid) => readStat(pid)?.state === 'T');
+      return pids.length === 0 ? null : pids.every((pid) => readStat(pid)?.state === 'T');
     },
     kill: async (handle) => void process.kill(handle.pid as number, 'SIGKILL'),
     running: async (sandboxId, dir) => runtimesUnder(path.join(dir, 'sandboxes', sandboxId)).length > 0,

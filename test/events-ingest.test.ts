@@ -7,16 +7,19 @@ import type { EventsStore } from '../src/store/events-store';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { messages, sample } from './helpers/event-samples';
+import { eventually } from './helpers/eventually';
+import { connect } from './helpers/ws-client';
 
 describe('event ingest', () => {
   let t: TestApi;
   let userId: string;
+  let userKey: string;
   let metricsUrl: string;
   beforeAll(async () => {
     const address = `127.0.0.1:${await freePort()}`;
     metricsUrl = `http://${address}/metrics`;
     t = await startTestApi(testConfig({ MAX_EVENTS_PER_CONVERSATION: '30', METRICS_ADDRESS: address }));
-    ({ userId } = await t.newUser());
+    ({ userId, key: userKey } = await t.newUser());
   });
   afterAll(() => t.close());
 
@@ -40,9 +43,19 @@ describe('event ingest', () => {
   it("publishes a full_state snapshot (the agent server's, on a subscription) without storing it: the log stays the runtime's own", async () => {
     const c = await t.newConversation(userId);
     const snapshot = sample('ConversationStateUpdateEvent', { key: 'full_state', value: { execution_status: 'idle', persistence_dir: '/somewhere/of/the/runtime' } });
+    // A subscriber that is there when it arrives gets it live.
+    const live = connect(`${t.url.replace(/^http/, 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': userKey });
+    await live.opened;
+    await eventually(async () => expect(t.api.hub.subscriberCount).toBe(1), { timeoutMs: 5000, intervalMs: 20 });
     const r = await t.ingest(c.conversationId, c.sessionKey, [snapshot, ...messages(1)]);
     expect(r).toMatchObject({ status: 200, body: { stored: 1, already_stored: 0, published_only: 1 } });
     expect((await stored(c.conversationId)).map((d) => d.kind)).toEqual(['MessageEvent']);
+    const got = await live.waitFor(2);
+    expect(got.map((e) => [e.kind, e.key ?? null])).toEqual([
+      ['ConversationStateUpdateEvent', 'full_state'],
+      ['MessageEvent', null],
+    ]);
+    live.ws.close();
   });
 
   it('one invalid event rejects the whole batch with its loc; nothing is stored', async () => {

@@ -224,6 +224,8 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     // The key is in the container's environment, for the runtime; not in what its commands inherit.
     expect(infoB.Config.Env).toContain(`SESSION_API_KEY=${b.sandbox.session_api_key}`);
 
+    // Not root in its container: the image's unprivileged user, whichever runtime.
+    expect((await bash(b, 'id -u')).output.trim()).toBe('1000');
     const env = await bash(b, 'env');
     expect(env.exit_code).toBe(0);
     expect(env.output).toContain('RUNTIME_WORKING_DIR=/workspace'); // it is the runtime's environment

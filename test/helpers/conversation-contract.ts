@@ -45,8 +45,8 @@ export interface ContractTarget {
   host: string;
   /** A URL or path a start clones `bare` (a bare repository under `dir`) from. */
   repository(dir: string, bare: string): Promise<{ url: string; close(): Promise<void> }>;
-  /** Whether every process of the sandbox's runtime is stopped. */
-  frozen(handle: ContractHandle): Promise<boolean>;
+  /** Whether every process of the sandbox's runtime is stopped; null when none is found (neither answer holds then). */
+  frozen(handle: ContractHandle): Promise<boolean | null>;
   /** The runtime dies as in a crash (SIGKILL): nothing of it runs any more. */
   kill(handle: ContractHandle): Promise<void>;
   /** Whether anything of the sandbox still runs. */
@@ -258,6 +258,7 @@ export function conversationContract(target: ContractTarget): void {
     } finally {
       t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
     }
+    expect((await loggedEvents(t, user.key, id)).length).toBe(before); // nothing of the run arrived: it all waits in the dead runtime's state
     expect((await t.request('POST', `/api/v1/sandboxes/${sandboxId}/resume`, { key: user.key })).status).toBe(200);
     await waitForStatus(t, user.key, sandboxId, 'RUNNING', 180_000);
     // Whatever the runtime had emitted (and kept) reaches the log: its count and the log meet.
@@ -270,6 +271,18 @@ export function conversationContract(target: ContractTarget): void {
       { timeoutMs: 90_000, intervalMs: 500 },
     );
     await expectWholeLog(log);
+    if (target.runtime === 'openhands') {
+      // Event by event, not only the count: every id its log holds is stored.
+      const [r] = (await t.request('GET', `/api/v1/sandboxes?id=${sandboxId}`, { key: user.key })).body;
+      const theirs: string[] = [];
+      for (let page: string | null = null, n = 0; n === 0 || page; n++) {
+        const res = await fetch(`${r.exposed_urls[0].url}/api/conversations/${id}/events/search?limit=100${page ? `&page_id=${page}` : ''}`, { headers: { 'X-Session-API-Key': r.session_api_key } });
+        const body = (await res.json()) as { items: { id: string }[]; next_page_id: string | null };
+        theirs.push(...body.items.map((e) => e.id));
+        page = body.next_page_id;
+      }
+      expect(theirs.filter((e) => !log.some((m) => m.id === e))).toEqual([]);
+    }
     const run = log.slice(before);
     expect(JSON.stringify(run.find((e) => e.kind === 'MessageEvent'))).toContain('Work while nobody listens');
     expect(run.filter((e) => e.kind === 'ActionEvent').map((e) => e.tool_name)).toEqual(['terminal']);
