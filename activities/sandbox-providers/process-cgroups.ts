@@ -82,7 +82,8 @@ export class SandboxCgroups {
     return this.layout.version === 2 ? [path.join(this.layout.root, this.parent, sandboxId)] : Object.values(this.layout.roots).map((r) => path.join(r, this.parent, sandboxId));
   }
 
-  private prepareParents(): void {
+  /** The parent cgroup, made and (v2) handed the controllers; throws where the hierarchy refuses it. */
+  prepareParents(): void {
     if (this.layout.version === 2) {
       const root = this.layout.root;
       const parent = path.join(root, this.parent);
@@ -256,9 +257,20 @@ export class SandboxCgroups {
 export function sandboxCgroups(mode: 'auto' | 'on' | 'off', parent: string, mount?: string): { cgroups: SandboxCgroups | undefined; why: string | null } {
   if (mode === 'off') return { cgroups: undefined, why: null };
   const found = process.getuid?.() === 0 ? detectCgroups(mount) : { why: 'the worker does not run as root' };
-  if ('layout' in found) return { cgroups: new SandboxCgroups(found.layout, parent), why: null };
-  if (mode === 'on') throw new Error(`SANDBOX_CGROUPS=on, but ${found.why}`);
-  return { cgroups: undefined, why: found.why };
+  let why = 'layout' in found ? null : found.why;
+  if ('layout' in found) {
+    // Tried now, not at the first start: where the hierarchy refuses it (v2 in a container whose cgroup
+    // holds processes: EBUSY), every start would fail.
+    const cgroups = new SandboxCgroups(found.layout, parent);
+    try {
+      cgroups.prepareParents();
+      return { cgroups, why: null };
+    } catch (e) {
+      why = `the cgroup ${parent} could not be prepared (${(e as Error).message})`;
+    }
+  }
+  if (mode === 'on') throw new Error(`SANDBOX_CGROUPS=on, but ${why}`);
+  return { cgroups: undefined, why };
 }
 
 /** Every hierarchy's directory of `parent` (the sandboxes' cgroups are below it). */

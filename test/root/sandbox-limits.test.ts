@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { detectCgroups, parentDirs, SandboxCgroups } from '../../activities/sandbox-providers/process-cgroups';
+import { detectCgroups, parentDirs, SandboxCgroups, sandboxCgroups } from '../../activities/sandbox-providers/process-cgroups';
 import { SandboxDisks } from '../../activities/sandbox-providers/process-disks';
 import { ProcessProvider } from '../../activities/sandbox-providers/process-provider';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
@@ -166,6 +166,24 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
     for (const r of dirs) expect(fs.existsSync(path.join(r, `agent-control-test-${process.pid}`, 'gone'))).toBe(false);
     expect(readStat(h.pid) === null || readStat(h.pid)!.state === 'Z').toBe(true);
   }, 30_000);
+});
+
+describe('a hierarchy that refuses the parent cgroup', () => {
+  it('is found out when the worker starts: auto runs without cgroups and says why, on refuses to start', () => {
+    // A cgroup v2 layout whose subtree_control cannot be written (as a container's cgroup that holds processes: EBUSY).
+    const mount = fs.mkdtempSync(path.join(os.tmpdir(), 'cgroup-v2-'));
+    try {
+      fs.writeFileSync(path.join(mount, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
+      fs.mkdirSync(path.join(mount, 'cgroup.subtree_control'));
+      const auto = sandboxCgroups('auto', 'agent-control-test-refused', mount);
+      expect(auto.cgroups).toBeUndefined();
+      expect(auto.why).toMatch(/^the cgroup agent-control-test-refused could not be prepared \(EISDIR/);
+      expect(() => sandboxCgroups('on', 'agent-control-test-refused', mount)).toThrow(/SANDBOX_CGROUPS=on, but the cgroup agent-control-test-refused could not be prepared/);
+      expect(sandboxCgroups('off', 'agent-control-test-refused', mount)).toEqual({ cgroups: undefined, why: null });
+    } finally {
+      fs.rmSync(mount, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("one user's runaway sandbox does not starve another's start (the service, cgroups and disks from SANDBOX_DEFAULT_*)", () => {
