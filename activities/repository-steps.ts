@@ -45,7 +45,9 @@ const CREDENTIAL_HELPER = `!f() { test "$1" = get || exit 0; printf 'username=x-
  * removed when the command ends, whatever the outcome.
  */
 export function cloneCommand(dir: string, url: string | null, branch: string | undefined, credentialFile?: string): string {
-  if (!url) return `mkdir -p ${sh(dir)} && cd ${sh(dir)} && { [ -d .git ] || git init -q; }`;
+  // Made aside and moved into place (rename is atomic): starts running at once in one sandbox each find
+  // either no repository or a whole one (two git inits in one directory fail on each other's files).
+  if (!url) return `mkdir -p ${sh(dir)} && cd ${sh(dir)} && { [ -d .git ] || { t=$(mktemp -d .git-init.XXXXXX) && git init -q "$t" && { mv -T "$t/.git" .git 2>/dev/null || true; } && rm -rf "$t" && [ -d .git ]; }; }`;
   const b = branch ? `--branch ${sh(branch)} ` : '';
   const tmp = `${dir}.cloning`;
   const credential = credentialFile
