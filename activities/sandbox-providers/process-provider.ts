@@ -1,8 +1,8 @@
 /**
  * The default provider: the runtime as a child process on a free loopback port, in
- * `<sandboxes dir>/<id>`, with its session key in its environment. Pause stops the runtime and every
- * process below it (SIGSTOP), resume continues them (SIGCONT), delete kills them and removes the
- * directory. The handle (pid, its start time, port, directory) lives in MongoDB, so any worker, including
+ * `<sandboxes dir>/<id>` (on a file system of its own, in a cgroup of its own, where the worker may make
+ * them), with its session key in its environment. Pause stops every process of the sandbox (SIGSTOP),
+ * resume continues them (SIGCONT), delete kills them and removes the directory. The handle (pid, its start time, port, directory) lives in MongoDB, so any worker, including
  * one started after this one died, finds the process again; the process does not depend on the worker.
  */
 import { spawn } from 'node:child_process';
