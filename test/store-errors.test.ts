@@ -2,6 +2,7 @@
  * Which driver errors the api answers as "the database did not answer" (503 with Retry-After) and which
  * it does not: built with the driver's own error classes, with the messages seen in the freeze suite.
  */
+import * as net from 'node:net';
 import { MongoBulkWriteError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { Unavailable } from '../src/errors';
 import { isDatabaseUnreachable, translateStoreError } from '../src/store/errors';
@@ -26,11 +27,29 @@ describe('translateStoreError', () => {
     expect((t as Unavailable).retryAfterSeconds).toBe(5);
   });
 
+  it("a socket's bare EPIPE after the server closed it (the driver lets it escape unwrapped) is a 503", async () => {
+    const server = net.createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+      client.on('error', () => undefined);
+      await new Promise((resolve) => client.once('end', resolve));
+      const refused = await new Promise<Error | null | undefined>((resolve) => client.write('command', resolve));
+      expect((refused as NodeJS.ErrnoException).code).toBe('EPIPE');
+      expect(isDatabaseUnreachable(refused)).toBe(true);
+      expect(translateStoreError(refused)).toBeInstanceOf(Unavailable);
+      client.destroy();
+    } finally {
+      server.close();
+    }
+  });
+
   const other: [string, unknown][] = [
     ['a duplicate key in a bulk write', new MongoBulkWriteError({ message: 'E11000 duplicate key error', code: 11000, writeErrors: [{ index: 0, code: 11000 }] } as never, {} as never)],
     ["FerretDB's internal error about something else", new MongoServerError({ code: 1, errmsg: 'unsupported operator $foo' })],
     ['a validation error of the server', new MongoServerError({ code: 121, errmsg: 'Document failed validation' })],
     ['a plain bug', new TypeError('x is undefined')],
+    ['a file that is not there', Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT' })],
   ];
   it.each(other)('%s passes through unchanged', (_what, e) => {
     expect(isDatabaseUnreachable(e)).toBe(false);

@@ -68,9 +68,24 @@ export function isDatabaseUnreachable(e: unknown): boolean {
   for (let c = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
     if (c instanceof MongoNetworkError || c instanceof MongoServerSelectionError || c instanceof MongoOperationTimeoutError) return true;
     if ((c as Error).name === 'MongoWaitQueueTimeoutError') return true;
-    if (isBackendUnreachable(c) || isBulkWriteCutShort(c)) return true;
+    if (isBackendUnreachable(c) || isBulkWriteCutShort(c) || isSocketCutShort(c)) return true;
   }
   return false;
+}
+
+/** A socket's own errors for a peer that closed or reset the connection. */
+const SOCKET_CUT_SHORT = new Set(['EPIPE', 'ECONNRESET']);
+
+/**
+ * The driver lets the socket's own error escape unwrapped when it writes a command to a connection the
+ * server has just closed (the write is refused after the server's FIN, and its wait for 'drain' rejects
+ * with the bare EPIPE): seen when FerretDB was killed mid-request. Inside a request only a dependency's
+ * socket throws these (the client's own socket errors never reach a handler), so it is the same as a
+ * connection that closed.
+ */
+function isSocketCutShort(e: unknown): boolean {
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && SOCKET_CUT_SHORT.has(code);
 }
 
 /** The driver's own messages for a connection that broke, timed out or was cleared, or no server to select. */
