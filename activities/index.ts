@@ -8,6 +8,7 @@ import { createSandboxActivities, type SandboxActivityDeps } from './sandbox-act
 import { createStartTaskActivities, type StartTaskActivityDeps } from './start-task-activities';
 import { createCallbackActivities, type CallbackActivityDeps } from './callback-activities';
 import { createPendingMessageActivities, type PendingMessageActivityDeps } from './pending-message-activities';
+import { createAdmissionActivities, type AdmissionActivityDeps } from './admission-activities';
 import { withDomainFailures } from './domain-failure';
 
 export interface ActivityDeps {
@@ -18,6 +19,7 @@ export interface ActivityDeps {
   startTask: StartTaskActivityDeps;
   callbacks: CallbackActivityDeps;
   pendingMessages: PendingMessageActivityDeps;
+  admission: AdmissionActivityDeps;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -40,6 +42,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStartTaskActivities(deps.startTask),
     ...createCallbackActivities(deps.callbacks),
     ...createPendingMessageActivities(deps.pendingMessages),
+    ...createAdmissionActivities(deps.admission),
   });
 }
 

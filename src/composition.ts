@@ -33,6 +33,7 @@ import { OrganizationsStore } from './store/organizations-store';
 import { SandboxSpecsStore } from './store/sandbox-specs-store';
 import { SandboxesStore } from './store/sandboxes-store';
 import { StartTasksStore } from './store/start-tasks-store';
+import type { StartTaskSettings } from './temporal/shared';
 import { UserSecretsStore } from './store/user-secrets-store';
 import { UserSettingsStore } from './store/user-settings-store';
 import { UsersStore } from './store/users-store';
@@ -185,11 +186,22 @@ export interface ApiServices extends Services, ConversationServices {
   callbacks: CallbackDispatch;
 }
 
+/** What each start-task workflow is given from the configuration: its bounds, and its user's quotas when the operator set any. */
+export function startTaskSettings(config: Pick<Config, 'starts' | 'quotas'>): StartTaskSettings {
+  const { starts, quotas } = config;
+  const limits = { maxStarts: quotas.concurrentStarts, maxRunning: quotas.runningSandboxes };
+  return {
+    sandboxWaitMs: starts.sandboxWaitMs,
+    setupScriptTimeoutMs: starts.setupScriptTimeoutMs,
+    ...(limits.maxStarts !== null || limits.maxRunning !== null ? { admission: { ...limits, queueWaitMs: starts.queueWaitMs, pollMs: starts.queuePollMs } } : {}),
+  };
+}
+
 export function createApiServices(stores: SealingStores, deps: ApiServicesDeps): ApiServices {
   const { box, temporal, config, live, log } = deps;
   const taskQueue = config.temporal.taskQueue;
   const { startTasks, conversations, appConversations } = stores;
-  const settings = { sandboxWaitMs: config.starts.sandboxWaitMs, setupScriptTimeoutMs: config.starts.setupScriptTimeoutMs };
+  const settings = startTaskSettings(config);
   // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
   const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
   const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxRunning: config.quotas.runningSandboxes });

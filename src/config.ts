@@ -119,6 +119,8 @@ export const envSchema = z.object({
   MAX_EVENTS_PER_CONVERSATION: positiveInt('events').default(1_000_000),
   /** Per user: sandboxes starting or running at once (a create or resume past it is a 429); 0: no limit. */
   USER_MAX_RUNNING_SANDBOXES: nonNegativeInt('sandboxes').default(10),
+  /** Per user: starts under way at once (more wait in line, in order); 0: no limit. */
+  USER_MAX_CONCURRENT_STARTS: nonNegativeInt('starts').default(5),
   /** Per user: API keys not revoked; 0: no limit. */
   USER_MAX_API_KEYS: nonNegativeInt('keys').default(100),
   /** Per user and api process: event websockets open at once; 0: no limit. */
@@ -228,6 +230,10 @@ export const envSchema = z.object({
   START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
   /** Bound of a repository's setup script (.agents/setup.sh) in a start (ms). */
   START_SETUP_TIMEOUT_MS: positiveInt('milliseconds').default(10 * 60_000),
+  /** How long a start may wait in its user's line before it ends ERROR (ms). */
+  START_QUEUE_WAIT_MS: positiveInt('milliseconds').default(30 * 60_000),
+  /** How often a line held up by its user's running sandboxes looks again (ms). */
+  START_QUEUE_POLL_MS: positiveInt('milliseconds').default(5_000),
   /** An unfinished start not updated for this long has its workflow checked, and started again if it was lost (ms). */
   START_TASK_RECONCILE_AFTER_MS: positiveInt('milliseconds').default(60_000),
   /**
@@ -299,7 +305,7 @@ export interface Config {
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
   /** What one user may hold at once (USER_MAX_*); null: no limit. */
-  quotas: { runningSandboxes: number | null; apiKeys: number | null; websockets: number | null };
+  quotas: { runningSandboxes: number | null; concurrentStarts: number | null; apiKeys: number | null; websockets: number | null };
   live: { pollMs: number; idlePollMs: number; retainSlots: number };
   demoLlmPort: number;
   readyTimeoutMs: number;
@@ -309,7 +315,7 @@ export interface Config {
   /** Callbacks workflows: how long one waits idle before it ends (CALLBACKS_IDLE_MS). */
   callbacks: { idleMs: number };
   shutdownGraceMs: number;
-  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; reconcileAfterMs: number; streamFollow: 'workflow' | 'record'; gitCloneBaseUrl: string; gitHostAApiUrl: string };
+  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; queueWaitMs: number; queuePollMs: number; reconcileAfterMs: number; streamFollow: 'workflow' | 'record'; gitCloneBaseUrl: string; gitHostAApiUrl: string };
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
   /** Where the model catalogue comes from (LLM_MODELS_FILE, LLM_MODELS_FROM_ENDPOINT). */
   models: { file: string | undefined; fromEndpoint: boolean };
@@ -401,7 +407,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     postgres: { url: e.POSTGRES_URL },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
     limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
-    quotas: { runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null, apiKeys: e.USER_MAX_API_KEYS || null, websockets: e.USER_MAX_WEBSOCKETS || null },
+    quotas: { runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null, concurrentStarts: e.USER_MAX_CONCURRENT_STARTS || null, apiKeys: e.USER_MAX_API_KEYS || null, websockets: e.USER_MAX_WEBSOCKETS || null },
     live: { pollMs: e.LIVE_POLL_MS, idlePollMs: e.LIVE_IDLE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     demoLlmPort: e.DEMO_LLM_PORT,
     readyTimeoutMs: e.READY_TIMEOUT_MS,
@@ -412,7 +418,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
     models: { file: e.LLM_MODELS_FILE && path.resolve(e.LLM_MODELS_FILE), fromEndpoint: e.LLM_MODELS_FROM_ENDPOINT === 'true' },
     metrics: { apiAddress: e.METRICS_ADDRESS, workerAddress: e.WORKER_METRICS_ADDRESS },
-    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, streamFollow: e.START_STREAM_FOLLOW, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
+    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, queueWaitMs: e.START_QUEUE_WAIT_MS, queuePollMs: e.START_QUEUE_POLL_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, streamFollow: e.START_STREAM_FOLLOW, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),
       defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,

@@ -74,6 +74,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       gitHostAApiUrl: deps.config.starts.gitHostAApiUrl,
     },
     pendingMessages: { pendingMessages },
+    admission: { temporal: deps.client, taskQueue: deps.taskQueue, sandboxes, startTasks },
   });
   return Worker.create({
     connection: deps.connection,

@@ -8,9 +8,23 @@
  *
  * A start that fails after creating a sandbox for itself deletes it before it reports ERROR.
  */
-import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, condition, getExternalWorkflowHandle, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { pendingMessagesSignal, SEARCH_ATTRIBUTE_KEYS, shown, startTaskSnapshotsAfterUpdate, startTaskSnapshotsQuery, type StartTaskSnapshot, type StartTaskStatus, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import {
+  admissionReleaseSignal,
+  admissionVerdictSignal,
+  pendingMessagesSignal,
+  SEARCH_ATTRIBUTE_KEYS,
+  shown,
+  startAdmissionWorkflowId,
+  startTaskSnapshotsAfterUpdate,
+  startTaskSnapshotsQuery,
+  type AdmissionVerdict,
+  type StartTaskSettings,
+  type StartTaskSnapshot,
+  type StartTaskStatus,
+  type StartTaskWorkflowInput,
+} from '../src/temporal/shared';
 import { START_TASK_ACTIVITY_OPTIONS, withTimeout } from './activity-options';
 
 const { recordStartTask } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.record);
@@ -21,6 +35,7 @@ const { acquireSandbox, deleteStartSandbox } = proxyActivities<Activities>(START
 const { loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long); // plugins are cloned
 // Local: every start ends with one look for queued messages (nearly always none), so it costs no round trip.
 const { deliverPendingMessages, givePendingMessagesUp } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.deliver);
+const { askAdmission } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
 
 /** The patch that added the delivery of messages queued during the start. */
 const PENDING_MESSAGES = 'start-task-pending-messages';
@@ -28,6 +43,8 @@ const PENDING_MESSAGES = 'start-task-pending-messages';
 const START_TASK_SEARCH_ATTRIBUTES = 'start-task-search-attributes';
 /** The patch that added the delete of the sandbox a failed start created (see where it is used). */
 const DELETE_OWN_SANDBOX = 'start-task-delete-own-sandbox';
+/** The patch that made a start wait its turn in its user's line (see where it is used). */
+const START_ADMISSION = 'start-task-admission';
 
 /** What a person can act on: the message of the failure that stopped the start, or which step ran out of time. */
 function detailOf(e: unknown): string {
@@ -67,6 +84,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   // Messages queued while the start runs wait in MongoDB; each signal says there may be more to deliver.
   let messagesWaiting = true;
   setHandler(pendingMessagesSignal, () => void (messagesWaiting = true));
+  let inLine = false;
   const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
   // Operators find starts by owner, conversation, sandbox and status (README: "Finding workflows").
   // Runs recorded before these attributes replay without them.
@@ -90,9 +108,19 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   try {
     await report('WORKING');
     await report('WAITING_FOR_SANDBOX');
+    const newSandboxId = uuid4();
+    // Over the user's quotas the start waits its turn, still WAITING_FOR_SANDBOX, its place in the
+    // detail (a start in a sandbox it names, with no bound on starts, has nothing to wait for).
+    // Runs recorded before the line replay without it.
+    const admission = settings.admission;
+    const bounded = admission && (admission.maxStarts !== null || (!request.sandbox_id && admission.maxRunning !== null));
+    if (bounded && patched(START_ADMISSION)) {
+      inLine = true;
+      await waitForTurn(admission, request.sandbox_id ? null : newSandboxId);
+    }
     // Each step with a summary the Temporal UI shows in the history (what it works on, never a secret).
     const sandboxId = await acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${shown(request.sandbox_id)} if paused` : 'start a new sandbox' }, [
-      { taskId, userId, sandboxId: request.sandbox_id, newSandboxId: uuid4() },
+      { taskId, userId, sandboxId: request.sandbox_id, newSandboxId },
     ]);
     where.sandbox_id = sandboxId;
     where.agent_server_url = await waitForSandbox.executeWithOptions({ summary: `wait for sandbox ${sandboxId} to run` }, [{ userId, sandboxId, timeoutMs: settings.sandboxWaitMs }]);
@@ -132,10 +160,53 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     await report('ERROR', detail);
   }
   ended = true;
+  // Its place in line goes to the next start (the line also finds an ended start by its record).
+  if (inLine) await getExternalWorkflowHandle(startAdmissionWorkflowId(userId)).signal(admissionReleaseSignal, { taskId }).catch(() => undefined);
   if (patched(PENDING_MESSAGES)) await settlePendingMessages();
   // Every waiting reader has its answer (the status list ended) before the workflow closes.
   await condition(allHandlersFinished);
   return snapshots;
+
+  /**
+   * Asks the user's line for a turn and waits for it, reporting each new place; past the wait's bound
+   * the start fails (and leaves the line, like any start that ends).
+   */
+  async function waitForTurn(admission: NonNullable<StartTaskSettings['admission']>, newSandboxId: string | null): Promise<void> {
+    let verdict: AdmissionVerdict | null = null;
+    let heard = false;
+    setHandler(admissionVerdictSignal, (v) => {
+      // Admitted stays admitted: a late place never takes it back.
+      if (!verdict?.admitted) verdict = v;
+      heard = true;
+    });
+    const { maxStarts, maxRunning, queueWaitMs, pollMs } = admission;
+    await askAdmission({ userId, pollMs, request: { taskId, newSandboxId, limits: { maxStarts, maxRunning } } });
+    // One timer bounds the whole wait; it goes when the start is admitted.
+    let timedOut = false;
+    const bound = new CancellationScope();
+    bound.run(() => sleep(queueWaitMs)).then(
+      () => void (timedOut = true),
+      () => undefined,
+    );
+    let reported: string | null = null;
+    try {
+      for (;;) {
+        await condition(() => heard || timedOut);
+        if (!heard) {
+          throw ApplicationFailure.nonRetryable(`The start waited ${Math.round(queueWaitMs / 1000)} s in line for its turn and did not get it (START_QUEUE_WAIT_MS); ${reported ?? 'start again later'}`);
+        }
+        heard = false;
+        const v = verdict as AdmissionVerdict | null;
+        if (!v) continue;
+        if (v.admitted) return;
+        const detail = `Waiting in line: place ${v.place} of ${v.waiting}; ${v.reason}`;
+        if (detail !== reported) await report('WAITING_FOR_SANDBOX', detail);
+        reported = detail;
+      }
+    } finally {
+      bound.cancel();
+    }
+  }
 
   /**
    * After READY: deliver the queued messages in order, again while signals say more came (a signal that

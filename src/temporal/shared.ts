@@ -16,6 +16,7 @@ export const WORKFLOW_TYPES = {
   sandbox: 'sandboxWorkflow',
   startTask: 'startTaskWorkflow',
   callbacks: 'conversationCallbacksWorkflow',
+  startAdmission: 'startAdmissionWorkflow',
 } as const;
 
 /**
@@ -28,11 +29,13 @@ export interface WorkflowSignatures {
   sandbox: (input: SandboxWorkflowInput) => Promise<SandboxState>;
   startTask: (input: StartTaskWorkflowInput) => Promise<StartTaskSnapshot[]>;
   callbacks: (input: CallbacksWorkflowInput) => Promise<void>;
+  startAdmission: (input: StartAdmissionInput) => Promise<void>;
 }
 export type DiagnosticsWorkflow = WorkflowSignatures['diagnostics'];
 export type SandboxWorkflow = WorkflowSignatures['sandbox'];
 export type StartTaskWorkflow = WorkflowSignatures['startTask'];
 export type CallbacksWorkflow = WorkflowSignatures['callbacks'];
+export type StartAdmissionWorkflow = WorkflowSignatures['startAdmission'];
 
 /**
  * Custom search attributes the workflows keep current, so operators can filter starts and sandboxes in
@@ -148,7 +151,60 @@ export interface StartTaskSettings {
   sandboxWaitMs: number;
   /** Bound of the repository's setup script (ms). */
   setupScriptTimeoutMs: number;
+  /** The user's start quotas (absent in runs started before them, or when the operator set none): the start waits its turn. */
+  admission?: AdmissionLimits & {
+    /** How long a start may wait in line before it ends ERROR (ms; START_QUEUE_WAIT_MS). */
+    queueWaitMs: number;
+    /** How often a line held up by sandboxes looks again (ms; START_QUEUE_POLL_MS). */
+    pollMs: number;
+  };
 }
+
+/**
+ * One admission workflow per user (`start-admission-<user id>`): a semaphore with a FIFO line. A start
+ * asks for a place (signal-with-start, from an activity) and waits for the workflow's word; it says when
+ * it has ended. The workflow admits from the front while the user's quotas allow, tells each waiting
+ * start its place, and ends when nobody waits or holds a place.
+ */
+export const startAdmissionWorkflowId = (userId: string) => `start-admission-${userId}`;
+
+/** What one user's starts may hold at once; null: no bound. */
+export interface AdmissionLimits {
+  /** Starts under way (USER_MAX_CONCURRENT_STARTS): each holds at most one of the worker's activity slots. */
+  maxStarts: number | null;
+  /** Sandboxes starting or running (USER_MAX_RUNNING_SANDBOXES): a start that makes a new one needs room. */
+  maxRunning: number | null;
+}
+
+/** A start asking for its turn; the latest request's limits are the ones that hold. */
+export interface AdmissionRequest {
+  taskId: string;
+  /** The sandbox the start will make (it needs room for it), or null when it uses the one it names. */
+  newSandboxId: string | null;
+  limits: AdmissionLimits;
+}
+
+export interface StartAdmissionInput {
+  userId: string;
+  limits: AdmissionLimits;
+  /** How often a line held up by the running-sandbox quota looks again at the user's sandboxes (ms). */
+  pollMs: number;
+  /** Set when the workflow continued as new: the line and the holders. */
+  queue?: AdmissionRequest[];
+  admitted?: AdmissionRequest[];
+}
+
+/** Signal to the admission workflow: a start asks for its turn (a second ask of the same task changes nothing). */
+export const admissionRequestSignal = defineSignal<[AdmissionRequest]>('admissionRequest');
+/** Signal to the admission workflow: the start has ended (or gave up waiting); its place goes to the next. */
+export const admissionReleaseSignal = defineSignal<[{ taskId: string }]>('admissionRelease');
+/** Query of the admission workflow: who holds a place and who waits, in order. */
+export const admissionLineQuery = defineQuery<{ admitted: string[]; waiting: string[] }>('line');
+
+/** The admission workflow's word to a start: go on, or its place in line and what holds it up. */
+export type AdmissionVerdict = { admitted: true } | { admitted: false; place: number; waiting: number; reason: string };
+/** Signal to the start-task workflow carrying the verdict. */
+export const admissionVerdictSignal = defineSignal<[AdmissionVerdict]>('admissionVerdict');
 
 /** What the start-task workflow gets: never a secret (they stay sealed in MongoDB, read by activities). */
 export interface StartTaskWorkflowInput {
@@ -217,4 +273,5 @@ export const workflowSummaries = {
     return { staticSummary: `Start for user ${input.userId}: ${what}`, staticDetails: details.join('\n') };
   },
   callbacks: (input: CallbacksWorkflowInput) => ({ staticSummary: `Callbacks of conversation ${input.conversationId}` }),
+  startAdmission: (input: StartAdmissionInput) => ({ staticSummary: `Start line of user ${input.userId}` }),
 };

@@ -1,0 +1,144 @@
+/**
+ * A start over its user's quotas waits in line (the user's admission workflow) instead of failing: it
+ * stays WAITING_FOR_SANDBOX with its place and what holds it up in the detail, goes on by itself when a
+ * sandbox is paused or a start ends, in the order the starts came; another user is not held up; a start
+ * that waits past START_QUEUE_WAIT_MS ends ERROR saying so; the line's workflow ends once nobody is in it.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { ScriptedLlm } from '../src/llm/scripted-llm';
+import { freePort } from '../src/process/net';
+import { admissionLineQuery, startAdmissionWorkflowId, startTaskSnapshotsQuery, startTaskWorkflowId } from '../src/temporal/shared';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig } from './helpers/env';
+import { eventually } from './helpers/eventually';
+import { bareRepo } from './helpers/git-repo';
+import { killRuntimesUnder } from './helpers/sandboxes';
+import { startTask, waitForStartTask } from './helpers/start-tasks';
+import { startTestWorker, type TestWorker } from './helpers/worker';
+
+const QUEUE_WAIT_MS = 25_000;
+
+describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS)', () => {
+  let t: TestApi;
+  let worker: TestWorker;
+  let dir: string;
+  let llm: ScriptedLlm;
+  let connection: Connection;
+  let temporal: Client;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-queue-'));
+    const config = testConfig({
+      DATA_DIR: dir,
+      API_PORT: String(await freePort()),
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      USER_MAX_RUNNING_SANDBOXES: '1',
+      USER_MAX_CONCURRENT_STARTS: '2',
+      START_QUEUE_WAIT_MS: String(QUEUE_WAIT_MS),
+      START_QUEUE_POLL_MS: '300',
+    });
+    t = await startTestApi(config);
+    worker = await startTestWorker(config);
+    llm = await new ScriptedLlm([]).start();
+    connection = await Connection.connect({ address: config.temporal.address! });
+    temporal = new Client({ connection, namespace: config.temporal.namespace });
+  }, 60_000);
+
+  afterAll(async () => {
+    await connection?.close();
+    await worker?.stop();
+    await t?.close();
+    await llm?.close();
+    killRuntimesUnder(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const newUser = async () => {
+    const u = await t.newUser();
+    await t.setOrgLlm(u.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
+    return u;
+  };
+  const start = async (key: string, body: object = {}) => {
+    const r = await t.request('POST', '/api/v1/app-conversations', { key, body });
+    expect(r.status).toBe(200);
+    return r.body.id as string;
+  };
+  const ended = (s: any) => s.status === 'READY' || s.status === 'ERROR';
+  const waiting = (place: number, of: number) => (s: any) => s.status === 'WAITING_FOR_SANDBOX' && typeof s.detail === 'string' && s.detail.startsWith(`Waiting in line: place ${place} of ${of};`);
+  const line = (userId: string) => temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).query(admissionLineQuery);
+  const lineEnded = (userId: string) =>
+    eventually(async () => (await temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).describe()).status.name === 'COMPLETED', { timeoutMs: 15_000, intervalMs: 200, what: 'the line to end' });
+
+  it('past the running-sandbox quota starts wait in order, told their place; a pause lets the first on, its end the next; another user goes on meanwhile', async () => {
+    const a = await newUser();
+    const first = await start(a.key);
+    const one = await waitForStartTask(t, a.key, first, ended);
+    expect(one).toMatchObject({ status: 'READY', detail: null });
+
+    // A's one sandbox runs: the next two starts wait, in the order they came.
+    const second = await start(a.key);
+    await waitForStartTask(t, a.key, second, waiting(1, 1), 20_000);
+    const third = await start(a.key);
+    const thirdWaits = await waitForStartTask(t, a.key, third, waiting(2, 2), 20_000);
+    expect(thirdWaits.detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
+    expect(thirdWaits.detail).toContain('paused or deleted');
+    expect(await line(a.userId)).toEqual({ admitted: [], waiting: [second, third] });
+    expect((await t.request('GET', '/api/v1/sandboxes/search', { key: a.key })).body.items).toHaveLength(1);
+
+    // Another user is not held up by A's line.
+    const b = await newUser();
+    const bStart = await start(b.key);
+    expect(await waitForStartTask(t, b.key, bStart, ended)).toMatchObject({ status: 'READY' });
+    expect((await startTask(t, a.key, second)).status).toBe('WAITING_FOR_SANDBOX');
+
+    // Pausing A's sandbox makes room: the second goes on by itself, the third moves up.
+    const paused = await t.request('POST', `/api/v1/sandboxes/${one.sandbox_id}/pause`, { key: a.key });
+    expect(paused.body.status).toBe('PAUSED');
+    const secondDone = await waitForStartTask(t, a.key, second, ended);
+    expect(secondDone).toMatchObject({ status: 'READY', detail: null });
+    expect(secondDone.sandbox_id).not.toBe(one.sandbox_id);
+    await waitForStartTask(t, a.key, third, waiting(1, 1), 20_000);
+
+    // Deleting the second's sandbox lets the third on.
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${secondDone.sandbox_id}`, { key: a.key })).status).toBeLessThan(300);
+    expect(await waitForStartTask(t, a.key, third, ended)).toMatchObject({ status: 'READY' });
+    await lineEnded(a.userId);
+  }, 120_000);
+
+  it('starts in a running sandbox need no room for one, but the concurrent-start quota: the third waits for one of two to end', async () => {
+    const c = await newUser();
+    const first = await start(c.key);
+    const sandboxId = (await waitForStartTask(t, c.key, first, ended)).sandbox_id;
+    // Each start runs a setup script of 3 s, so the first two are still under way when the third asks.
+    const ids: string[] = [];
+    for (const name of ['slow-1', 'slow-2', 'slow-3']) {
+      ids.push(await start(c.key, { sandbox_id: sandboxId, selected_repository: bareRepo(dir, name, { '.agents/setup.sh': 'sleep 3\n' }) }));
+    }
+    const done = await Promise.all(ids.map((id) => waitForStartTask(t, c.key, id, ended)));
+    expect(done.map((s) => s.status)).toEqual(['READY', 'READY', 'READY']);
+    // The first two went on at once; the third waited its turn, told why: the starts under way.
+    const histories = await Promise.all(ids.map((id) => temporal.workflow.getHandle(startTaskWorkflowId(id)).query(startTaskSnapshotsQuery)));
+    const waited = histories.map((h) => h.filter((s) => s.status === 'WAITING_FOR_SANDBOX' && s.detail));
+    expect(waited.map((w) => w.length)).toEqual([0, 0, 1]);
+    expect(waited[2]![0]!.detail).toMatch(/^Waiting in line: place 1 of 1; you have 2 starts under way.*USER_MAX_CONCURRENT_STARTS=2/);
+    await lineEnded(c.userId);
+  }, 120_000);
+
+  it('a start that waits past START_QUEUE_WAIT_MS ends ERROR saying so, and leaves the line', async () => {
+    const d = await newUser();
+    const first = await start(d.key);
+    expect((await waitForStartTask(t, d.key, first, ended)).status).toBe('READY');
+    const late = await start(d.key);
+    await waitForStartTask(t, d.key, late, waiting(1, 1), 20_000);
+    const gaveUp = await waitForStartTask(t, d.key, late, ended, QUEUE_WAIT_MS + 20_000);
+    expect(gaveUp.status).toBe('ERROR');
+    expect(gaveUp.detail).toContain(`waited ${QUEUE_WAIT_MS / 1000} s in line`);
+    expect(gaveUp.detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
+    // Nothing was made for it, and the line is gone with it.
+    expect((await t.request('GET', '/api/v1/sandboxes/search', { key: d.key })).body.items).toHaveLength(1);
+    await lineEnded(d.userId);
+  }, QUEUE_WAIT_MS + 60_000);
+});
