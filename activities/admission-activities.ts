@@ -4,9 +4,18 @@
  */
 import type { Client } from '@temporalio/client';
 import { TERMINAL_STATUSES } from '../src/app-conversations/start-task-service';
-import type { SandboxesStore } from '../src/store/sandboxes-store';
-import type { StartTasksStore } from '../src/store/start-tasks-store';
-import { admissionRequestSignal, startAdmissionWorkflowId, WORKFLOW_TYPES, workflowSummaries, type AdmissionRequest, type StartAdmissionInput, type StartAdmissionWorkflow } from '../src/temporal/shared';
+import { ACTIVE_SANDBOX_STATUSES, type SandboxesStore, type SandboxRecord } from '../src/store/sandboxes-store';
+import type { StartTaskRecord, StartTasksStore } from '../src/store/start-tasks-store';
+import {
+  admissionRequestSignal,
+  startAdmissionWorkflowId,
+  WORKFLOW_TYPES,
+  workflowSummaries,
+  type AdmissionLimits,
+  type AdmissionRequest,
+  type StartAdmissionInput,
+  type StartAdmissionWorkflow,
+} from '../src/temporal/shared';
 
 export interface AdmissionActivityDeps {
   temporal: Client;
@@ -15,36 +24,57 @@ export interface AdmissionActivityDeps {
   startTasks: StartTasksStore;
 }
 
+const ACTIVE = new Set<string>(ACTIVE_SANDBOX_STATUSES);
+
 export function createAdmissionActivities(deps: AdmissionActivityDeps) {
   return {
-    /** Puts the start in its user's line, starting the line's workflow when there is none. */
-    async askAdmission(a: { userId: string; request: AdmissionRequest; pollMs: number }): Promise<void> {
-      const input: StartAdmissionInput = { userId: a.userId, limits: a.request.limits, pollMs: a.pollMs };
+    /**
+     * Puts the start in its user's line, starting the line's workflow when there is none; answers whether
+     * it did. A start needs room for a sandbox when it makes one, or names one that does not run (it will
+     * resume it).
+     */
+    async askAdmission(a: { userId: string; taskId: string; newSandboxId: string | null; namedSandboxId: string | null; limits: AdmissionLimits; pollMs: number }): Promise<{ inLine: boolean }> {
+      let roomFor = a.newSandboxId;
+      if (a.namedSandboxId) {
+        const named = await deps.sandboxes.getOwned(a.namedSandboxId, a.userId);
+        // One that is not the user's, or is gone, fails in its own step with its own reason.
+        roomFor = named && !ACTIVE.has(named.status) && named.status !== 'DELETED' ? named.id : null;
+      }
+      // Needing no room, with no bound on starts: nothing to wait for, so no line.
+      if (roomFor === null && a.limits.maxStarts === null) return { inLine: false };
+      const request: AdmissionRequest = { taskId: a.taskId, roomFor, limits: a.limits };
+      const input: StartAdmissionInput = { userId: a.userId, limits: a.limits, pollMs: a.pollMs };
       await deps.temporal.workflow.signalWithStart<StartAdmissionWorkflow, [AdmissionRequest]>(WORKFLOW_TYPES.startAdmission, {
         workflowId: startAdmissionWorkflowId(a.userId),
         taskQueue: deps.taskQueue,
         args: [input],
         signal: admissionRequestSignal,
-        signalArgs: [a.request],
+        signalArgs: [request],
         ...workflowSummaries.startAdmission(input),
       });
+      return { inLine: true };
     },
 
     /**
-     * What the line admits by: the user's sandboxes starting or running, how many of the admitted starts'
-     * new sandboxes are not made yet, and which admitted starts have ended (or have no record).
+     * What the line admits by: the user's sandboxes starting or running; the room admitted starts were
+     * promised and have not taken yet (their sandbox not made, or not resumed, so far); and which admitted
+     * starts have ended (or have no record), whose promise no longer holds.
      */
-    async admissionCounts(a: { userId: string; taskIds: string[]; newSandboxIds: string[] }): Promise<{ runningSandboxes: number; sandboxesToMake: number; endedTaskIds: string[] }> {
-      const [runningSandboxes, made, tasks] = await Promise.all([
+    async admissionCounts(a: { userId: string; admitted: { taskId: string; roomFor: string | null }[] }): Promise<{ runningSandboxes: number; roomPromised: number; endedTaskIds: string[] }> {
+      const roomFor = a.admitted.flatMap((r) => (r.roomFor ? [r.roomFor] : []));
+      const taskIds = a.admitted.map((r) => r.taskId);
+      const [runningSandboxes, sandboxes, tasks] = await Promise.all([
         deps.sandboxes.countActive(a.userId),
-        a.newSandboxIds.length ? deps.sandboxes.getManyOwned(a.newSandboxIds, a.userId) : new Map(),
-        a.taskIds.length ? deps.startTasks.getManyOwned(a.taskIds, a.userId) : new Map(),
+        roomFor.length ? deps.sandboxes.getManyOwned(roomFor, a.userId) : new Map<string, SandboxRecord>(),
+        taskIds.length ? deps.startTasks.getManyOwned(taskIds, a.userId) : new Map<string, StartTaskRecord>(),
       ]);
-      const endedTaskIds = a.taskIds.filter((id) => {
-        const t = tasks.get(id);
+      const ended = (taskId: string) => {
+        const t = tasks.get(taskId);
         return !t || TERMINAL_STATUSES.includes(t.status);
-      });
-      return { runningSandboxes, sandboxesToMake: a.newSandboxIds.length - made.size, endedTaskIds };
+      };
+      const endedTaskIds = taskIds.filter(ended);
+      const roomPromised = a.admitted.filter((r) => r.roomFor && !ended(r.taskId) && !ACTIVE.has(sandboxes.get(r.roomFor)?.status ?? '')).length;
+      return { runningSandboxes, roomPromised, endedTaskIds };
     },
   };
 }

@@ -99,8 +99,9 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         try {
           return (await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId)).id;
         } catch (e) {
-          // Over the user's quota: retrying soon would not change it; the start ends saying so.
-          if (e instanceof TooMany) throw inputError(e.message);
+          // Over the user's quota: retrying soon would not change it; a start in line waits its turn
+          // again, one without a line ends saying so.
+          if (e instanceof TooMany) throw ApplicationFailure.nonRetryable(e.message, START_TASK_FAILURES.overQuota);
           throw e;
         }
       }
@@ -111,7 +112,8 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         try {
           await deps.sandboxService.operate(a.userId, a.sandboxId, 'resume');
         } catch (e) {
-          throw inputError(`Sandbox ${a.sandboxId} (${r.status}) could not be resumed: ${(e as Error).message}`);
+          const message = `Sandbox ${a.sandboxId} (${r.status}) could not be resumed: ${(e as Error).message}`;
+          throw ApplicationFailure.nonRetryable(message, e instanceof TooMany ? START_TASK_FAILURES.overQuota : START_TASK_FAILURES.input);
         }
       }
       await sandboxes.touch(r.id); // a start is use: no idle pause in the middle of it

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
+import { startTaskWorkflowId } from '../src/temporal/shared';
 import { createConversationServices, createSandboxService } from '../src/composition';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,6 +62,8 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
     const connection = await Connection.connect({ address: t.config.temporal.address! });
     try {
       const temporal = new Client({ connection, namespace: t.config.temporal.namespace });
+      // The start has settled its own queued messages (none) and ended: the message below is this test's alone.
+      await temporal.workflow.getHandle(startTaskWorkflowId(accepted.body.id)).result();
       const sandboxService = createSandboxService(t.stores, { box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, sandboxes: t.config.sandboxes });
       const { conversationService } = createConversationServices(t.stores, { box: t.box, temporal, sandboxService, sandboxWaitMs: 60_000 });
       const c = (await t.stores.appConversations.get(id))!;

@@ -39,6 +39,7 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
       USER_MAX_CONCURRENT_STARTS: '2',
       START_QUEUE_WAIT_MS: String(QUEUE_WAIT_MS),
       START_QUEUE_POLL_MS: '300',
+      USER_MAX_PENDING_STARTS: '3',
     });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
@@ -67,7 +68,7 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
     return r.body.id as string;
   };
   const ended = (s: any) => s.status === 'READY' || s.status === 'ERROR';
-  const waiting = (place: number, of: number) => (s: any) => s.status === 'WAITING_FOR_SANDBOX' && typeof s.detail === 'string' && s.detail.startsWith(`Waiting in line: place ${place} of ${of};`);
+  const waiting = (place: number) => (s: any) => s.status === 'WAITING_FOR_SANDBOX' && typeof s.detail === 'string' && s.detail.startsWith(`Waiting in line at place ${place}: `);
   const line = (userId: string) => temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).query(admissionLineQuery);
   const lineEnded = (userId: string) =>
     eventually(async () => (await temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).describe()).status.name === 'COMPLETED', { timeoutMs: 15_000, intervalMs: 200, what: 'the line to end' });
@@ -80,9 +81,9 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
 
     // A's one sandbox runs: the next two starts wait, in the order they came.
     const second = await start(a.key);
-    await waitForStartTask(t, a.key, second, waiting(1, 1), 20_000);
+    await waitForStartTask(t, a.key, second, waiting(1), 20_000);
     const third = await start(a.key);
-    const thirdWaits = await waitForStartTask(t, a.key, third, waiting(2, 2), 20_000);
+    const thirdWaits = await waitForStartTask(t, a.key, third, waiting(2), 20_000);
     expect(thirdWaits.detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
     expect(thirdWaits.detail).toContain('paused or deleted');
     expect(await line(a.userId)).toEqual({ admitted: [], waiting: [second, third] });
@@ -100,7 +101,7 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
     const secondDone = await waitForStartTask(t, a.key, second, ended);
     expect(secondDone).toMatchObject({ status: 'READY', detail: null });
     expect(secondDone.sandbox_id).not.toBe(one.sandbox_id);
-    await waitForStartTask(t, a.key, third, waiting(1, 1), 20_000);
+    await waitForStartTask(t, a.key, third, waiting(1), 20_000);
 
     // Deleting the second's sandbox lets the third on.
     expect((await t.request('DELETE', `/api/v1/sandboxes/${secondDone.sandbox_id}`, { key: a.key })).status).toBeLessThan(300);
@@ -123,8 +124,46 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
     const histories = await Promise.all(ids.map((id) => temporal.workflow.getHandle(startTaskWorkflowId(id)).query(startTaskSnapshotsQuery)));
     const waited = histories.map((h) => h.filter((s) => s.status === 'WAITING_FOR_SANDBOX' && s.detail));
     expect(waited.map((w) => w.length)).toEqual([0, 0, 1]);
-    expect(waited[2]![0]!.detail).toMatch(/^Waiting in line: place 1 of 1; you have 2 starts under way.*USER_MAX_CONCURRENT_STARTS=2/);
+    expect(waited[2]![0]!.detail).toBe('Waiting in line at place 1: as many of your starts are under way as one user may have (USER_MAX_CONCURRENT_STARTS=2); it goes on when one of them ends');
     await lineEnded(c.userId);
+  }, 120_000);
+
+  it('a start that resumes a paused sandbox needs room for it: it waits until another is deleted, then resumes it', async () => {
+    const e = await newUser();
+    const first = await start(e.key);
+    const paused = (await waitForStartTask(t, e.key, first, ended)).sandbox_id;
+    expect((await t.request('POST', `/api/v1/sandboxes/${paused}/pause`, { key: e.key })).body.status).toBe('PAUSED');
+    const second = await start(e.key);
+    const running = (await waitForStartTask(t, e.key, second, ended)).sandbox_id;
+    const resume = await start(e.key, { sandbox_id: paused });
+    expect((await waitForStartTask(t, e.key, resume, waiting(1), 20_000)).detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
+    expect((await t.request('GET', `/api/v1/sandboxes?id=${paused}`, { key: e.key })).body[0].status).toBe('PAUSED');
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${running}`, { key: e.key })).status).toBeLessThan(300);
+    expect(await waitForStartTask(t, e.key, resume, ended)).toMatchObject({ status: 'READY', sandbox_id: paused });
+    await lineEnded(e.userId);
+  }, 120_000);
+
+  it('starts not ended past USER_MAX_PENDING_STARTS are a 429 and make nothing; a resend of one of them still joins it', async () => {
+    const f = await newUser();
+    const first = await start(f.key);
+    expect((await waitForStartTask(t, f.key, first, ended)).status).toBe('READY');
+    // Its one sandbox runs: every further start waits in line, and stays not ended.
+    const queued: string[] = [];
+    for (let i = 1; i <= 3; i++) {
+      queued.push(await start(f.key));
+      await waitForStartTask(t, f.key, queued.at(-1)!, waiting(i), 20_000);
+    }
+    const refused = await t.request('POST', '/api/v1/app-conversations', { key: f.key, body: {} });
+    expect(refused).toMatchObject({ status: 429, body: { detail: expect.stringContaining('USER_MAX_PENDING_STARTS=3') } });
+    const joined = await t.request('POST', '/api/v1/app-conversations', { key: f.key, body: { conversation_id: queued[0] } });
+    expect(joined).toMatchObject({ status: 200, body: { id: queued[0] } });
+    expect((await t.request('GET', '/api/v1/app-conversations/start-tasks/count', { key: f.key })).body).toBe(4);
+    expect(await line(f.userId)).toEqual({ admitted: [], waiting: queued });
+    // Deleting its sandbox lets them through, one at a time (one sandbox at most).
+    const sandboxId = (await startTask(t, f.key, first)).sandbox_id;
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${sandboxId}`, { key: f.key })).status).toBeLessThan(300);
+    expect((await waitForStartTask(t, f.key, queued[0]!, ended)).status).toBe('READY');
+    expect((await t.request('POST', '/api/v1/app-conversations', { key: f.key, body: {} })).status).toBe(200);
   }, 120_000);
 
   it('a start that waits past START_QUEUE_WAIT_MS ends ERROR saying so, and leaves the line', async () => {
@@ -132,10 +171,10 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
     const first = await start(d.key);
     expect((await waitForStartTask(t, d.key, first, ended)).status).toBe('READY');
     const late = await start(d.key);
-    await waitForStartTask(t, d.key, late, waiting(1, 1), 20_000);
+    await waitForStartTask(t, d.key, late, waiting(1), 20_000);
     const gaveUp = await waitForStartTask(t, d.key, late, ended, QUEUE_WAIT_MS + 20_000);
     expect(gaveUp.status).toBe('ERROR');
-    expect(gaveUp.detail).toContain(`waited ${QUEUE_WAIT_MS / 1000} s in line`);
+    expect(gaveUp.detail).toContain(`waited ${QUEUE_WAIT_MS / 1000} s in line for its turn and did not get it (START_QUEUE_WAIT_MS); last seen at place 1: `);
     expect(gaveUp.detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
     // Nothing was made for it, and the line is gone with it.
     expect((await t.request('GET', '/api/v1/sandboxes/search', { key: d.key })).body.items).toHaveLength(1);

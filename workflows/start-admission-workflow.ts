@@ -7,9 +7,10 @@
  *   ask (signal) -> wait in line, told its place -> admitted -> ... -> release (signal) -> next admitted
  *
  * A start is admitted when the user has fewer than `maxStarts` starts admitted and, for a start that
- * makes a new sandbox, fewer than `maxRunning` sandboxes starting or running (counting the new sandboxes
- * of admitted starts not yet made). The line does not overtake: the first waits, so the others do.
- * An admitted start that ended without saying so (terminated) is found by its record and let go.
+ * needs room for a sandbox (a new one, or a paused one it resumes), fewer than `maxRunning` sandboxes
+ * starting or running, counting the room admitted starts have not taken yet. Starts that need room never
+ * overtake each other; one that needs none passes those held up for room. An admitted start that ended
+ * without saying so (terminated) is found by its record, looked at now and then, and let go.
  */
 import { condition, continueAsNew, getExternalWorkflowHandle, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
@@ -23,29 +24,39 @@ import {
   type AdmissionVerdict,
   type StartAdmissionInput,
 } from '../src/temporal/shared';
-import { ACTIVITY_OPTIONS } from './activity-options';
 
-const { admissionCounts } = proxyLocalActivities<Activities>(ACTIVITY_OPTIONS.quick);
+// The line must outlive a database that does not answer for a while: its counts are tried until they come.
+const { admissionCounts } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/** How often a line with holders but nobody waiting looks for a holder that ended without a word (ms). */
+const HOLDERS_CHECK_MS = 60_000;
 
 export async function startAdmissionWorkflow(input: StartAdmissionInput): Promise<void> {
   const { userId, pollMs } = input;
   let limits = input.limits;
-  const waiting: AdmissionRequest[] = [...(input.queue ?? [])];
+  let waiting: AdmissionRequest[] = [...(input.queue ?? [])];
   const admitted: AdmissionRequest[] = [...(input.admitted ?? [])];
-  const placeTold = new Map<string, string>();
+  /** What each waiting start was last told, so it is told again only when that changes. */
+  const told = new Map<string, string>();
+  /** Admitted starts that asked again (a reset run): told again that they are admitted. */
+  const askedAgain = new Set<string>();
   let changed = true;
-  const known = (taskId: string) => waiting.some((r) => r.taskId === taskId) || admitted.some((r) => r.taskId === taskId);
   const drop = (taskId: string) => {
-    for (const list of [waiting, admitted]) {
-      const i = list.findIndex((r) => r.taskId === taskId);
-      if (i >= 0) list.splice(i, 1);
-    }
-    placeTold.delete(taskId);
+    waiting = waiting.filter((r) => r.taskId !== taskId);
+    const i = admitted.findIndex((r) => r.taskId === taskId);
+    if (i >= 0) admitted.splice(i, 1);
+    told.delete(taskId);
+    askedAgain.delete(taskId);
   };
 
   setHandler(admissionRequestSignal, (request) => {
     limits = request.limits;
-    if (!known(request.taskId)) waiting.push(request);
+    if (admitted.some((r) => r.taskId === request.taskId)) askedAgain.add(request.taskId);
+    else if (waiting.some((r) => r.taskId === request.taskId)) told.delete(request.taskId);
+    else waiting.push(request);
     changed = true;
   });
   setHandler(admissionReleaseSignal, ({ taskId }) => {
@@ -68,46 +79,40 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
       return continueAsNew<typeof startAdmissionWorkflow>({ userId, pollMs, limits, queue: waiting, admitted });
     }
     changed = false;
-    let blockedBy: string | null = null;
-    if (waiting.length > 0) {
-      const counts = await admissionCounts({
-        userId,
-        taskIds: admitted.map((r) => r.taskId),
-        newSandboxIds: admitted.flatMap((r) => (r.newSandboxId ? [r.newSandboxId] : [])),
-      });
-      for (const taskId of counts.endedTaskIds) drop(taskId);
-      let running = counts.runningSandboxes + counts.sandboxesToMake;
-      const told: Promise<void>[] = [];
-      while (waiting.length > 0) {
-        const next = waiting[0]!;
-        if (limits.maxStarts !== null && admitted.length >= limits.maxStarts) {
-          blockedBy = `you have ${admitted.length} starts under way, as many as one user may (USER_MAX_CONCURRENT_STARTS=${limits.maxStarts}); it goes on when one of them ends`;
-          break;
-        }
-        if (next.newSandboxId && limits.maxRunning !== null && running >= limits.maxRunning) {
-          blockedBy = `you have ${running} sandboxes starting or running, as many as one user may (USER_MAX_RUNNING_SANDBOXES=${limits.maxRunning}); it goes on when one is paused or deleted`;
-          break;
-        }
-        waiting.shift();
-        admitted.push(next);
-        placeTold.delete(next.taskId);
-        if (next.newSandboxId) running++;
-        told.push(tell(next.taskId, { admitted: true }));
+    const counts = await admissionCounts({ userId, admitted: admitted.map(({ taskId, roomFor }) => ({ taskId, roomFor })) });
+    for (const taskId of counts.endedTaskIds) drop(taskId);
+    const { maxStarts, maxRunning } = limits;
+    let room = maxRunning === null ? Infinity : maxRunning - counts.runningSandboxes - counts.roomPromised;
+    const sends: Promise<void>[] = [...askedAgain].map((taskId) => tell(taskId, { admitted: true }));
+    askedAgain.clear();
+    const held: { request: AdmissionRequest; reason: string }[] = [];
+    for (const request of waiting) {
+      if (maxStarts !== null && admitted.length >= maxStarts) {
+        held.push({ request, reason: `as many of your starts are under way as one user may have (USER_MAX_CONCURRENT_STARTS=${maxStarts}); it goes on when one of them ends` });
+      } else if (request.roomFor !== null && room <= 0) {
+        held.push({
+          request,
+          reason: `your sandboxes starting or running, with those your admitted starts are bringing up, are as many as one user may have (USER_MAX_RUNNING_SANDBOXES=${maxRunning}); it goes on when one is paused or deleted`,
+        });
+      } else {
+        admitted.push(request);
+        if (request.roomFor !== null) room--;
+        told.delete(request.taskId);
+        sends.push(tell(request.taskId, { admitted: true }));
       }
-      waiting.forEach((r, i) => {
-        const verdict: AdmissionVerdict = { admitted: false, place: i + 1, waiting: waiting.length, reason: blockedBy! };
-        const said = `${verdict.place}/${verdict.waiting}/${verdict.reason}`;
-        if (placeTold.get(r.taskId) === said) return;
-        placeTold.set(r.taskId, said);
-        told.push(tell(r.taskId, verdict));
-      });
-      await Promise.all(told);
     }
-    // A line held up by its running sandboxes looks again now and then (a sandbox paused for idleness
-    // frees room without a word here); one held up by starts waits for a release, or looks again
-    // now and then for a holder that ended without one.
+    waiting = held.map((h) => h.request);
+    held.forEach(({ request, reason }, i) => {
+      const verdict: AdmissionVerdict = { admitted: false, place: i + 1, reason };
+      const said = `${verdict.place} ${reason}`;
+      if (told.get(request.taskId) === said) return;
+      told.set(request.taskId, said);
+      sends.push(tell(request.taskId, verdict));
+    });
+    await Promise.all(sends);
     if (changed) continue;
-    if (waiting.length > 0) await condition(() => changed, pollMs);
-    else await condition(() => changed);
+    // Room for sandboxes frees without a word here (a pause, a delete, an idle pause): a line held up
+    // looks again every pollMs; one with holders only, now and then, for a holder that ended unheard.
+    await condition(() => changed, waiting.length > 0 ? pollMs : HOLDERS_CHECK_MS);
   }
 }

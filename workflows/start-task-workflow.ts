@@ -11,6 +11,7 @@
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, condition, getExternalWorkflowHandle, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
+  START_TASK_FAILURES,
   admissionReleaseSignal,
   admissionVerdictSignal,
   pendingMessagesSignal,
@@ -45,6 +46,13 @@ const START_TASK_SEARCH_ATTRIBUTES = 'start-task-search-attributes';
 const DELETE_OWN_SANDBOX = 'start-task-delete-own-sandbox';
 /** The patch that made a start wait its turn in its user's line (see where it is used). */
 const START_ADMISSION = 'start-task-admission';
+/** How often an admitted start whose room was taken meanwhile goes back in line before it fails with the quota's reason. */
+const MAX_REQUEUES = 3;
+
+/** The quota's refusal of a sandbox the line had found room for. */
+function isOverQuota(e: unknown): boolean {
+  return e instanceof ActivityFailure && e.cause instanceof ApplicationFailure && e.cause.type === START_TASK_FAILURES.overQuota;
+}
 
 /** What a person can act on: the message of the failure that stopped the start, or which step ran out of time. */
 function detailOf(e: unknown): string {
@@ -110,18 +118,29 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     await report('WAITING_FOR_SANDBOX');
     const newSandboxId = uuid4();
     // Over the user's quotas the start waits its turn, still WAITING_FOR_SANDBOX, its place in the
-    // detail (a start in a sandbox it names, with no bound on starts, has nothing to wait for).
-    // Runs recorded before the line replay without it.
+    // detail. Runs recorded before the line replay without it.
     const admission = settings.admission;
-    const bounded = admission && (admission.maxStarts !== null || (!request.sandbox_id && admission.maxRunning !== null));
-    if (bounded && patched(START_ADMISSION)) {
-      inLine = true;
-      await waitForTurn(admission, request.sandbox_id ? null : newSandboxId);
+    if (admission && (admission.maxStarts !== null || admission.maxRunning !== null) && patched(START_ADMISSION)) {
+      await waitForTurn(admission, newSandboxId);
     }
     // Each step with a summary the Temporal UI shows in the history (what it works on, never a secret).
-    const sandboxId = await acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${shown(request.sandbox_id)} if paused` : 'start a new sandbox' }, [
-      { taskId, userId, sandboxId: request.sandbox_id, newSandboxId },
-    ]);
+    const acquire = () =>
+      acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${shown(request.sandbox_id)} if paused` : 'start a new sandbox' }, [
+        { taskId, userId, sandboxId: request.sandbox_id, newSandboxId },
+      ]);
+    let sandboxId: string;
+    for (let requeued = 0; ; requeued++) {
+      try {
+        sandboxId = await acquire();
+        break;
+      } catch (e) {
+        // The room the line promised was taken meanwhile (a sandbox made or resumed through the api):
+        // the start goes to the back of the line rather than failing, a few times.
+        if (!inLine || !isOverQuota(e) || requeued >= MAX_REQUEUES) throw e;
+        await leaveLine();
+        await waitForTurn(admission!, newSandboxId);
+      }
+    }
     where.sandbox_id = sandboxId;
     where.agent_server_url = await waitForSandbox.executeWithOptions({ summary: `wait for sandbox ${sandboxId} to run` }, [{ userId, sandboxId, timeoutMs: settings.sandboxWaitMs }]);
 
@@ -161,17 +180,27 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   }
   ended = true;
   // Its place in line goes to the next start (the line also finds an ended start by its record).
-  if (inLine) await getExternalWorkflowHandle(startAdmissionWorkflowId(userId)).signal(admissionReleaseSignal, { taskId }).catch(() => undefined);
+  // (Sent beside the delivery of queued messages, not before it: that waits for no round trip.)
+  const left = inLine ? leaveLine() : Promise.resolve();
   if (patched(PENDING_MESSAGES)) await settlePendingMessages();
+  await left;
   // Every waiting reader has its answer (the status list ended) before the workflow closes.
   await condition(allHandlersFinished);
   return snapshots;
 
+  /** Gives the start's place in its user's line back (a line that has ended already has nothing to give back). */
+  async function leaveLine(): Promise<void> {
+    await getExternalWorkflowHandle(startAdmissionWorkflowId(userId))
+      .signal(admissionReleaseSignal, { taskId })
+      .catch(() => undefined);
+  }
+
   /**
    * Asks the user's line for a turn and waits for it, reporting each new place; past the wait's bound
-   * the start fails (and leaves the line, like any start that ends).
+   * the start fails (and leaves the line, like any start that ends). A start with nothing to wait for
+   * (no room needed, no bound on starts) is not put in line.
    */
-  async function waitForTurn(admission: NonNullable<StartTaskSettings['admission']>, newSandboxId: string | null): Promise<void> {
+  async function waitForTurn(admission: NonNullable<StartTaskSettings['admission']>, newSandboxId: string): Promise<void> {
     let verdict: AdmissionVerdict | null = null;
     let heard = false;
     setHandler(admissionVerdictSignal, (v) => {
@@ -180,7 +209,9 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
       heard = true;
     });
     const { maxStarts, maxRunning, queueWaitMs, pollMs } = admission;
-    await askAdmission({ userId, pollMs, request: { taskId, newSandboxId, limits: { maxStarts, maxRunning } } });
+    const named = request.sandbox_id ?? null;
+    inLine = (await askAdmission({ userId, taskId, newSandboxId: named ? null : newSandboxId, namedSandboxId: named, limits: { maxStarts, maxRunning }, pollMs })).inLine;
+    if (!inLine) return;
     // One timer bounds the whole wait; it goes when the start is admitted.
     let timedOut = false;
     const bound = new CancellationScope();
@@ -188,20 +219,22 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
       () => void (timedOut = true),
       () => undefined,
     );
-    let reported: string | null = null;
+    let last: string | null = null;
     try {
       for (;;) {
         await condition(() => heard || timedOut);
         if (!heard) {
-          throw ApplicationFailure.nonRetryable(`The start waited ${Math.round(queueWaitMs / 1000)} s in line for its turn and did not get it (START_QUEUE_WAIT_MS); ${reported ?? 'start again later'}`);
+          throw ApplicationFailure.nonRetryable(
+            `The start waited ${Math.round(queueWaitMs / 1000)} s in line for its turn and did not get it (START_QUEUE_WAIT_MS)${last ? `; last seen at ${last}` : ''}`,
+          );
         }
         heard = false;
         const v = verdict as AdmissionVerdict | null;
         if (!v) continue;
         if (v.admitted) return;
-        const detail = `Waiting in line: place ${v.place} of ${v.waiting}; ${v.reason}`;
-        if (detail !== reported) await report('WAITING_FOR_SANDBOX', detail);
-        reported = detail;
+        const place = `place ${v.place}: ${v.reason}`;
+        if (place !== last) await report('WAITING_FOR_SANDBOX', `Waiting in line at ${place}`);
+        last = place;
       }
     } finally {
       bound.cancel();

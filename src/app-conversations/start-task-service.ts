@@ -7,7 +7,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateStage, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
-import { Conflict, Unavailable } from '../errors';
+import { Conflict, TooMany, Unavailable } from '../errors';
 import { inStartSpan } from '../observability/tracing';
 import { echoRequest, type StartRequest } from '../schemas/app-conversations';
 import type { ConversationsStore } from '../store/conversations-store';
@@ -47,6 +47,8 @@ export interface StartTaskServiceDeps {
    * @default 10_000
    */
   answerTimeoutMs?: number;
+  /** The most starts one user may have not ended, under way or in line (USER_MAX_PENDING_STARTS); null: no bound. */
+  maxPending?: number | null;
 }
 
 /** The first bound on a worker's acceptance of the Update before the record is read (ms); it doubles up to WORKFLOW_ANSWER_TIMEOUT_MS. */
@@ -87,6 +89,7 @@ export class StartTaskService {
 
   private async accept(id: string, userId: string, request: StartRequest): Promise<string> {
     if (request.conversation_id !== undefined) await this.refuseTakenConversation(id, userId);
+    await this.withinQuota(id, userId, request);
     const secrets = Object.keys(request.secrets).length > 0 ? this.deps.box.seal(JSON.stringify(request.secrets)) : null;
     const echoed = echoRequest(request) as Record<string, unknown>;
     const fresh = await this.deps.startTasks.create(
@@ -116,6 +119,19 @@ export class StartTaskService {
       throw new Unavailable('The workflow service did not accept the start; try again shortly', 5, { cause: e });
     }
     return id;
+  }
+
+  /**
+   * One start more than USER_MAX_PENDING_STARTS not ended is a 429 (the line holds the rest, but not
+   * without end); a resend that joins a start of the caller's is not a new one.
+   */
+  private async withinQuota(id: string, userId: string, request: StartRequest): Promise<void> {
+    const max = this.deps.maxPending;
+    if (!max) return;
+    const pending = await this.deps.startTasks.countUnfinished(userId);
+    if (pending < max) return;
+    if (request.conversation_id !== undefined && (await this.deps.startTasks.get(id))?.created_by_user_id === userId) return;
+    throw new TooMany(`You have ${pending} starts not finished (under way or waiting in line), as many as one user may (USER_MAX_PENDING_STARTS=${max}): wait for some to end`);
   }
 
   /**

@@ -15,6 +15,9 @@ import { isDuplicateKey } from './errors';
 import type { CollectionIndexes } from './mongo';
 import type { RuntimeHandle } from './runtime-handle';
 
+/** The statuses a running-sandbox quota counts: starting or running. */
+export const ACTIVE_SANDBOX_STATUSES: readonly SandboxStatus[] = ['STARTING', 'RUNNING'];
+
 export interface SandboxRecord {
   id: string;
   created_by_user_id: string;
@@ -84,7 +87,7 @@ export class SandboxesStore {
    */
   /** The user's sandboxes starting or running (what a running-sandbox quota counts). */
   async countActive(userId: string): Promise<number> {
-    return this.sandboxes.countDocuments({ created_by_user_id: userId, status: { $in: ['STARTING', 'RUNNING'] } });
+    return this.sandboxes.countDocuments({ created_by_user_id: userId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
   }
 
   async search(

@@ -155,6 +155,11 @@ export class StartTasksStore {
   }
 
   /** Ids of the owner's starts that are still running in the sandbox (not READY or ERROR yet). */
+  /** How many of the user's starts have not ended (READY or ERROR): under way, or waiting in line. */
+  async countUnfinished(userId: string): Promise<number> {
+    return this.tasks.countDocuments({ created_by_user_id: userId, status: { $nin: ['READY', 'ERROR'] } });
+  }
+
   async startingIn(sandboxId: string, userId: string): Promise<string[]> {
     const docs = await this.tasks
       // Before it reports its sandbox, a start that was given one names it in its request.

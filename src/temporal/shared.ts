@@ -144,6 +144,8 @@ export const pendingMessagesSignal = defineSignal('pendingMessages');
 export const START_TASK_FAILURES = {
   /** Bad input (a foreign sandbox, a repository that cannot be cloned): not retried; its message is the ERROR detail. */
   input: 'StartInputError',
+  /** The user's running-sandbox quota was taken by the time the start made or resumed its sandbox: it waits its turn again. */
+  overQuota: 'StartOverQuota',
 } as const;
 
 export interface StartTaskSettings {
@@ -179,8 +181,11 @@ export interface AdmissionLimits {
 /** A start asking for its turn; the latest request's limits are the ones that hold. */
 export interface AdmissionRequest {
   taskId: string;
-  /** The sandbox the start will make (it needs room for it), or null when it uses the one it names. */
-  newSandboxId: string | null;
+  /**
+   * The sandbox the start needs room for among the user's running ones: the one it will make, or the one
+   * it names when that one does not run (it resumes it); null when it uses a sandbox that runs.
+   */
+  roomFor: string | null;
   limits: AdmissionLimits;
 }
 
@@ -202,7 +207,7 @@ export const admissionReleaseSignal = defineSignal<[{ taskId: string }]>('admiss
 export const admissionLineQuery = defineQuery<{ admitted: string[]; waiting: string[] }>('line');
 
 /** The admission workflow's word to a start: go on, or its place in line and what holds it up. */
-export type AdmissionVerdict = { admitted: true } | { admitted: false; place: number; waiting: number; reason: string };
+export type AdmissionVerdict = { admitted: true } | { admitted: false; place: number; reason: string };
 /** Signal to the start-task workflow carrying the verdict. */
 export const admissionVerdictSignal = defineSignal<[AdmissionVerdict]>('admissionVerdict');
 

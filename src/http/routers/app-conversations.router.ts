@@ -3,6 +3,7 @@
  * tasks, and the caller's conversations. Everything is scoped to the caller.
  */
 import type { ApiMetrics } from '../../observability/metrics';
+import { ErrorResponseSchema } from '../../schemas/errors';
 import { callerId } from '../state';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
@@ -47,6 +48,9 @@ const conversationFilters = (q: z.output<typeof AppConversationCountQuerySchema>
   updatedAtLt: date(q.updated_at__lt),
 });
 
+/** A start past the caller's starts not ended (a start over the other quotas waits in line instead). */
+const TOO_MANY_STARTS = { description: 'The caller has as many starts not ended as one user may (USER_MAX_PENDING_STARTS): wait for some to end', schema: ErrorResponseSchema };
+
 export function appConversationsRoutes(
   router: ApiRouter,
   deps: {
@@ -77,7 +81,7 @@ export function appConversationsRoutes(
           'The same conversation_id sent again joins the first start.',
         security: 'APIKeyHeader',
         body: StartRequestSchema,
-        responses: { 200: { description: "The task's successive snapshots", schema: z.array(StartTaskSchema) }, 409: { description: 'conversation_id belongs to another user' } },
+        responses: { 200: { description: "The task's successive snapshots", schema: z.array(StartTaskSchema) }, 409: { description: 'conversation_id belongs to another user' }, 429: TOO_MANY_STARTS },
       },
       async (ctx, { body }) => {
         const id = await starts.start(callerId(ctx), body);
@@ -119,7 +123,7 @@ export function appConversationsRoutes(
         summary: 'Start a conversation; answers its start task at once, and the start goes on',
         security: 'APIKeyHeader',
         body: StartRequestSchema,
-        responses: { 200: { description: 'The start task as accepted', schema: StartTaskSchema }, 409: { description: 'conversation_id belongs to another user' } },
+        responses: { 200: { description: 'The start task as accepted', schema: StartTaskSchema }, 409: { description: 'conversation_id belongs to another user' }, 429: TOO_MANY_STARTS },
       },
       async (ctx, { body }) => {
         const id = await starts.start(callerId(ctx), body);
