@@ -202,7 +202,7 @@ async function main(): Promise<void> {
       });
       backend = { kind: 'postgresql', url: postgres.url };
       postgresUrl = postgres.url;
-      storage = `FerretDB on PostgreSQL 127.0.0.1:${config.embedded.postgresPort} (password in ${path.join(config.dataDir, 'postgres', 'password')})`;
+      storage = `FerretDB on PostgreSQL 127.0.0.1:${config.embedded.postgresPort} as its service role (password in ${path.join(config.dataDir, 'postgres', 'service-password')})`;
       log.info({ port: config.embedded.postgresPort }, 'PostgreSQL is up');
     }
     const options = { binary: binaries!.ferretdb, backend, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };

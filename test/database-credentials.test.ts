@@ -14,6 +14,7 @@ import { Long, MongoClient, type Document } from 'mongodb';
 import { Client } from 'pg';
 import { startDocumentStore, type DocumentStore } from '../scripts/servers/document-store';
 import { ferretdbUri, redactUri, splitPostgresCredentials, startFerretdb } from '../scripts/servers/ferretdb-server';
+import { POSTGRES_SERVICE_ROLE } from '../scripts/servers/postgres-server';
 import { embeddedServersFile } from '../src/cli/embedded-servers';
 import { freePort } from '../src/process/net';
 import { testEnv, uniqueName } from './helpers/env';
@@ -235,7 +236,7 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
 
   it('its URI carries PostgreSQL user and password, with PLAIN; those credentials read and write', async () => {
     const uri = new URL(ferret.uri);
-    expect(decodeURIComponent(uri.username)).toBe('agent_control');
+    expect(decodeURIComponent(uri.username)).toBe(POSTGRES_SERVICE_ROLE);
     expect(decodeURIComponent(uri.password)).toBe(password);
     expect(uri.searchParams.get('authMechanism')).toBe('PLAIN');
     const db = owner.db(dbName);
@@ -362,14 +363,14 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
     // Cursor ids are consecutive from a random 32-bit start: not guessable from outside, as the
     // credentials cannot open a cursor of their own.
     id = await openCursor();
-    const wrong = client(`mongodb://agent_control:wrong-password@127.0.0.1:${port}/?authMechanism=PLAIN`);
+    const wrong = client(`mongodb://${POSTGRES_SERVICE_ROLE}:wrong-password@127.0.0.1:${port}/?authMechanism=PLAIN`);
     await expect(wrong.db(dbName).collection('secrets').find({}).toArray()).rejects.toThrow(POSTGRES_REFUSED);
     const leaked = await getMore(wrong, id);
     expect((leaked.cursor as { nextBatch: unknown[] }).nextBatch).toHaveLength(2);
   });
 
   it('a wrong password, or a user PostgreSQL does not know, is refused', async () => {
-    const user = encodeURIComponent('agent_control');
+    const user = encodeURIComponent(POSTGRES_SERVICE_ROLE);
     for (const uri of [
       `mongodb://${user}:wrong-password@127.0.0.1:${port}/?authMechanism=PLAIN`,
       `mongodb://${user}:@127.0.0.1:${port}/?authMechanism=PLAIN`,
@@ -387,7 +388,7 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
 
   it('PostgreSQL asks every connection for a password (SCRAM), and refuses a wrong one', async () => {
     const pgPort = Number(new URL(postgresUrl).port);
-    for (const user of ['agent_control', 'postgres', 'root', 'nobody']) {
+    for (const user of [POSTGRES_SERVICE_ROLE, 'agent_control', 'postgres', 'root', 'nobody']) {
       const answer = await postgresStartup(pgPort, user);
       // AuthenticationSASL (10) naming SCRAM-SHA-256: not AuthenticationOk (0), not a cleartext password (3).
       expect([user, answer.type, answer.code, answer.body.split('\0').filter(Boolean)]).toEqual([user, 'R', 10, ['SCRAM-SHA-256']]);
@@ -396,7 +397,7 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
     wrong.password = 'wrong-password';
     const pg = new Client({ connectionString: wrong.toString(), connectionTimeoutMillis: 5000 });
     pg.on('error', () => undefined);
-    await expect(pg.connect()).rejects.toMatchObject({ code: '28P01', message: 'password authentication failed for user "agent_control"' });
+    await expect(pg.connect()).rejects.toMatchObject({ code: '28P01', message: `password authentication failed for user "${POSTGRES_SERVICE_ROLE}"` });
     await pg.end().catch(() => undefined);
   });
 });
@@ -411,15 +412,18 @@ describe('npm start: the credentials go to the api and the worker, nowhere else;
     const l = launcher.launch();
     await launcher.waitUp(l);
     const { ports } = launcher;
-    const password = fs.readFileSync(path.join(dataDir, 'postgres', 'password'), 'utf8').trim();
+    const password = fs.readFileSync(path.join(dataDir, 'postgres', 'service-password'), 'utf8').trim();
+    const superuserPassword = fs.readFileSync(path.join(dataDir, 'postgres', 'password'), 'utf8').trim();
     expect(password.length).toBeGreaterThanOrEqual(32);
+    expect(superuserPassword).not.toBe(password);
 
     // The file the admin CLI reads: the URI with the credentials, readable by this user only.
     const file = embeddedServersFile(dataDir);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(fs.statSync(path.join(dataDir, 'postgres', 'password')).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.join(dataDir, 'postgres', 'service-password')).mode & 0o777).toBe(0o600);
     const { mongoUri } = JSON.parse(fs.readFileSync(file, 'utf8')) as { mongoUri: string };
-    expect(mongoUri).toBe(`mongodb://agent_control:${encodeURIComponent(password)}@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`);
+    expect(mongoUri).toBe(`mongodb://${POSTGRES_SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`);
 
     // What the api and the worker were started with.
     const api = environOf(launcher.pidOf('api')!);
@@ -440,18 +444,24 @@ describe('npm start: the credentials go to the api and the worker, nowhere else;
     }
 
     // The password is printed nowhere, and kept only in the two files that hold it.
-    expect(l.output()).toContain(`MongoDB      mongodb://agent_control:***@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`);
+    expect(l.output()).toContain(`MongoDB      mongodb://${POSTGRES_SERVICE_ROLE}:***@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`);
     expect(l.output()).not.toContain(password);
-    const holding: string[] = [];
-    const walk = (dir: string) => {
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, entry.name);
-        if (entry.isDirectory()) walk(p);
-        else if (entry.isFile() && fs.readFileSync(p).includes(password)) holding.push(path.relative(dataDir, p));
-      }
+    // The superuser's is in its own file only: the service never has it.
+    const holding = (secret: string) => {
+      const found: string[] = [];
+      const walk = (dir: string) => {
+        for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+          const p = path.join(dir, entry.name);
+          if (entry.isDirectory()) walk(p);
+          else if (entry.isFile() && fs.readFileSync(p).includes(secret)) found.push(path.relative(dataDir, p));
+        }
+      };
+      walk(dataDir);
+      return found.sort();
     };
-    walk(dataDir);
-    expect(holding.sort()).toEqual(['embedded-servers.json', path.join('postgres', 'password')]);
+    expect(holding(password)).toEqual(['embedded-servers.json', path.join('postgres', 'service-password')]);
+    expect(holding(superuserPassword)).toEqual([path.join('postgres', 'password')]);
+    for (const pid of [launcher.pidOf('api')!, launcher.pidOf('worker')!]) expect(JSON.stringify(environOf(pid))).not.toContain(superuserPassword);
 
     // Every TCP socket the launcher's processes listen on is a loopback address.
     const listening = listeningSockets(processTree(l.child.pid!));

@@ -19,7 +19,14 @@ import { portOpen } from '../../src/process/net';
 import { startChild, type Child } from './child';
 import { repoRoot } from './paths';
 
+/** The cluster's superuser: setup only (the cluster, the service's role, its ownership); never the service's login. */
 export const POSTGRES_SUPERUSER = 'agent_control';
+/**
+ * The role the service logs in with (FerretDB connects as whoever its client logs in as): no superuser,
+ * no CREATEDB, no CREATEROLE, no replication; it owns FerretDB's database and what is in it, and may
+ * connect to no other database of the cluster.
+ */
+export const POSTGRES_SERVICE_ROLE = 'agent_control_service';
 /** The PostgreSQL database FerretDB maps every MongoDB database into (one schema each). */
 export const FERRETDB_DATABASE = 'ferretdb';
 /** The npm package that ships the server binaries for this platform. */
@@ -90,6 +97,8 @@ function run(program: string, args: string[], input?: string): Promise<void> {
 }
 
 export const postgresPasswordFile = (dir: string) => path.join(dir, 'password');
+/** The service role's password, kept beside the superuser's (generated on the first start that makes the role). */
+export const postgresServicePasswordFile = (dir: string) => path.join(dir, 'service-password');
 
 /**
  * Creates the cluster and FerretDB's database the first time. Written into a scratch directory and
@@ -128,9 +137,64 @@ async function initialise(binDir: string, dir: string): Promise<void> {
 }
 
 /** Loopback without TLS: both drivers (pgx in FerretDB, node-postgres here) would otherwise try TLS first. */
-export function postgresUrl(dir: string, port: number): string {
-  const password = fs.readFileSync(postgresPasswordFile(dir), 'utf8').trim();
-  return `postgres://${POSTGRES_SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${FERRETDB_DATABASE}?sslmode=disable`;
+function urlOf(user: string, passwordFile: string, port: number): string {
+  const password = fs.readFileSync(passwordFile, 'utf8').trim();
+  return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${FERRETDB_DATABASE}?sslmode=disable`;
+}
+
+/** The superuser's URL: for setup only. */
+export const postgresSuperuserUrl = (dir: string, port: number) => urlOf(POSTGRES_SUPERUSER, postgresPasswordFile(dir), port);
+
+/** The service role's URL: what FerretDB's clients log in with, and the api's index builds. */
+export const postgresUrl = (dir: string, port: number) => urlOf(POSTGRES_SERVICE_ROLE, postgresServicePasswordFile(dir), port);
+
+/** Relation kinds FerretDB makes (tables, and sequences should it use them), with the word ALTER takes for each. */
+const OWNED_KINDS: Record<string, string> = { r: 'TABLE', p: 'TABLE', S: 'SEQUENCE', v: 'VIEW', m: 'MATERIALIZED VIEW' };
+
+/**
+ * Makes (or brings up to date) the service's role, as the superuser, on every start: the role with the
+ * password of its file (made the first time), FerretDB's database owned by it, no other database open
+ * to it (PUBLIC's CONNECT on `postgres` is revoked; template databases take no connections), and what
+ * an earlier version made as the superuser (FerretDB's schemas and tables) handed over to it.
+ */
+export async function ensureServiceRole(dir: string, port: number): Promise<void> {
+  const file = postgresServicePasswordFile(dir);
+  if (!fs.existsSync(file)) {
+    const scratch = `${file}.${process.pid}`;
+    fs.writeFileSync(scratch, crypto.randomBytes(24).toString('base64url') + '\n', { mode: 0o600 });
+    fs.renameSync(scratch, file);
+  }
+  const password = fs.readFileSync(file, 'utf8').trim();
+  const client = new Client({ connectionString: postgresSuperuserUrl(dir, port), connectionTimeoutMillis: 10_000, query_timeout: 60_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const role = client.escapeIdentifier(POSTGRES_SERVICE_ROLE);
+    const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [POSTGRES_SERVICE_ROLE])).rowCount;
+    await client.query(
+      `${exists ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT PASSWORD ${client.escapeLiteral(password)}`,
+    );
+    await client.query(`ALTER DATABASE ${client.escapeIdentifier(FERRETDB_DATABASE)} OWNER TO ${role}`);
+    await client.query('REVOKE CONNECT, TEMPORARY ON DATABASE postgres FROM PUBLIC');
+    // Handed over: schemas FerretDB made as the superuser, and their relations (indexes follow their table).
+    const schemas = await client.query<{ nspname: string }>(
+      `SELECT nspname FROM pg_namespace WHERE nspowner = (SELECT oid FROM pg_roles WHERE rolname = $1)
+         AND nspname NOT LIKE 'pg\\_%' AND nspname NOT IN ('information_schema', 'public')`,
+      [POSTGRES_SUPERUSER],
+    );
+    const relations = await client.query<{ nspname: string; relname: string; relkind: string }>(
+      `SELECT n.nspname, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relowner = (SELECT oid FROM pg_roles WHERE rolname = $1) AND c.relkind = ANY($2)
+          AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'`,
+      [POSTGRES_SUPERUSER, Object.keys(OWNED_KINDS)],
+    );
+    for (const { nspname } of schemas.rows) await client.query(`ALTER SCHEMA ${client.escapeIdentifier(nspname)} OWNER TO ${role}`);
+    for (const r of relations.rows) {
+      await client.query(`ALTER ${OWNED_KINDS[r.relkind]} ${client.escapeIdentifier(r.nspname)}.${client.escapeIdentifier(r.relname)} OWNER TO ${role}`);
+    }
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 /** Logs in and runs a query; throws PostgreSQL's own reason (a wrong password, no such database, ...). */
@@ -153,7 +217,7 @@ export async function postgresAnswers(url: string): Promise<boolean> {
 
 export async function startPostgres(o: PostgresOptions): Promise<PostgresServer> {
   await initialise(o.binDir, o.dir);
-  const url = postgresUrl(o.dir, o.port);
+  const superuserUrl = postgresSuperuserUrl(o.dir, o.port);
   const settings: Record<string, string> = {
     listen_addresses: '127.0.0.1',
     port: String(o.port),
@@ -178,8 +242,14 @@ export async function startPostgres(o: PostgresOptions): Promise<PostgresServer>
     stopSignal: 'SIGINT',
     onSpawn: o.onSpawn,
     readyTimeoutMs: 60_000,
-    ready: async () => (await portOpen(o.port)) && (await postgresAnswers(url)),
-    alive: () => postgresLogin(url, 3000).then(() => true),
+    ready: async () => (await portOpen(o.port)) && (await postgresAnswers(superuserUrl)),
+    alive: () => postgresLogin(postgresUrl(o.dir, o.port), 3000).then(() => true),
   });
-  return Object.assign(child, { url });
+  try {
+    await ensureServiceRole(o.dir, o.port);
+  } catch (e) {
+    await child.stop();
+    throw new Error(`PostgreSQL is up but its service role could not be made: ${(e as Error).message}`, { cause: e });
+  }
+  return Object.assign(child, { url: postgresUrl(o.dir, o.port) });
 }
