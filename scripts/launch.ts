@@ -24,7 +24,7 @@ import { ensureAgentServer } from './servers/agent-server';
 import { reapStale, startChild, type Child } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers } from './servers/obtain';
-import { postgresLogin, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
+import { postgresIsSuperuser, postgresLogin, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
 import { migrateSqliteData } from './servers/sqlite-migration';
 import { Supervisor, type StartFn, type SuperviseOptions } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
@@ -190,6 +190,9 @@ async function main(): Promise<void> {
       await postgresLogin(config.postgres.url).catch((e: Error) => {
         throw new Error(`POSTGRES_URL: PostgreSQL did not take the login: ${e.message}`);
       });
+      if (await postgresIsSuperuser(config.postgres.url).catch(() => false)) {
+        log.warn('POSTGRES_URL logs in as a superuser: the service needs only a role that owns its database (README "The embedded database")');
+      }
       backend = { kind: 'postgresql', url: config.postgres.url };
       storage = 'FerretDB on the PostgreSQL of POSTGRES_URL';
       postgresUrl = config.postgres.url;

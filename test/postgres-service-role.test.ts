@@ -8,7 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { ensureServiceRole, FERRETDB_DATABASE, POSTGRES_SERVICE_ROLE, postgresSuperuserUrl, requirePostgresBinDir, startPostgres, type PostgresServer } from '../scripts/servers/postgres-server';
+import { ensureServiceRole, FERRETDB_DATABASE, POSTGRES_SERVICE_ROLE, postgresServicePasswordFile, postgresSuperuserUrl, requirePostgresBinDir, startPostgres, type PostgresServer } from '../scripts/servers/postgres-server';
+import { handedOverFile, scramVerifier } from '../scripts/servers/postgres-service-role';
 import { freePort } from '../src/process/net';
 import { testEnv, uniqueName } from './helpers/env';
 
@@ -79,19 +80,54 @@ describe("the service's PostgreSQL role", () => {
     expect(fs.existsSync('/tmp/pwned')).toBe(false);
 
     // No other database takes its connection.
-    const elsewhere = new URL(server!.url);
-    elsewhere.pathname = '/postgres';
-    await expect(connect(elsewhere.toString())).rejects.toMatchObject({ code: '42501' });
+    for (const other of ['postgres', 'template1']) {
+      const elsewhere = new URL(server!.url);
+      elsewhere.pathname = `/${other}`;
+      await expect(connect(elsewhere.toString())).rejects.toMatchObject({ code: '42501' });
+    }
+  });
+
+  it('what the role plants in its own database is never run by the superuser: an operator, a search_path, a connection limit', async () => {
+    const service = await connect(server!.url);
+    // The CVE-2018-1058 pattern: an operator of its own, picked before pg_catalog's by an unqualified query.
+    await service.query(`
+      CREATE FUNCTION public.grab(a name, b text) RETURNS boolean LANGUAGE plpgsql AS $f$
+      BEGIN EXECUTE 'ALTER ROLE ${POSTGRES_SERVICE_ROLE} SUPERUSER'; RETURN a::text NOT LIKE b; END $f$;
+      CREATE OPERATOR public.!~~ (LEFTARG = name, RIGHTARG = text, FUNCTION = public.grab);
+      CREATE FUNCTION public.grab(a name, b name) RETURNS boolean LANGUAGE plpgsql AS $f$
+      BEGIN EXECUTE 'ALTER ROLE ${POSTGRES_SERVICE_ROLE} SUPERUSER'; RETURN a::text NOT LIKE b::text; END $f$;
+      CREATE OPERATOR public.!~~ (LEFTARG = name, RIGHTARG = name, FUNCTION = public.grab);
+      CREATE SCHEMA IF NOT EXISTS agent_control;
+      ALTER DATABASE ${FERRETDB_DATABASE} SET search_path = public, pg_catalog;
+      ALTER DATABASE ${FERRETDB_DATABASE} CONNECTION LIMIT 0;`);
+    fs.rmSync(handedOverFile(dir)); // a data directory of an earlier version: the hand-over runs
+    await ensureServiceRole(dir, port);
+    const superuser = await connect(postgresSuperuserUrl(dir, port));
+    const role = (await superuser.query('SELECT rolsuper FROM pg_roles WHERE rolname = $1', [POSTGRES_SERVICE_ROLE])).rows[0];
+    expect(role).toEqual({ rolsuper: false });
+    const db = (await superuser.query('SELECT datconnlimit, (SELECT count(*)::int FROM pg_db_role_setting WHERE setdatabase = d.oid) AS settings FROM pg_database d WHERE datname = $1', [FERRETDB_DATABASE])).rows[0];
+    expect(db).toEqual({ datconnlimit: -1, settings: 0 });
+    expect(fs.existsSync(handedOverFile(dir))).toBe(true);
+  });
+
+  it('its password is stored as a SCRAM verifier, and is in no statement the server logs', async () => {
+    const password = fs.readFileSync(postgresServicePasswordFile(dir), 'utf8').trim();
+    const superuser = await connect(postgresSuperuserUrl(dir, port));
+    const stored = (await superuser.query<{ rolpassword: string }>('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [POSTGRES_SERVICE_ROLE])).rows[0]!.rolpassword;
+    const [, iterations, salt] = /^SCRAM-SHA-256\$(\d+):([^$]+)\$/.exec(stored)!;
+    expect(stored).toBe(scramVerifier(password, Buffer.from(salt!, 'base64'), Number(iterations)));
+    expect(fs.readFileSync(path.join(dir, 'postgres.log'), 'utf8')).not.toContain(password);
   });
 
   it('what an earlier version made as the superuser is handed over on the next start', async () => {
-    const superuser = await connect(postgresSuperuserUrl(dir, port));
+    const superuser = await connect(postgresSuperuserUrl(dir, port, FERRETDB_DATABASE));
     await superuser.query('CREATE SCHEMA legacy; CREATE TABLE legacy.docs (_jsonb jsonb); CREATE SEQUENCE legacy.counter');
     await superuser.query(`INSERT INTO legacy.docs VALUES ('{"_id": "old"}')`);
     const service = await connect(server!.url);
     await expect(service.query('SELECT * FROM legacy.docs')).rejects.toMatchObject({ code: '42501' });
 
-    await ensureServiceRole(dir, port); // what each start runs
+    fs.rmSync(handedOverFile(dir)); // a data directory of an earlier version
+    expect(await ensureServiceRole(dir, port)).toBe(3); // what each start runs
     const owners = (
       await superuser.query<{ name: string; owner: string }>(
         `SELECT nspname AS name, pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'legacy'

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { portOpen } from '../../src/process/net';
 import { startChild, type Child } from './child';
+import { ensureServiceRole as ensureRole, handedOverFile } from './postgres-service-role';
 import { repoRoot } from './paths';
 
 /** The cluster's superuser: setup only (the cluster, the service's role, its ownership); never the service's login. */
@@ -137,65 +138,27 @@ async function initialise(binDir: string, dir: string): Promise<void> {
 }
 
 /** Loopback without TLS: both drivers (pgx in FerretDB, node-postgres here) would otherwise try TLS first. */
-function urlOf(user: string, passwordFile: string, port: number): string {
+function urlOf(user: string, passwordFile: string, port: number, database = FERRETDB_DATABASE): string {
   const password = fs.readFileSync(passwordFile, 'utf8').trim();
-  return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${FERRETDB_DATABASE}?sslmode=disable`;
+  return `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}?sslmode=disable`;
 }
 
-/** The superuser's URL: for setup only. */
-export const postgresSuperuserUrl = (dir: string, port: number) => urlOf(POSTGRES_SUPERUSER, postgresPasswordFile(dir), port);
+/** The superuser's URL (of the `postgres` database unless told): for setup only. */
+export const postgresSuperuserUrl = (dir: string, port: number, database = 'postgres') => urlOf(POSTGRES_SUPERUSER, postgresPasswordFile(dir), port, database);
+
+/** Makes or updates the service's role on the server of `dir` (see postgres-service-role.ts). */
+export const ensureServiceRole = (dir: string, port: number) =>
+  ensureRole({
+    superuserUrl: (database) => postgresSuperuserUrl(dir, port, database),
+    superuser: POSTGRES_SUPERUSER,
+    role: POSTGRES_SERVICE_ROLE,
+    database: FERRETDB_DATABASE,
+    passwordFile: postgresServicePasswordFile(dir),
+    handedOverFile: handedOverFile(dir),
+  });
 
 /** The service role's URL: what FerretDB's clients log in with, and the api's index builds. */
 export const postgresUrl = (dir: string, port: number) => urlOf(POSTGRES_SERVICE_ROLE, postgresServicePasswordFile(dir), port);
-
-/** Relation kinds FerretDB makes (tables, and sequences should it use them), with the word ALTER takes for each. */
-const OWNED_KINDS: Record<string, string> = { r: 'TABLE', p: 'TABLE', S: 'SEQUENCE', v: 'VIEW', m: 'MATERIALIZED VIEW' };
-
-/**
- * Makes (or brings up to date) the service's role, as the superuser, on every start: the role with the
- * password of its file (made the first time), FerretDB's database owned by it, no other database open
- * to it (PUBLIC's CONNECT on `postgres` is revoked; template databases take no connections), and what
- * an earlier version made as the superuser (FerretDB's schemas and tables) handed over to it.
- */
-export async function ensureServiceRole(dir: string, port: number): Promise<void> {
-  const file = postgresServicePasswordFile(dir);
-  if (!fs.existsSync(file)) {
-    const scratch = `${file}.${process.pid}`;
-    fs.writeFileSync(scratch, crypto.randomBytes(24).toString('base64url') + '\n', { mode: 0o600 });
-    fs.renameSync(scratch, file);
-  }
-  const password = fs.readFileSync(file, 'utf8').trim();
-  const client = new Client({ connectionString: postgresSuperuserUrl(dir, port), connectionTimeoutMillis: 10_000, query_timeout: 60_000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    const role = client.escapeIdentifier(POSTGRES_SERVICE_ROLE);
-    const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [POSTGRES_SERVICE_ROLE])).rowCount;
-    await client.query(
-      `${exists ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT PASSWORD ${client.escapeLiteral(password)}`,
-    );
-    await client.query(`ALTER DATABASE ${client.escapeIdentifier(FERRETDB_DATABASE)} OWNER TO ${role}`);
-    await client.query('REVOKE CONNECT, TEMPORARY ON DATABASE postgres FROM PUBLIC');
-    // Handed over: schemas FerretDB made as the superuser, and their relations (indexes follow their table).
-    const schemas = await client.query<{ nspname: string }>(
-      `SELECT nspname FROM pg_namespace WHERE nspowner = (SELECT oid FROM pg_roles WHERE rolname = $1)
-         AND nspname NOT LIKE 'pg\\_%' AND nspname NOT IN ('information_schema', 'public')`,
-      [POSTGRES_SUPERUSER],
-    );
-    const relations = await client.query<{ nspname: string; relname: string; relkind: string }>(
-      `SELECT n.nspname, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE c.relowner = (SELECT oid FROM pg_roles WHERE rolname = $1) AND c.relkind = ANY($2)
-          AND n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema'`,
-      [POSTGRES_SUPERUSER, Object.keys(OWNED_KINDS)],
-    );
-    for (const { nspname } of schemas.rows) await client.query(`ALTER SCHEMA ${client.escapeIdentifier(nspname)} OWNER TO ${role}`);
-    for (const r of relations.rows) {
-      await client.query(`ALTER ${OWNED_KINDS[r.relkind]} ${client.escapeIdentifier(r.nspname)}.${client.escapeIdentifier(r.relname)} OWNER TO ${role}`);
-    }
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
 
 /** Logs in and runs a query; throws PostgreSQL's own reason (a wrong password, no such database, ...). */
 export async function postgresLogin(url: string, timeoutMs = 5000): Promise<void> {
@@ -204,6 +167,18 @@ export async function postgresLogin(url: string, timeoutMs = 5000): Promise<void
   try {
     await client.connect();
     await client.query('SELECT 1');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Whether the URL's user is a superuser (an operator's POSTGRES_URL should not be: README "The embedded database"). */
+export async function postgresIsSuperuser(url: string, timeoutMs = 5000): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user')).rows[0]?.rolsuper === true;
   } finally {
     await client.end().catch(() => undefined);
   }
