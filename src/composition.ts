@@ -211,7 +211,7 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
     ingest: new EventIngest({ events: stores.events, conversations, states: stores.conversationStates, live, log, maxEventsPerConversation: config.limits.maxEventsPerConversation }),
     sandboxService,
     reconciler,
-    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler, follow: config.starts.streamFollow, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxPending: config.quotas.pendingStarts }),
+    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler, follow: config.starts.streamFollow, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxPending: config.quotas.pendingStarts, maxConversations: config.quotas.conversations, appConversations }),
     callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log, idleMs: config.callbacks.idleMs }),
   };
 }

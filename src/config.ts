@@ -123,6 +123,8 @@ export const envSchema = z.object({
   USER_MAX_CONCURRENT_STARTS: nonNegativeInt('starts').default(5),
   /** Per user: starts not ended, under way or in line (a start past it is a 429); 0: no limit. */
   USER_MAX_PENDING_STARTS: nonNegativeInt('starts').default(50),
+  /** Per user: conversations kept, with those its unfinished starts will make (a start past it is a 429); 0: no limit. */
+  USER_MAX_CONVERSATIONS: nonNegativeInt('conversations').default(1000),
   /** Per user: API keys not revoked; 0: no limit. */
   USER_MAX_API_KEYS: nonNegativeInt('keys').default(100),
   /** Per user and api process: event websockets open at once; 0: no limit. */
@@ -307,7 +309,7 @@ export interface Config {
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
   /** What one user may hold at once (USER_MAX_*); null: no limit. */
-  quotas: { runningSandboxes: number | null; concurrentStarts: number | null; pendingStarts: number | null; apiKeys: number | null; websockets: number | null };
+  quotas: { runningSandboxes: number | null; concurrentStarts: number | null; pendingStarts: number | null; conversations: number | null; apiKeys: number | null; websockets: number | null };
   live: { pollMs: number; idlePollMs: number; retainSlots: number };
   demoLlmPort: number;
   readyTimeoutMs: number;
@@ -409,7 +411,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     postgres: { url: e.POSTGRES_URL },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
     limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
-    quotas: { runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null, concurrentStarts: e.USER_MAX_CONCURRENT_STARTS || null, pendingStarts: e.USER_MAX_PENDING_STARTS || null, apiKeys: e.USER_MAX_API_KEYS || null, websockets: e.USER_MAX_WEBSOCKETS || null },
+    quotas: { runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null, concurrentStarts: e.USER_MAX_CONCURRENT_STARTS || null, pendingStarts: e.USER_MAX_PENDING_STARTS || null, conversations: e.USER_MAX_CONVERSATIONS || null, apiKeys: e.USER_MAX_API_KEYS || null, websockets: e.USER_MAX_WEBSOCKETS || null },
     live: { pollMs: e.LIVE_POLL_MS, idlePollMs: e.LIVE_IDLE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     demoLlmPort: e.DEMO_LLM_PORT,
     readyTimeoutMs: e.READY_TIMEOUT_MS,

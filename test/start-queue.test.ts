@@ -40,6 +40,7 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
       START_QUEUE_WAIT_MS: String(QUEUE_WAIT_MS),
       START_QUEUE_POLL_MS: '300',
       USER_MAX_PENDING_STARTS: '3',
+      USER_MAX_CONVERSATIONS: '6',
     });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
@@ -164,6 +165,26 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
     expect((await t.request('DELETE', `/api/v1/sandboxes/${sandboxId}`, { key: f.key })).status).toBeLessThan(300);
     expect((await waitForStartTask(t, f.key, queued[0]!, ended)).status).toBe('READY');
     expect((await t.request('POST', '/api/v1/app-conversations', { key: f.key, body: {} })).status).toBe(200);
+  }, 120_000);
+
+  it('past USER_MAX_CONVERSATIONS kept (with those unfinished starts will make) a start is a 429; deleting one makes room', async () => {
+    const g = await newUser();
+    const first = await start(g.key);
+    const sandboxId = (await waitForStartTask(t, g.key, first, ended)).sandbox_id;
+    const ids = [first];
+    for (let i = 0; i < 4; i++) {
+      ids.push(await start(g.key, { sandbox_id: sandboxId }));
+      expect((await waitForStartTask(t, g.key, ids.at(-1)!, ended)).status).toBe('READY');
+    }
+    // Five kept and one under way: the seventh would pass the bound.
+    ids.push(await start(g.key, { sandbox_id: sandboxId }));
+    const refused = await t.request('POST', '/api/v1/app-conversations', { key: g.key, body: { sandbox_id: sandboxId } });
+    expect(refused).toMatchObject({ status: 429, body: { detail: expect.stringContaining('USER_MAX_CONVERSATIONS=6): delete some first') } });
+    expect((await waitForStartTask(t, g.key, ids.at(-1)!, ended)).status).toBe('READY');
+    expect((await t.request('GET', '/api/v1/app-conversations/count', { key: g.key })).body).toBe(6);
+    const conversationId = (await startTask(t, g.key, ids[1]!)).app_conversation_id;
+    expect((await t.request('DELETE', `/api/v1/app-conversations/${conversationId}`, { key: g.key })).status).toBe(200);
+    expect((await t.request('POST', '/api/v1/app-conversations', { key: g.key, body: { sandbox_id: sandboxId } })).status).toBe(200);
   }, 120_000);
 
   it('a start that waits past START_QUEUE_WAIT_MS ends ERROR saying so, and leaves the line', async () => {

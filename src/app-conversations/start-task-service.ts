@@ -24,6 +24,7 @@ import {
   workflowSummaries,
 } from '../temporal/shared';
 import { askWorkflow, isCancelled, NoWorkerAnswered } from '../temporal/workflow-answer';
+import type { AppConversationsStore } from '../store/app-conversations-store';
 import type { StartTaskReconciler } from './start-task-reconciler';
 
 export interface StartTaskServiceDeps {
@@ -49,6 +50,10 @@ export interface StartTaskServiceDeps {
   answerTimeoutMs?: number;
   /** The most starts one user may have not ended, under way or in line (USER_MAX_PENDING_STARTS); null: no bound. */
   maxPending?: number | null;
+  /** The most conversations one user may keep, counting those its unfinished starts will make (USER_MAX_CONVERSATIONS); null: no bound. */
+  maxConversations?: number | null;
+  /** Read to count the user's conversations (needed with maxConversations). */
+  appConversations?: Pick<AppConversationsStore, 'count'>;
 }
 
 /** The first bound on a worker's acceptance of the Update before the record is read (ms); it doubles up to WORKFLOW_ANSWER_TIMEOUT_MS. */
@@ -122,16 +127,24 @@ export class StartTaskService {
   }
 
   /**
-   * One start more than USER_MAX_PENDING_STARTS not ended is a 429 (the line holds the rest, but not
-   * without end); a resend that joins a start of the caller's is not a new one.
+   * A start past USER_MAX_PENDING_STARTS starts not ended, or past USER_MAX_CONVERSATIONS conversations
+   * (with those its unfinished starts will make), is a 429 saying which; a resend that joins a start of
+   * the caller's is not a new one.
    */
   private async withinQuota(id: string, userId: string, request: StartRequest): Promise<void> {
-    const max = this.deps.maxPending;
-    if (!max) return;
-    const pending = await this.deps.startTasks.countUnfinished(userId);
-    if (pending < max) return;
-    if (request.conversation_id !== undefined && (await this.deps.startTasks.get(id))?.created_by_user_id === userId) return;
-    throw new TooMany(`You have ${pending} starts not finished (under way or waiting in line), as many as one user may (USER_MAX_PENDING_STARTS=${max}): wait for some to end`);
+    const { maxPending, maxConversations, appConversations, startTasks } = this.deps;
+    if (!maxPending && !(maxConversations && appConversations)) return;
+    const [pending, kept] = await Promise.all([startTasks.countUnfinished(userId), maxConversations && appConversations ? appConversations.count(userId, {}) : 0]);
+    const overPending = !!maxPending && pending >= maxPending;
+    const overConversations = !!maxConversations && kept + pending >= maxConversations;
+    if (!overPending && !overConversations) return;
+    if (request.conversation_id !== undefined && (await startTasks.get(id))?.created_by_user_id === userId) return;
+    if (overPending) {
+      throw new TooMany(`You have ${pending} starts not finished (under way or waiting in line), as many as one user may (USER_MAX_PENDING_STARTS=${maxPending}): wait for some to end`);
+    }
+    throw new TooMany(
+      `You keep ${kept} conversations${pending ? ` and ${pending} starts will make ${pending === 1 ? 'one' : 'more'}` : ''}, as many as one user may (USER_MAX_CONVERSATIONS=${maxConversations}): delete some first`,
+    );
   }
 
   /**

@@ -4181,7 +4181,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description The caller has as many starts not ended as one user may (USER_MAX_PENDING_STARTS): wait for some to end */
+            /** @description The caller has as many starts not ended (USER_MAX_PENDING_STARTS), or conversations with those they will make (USER_MAX_CONVERSATIONS), as one user may */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4296,7 +4296,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description The caller has as many starts not ended as one user may (USER_MAX_PENDING_STARTS): wait for some to end */
+            /** @description The caller has as many starts not ended (USER_MAX_PENDING_STARTS), or conversations with those they will make (USER_MAX_CONVERSATIONS), as one user may */
             429: {
                 headers: {
                     [name: string]: unknown;

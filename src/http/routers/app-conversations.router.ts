@@ -48,8 +48,11 @@ const conversationFilters = (q: z.output<typeof AppConversationCountQuerySchema>
   updatedAtLt: date(q.updated_at__lt),
 });
 
-/** A start past the caller's starts not ended (a start over the other quotas waits in line instead). */
-const TOO_MANY_STARTS = { description: 'The caller has as many starts not ended as one user may (USER_MAX_PENDING_STARTS): wait for some to end', schema: ErrorResponseSchema };
+/** A start past the caller's starts not ended or conversations kept (a start over the other quotas waits in line instead). */
+const TOO_MANY_STARTS = {
+  description: 'The caller has as many starts not ended (USER_MAX_PENDING_STARTS), or conversations with those they will make (USER_MAX_CONVERSATIONS), as one user may',
+  schema: ErrorResponseSchema,
+};
 
 export function appConversationsRoutes(
   router: ApiRouter,
