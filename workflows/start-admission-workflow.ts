@@ -44,6 +44,8 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
   /** Admitted starts that asked again (a reset run): told again that they are admitted. */
   const askedAgain = new Set<string>();
   let changed = true;
+  /** A wait ran out without a word: the counts are read again. */
+  let lookAgain = false;
   const drop = (taskId: string) => {
     waiting = waiting.filter((r) => r.taskId !== taskId);
     const i = admitted.findIndex((r) => r.taskId === taskId);
@@ -79,10 +81,17 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
       return continueAsNew<typeof startAdmissionWorkflow>({ userId, pollMs, limits, queue: waiting, admitted });
     }
     changed = false;
-    const counts = await admissionCounts({ userId, admitted: admitted.map(({ taskId, roomFor }) => ({ taskId, roomFor })) });
-    for (const taskId of counts.endedTaskIds) drop(taskId);
     const { maxStarts, maxRunning } = limits;
-    let room = maxRunning === null ? Infinity : maxRunning - counts.runningSandboxes - counts.roomPromised;
+    // The database is read when a waiting start needs room, or a wait ran out (a holder may have ended
+    // unheard); a start that needs none, and a release, are decided from the line alone.
+    const look = lookAgain;
+    lookAgain = false;
+    let room = Infinity;
+    if ((maxRunning !== null && waiting.some((r) => r.roomFor !== null)) || look) {
+      const counts = await admissionCounts({ userId, admitted: admitted.map(({ taskId, roomFor }) => ({ taskId, roomFor })) });
+      for (const taskId of counts.endedTaskIds) drop(taskId);
+      if (maxRunning !== null) room = maxRunning - counts.runningSandboxes - counts.roomPromised;
+    }
     const sends: Promise<void>[] = [...askedAgain].map((taskId) => tell(taskId, { admitted: true }));
     askedAgain.clear();
     const held: { request: AdmissionRequest; reason: string }[] = [];
@@ -113,6 +122,6 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
     if (changed) continue;
     // Room for sandboxes frees without a word here (a pause, a delete, an idle pause): a line held up
     // looks again every pollMs; one with holders only, now and then, for a holder that ended unheard.
-    await condition(() => changed, waiting.length > 0 ? pollMs : HOLDERS_CHECK_MS);
+    lookAgain = !(await condition(() => changed, waiting.length > 0 ? pollMs : HOLDERS_CHECK_MS));
   }
 }
