@@ -10,14 +10,21 @@
  * through its gateway address, where loopback-bound services (published ports included) are out of
  * reach. With a shared `network` (compose), either every sandbox joins it, or, with `peers`, the peers
  * (the api, the worker) join each sandbox's own network instead. No capability, no privilege gain
- * (no-new-privileges), no host path: the volume is its only mount.
+ * (no-new-privileges), no host path: the volume is its only mount. With SANDBOX_DISKS and an engine on
+ * this host, the volume is a file system of its own of the sandbox's `disk_mb` (process-disks.ts), bound
+ * by the engine's `local` driver: a filler fills its workspace, not the host. The container's writable
+ * layer is not bounded so (the engine's overlay2 sizes it only on xfs with project quotas).
  */
 import Docker from 'dockerode';
+import fs from 'node:fs';
 import { isIP } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { AGENT_SERVER, type ExposedUrl } from '../../src/schemas/sandboxes';
 import type { DockerRuntimeHandle as DockerHandle, RuntimeHandle } from '../../src/store/runtime-handle';
 import { limitsOf, ProviderConfigError, wrongHandle, type SandboxLimits, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
 import { openHandsEnv } from './openhands-launch';
+import type { SandboxDisks } from './process-disks';
 
 export interface DockerProviderOptions {
   docker: Docker;
@@ -39,6 +46,13 @@ export interface DockerProviderOptions {
   peers?: string[];
   /** The limits a spec leaves null (SANDBOX_DEFAULT_*). */
   defaultLimits?: SandboxLimits;
+  /**
+   * A file system of its own of the sandbox's `disk_mb` for each workspace volume (SANDBOX_DISKS), under
+   * `dir` on this host. Used only when the engine runs on this host (its name and data directory are
+   * this host's): a volume of a remote engine, or of one that sees another file system (this worker in a
+   * container), cannot bind a directory of this worker's.
+   */
+  disks?: { disks: SandboxDisks; dir: string };
 }
 
 /** Compose's labels of the project (on its networks and containers) and of a container's service. */
@@ -251,7 +265,7 @@ export class DockerProvider implements SandboxProvider {
     const docker = this.opts.docker;
     await this.ensureImage(image, req.progress);
     const ownNetwork = this.ownNetworks ? await this.ensureNetwork(req.sandboxId) : null;
-    await docker.createVolume({ Name: volume, Labels: { [LABEL]: req.sandboxId } });
+    await this.ensureVolume(req.sandboxId, limitsOf(spec, this.opts.defaultLimits).diskMb);
     const port = `${this.runtimePort}/tcp`;
     const workdir = this.workdir(spec);
     // On the volume, so a replaced container finds its conversations.
@@ -303,6 +317,49 @@ export class DockerProvider implements SandboxProvider {
     }
   }
 
+  /** Whether the engine runs on this host and sees its file system (cached: the first answer holds). */
+  private engineHere?: Promise<boolean>;
+  private engineOnThisHost(): Promise<boolean> {
+    this.engineHere ??= this.opts.docker.info().then(
+      (info: { Name?: string; DockerRootDir?: string }) => info.Name === os.hostname() && !!info.DockerRootDir && fs.existsSync(info.DockerRootDir),
+      () => false,
+    );
+    return this.engineHere;
+  }
+
+  /**
+   * The sandbox's workspace volume: on a file system of its own of `diskMb` when disks are given and the
+   * engine is here (mounted again after a reboot), else a plain volume. A volume made before (a replaced
+   * container) is kept as it was made.
+   */
+  private async ensureVolume(sandboxId: string, diskMb: number | null): Promise<void> {
+    const { volume } = this.names(sandboxId);
+    const docker = this.opts.docker;
+    const disks = this.opts.disks;
+    if (!disks) {
+      await docker.createVolume({ Name: volume, Labels: { [LABEL]: sandboxId } }); // one that exists is answered as it is
+      return;
+    }
+    const existing = await docker
+      .getVolume(volume)
+      .inspect()
+      .catch((e: unknown) => notFound<{ Options?: Record<string, string> | null }>(e));
+    const dir = path.join(disks.dir, sandboxId);
+    if (existing) {
+      if (existing.Options?.device === dir && diskMb) await disks.disks.attach(sandboxId, dir, diskMb); // mounted again after a reboot
+      return;
+    }
+    if (!diskMb || !(await this.engineOnThisHost())) {
+      await docker.createVolume({ Name: volume, Labels: { [LABEL]: sandboxId } });
+      return;
+    }
+    fs.mkdirSync(disks.dir, { recursive: true, mode: 0o711 });
+    await disks.disks.attach(sandboxId, dir, diskMb);
+    // Empty, so the engine fills it from the image's directory, owner included, as it does a new volume.
+    fs.rmSync(path.join(dir, 'lost+found'), { recursive: true, force: true });
+    await docker.createVolume({ Name: volume, Labels: { [LABEL]: sandboxId }, Driver: 'local', DriverOpts: { type: 'none', o: 'bind', device: dir } });
+  }
+
   async pause(handle: RuntimeHandle): Promise<void> {
     await this.opts.docker.getContainer(asDocker(handle).containerId).pause();
   }
@@ -321,6 +378,12 @@ export class DockerProvider implements SandboxProvider {
       .remove({ force: true, v: true })
       .catch(ignoreMissing);
     await this.opts.docker.getVolume(names.volume).remove().catch(ignoreMissing);
+    const disks = this.opts.disks;
+    if (disks) {
+      const dir = path.join(disks.dir, sandboxId);
+      await disks.disks.detach(sandboxId, dir);
+      fs.rmdir(dir, () => undefined); // the empty mount point; one not empty stays for a look
+    }
     // Also with `network` set: the sandbox may date from a configuration without it.
     for (const n of await this.networksOf(sandboxId)) await this.removeNetwork(n.Id);
   }

@@ -38,6 +38,7 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
     network: config.sandboxes.dockerNetwork,
     peers: config.sandboxes.dockerPeers,
     defaultLimits: s.defaultLimits,
+    disks: disks && { disks, dir: path.join(path.dirname(sandboxesDir), 'docker-workspaces') },
   });
   const remoteConfig = config.sandboxes.remote;
   const remote = remoteConfig && new RemoteProvider(remoteConfig);
