@@ -317,12 +317,15 @@ export class DockerProvider implements SandboxProvider {
     }
   }
 
-  /** Whether the engine runs on this host and sees its file system (cached: the first answer holds). */
+  /** Whether the engine runs on this host and sees its file system (its first answer is kept; a failed ask is asked again). */
   private engineHere?: Promise<boolean>;
   private engineOnThisHost(): Promise<boolean> {
     this.engineHere ??= this.opts.docker.info().then(
       (info: { Name?: string; DockerRootDir?: string }) => info.Name === os.hostname() && !!info.DockerRootDir && fs.existsSync(info.DockerRootDir),
-      () => false,
+      (e: unknown) => {
+        this.engineHere = undefined;
+        throw e;
+      },
     );
     return this.engineHere;
   }
