@@ -3,7 +3,8 @@
  * start before each fault, then SIGSTOP of FerretDB, of PostgreSQL with every backend, of the Temporal
  * server, of the worker and of the api, each for a while, then SIGCONT. A frozen process keeps its sockets open and answers
  * nothing, which no exit code shows.
- * During each freeze, and until the service is ready again, a client asks the api every half second:
+ * During each freeze, and until the service is ready again, a client asks the api every half second (a
+ * database read, and every other time the start sent again, which reaches Temporal too):
  * each answer comes within ANSWER_BOUND_MS and is a success or a 503 with Retry-After, never a 500 and
  * never a hang; the ingest's batches are refused with nothing but 503. After each thaw the service
  * is /ready again within READY_BOUND_MS without a hand on it (the launcher's liveness probes restart a
@@ -96,12 +97,17 @@ describe('freeze injection', () => {
       const asking: Promise<void>[] = [];
       let thawedAt = 0;
       let readyMs = -1;
-      // Asked through the freeze and on until the service is ready again (when a stuck child is restarted).
-      while (readyMs < 0) {
+      // Asked through the freeze and on until the service is ready again (when a stuck child is restarted):
+      // a read of the database, and every other time the start sent again (a database read, then Temporal).
+      for (let tick = 0; readyMs < 0; tick++) {
         const t0 = Date.now();
+        const request: [string, RequestInit] =
+          tick % 2 === 0
+            ? ['/api/v1/users/me', {}]
+            : ['/api/v1/app-conversations', { method: 'POST', body: JSON.stringify({ conversation_id: id, sandbox_id: sandboxId }) }];
         asking.push(
           launcher
-            .api('/api/v1/users/me', key, { signal: AbortSignal.timeout(ANSWER_BOUND_MS + 20_000) })
+            .api(request[0], key, { ...request[1], signal: AbortSignal.timeout(ANSWER_BOUND_MS + 20_000) })
             .then(async (r) => {
               await r.text();
               answers.push({ status: r.status, ms: Date.now() - t0, retryAfter: r.headers.get('retry-after') });
@@ -146,11 +152,13 @@ describe('freeze injection', () => {
     const ended = async () => (await Promise.all(starts.map(taskOf))).every((t) => t && ['READY', 'ERROR'].includes(t.status));
     await until('every start READY or ERROR', ended, 180_000);
     const final = await Promise.all(starts.map(taskOf));
+    // How long each start took, from its record to READY or ERROR (the first one ran before any freeze).
+    const took = final.map((t) => `${((Date.parse(t.updated_at) - Date.parse(t.created_at)) / 1000).toFixed(1)} s ${t.status}`);
     await expectLogIntact(launcher, conversationId, ingest.acknowledged);
     // The database frozen for longer than the health grace period is no verdict on the runtime: the
     // sandbox was never published as anything but RUNNING (its health checks could not be made).
     expect(await publishedStatuses(launcher.ports.temporal, sandboxId)).toEqual(['STARTING', 'RUNNING']);
-    console.log(`freeze injection: ${figures.join('; ')}; starts ${final.map((t) => t.status).join(', ')}; ${ingest.counts.batches} batches acknowledged`);
+    console.log(`freeze injection: ${figures.join('; ')}; starts (before the ${FREEZES.map((f) => f.name).join(', ')} freezes) ${took.slice(1).join(', ')}; ${ingest.counts.batches} batches acknowledged`);
 
     expect((await call('DELETE', `/api/v1/sandboxes/${sandboxId}`)).status).toBe(200);
     l.child.kill('SIGINT');

@@ -142,9 +142,18 @@ describe('error bodies', () => {
   });
 
   it('logs one line per request with its id, and honours an incoming X-Request-Id', async () => {
-    const r = await t.request('GET', '/health', { headers: { 'X-Request-Id': 'trace-abc-123' } });
+    const r = await t.request('GET', '/api/v1/sandbox-specs', { headers: { 'X-Request-Id': 'trace-abc-123' } });
     expect(r.headers.get('x-request-id')).toBe('trace-abc-123');
     const line = logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.request_id === 'trace-abc-123');
-    expect(line).toMatchObject({ method: 'GET', path: '/health', status: 200 });
+    expect(line).toMatchObject({ method: 'GET', path: '/api/v1/sandbox-specs', status: 401 });
+  });
+
+  it('logs the probes answered 200 (/health, /ready) below info: a supervisor asks every few seconds', async () => {
+    for (const probe of ['/health', '/ready']) {
+      const r = await t.request('GET', probe, { headers: { 'X-Request-Id': `probe-${probe.slice(1)}` } });
+      expect(r.status).toBe(200);
+    }
+    const probeLines = logLines.map((l) => JSON.parse(l)).filter((l) => String(l.request_id).startsWith('probe-'));
+    expect(probeLines).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 /** Worker process entry point: connect, register search attributes, run until SIGTERM or SIGINT. */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
 import { beatWhileAlive, workerHeartbeatFile } from '../src/process/heartbeat';
 import { openDatabase } from '../src/store/mongo';
+import { boundedConnection } from '../src/temporal/call-bounds';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
 import { installTracing } from '../src/observability/tracing';
 import { createWorker } from './worker';
@@ -90,7 +91,7 @@ async function main(): Promise<void> {
   const added = await ensureSearchAttributes(connection, config.temporal.namespace);
   if (added.length > 0) logger.info({ added }, 'registered search attributes');
 
-  const clientConnection = Connection.lazy({ address: temporalAddress });
+  const clientConnection = boundedConnection(temporalAddress);
   const worker = await createWorker({
     connection,
     client: new Client({ connection: clientConnection, namespace: config.temporal.namespace }),

@@ -16,7 +16,7 @@ const LAYERS = {
   'src/schemas': [],
   'src/errors': ['src/schemas'],
   'src/config': ['src/schemas'],
-  'src/temporal': ['src/schemas'],
+  'src/temporal': ['src/schemas', 'src/errors'],
   'src/process': [],
   'src/llm': ['src/schemas'],
   'src/auth': ['src/schemas', 'src/errors', 'src/config'],

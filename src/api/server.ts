@@ -2,7 +2,7 @@
  * The api's composition root: opens MongoDB and Temporal without waiting for them, creates indexes in
  * the background (readiness waits for them), builds the Koa app and serves it.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiMetrics } from '../observability/metrics';
@@ -17,6 +17,7 @@ import type { Logger } from '../logger';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { ensurePostgresIndexes } from '../store/postgres-indexes';
+import { boundedConnection } from '../temporal/call-bounds';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createApiServices, createStores } from '../composition';
 import { loadSandboxSpecs } from '../sandboxes/spec-file';
@@ -51,7 +52,7 @@ export async function startApiServer(
   });
   const stores = createStores(database.db, { box, eventQueryTimeoutMs: config.eventQueryTimeoutMs });
   const { sandboxSpecs } = stores;
-  const temporal = Connection.lazy({ address: servers.temporalAddress });
+  const temporal = boundedConnection(servers.temporalAddress);
 
   const hub = new EventHub();
   const metrics = config.metrics.apiAddress ? new ApiMetrics({ subscribers: () => hub.subscriberCount }) : undefined;

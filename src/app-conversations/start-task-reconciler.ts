@@ -9,9 +9,10 @@
  * may reconcile the same task: the workflow id's REJECT_DUPLICATE policy starts it once, and the ERROR is
  * written only over the status that was read.
  */
-import { isGrpcServiceError, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
+import { isTemporalRefusal } from '../temporal/call-bounds';
 import { startTaskWorkflowId, WORKFLOW_TYPES, workflowSummaries, type StartTaskSettings, type StartTaskWorkflow, type StartTaskWorkflowInput } from '../temporal/shared';
 
 export interface StartTaskReconcilerDeps {
@@ -52,9 +53,6 @@ export interface StalledStartTask {
   steps: number;
 }
 
-/** gRPC codes by which Temporal refuses the start itself: sending the same start again cannot help. */
-const REFUSED_CODES: ReadonlySet<number> = new Set([3 /* INVALID_ARGUMENT */, 7 /* PERMISSION_DENIED */, 9 /* FAILED_PRECONDITION */, 11 /* OUT_OF_RANGE */, 12 /* UNIMPLEMENTED */]);
-const refused = (e: unknown) => !(e instanceof ServiceError) || (isGrpcServiceError(e.cause) && REFUSED_CODES.has(e.cause.code));
 
 export class StartTaskReconciler {
   readonly afterMs: number;
@@ -153,7 +151,7 @@ export class StartTaskReconciler {
       );
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return 'running'; // another api process, or a resend, was first
-      if (refused(e)) return this.fail(task, steps, `The start was lost before it ran and could not be scheduled again (${(e as Error).message}); start again`);
+      if (isTemporalRefusal(e)) return this.fail(task, steps, `The start was lost before it ran and could not be scheduled again (${(e as Error).message}); start again`);
       this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not start the lost workflow of a start task; trying again later');
       return 'unreachable';
     }

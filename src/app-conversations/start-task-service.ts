@@ -23,6 +23,7 @@ import {
   type StartTaskWorkflowInput,
   workflowSummaries,
 } from '../temporal/shared';
+import { isTemporalRefusal } from '../temporal/call-bounds';
 import { askWorkflow, isCancelled, NoWorkerAnswered } from '../temporal/workflow-answer';
 import type { AppConversationsStore } from '../store/app-conversations-store';
 import type { StartTaskReconciler } from './start-task-reconciler';
@@ -120,6 +121,11 @@ export class StartTaskService {
       });
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return id; // joined
+      if (!isTemporalRefusal(e)) {
+        // No answer is no refusal: the start may have been taken. Its record stays WORKING; the same id sent
+        // again joins it, and the reconciler starts its workflow if Temporal never got it.
+        throw new Unavailable(`The workflow service did not answer; start ${id} is recorded and runs once it does: send conversation_id ${id} again to follow it`, 5, { cause: e });
+      }
       if (fresh) await this.deps.startTasks.record(id, 0, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
       throw new Unavailable('The workflow service did not accept the start; try again shortly', 5, { cause: e });
     }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
-import type { CollectionIndexes } from './mongo';
+import { countWithinBudget, type CollectionIndexes } from './mongo';
 
 /** A key as listed: never the raw key, never its hash. */
 export interface ApiKeyInfo {
@@ -54,7 +54,7 @@ export class ApiKeysStore {
 
   /** How many of the user's keys are not revoked (what USER_MAX_API_KEYS counts). */
   async countActive(userId: string): Promise<number> {
-    return this.keys.countDocuments({ user_id: userId, revoked_at: null });
+    return countWithinBudget(this.keys, 'api keys countActive', { user_id: userId, revoked_at: null });
   }
 
   /** The user id behind a raw key, or null when the key is unknown or revoked. */

@@ -7,7 +7,7 @@
 import type { Db, Filter } from 'mongodb';
 import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
-import type { CollectionIndexes } from './mongo';
+import { countWithinBudget, type CollectionIndexes } from './mongo';
 
 export interface AppConversationRecord {
   id: string;
@@ -187,6 +187,6 @@ export class AppConversationsStore {
   }
 
   async count(userId: string, filters: AppConversationFilters): Promise<number> {
-    return this.conversations.countDocuments(this.filter(userId, filters));
+    return countWithinBudget(this.conversations, 'app conversations count', this.filter(userId, filters));
   }
 }

@@ -1,4 +1,5 @@
-import { MongoClient, type Db, type IndexDescription } from 'mongodb';
+import { MongoClient, type Collection, type Db, type Document, type Filter, type IndexDescription } from 'mongodb';
+import { withinBudget } from './errors';
 
 export interface Database {
   client: MongoClient;
@@ -12,6 +13,18 @@ export interface Database {
  * answers as busy). A read is retried once on a network error, so a read gives up after 40 s at most.
  */
 export const SOCKET_TIMEOUT_MS = 20_000;
+/**
+ * Time budget of a count, sent as the server's `maxTimeMS`: below SOCKET_TIMEOUT_MS, so a count the
+ * database is too slow for stops there (a 503 that says busy) instead of timing out its socket and being
+ * run a second time by the driver's retry.
+ */
+export const COUNT_BUDGET_MS = 15_000;
+
+/** Counts `filter`'s documents within COUNT_BUDGET_MS (DatabaseBusyError past it). */
+export function countWithinBudget<T extends Document>(collection: Collection<T>, operation: string, filter: Filter<T> = {}): Promise<number> {
+  return withinBudget(operation, COUNT_BUDGET_MS, () => collection.countDocuments(filter, { maxTimeMS: COUNT_BUDGET_MS }));
+}
+
 /** How long an operation may wait for a pooled connection to come free. */
 export const WAIT_QUEUE_TIMEOUT_MS = 10_000;
 

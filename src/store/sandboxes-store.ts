@@ -12,7 +12,7 @@
 import type { Db, Filter } from 'mongodb';
 import type { ExposedUrl, SandboxSpec, SandboxStatus } from '../schemas/sandboxes';
 import { isDuplicateKey } from './errors';
-import type { CollectionIndexes } from './mongo';
+import { countWithinBudget, type CollectionIndexes } from './mongo';
 import type { RuntimeHandle } from './runtime-handle';
 
 /** The statuses a running-sandbox quota counts: starting or running. */
@@ -87,7 +87,7 @@ export class SandboxesStore {
    */
   /** The user's sandboxes starting or running (what a running-sandbox quota counts). */
   async countActive(userId: string): Promise<number> {
-    return this.sandboxes.countDocuments({ created_by_user_id: userId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
+    return countWithinBudget(this.sandboxes, 'sandboxes countActive', { created_by_user_id: userId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
   }
 
   async search(

@@ -7,7 +7,7 @@ import type { Db, Filter } from 'mongodb';
 import { START_TASK_STATUSES, type StartTask, type StartTaskStatus } from '../schemas/app-conversations';
 import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
-import type { CollectionIndexes } from './mongo';
+import { countWithinBudget, type CollectionIndexes } from './mongo';
 
 /**
  * A start task as stored: the api's view of it (StartTaskSchema) with its dates as Dates, its request as
@@ -154,10 +154,9 @@ export class StartTasksStore {
     return d && { task: toRecord(d), history: d.history ?? [] };
   }
 
-  /** Ids of the owner's starts that are still running in the sandbox (not READY or ERROR yet). */
   /** How many of the user's starts have not ended (READY or ERROR): under way, or waiting in line. */
   async countUnfinished(userId: string): Promise<number> {
-    return this.tasks.countDocuments({ created_by_user_id: userId, status: { $nin: ['READY', 'ERROR'] } });
+    return countWithinBudget(this.tasks, 'start tasks countUnfinished', { created_by_user_id: userId, status: { $nin: ['READY', 'ERROR'] } });
   }
 
   async startingIn(sandboxId: string, userId: string): Promise<string[]> {
@@ -219,6 +218,6 @@ export class StartTasksStore {
   }
 
   async count(userId: string, filters: StartTaskFilters): Promise<number> {
-    return this.tasks.countDocuments(this.filter(userId, filters));
+    return countWithinBudget(this.tasks, 'start tasks count', this.filter(userId, filters));
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { isDuplicateKey } from './errors';
-import type { CollectionIndexes } from './mongo';
+import { countWithinBudget, type CollectionIndexes } from './mongo';
 
 export interface User {
   id: string;
@@ -65,6 +65,6 @@ export class UsersStore {
   }
 
   async count(): Promise<number> {
-    return this.users.countDocuments();
+    return countWithinBudget(this.users, 'users count');
   }
 }

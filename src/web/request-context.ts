@@ -1,11 +1,16 @@
-/** Gives every request an id (echoed in X-Request-Id) and a child logger, and logs one line when it ends. */
+/**
+ * Gives every request an id (echoed in X-Request-Id) and a child logger, and logs one line when it ends.
+ * The answers of `probePaths` (liveness and readiness, asked every few seconds by a supervisor or an
+ * orchestrator) are logged at debug while they succeed, so they do not drown the log.
+ */
 import type { Middleware } from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function requestContext(logger: Logger): Middleware {
+export function requestContext(logger: Logger, probePaths: readonly string[] = []): Middleware {
+  const probes = new Set(probePaths);
   return async (ctx, next) => {
     const incoming = ctx.get('x-request-id');
     const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
@@ -21,6 +26,7 @@ export function requestContext(logger: Logger): Middleware {
       // A 503 is the service asking for a retry (busy database, lease wait, no worker): not a fault.
       if (ctx.status >= 500 && ctx.status !== 503) ctx.state.log.error(line, 'request');
       else if (ctx.status === 503) ctx.state.log.warn(line, 'request');
+      else if (probes.has(ctx.path) && ctx.status < 400) ctx.state.log.debug(line, 'request');
       else ctx.state.log.info(line, 'request');
     }
   };

@@ -9,13 +9,16 @@ export const ReadinessSchema = z
   .object({ ready: z.boolean(), checks: z.object({ mongodb: CheckSchema, temporal: CheckSchema }) })
   .meta({ id: 'Readiness' });
 
+/** The probes' paths: asked every few seconds, their successes are logged at debug. */
+export const PROBE_PATHS = ['/health', '/ready'] as const;
+
 /** GET /health: the process is alive. GET /ready: MongoDB and Temporal both answer. */
 export function healthRoutes(router: ApiRouter, readiness: Readiness): ApiRouter {
   return router
     .route(
       {
         method: 'get',
-        path: '/health',
+        path: PROBE_PATHS[0],
         operationId: 'health',
         summary: 'Liveness: the api process is up',
         security: null,
@@ -28,7 +31,7 @@ export function healthRoutes(router: ApiRouter, readiness: Readiness): ApiRouter
     .route(
       {
         method: 'get',
-        path: '/ready',
+        path: PROBE_PATHS[1],
         operationId: 'ready',
         summary: 'Readiness: MongoDB and Temporal both answer',
         security: null,

@@ -1,0 +1,68 @@
+/**
+ * Every call of the api and the worker to the Temporal server is bounded. The client gives a call no
+ * deadline of its own, and a frozen server (alive, its socket open, answering nothing) holds such a call
+ * for minutes: gRPC's keepalive drops the connection after about 45 s and the retry interceptor then sends
+ * it again, to the same frozen server. Measured: a workflow start, a signal, a describe and a terminate all
+ * still waiting 200 s into a SIGSTOP of the dev server.
+ *
+ * So a connection made here gives each plain call (a start, a signal, a describe, a terminate) a deadline
+ * of CALL_TIMEOUT_MS, retries included, unless the caller set one (`withDeadline`). The calls that wait on
+ * purpose (an Update's acceptance or outcome, a query, a history long poll) are left to their callers,
+ * which bound them by an abort signal (workflow-answer.ts). A call that runs out, or a server that cannot
+ * be reached, is Unavailable: the same call may work shortly.
+ */
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor, ServiceError } from '@temporalio/client';
+import { Unavailable } from '../errors';
+
+/** Longest wait for the answer to one plain call, retries included. */
+export const CALL_TIMEOUT_MS = 10_000;
+
+/** Seconds a client is asked to wait after the workflow service did not answer. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** Methods that wait on purpose (the server holds them until a worker acts): their callers bound them. */
+const WAITING_METHODS: ReadonlySet<string> = new Set([
+  'UpdateWorkflowExecution',
+  'PollWorkflowExecutionUpdate',
+  'ExecuteMultiOperation',
+  'QueryWorkflow',
+  'GetWorkflowExecutionHistory',
+]);
+
+/** Gives a plain call without a deadline one `timeoutMs` from now (outermost: it covers every retry). */
+export function callDeadline(timeoutMs: number): Interceptor {
+  return (options, nextCall) => {
+    const path = options.method_definition.path;
+    const waits = WAITING_METHODS.has(path.slice(path.lastIndexOf('/') + 1));
+    return new InterceptingCall(nextCall(options.deadline !== undefined || waits ? options : { ...options, deadline: Date.now() + timeoutMs }));
+  };
+}
+
+/** A client connection (made on first use) whose plain calls are bounded, with the SDK's retries inside the bound. */
+export function boundedConnection(address: string, timeoutMs: number = CALL_TIMEOUT_MS): Connection {
+  return Connection.lazy({ address, interceptors: [callDeadline(timeoutMs), makeGrpcRetryInterceptor(defaultGrpcRetryOptions())] });
+}
+
+/** gRPC codes of a server that did not answer in time, could not be reached, or is overloaded. */
+const NOT_ANSWERED: ReadonlySet<number> = new Set([4 /* DEADLINE_EXCEEDED */, 8 /* RESOURCE_EXHAUSTED */, 14 /* UNAVAILABLE */]);
+
+/** The workflow service did not answer (or could not be reached) in time: nothing says the call was refused. */
+export function isTemporalUnreachable(e: unknown): boolean {
+  for (let c = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
+    if (isGrpcServiceError(c) && NOT_ANSWERED.has(c.code)) return true;
+  }
+  return false;
+}
+
+/** gRPC codes by which Temporal refuses a start itself: sending the same start again cannot help. */
+const REFUSED_CODES: ReadonlySet<number> = new Set([3 /* INVALID_ARGUMENT */, 7 /* PERMISSION_DENIED */, 9 /* FAILED_PRECONDITION */, 11 /* OUT_OF_RANGE */, 12 /* UNIMPLEMENTED */]);
+
+/** Temporal refused the call (or it failed before reaching Temporal at all): sending it again as it is cannot help. */
+export const isTemporalRefusal = (e: unknown): boolean => !(e instanceof ServiceError) || (isGrpcServiceError(e.cause) && REFUSED_CODES.has(e.cause.code));
+
+/** The api's view of a Temporal failure: a server that did not answer is Unavailable (503, Retry-After); anything else as it came. */
+export function translateTemporalError(e: unknown): unknown {
+  if (isTemporalUnreachable(e) && !(e instanceof Unavailable)) return new Unavailable('The workflow service did not answer; retry shortly', RETRY_AFTER_SECONDS, { cause: e });
+  return e;
+}

@@ -1,0 +1,135 @@
+/**
+ * Calls to a frozen Temporal server are bounded (src/temporal/call-bounds.ts). A dev server of this file's
+ * own, stopped with SIGSTOP (alive, its socket open, answering nothing): a start, a signal, a describe and
+ * a terminate each fail within the bound, as Unavailable once translated; a caller's own deadline wins;
+ * the calls that wait on purpose are left to their caller's signal; after SIGCONT the same connection
+ * works again. Through the api: a start sent while the server is frozen is a 503 within the bound that names
+ * the start; its record waits, and the reconciler runs it once the server answers again.
+ */
+import { Client, Connection, ServiceError } from '@temporalio/client';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Unavailable } from '../src/errors';
+import { freePort } from '../src/process/net';
+import { boundedConnection, isTemporalRefusal, translateTemporalError } from '../src/temporal/call-bounds';
+import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig, testEnv } from './helpers/env';
+import { waitForStartTask } from './helpers/start-tasks';
+import { killRuntimesUnder } from './helpers/sandboxes';
+import { startTestWorker, type TestWorker } from './helpers/worker';
+
+const BOUND_MS = 1500;
+
+/** How long `call` took, and what it threw (or 'ok'). */
+async function timed(call: () => Promise<unknown>): Promise<{ ms: number; error: unknown }> {
+  const t0 = Date.now();
+  try {
+    await call();
+    return { ms: Date.now() - t0, error: 'ok' };
+  } catch (e) {
+    return { ms: Date.now() - t0, error: e };
+  }
+}
+
+describe('bounded Temporal calls', () => {
+  let dir: string;
+  let server: Awaited<ReturnType<typeof startTemporalDevServer>>;
+  let connection: Connection;
+  let client: Client;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'call-bounds-'));
+    server = await startTemporalDevServer({ binary: testEnv().binaries.temporal, dataDir: dir, port: await freePort(), uiPort: await freePort(), namespace: 'default' });
+    connection = boundedConnection(server.address, BOUND_MS);
+    client = new Client({ connection, namespace: 'default' });
+  }, 120_000);
+
+  afterAll(async () => {
+    if (server?.process.pid) process.kill(server.process.pid, 'SIGCONT');
+    await connection?.close();
+    await server?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a call that waits on purpose is cut by its caller, not by the bound', async () => {
+    const handle = await client.workflow.start('nothing-runs-this', { workflowId: 'waits', taskQueue: 'nobody-polls' });
+    // No worker: the result's history long poll waits until the caller's signal cuts it.
+    const waited = await timed(() => client.withAbortSignal(AbortSignal.timeout(BOUND_MS * 2), () => handle.result()));
+    expect(waited.error).not.toBe('ok');
+    expect(waited.ms).toBeGreaterThanOrEqual(BOUND_MS * 2 - 100);
+    expect(isTemporalRefusal(waited.error)).toBe(false);
+  });
+
+  it('plain calls to a frozen server fail within the bound, as Unavailable; a caller deadline wins; thawed, it answers again', async () => {
+    await client.workflow.start('nothing-runs-this', { workflowId: 'frozen', taskQueue: 'nobody-polls' });
+    const pid = server.process.pid!;
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const handle = client.workflow.getHandle('frozen');
+      const calls: Record<string, () => Promise<unknown>> = {
+        start: () => client.workflow.start('nothing-runs-this', { workflowId: 'during-the-freeze', taskQueue: 'nobody-polls' }),
+        signal: () => handle.signal('anything'),
+        describe: () => handle.describe(),
+        terminate: () => handle.terminate('frozen'),
+      };
+      const outcomes = await Promise.all(Object.entries(calls).map(async ([name, call]) => ({ name, ...(await timed(call)) })));
+      for (const { name, ms, error } of outcomes) {
+        expect({ name, failed: error !== 'ok', inTime: ms >= BOUND_MS - 100 && ms < BOUND_MS + 2000 }).toEqual({ name, failed: true, inTime: true });
+        const translated = translateTemporalError(error);
+        expect(translated).toBeInstanceOf(Unavailable);
+        expect((translated as Unavailable).retryAfterSeconds).toBe(5);
+        // Not a refusal: nothing says the server did not take it (a start is left to the reconciler).
+        expect(isTemporalRefusal(error)).toBe(false);
+      }
+      const own = await timed(() => connection.withDeadline(Date.now() + BOUND_MS * 2, () => handle.describe()));
+      expect(own.error).not.toBe('ok');
+      expect(own.ms).toBeGreaterThanOrEqual(BOUND_MS * 2 - 100);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const after = await client.workflow.getHandle('frozen').describe();
+    expect(after.status.name).toBe('RUNNING');
+  });
+
+  it('a refusal stays a refusal, not Unavailable', async () => {
+    // A search attribute the namespace does not have: the server answers INVALID_ARGUMENT.
+    const refused = await timed(() => client.workflow.start('nothing-runs-this', { workflowId: 'bad', taskQueue: 'nobody-polls', searchAttributes: { NoSuchAttribute: ['x'] } }));
+    expect(refused.error).toBeInstanceOf(ServiceError);
+    expect(((refused.error as ServiceError).cause as { code?: number }).code).toBe(3);
+    expect(isTemporalRefusal(refused.error)).toBe(true);
+    expect(translateTemporalError(refused.error)).toBe(refused.error);
+  });
+
+  it('a start while Temporal is frozen: 503 with Retry-After within the bound, the record kept, and READY after the thaw', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'call-bounds-api-'));
+    let t: TestApi | undefined;
+    let worker: TestWorker | undefined;
+    const pid = server.process.pid!;
+    try {
+      t = await startTestApi(testConfig({ DATA_DIR: dataDir, TEMPORAL_ADDRESS: server.address, API_PORT: String(await freePort()), START_TASK_RECONCILE_AFTER_MS: '1000' }));
+      worker = await startTestWorker(t.config);
+      const user = await t.newUser();
+      // An LLM must be configured for a conversation to start; this one sends no message, so it is never called.
+      await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
+      process.kill(pid, 'SIGSTOP');
+      const id = '5f0c7f4e-8d7e-4a8b-9c11-3e2d1f0a9b7c';
+      const t0 = Date.now();
+      const r = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: id }, signal: AbortSignal.timeout(60_000) });
+      const ms = Date.now() - t0;
+      process.kill(pid, 'SIGCONT');
+      expect({ status: r.status, retryAfter: r.headers.get('retry-after'), inTime: ms < 15_000 }).toEqual({ status: 503, retryAfter: '5', inTime: true });
+      expect(r.body.detail).toContain(`send conversation_id ${id} again`);
+      // Not marked ERROR: Temporal may have taken it, and if not the reconciler starts it from its record.
+      const ready = await waitForStartTask(t, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 90_000);
+      expect(ready).toMatchObject({ id, status: 'READY' });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await worker?.stop();
+      await t?.close();
+      killRuntimesUnder(dataDir);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
