@@ -3,8 +3,9 @@
  * own, stopped with SIGSTOP (alive, its socket open, answering nothing): a start, a signal, a describe and
  * a terminate each fail within the bound, as Unavailable once translated; a caller's own deadline wins;
  * the calls that wait on purpose are left to their caller's signal; after SIGCONT the same connection
- * works again. Through the api: a start sent while the server is frozen is a 503 within the bound that names
- * the start; its record waits, and the reconciler runs it once the server answers again.
+ * works again. Through the api: a start sent while the server is frozen is accepted within the bound (its
+ * record), and the reconciler runs it once the server answers again; a sandbox made meanwhile is a 503,
+ * and ends ERROR or RUNNING, never STARTING for good.
  */
 import { Client, Connection, ServiceError } from '@temporalio/client';
 import fs from 'node:fs';
@@ -12,10 +13,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { Unavailable } from '../src/errors';
 import { freePort } from '../src/process/net';
-import { boundedConnection, isTemporalRefusal, translateTemporalError } from '../src/temporal/call-bounds';
+import { boundedConnection, isTemporalUnreachable, translateTemporalError } from '../src/temporal/call-bounds';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { waitForStartTask } from './helpers/start-tasks';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
@@ -59,7 +61,6 @@ describe('bounded Temporal calls', () => {
     const waited = await timed(() => client.withAbortSignal(AbortSignal.timeout(BOUND_MS * 2), () => handle.result()));
     expect(waited.error).not.toBe('ok');
     expect(waited.ms).toBeGreaterThanOrEqual(BOUND_MS * 2 - 100);
-    expect(isTemporalRefusal(waited.error)).toBe(false);
   });
 
   it('plain calls to a frozen server fail within the bound, as Unavailable; a caller deadline wins; thawed, it answers again', async () => {
@@ -80,8 +81,8 @@ describe('bounded Temporal calls', () => {
         const translated = translateTemporalError(error);
         expect(translated).toBeInstanceOf(Unavailable);
         expect((translated as Unavailable).retryAfterSeconds).toBe(5);
-        // Not a refusal: nothing says the server did not take it (a start is left to the reconciler).
-        expect(isTemporalRefusal(error)).toBe(false);
+        // No answer: nothing says the server did not take it (a start is left to the reconciler).
+        expect(isTemporalUnreachable(error)).toBe(true);
       }
       const own = await timed(() => connection.withDeadline(Date.now() + BOUND_MS * 2, () => handle.describe()));
       expect(own.error).not.toBe('ok');
@@ -98,11 +99,11 @@ describe('bounded Temporal calls', () => {
     const refused = await timed(() => client.workflow.start('nothing-runs-this', { workflowId: 'bad', taskQueue: 'nobody-polls', searchAttributes: { NoSuchAttribute: ['x'] } }));
     expect(refused.error).toBeInstanceOf(ServiceError);
     expect(((refused.error as ServiceError).cause as { code?: number }).code).toBe(3);
-    expect(isTemporalRefusal(refused.error)).toBe(true);
+    expect(isTemporalUnreachable(refused.error)).toBe(false);
     expect(translateTemporalError(refused.error)).toBe(refused.error);
   });
 
-  it('a start while Temporal is frozen: 503 with Retry-After within the bound, the record kept, and READY after the thaw', async () => {
+  it('a start while Temporal is frozen: accepted (its record) within the bound, and READY after the thaw', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'call-bounds-api-'));
     let t: TestApi | undefined;
     let worker: TestWorker | undefined;
@@ -119,11 +120,28 @@ describe('bounded Temporal calls', () => {
       const r = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: id }, signal: AbortSignal.timeout(60_000) });
       const ms = Date.now() - t0;
       process.kill(pid, 'SIGCONT');
-      expect({ status: r.status, retryAfter: r.headers.get('retry-after'), inTime: ms < 15_000 }).toEqual({ status: 503, retryAfter: '5', inTime: true });
-      expect(r.body.detail).toContain(`send conversation_id ${id} again`);
-      // Not marked ERROR: Temporal may have taken it, and if not the reconciler starts it from its record.
+      // Accepted within the bound: its record is the acceptance. Not ERROR: Temporal may have taken it, and
+      // if not, the reconciler starts it from its record once Temporal answers.
+      expect({ status: r.status, task: r.body.status, inTime: ms < 15_000 }).toEqual({ status: 200, task: 'WORKING', inTime: true });
       const ready = await waitForStartTask(t, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 90_000);
       expect(ready).toMatchObject({ id, status: 'READY' });
+
+      // A sandbox made while Temporal is frozen: a 503 within the bound, and the record never left STARTING
+      // with nothing to move it: ERROR, or RUNNING when the thawed server still took its workflow.
+      const before = new Set(((await t.request('GET', '/api/v1/sandboxes/search', { key: user.key })).body.items as { id: string }[]).map((x) => x.id));
+      process.kill(pid, 'SIGSTOP');
+      const s0 = Date.now();
+      const made = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {}, signal: AbortSignal.timeout(60_000) });
+      const madeMs = Date.now() - s0;
+      process.kill(pid, 'SIGCONT');
+      expect({ status: made.status, retryAfter: made.headers.get('retry-after'), inTime: madeMs < 15_000 }).toEqual({ status: 503, retryAfter: '5', inTime: true });
+      const fresh = ((await t.request('GET', '/api/v1/sandboxes/search', { key: user.key })).body.items as { id: string; status: string }[]).filter((x) => !before.has(x.id));
+      expect(fresh).toHaveLength(1);
+      const settled = await eventually(async () => {
+        const status = (await t!.request('GET', `/api/v1/sandboxes?id=${fresh[0]!.id}`, { key: user.key })).body[0]?.status as string;
+        return ['ERROR', 'RUNNING'].includes(status) && status;
+      }, { timeoutMs: 60_000 });
+      if (settled === 'RUNNING') expect((await t.request('DELETE', `/api/v1/sandboxes/${fresh[0]!.id}`, { key: user.key })).status).toBe(200);
     } finally {
       process.kill(pid, 'SIGCONT');
       await worker?.stop();

@@ -12,7 +12,8 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
-import { isTemporalRefusal } from '../temporal/call-bounds';
+import { isTemporalUnreachable } from '../temporal/call-bounds';
+import { isCancelled } from '../temporal/workflow-answer';
 import { startTaskWorkflowId, WORKFLOW_TYPES, workflowSummaries, type StartTaskSettings, type StartTaskWorkflow, type StartTaskWorkflowInput } from '../temporal/shared';
 
 export interface StartTaskReconcilerDeps {
@@ -151,9 +152,12 @@ export class StartTaskReconciler {
       );
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return 'running'; // another api process, or a resend, was first
-      if (isTemporalRefusal(e)) return this.fail(task, steps, `The start was lost before it ran and could not be scheduled again (${(e as Error).message}); start again`);
-      this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not start the lost workflow of a start task; trying again later');
-      return 'unreachable';
+      // Temporal did not answer (or this api is closing): no verdict, checked again later. Any other answer is one.
+      if (this.stopping.signal.aborted || isTemporalUnreachable(e) || isCancelled(e)) {
+        this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not start the lost workflow of a start task; trying again later');
+        return 'unreachable';
+      }
+      return this.fail(task, steps, `The start was lost before it ran and could not be scheduled again (${(e as Error).message}); start again`);
     }
     this.deps.log.warn({ task_id: task.id, status: task.status, stalled_ms: Date.now() - task.updated_at.getTime() }, 'start task had no workflow; started it again from its record');
     return 'restarted';

@@ -23,8 +23,8 @@ import {
   type StartTaskWorkflowInput,
   workflowSummaries,
 } from '../temporal/shared';
-import { isTemporalRefusal } from '../temporal/call-bounds';
-import { askWorkflow, isCancelled, NoWorkerAnswered } from '../temporal/workflow-answer';
+import { isTemporalUnreachable } from '../temporal/call-bounds';
+import { askWorkflow, isCancelled, NoWorkerAnswered, withinBound } from '../temporal/workflow-answer';
 import type { AppConversationsStore } from '../store/app-conversations-store';
 import type { StartTaskReconciler } from './start-task-reconciler';
 
@@ -106,6 +106,7 @@ export class StartTaskService {
     if (!fresh) {
       const existing = await this.deps.startTasks.get(id);
       if (existing?.created_by_user_id !== userId) throw new Conflict(`conversation_id ${id} is already in use`);
+      if (existing.status === 'READY' || existing.status === 'ERROR') return id; // joined a start that ended: nothing to run
       accepted = existing.request; // a join runs what the first request asked for, never a mix of the two
     }
     const input: StartTaskWorkflowInput = { taskId: id, userId, request: accepted, settings: this.deps.settings };
@@ -121,10 +122,10 @@ export class StartTaskService {
       });
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return id; // joined
-      if (!isTemporalRefusal(e)) {
-        // No answer is no refusal: the start may have been taken. Its record stays WORKING; the same id sent
-        // again joins it, and the reconciler starts its workflow if Temporal never got it.
-        throw new Unavailable(`The workflow service did not answer; start ${id} is recorded and runs once it does: send conversation_id ${id} again to follow it`, 5, { cause: e });
+      if (isTemporalUnreachable(e)) {
+        // No answer is no refusal: Temporal may have taken the start. Its record is the acceptance: it stays
+        // WORKING, and the reconciler starts its workflow if Temporal never got it.
+        return id;
       }
       if (fresh) await this.deps.startTasks.record(id, 0, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
       throw new Unavailable('The workflow service did not accept the start; try again shortly', 5, { cause: e });
@@ -284,7 +285,7 @@ export class StartTaskService {
         }),
       );
       accepted = true;
-      return await temporal.withAbortSignal(AbortSignal.any([left.signal, AbortSignal.timeout(WORKFLOW_WAIT_MS)]), () => update.result());
+      return await withinBound(temporal, WORKFLOW_WAIT_MS, () => update.result(), left.signal);
     } catch (e) {
       if (e instanceof NoWorkerAnswered || isCancelled(e)) return accepted ? 'waited' : 'cut';
       return 'refused';

@@ -25,7 +25,8 @@ import {
   type SandboxWorkflowSettings,
   workflowSummaries,
 } from '../temporal/shared';
-import { askWorkflow, formatSeconds, isCancelled, isWorkflowTaskFailing, NoWorkerAnswered, WorkflowTaskFailing } from '../temporal/workflow-answer';
+import { isTemporalUnreachable } from '../temporal/call-bounds';
+import { askWorkflow, formatSeconds, isCancelled, isWorkflowTaskFailing, NoWorkerAnswered, withinBound, WorkflowTaskFailing } from '../temporal/workflow-answer';
 import { sandboxView } from './sandbox-view';
 
 export interface SandboxServiceDeps {
@@ -132,6 +133,13 @@ export class SandboxService {
     try {
       await this.startWorkflow(record.id, userId);
     } catch (e) {
+      if (sandboxId !== undefined && isTemporalUnreachable(e)) {
+        // A start's sandbox: the start's activity is retried and finds this record (above), so it stays
+        // STARTING rather than failing the start. Temporal may have taken the workflow anyway.
+        throw new Unavailable(`The workflow service did not answer the start of sandbox ${record.id}; try again shortly`, 5, { cause: e });
+      }
+      // Not run, as far as anyone knows: ERROR, which holds no quota. Had Temporal taken the workflow after
+      // all, it runs the sandbox and its statuses replace this one.
       await this.deps.sandboxes.setStatus(record.id, 'ERROR', `its workflow could not be started: ${(e as Error).message}`);
       throw new Unavailable('The workflow service did not accept the sandbox; try again shortly', 5, { cause: e });
     }
@@ -185,8 +193,13 @@ export class SandboxService {
       const update = await askWorkflow(temporal, workflowId, this.deps.answerTimeoutMs ?? 10_000, () =>
         temporal.workflow.getHandle(workflowId).startUpdate(SANDBOX_UPDATES[op], { waitForStage: WorkflowUpdateStage.ACCEPTED }),
       );
-      await temporal.withAbortSignal(AbortSignal.timeout(this.deps.operationTimeoutMs ?? 60_000), () => update.result());
+      await withinBound(temporal, this.deps.operationTimeoutMs ?? 60_000, () => update.result());
     } catch (e) {
+      // Recorded but never run (Temporal did not confirm its workflow, and never got it): nothing to stop.
+      if (e instanceof WorkflowNotFoundError && op === 'delete' && r.status === 'STARTING' && r.runtime === null) {
+        await this.deps.sandboxes.setStatus(id, 'DELETED', 'deleted before its workflow ran');
+        return sandboxView((await this.deps.sandboxes.get(id))!, this.deps.box);
+      }
       throw this.updateError(e, id, op);
     }
     const after = await this.deps.sandboxes.get(id);

@@ -7,19 +7,25 @@
  *
  * So a connection made here gives each plain call (a start, a signal, a describe, a terminate) a deadline
  * of CALL_TIMEOUT_MS, retries included, unless the caller set one (`withDeadline`). The calls that wait on
- * purpose (an Update's acceptance or outcome, a query, a history long poll) are left to their callers,
- * which bound them by an abort signal (workflow-answer.ts). A call that runs out, or a server that cannot
- * be reached, is Unavailable: the same call may work shortly.
+ * purpose (an Update's acceptance or outcome, a query, a history long poll) are bounded by their callers
+ * (withinBound in workflow-answer.ts), with WAITING_CALL_CEILING_MS as a net. A call that runs out, or a
+ * server that cannot be reached, is Unavailable: the same call may work shortly.
  */
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
-import { Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor, ServiceError } from '@temporalio/client';
-import { Unavailable } from '../errors';
+import { Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { DomainError, Unavailable } from '../errors';
 
 /** Longest wait for the answer to one plain call, retries included. */
 export const CALL_TIMEOUT_MS = 10_000;
 
 /** Seconds a client is asked to wait after the workflow service did not answer. */
 const RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Longest wait of one call that waits on purpose, when its caller set no deadline: a net under the callers'
+ * own bounds (withinBound in workflow-answer.ts), above the server's long polls (about 20 s each).
+ */
+export const WAITING_CALL_CEILING_MS = 120_000;
 
 /** Methods that wait on purpose (the server holds them until a worker acts): their callers bound them. */
 const WAITING_METHODS: ReadonlySet<string> = new Set([
@@ -30,12 +36,16 @@ const WAITING_METHODS: ReadonlySet<string> = new Set([
   'GetWorkflowExecutionHistory',
 ]);
 
-/** Gives a plain call without a deadline one `timeoutMs` from now (outermost: it covers every retry). */
+/**
+ * Gives a call without a deadline one `timeoutMs` from now (WAITING_CALL_CEILING_MS for those that wait on
+ * purpose); outermost, so the deadline covers every retry.
+ */
 export function callDeadline(timeoutMs: number): Interceptor {
   return (options, nextCall) => {
     const path = options.method_definition.path;
-    const waits = WAITING_METHODS.has(path.slice(path.lastIndexOf('/') + 1));
-    return new InterceptingCall(nextCall(options.deadline !== undefined || waits ? options : { ...options, deadline: Date.now() + timeoutMs }));
+    if (options.deadline !== undefined) return new InterceptingCall(nextCall(options));
+    const bound = WAITING_METHODS.has(path.slice(path.lastIndexOf('/') + 1)) ? Math.max(timeoutMs, WAITING_CALL_CEILING_MS) : timeoutMs;
+    return new InterceptingCall(nextCall({ ...options, deadline: Date.now() + bound }));
   };
 }
 
@@ -55,14 +65,8 @@ export function isTemporalUnreachable(e: unknown): boolean {
   return false;
 }
 
-/** gRPC codes by which Temporal refuses a start itself: sending the same start again cannot help. */
-const REFUSED_CODES: ReadonlySet<number> = new Set([3 /* INVALID_ARGUMENT */, 7 /* PERMISSION_DENIED */, 9 /* FAILED_PRECONDITION */, 11 /* OUT_OF_RANGE */, 12 /* UNIMPLEMENTED */]);
-
-/** Temporal refused the call (or it failed before reaching Temporal at all): sending it again as it is cannot help. */
-export const isTemporalRefusal = (e: unknown): boolean => !(e instanceof ServiceError) || (isGrpcServiceError(e.cause) && REFUSED_CODES.has(e.cause.code));
-
 /** The api's view of a Temporal failure: a server that did not answer is Unavailable (503, Retry-After); anything else as it came. */
 export function translateTemporalError(e: unknown): unknown {
-  if (isTemporalUnreachable(e) && !(e instanceof Unavailable)) return new Unavailable('The workflow service did not answer; retry shortly', RETRY_AFTER_SECONDS, { cause: e });
+  if (isTemporalUnreachable(e) && !(e instanceof DomainError)) return new Unavailable('The workflow service did not answer; retry shortly', RETRY_AFTER_SECONDS, { cause: e });
   return e;
 }

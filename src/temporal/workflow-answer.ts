@@ -75,10 +75,20 @@ export function isWorkflowTaskFailing(e: unknown): boolean {
  */
 export async function askWorkflow<T>(client: Client, workflowId: string, boundMs: number, ask: () => Promise<T>): Promise<T> {
   try {
-    return await client.withAbortSignal(AbortSignal.timeout(boundMs), ask);
+    return await withinBound(client, boundMs, ask);
   } catch (e) {
     if (isCancelled(e)) throw new NoWorkerAnswered(workflowId, boundMs, { cause: e });
     if (isWorkflowTaskFailing(e)) throw new WorkflowTaskFailing(workflowId, { cause: e });
     throw e;
   }
+}
+
+/**
+ * Runs `call` with every client call in it cut after `boundMs`, or when `signal` aborts. Both: the
+ * deadline covers every retry the SDK makes of a call (a signal cancels only the first attempt), the
+ * signal lets a caller leave early.
+ */
+export function withinBound<T>(client: Client, boundMs: number, call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const timeout = AbortSignal.timeout(boundMs);
+  return client.withAbortSignal(signal ? AbortSignal.any([signal, timeout]) : timeout, () => client.withDeadline(Date.now() + boundMs, call));
 }
