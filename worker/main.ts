@@ -88,7 +88,7 @@ async function main(): Promise<void> {
     appName: 'agent-control-worker',
   });
   const connection = await connectWithRetry(temporalAddress, (m) => logger.warn(m));
-  const added = await ensureSearchAttributes(connection, config.temporal.namespace);
+  const added = await ensureSearchAttributes(connection, config.temporal.namespace, { log: (l) => logger.warn(l) });
   if (added.length > 0) logger.info({ added }, 'registered search attributes');
 
   const clientConnection = boundedConnection(temporalAddress);

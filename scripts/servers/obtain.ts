@@ -10,10 +10,13 @@ import {
   FERRETDB_VERSION,
   TEMPORAL_CLI_MODULE,
   TEMPORAL_CLI_VERSION,
+  TEMPORAL_SERVER_MODULE,
+  TEMPORAL_SERVER_VERSION,
   ferretdbBinaryPath,
   repoRoot,
   serversCacheRoot,
   temporalBinaryPath,
+  temporalServerDir,
 } from './paths';
 
 export interface ServerBinaries {
@@ -87,6 +90,41 @@ async function buildFerretdb(target: string, say: Say): Promise<void> {
       env: { ...process.env, GOFLAGS: '-buildvcs=false -mod=readonly' },
     });
   });
+}
+
+/** The real Temporal server (`cmd/server`) and its schema tool (`cmd/tools/sql`). */
+export interface TemporalServerBinaries {
+  server: string;
+  sqlTool: string;
+}
+
+/**
+ * Builds the real Temporal server and its schema tool from their pinned module, once per version (about
+ * 3 minutes of CPU on 2 cores; most of the module graph is the CLI's, already in Go's module cache).
+ * Built into a scratch directory and renamed whole, so a build killed half-way leaves nothing behind.
+ */
+export async function obtainTemporalServer(cacheOverride?: string, say: Say = () => {}): Promise<TemporalServerBinaries> {
+  const dir = temporalServerDir(serversCacheRoot(cacheOverride));
+  const binaries = { server: path.join(dir, 'temporal-server'), sqlTool: path.join(dir, 'temporal-sql-tool') };
+  if (fs.existsSync(binaries.server) && fs.existsSync(binaries.sqlTool)) return binaries;
+  say(`building the Temporal server ${TEMPORAL_SERVER_VERSION} and its schema tool with go install (a few minutes, once)`);
+  const t0 = Date.now();
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  const work = fs.mkdtempSync(`${path.dirname(dir)}/.build-`);
+  try {
+    const out = path.join(work, 'bin');
+    await run('go', ['install', `${TEMPORAL_SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`, `${TEMPORAL_SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`], {
+      env: { ...process.env, GOBIN: out, GOFLAGS: '-buildvcs=false' },
+    });
+    fs.renameSync(path.join(out, 'server'), path.join(out, 'temporal-server'));
+    fs.renameSync(path.join(out, 'sql'), path.join(out, 'temporal-sql-tool'));
+    fs.rmSync(dir, { recursive: true, force: true }); // what a build that lost a race left
+    fs.renameSync(out, dir);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  say(`Temporal server built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(binaries.server).size / 1e6).toFixed(1)} MB)`);
+  return binaries;
 }
 
 /** Returns both binaries, building whichever is not cached yet. */

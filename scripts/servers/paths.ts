@@ -9,6 +9,9 @@ import path from 'node:path';
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli';
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 export const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
+/** The real Temporal server and its schema tool: the version the CLI above embeds. */
+export const TEMPORAL_SERVER_MODULE = 'go.temporal.io/server';
+export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
 /** Must match scripts/ferretdb/go.mod, whose committed go.sum pins the module's checksum. */
 export const FERRETDB_VERSION = 'v1.24.2';
 
@@ -20,6 +23,11 @@ export function serversCacheRoot(override?: string): string {
 
 export function temporalBinaryPath(cacheRoot: string): string {
   return path.join(cacheRoot, `temporal-cli-${TEMPORAL_CLI_VERSION}`, 'temporal');
+}
+
+/** The directory of the real server's two binaries: `temporal-server` and `temporal-sql-tool`. */
+export function temporalServerDir(cacheRoot: string): string {
+  return path.join(cacheRoot, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
 }
 
 export function ferretdbBinaryPath(cacheRoot: string): string {

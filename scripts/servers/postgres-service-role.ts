@@ -67,7 +67,7 @@ async function connected<T>(url: string, use: (c: Client) => Promise<T>, options
  * no settings of its own; its database owned by it, open to connections (a limit it set on itself is
  * lifted), without settings of its own; no other database open to PUBLIC.
  */
-async function ensureRole(c: Client, s: ServiceRoleSetup, password: string): Promise<void> {
+async function ensureRole(c: Client, s: Pick<ServiceRoleSetup, 'role'>, databases: readonly string[], password: string): Promise<void> {
   const role = c.escapeIdentifier(s.role);
   const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT CONNECTION LIMIT -1 VALID UNTIL 'infinity' PASSWORD ${c.escapeLiteral(scramVerifier(password))}`;
   try {
@@ -82,10 +82,12 @@ async function ensureRole(c: Client, s: ServiceRoleSetup, password: string): Pro
     [s.role],
   );
   for (const { rolname } of memberships.rows) await c.query(`REVOKE ${c.escapeIdentifier(rolname)} FROM ${role}`);
-  const database = c.escapeIdentifier(s.database);
-  await c.query(`ALTER DATABASE ${database} OWNER TO ${role}`);
-  await c.query(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS true CONNECTION LIMIT -1 IS_TEMPLATE false`);
-  await c.query(`ALTER DATABASE ${database} RESET ALL`);
+  for (const name of databases) {
+    const database = c.escapeIdentifier(name);
+    await c.query(`ALTER DATABASE ${database} OWNER TO ${role}`);
+    await c.query(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS true CONNECTION LIMIT -1 IS_TEMPLATE false`);
+    await c.query(`ALTER DATABASE ${database} RESET ALL`);
+  }
   for (const other of ['postgres', 'template1']) await c.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${other} FROM PUBLIC`);
 }
 
@@ -141,7 +143,7 @@ async function handOver(c: Client, s: ServiceRoleSetup): Promise<number> {
  */
 export async function ensureServiceRole(s: ServiceRoleSetup): Promise<number> {
   const password = servicePassword(s.passwordFile);
-  await connected(s.superuserUrl('postgres'), (c) => ensureRole(c, s, password));
+  await connected(s.superuserUrl('postgres'), (c) => ensureRole(c, s, [s.database], password));
   if (fs.existsSync(s.handedOverFile)) return 0;
   const handed = await connected(s.superuserUrl(s.database), (c) => handOver(c, s), '-c search_path=pg_catalog,pg_temp');
   fs.writeFileSync(s.handedOverFile, `handed over to ${s.role}\n`, { mode: 0o600 });
@@ -149,3 +151,22 @@ export async function ensureServiceRole(s: ServiceRoleSetup): Promise<number> {
 }
 
 export const handedOverFile = (dir: string) => path.join(dir, 'service-role-handed-over');
+
+/**
+ * A role of its own for another server on the same PostgreSQL (the Temporal server): made or brought up to
+ * date like the service's, owning `databases` (made here when missing) and nothing else. Answers its password.
+ */
+export async function ensureDatabasesRole(s: { superuserUrl: (database: string) => string; role: string; databases: readonly string[]; passwordFile: string }): Promise<string> {
+  const password = servicePassword(s.passwordFile);
+  await connected(s.superuserUrl('postgres'), async (c) => {
+    for (const name of s.databases) {
+      const exists = await c.query('SELECT 1 FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) $1', [name]);
+      if (exists.rowCount) continue;
+      await c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`).catch((e: { code?: string }) => {
+        if (e.code !== '42P04') throw e; // made meanwhile by a start racing this one
+      });
+    }
+    await ensureRole(c, s, s.databases, password);
+  });
+  return password;
+}

@@ -1,0 +1,144 @@
+/**
+ * The real Temporal server on PostgreSQL (scripts/servers/temporal-server.ts): two nodes of one cluster on
+ * loopback, over a PostgreSQL of this file's own. The store is prepared by the server's schema tool as a
+ * role of its own (twice: the second time changes nothing); workers started before the namespace exists
+ * wait for it, and two of them register the search attributes at the same moment without failing each
+ * other; starts through an api on each node reach READY; with one node killed (-9) the other serves the
+ * next start on its own.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { Client as PgClient } from 'pg';
+import { postgresSuperuserUrl, requirePostgresBinDir, startPostgres, type PostgresServer } from '../scripts/servers/postgres-server';
+import { ensureNamespace, MAX_MEMBERSHIP_PORT, prepareTemporalStore, startTemporalNode, TEMPORAL_DATABASES, TEMPORAL_ROLE, type TemporalNodePorts, type TemporalStore } from '../scripts/servers/temporal-server';
+import type { Child } from '../scripts/servers/child';
+import { freePort } from '../src/process/net';
+import { startTestApi, type TestApi } from './helpers/api';
+import { testConfig, testEnv, uniqueName } from './helpers/env';
+import { killRuntimesUnder } from './helpers/sandboxes';
+import { waitForStartTask } from './helpers/start-tasks';
+import { startWorkerProcess } from './helpers/worker';
+
+/** A port free a moment ago, at or below `max` (the system's ephemeral ports start above the membership table's smallint). */
+async function freePortUpTo(max: number): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * (max - 20_000));
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+async function freeNodePorts(): Promise<TemporalNodePorts> {
+  const [frontend, frontendHttp, history, matching, worker, ...membership] = await Promise.all(Array.from({ length: 9 }, () => freePortUpTo(MAX_MEMBERSHIP_PORT)));
+  return { frontend: frontend!, frontendHttp: frontendHttp!, history: history!, matching: matching!, worker: worker!, membership: membership as TemporalNodePorts['membership'] };
+}
+
+async function query<T>(url: string, sql: string): Promise<T[]> {
+  const c = new PgClient({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(sql)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}
+
+describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
+  const env = testEnv();
+  let dir: string;
+  let postgres: PostgresServer;
+  let store: TemporalStore;
+  const nodes: Child[] = [];
+  const workers: ChildProcess[] = [];
+  const apis: TestApi[] = [];
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-cluster-'));
+    const port = await freePort();
+    postgres = await startPostgres({ binDir: requirePostgresBinDir(), dir: path.join(dir, 'postgres'), port, durable: false });
+    store = { host: '127.0.0.1', port, superuserUrl: (database) => postgresSuperuserUrl(path.join(dir, 'postgres'), port, database), passwordFile: path.join(dir, 'postgres', 'temporal-password') };
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const w of workers) w.kill('SIGKILL');
+    for (const api of apis) await api.close();
+    for (const node of nodes) await node.stop(5000).catch(() => undefined);
+    await postgres?.stop();
+    killRuntimesUnder(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prepares its store as a role of its own, runs two nodes, and serves starts through either, and through one when the other is killed', async () => {
+    const password = await prepareTemporalStore(env.binaries.temporalSqlTool, store);
+    expect(await prepareTemporalStore(env.binaries.temporalSqlTool, store)).toBe(password); // current: a no-op
+    const [role] = await query<{ rolsuper: boolean; rolcreatedb: boolean; rolcreaterole: boolean }>(
+      store.superuserUrl('postgres'),
+      `SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = '${TEMPORAL_ROLE}'`,
+    );
+    expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false });
+    const owned = await query<{ datname: string }>(store.superuserUrl('postgres'), `SELECT datname FROM pg_database WHERE pg_get_userbyid(datdba) = '${TEMPORAL_ROLE}' ORDER BY datname`);
+    expect(owned.map((d) => d.datname)).toEqual(Object.values(TEMPORAL_DATABASES).sort());
+
+    const [portsA, portsB] = [await freeNodePorts(), await freeNodePorts()];
+    const node = (name: string, ports: TemporalNodePorts) =>
+      startTemporalNode({ binary: env.binaries.temporalServer, dir: path.join(dir, name), ports, store, password, clusterFrontendPort: portsA.frontend, namespace: 'default' });
+    const a = await node('node-a', portsA);
+    nodes.push(a);
+
+    // One database and task queue for everything; an api and a worker per node, as on two hosts.
+    const shared = { MONGODB_DB: uniqueName('cluster'), TEMPORAL_TASK_QUEUE: uniqueName('tq'), START_TASK_RECONCILE_AFTER_MS: '5000' };
+    const configOf = async (node: Child & { address: string }, data: string) =>
+      testConfig({ ...shared, TEMPORAL_ADDRESS: node.address, DATA_DIR: path.join(dir, data), API_PORT: String(await freePort()) });
+    // A worker before the namespace exists: it waits for it instead of exiting.
+    const configA = await configOf(a, 'host-a');
+    const workerA = startWorkerProcess(configA, configA.dataDir);
+    workers.push(workerA.child);
+    const b = await node('node-b', portsB);
+    nodes.push(b);
+    const configB = await configOf(b, 'host-b');
+    const workerB = startWorkerProcess(configB, configB.dataDir);
+    workers.push(workerB.child);
+    expect(await ensureNamespace(b.address, 'default')).toBe(true);
+    expect(await ensureNamespace(a.address, 'default')).toBe(false); // registered already: no error
+    // Both register the search attributes at about the same moment; neither fails.
+    await Promise.all([workerA.ready, workerB.ready]);
+
+    // One cluster: both nodes' frontends in its membership table.
+    const members = await query<{ n: string }>(
+      `postgres://${TEMPORAL_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${store.port}/${TEMPORAL_DATABASES.history}?sslmode=disable`,
+      "SELECT count(DISTINCT rpc_port)::text AS n FROM cluster_membership WHERE record_expiry > now() AND role = 1",
+    );
+    expect(members[0]!.n).toBe('2');
+
+    for (const config of [configA, configB]) apis.push(await startTestApi(config));
+    const [apiA, apiB] = apis as [TestApi, TestApi];
+    const user = await apiA.newUser();
+    // An LLM must be configured for a conversation to start; these send no message, so it is never called.
+    await apiA.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
+    const start = async (api: TestApi) => {
+      const id = randomUUID();
+      const r = await api.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: id } });
+      expect(r.status).toBe(200);
+      return waitForStartTask(api, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 120_000);
+    };
+    const [viaA, viaB] = await Promise.all([start(apiA), start(apiB)]);
+    expect([viaA.status, viaB.status]).toEqual(['READY', 'READY']);
+
+    // Node A and its worker gone at once (a host lost): node B takes over A's shards and serves on its own.
+    a.process.kill('SIGKILL');
+    workerA.child.kill('SIGKILL');
+    // Several starts: their workflows hash onto every history shard, those node A owned included.
+    const t0 = Date.now();
+    const after = await Promise.all(Array.from({ length: 6 }, () => start(apiB)));
+    expect(after.map((s) => s.status)).toEqual(Array(6).fill('READY'));
+    console.log(`temporal cluster: 6 starts through node B READY ${((Date.now() - t0) / 1000).toFixed(1)} s after node A was killed`);
+  }, 600_000);
+});
