@@ -1,6 +1,7 @@
 /**
  * Starts FerretDB (on an embedded PostgreSQL, or SQLite with FERRETDB_BACKEND=sqlite) and the Temporal
- * dev server for one benchmark run, in its own temporary directory.
+ * dev server (or with `--temporal server` the real Temporal server on that PostgreSQL) for one benchmark
+ * run, in its own temporary directory.
  */
 import { Client, Connection } from '@temporalio/client';
 import type { ChildProcess } from 'node:child_process';
@@ -8,9 +9,32 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ferretdbBackendFromEnv, startDocumentStore } from '../scripts/servers/document-store';
-import { obtainServers } from '../scripts/servers/obtain';
+import type { Child } from '../scripts/servers/child';
+import { obtainServers, obtainTemporalServer } from '../scripts/servers/obtain';
+import { postgresSuperuserUrl } from '../scripts/servers/postgres-server';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
+import { ensureNamespace, freeNodePorts, prepareTemporalStore, startTemporalNode } from '../scripts/servers/temporal-server';
 import { freePort } from '../src/process/net';
+import { wordArg } from './report';
+
+/** `--temporal dev` (the CLI's dev server, as `npm start`) or `server` (the real server on the store's PostgreSQL). */
+const TEMPORAL = wordArg('temporal', ['dev', 'server'] as const, 'dev');
+
+async function startTemporal(dir: string, binaries: { temporal: string }, storeDir: string, postgresUrl: string | undefined): Promise<Child & { address: string }> {
+  if (TEMPORAL === 'dev') {
+    return startTemporalDevServer({ binary: binaries.temporal, dataDir: path.join(dir, 'temporal'), port: await freePort(), uiPort: await freePort(), namespace: 'default' });
+  }
+  if (!postgresUrl) throw new Error('--temporal server runs on the PostgreSQL of FERRETDB_BACKEND=postgresql');
+  const real = await obtainTemporalServer(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
+  const pgDir = path.join(storeDir, 'postgres');
+  const pgPort = Number(new URL(postgresUrl).port);
+  const store = { host: '127.0.0.1', port: pgPort, superuserUrl: (db: string) => postgresSuperuserUrl(pgDir, pgPort, db), passwordFile: path.join(pgDir, 'temporal-password') };
+  const password = await prepareTemporalStore(real.sqlTool, store);
+  const ports = await freeNodePorts();
+  const node = await startTemporalNode({ binary: real.server, dir: path.join(dir, 'temporal-server'), ports, store, password, clusterFrontendPort: ports.frontend, namespace: 'default' });
+  await ensureNamespace(node.address, 'default');
+  return node;
+}
 
 export async function startBenchServers(name: string) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-control-bench-${name}-`));
@@ -18,15 +42,13 @@ export async function startBenchServers(name: string) {
   const backend = ferretdbBackendFromEnv();
   // Durable, as `npm start` runs it: the figures are the ones a user gets.
   const store = await startDocumentStore({ ferretdbBinary: binaries.ferretdb, dir: path.join(dir, 'store'), backend });
-  const temporal = await startTemporalDevServer({
-    binary: binaries.temporal,
-    dataDir: path.join(dir, 'temporal'),
-    port: await freePort(),
-    uiPort: await freePort(),
-    namespace: 'default',
-  });
+  const temporal = await startTemporal(dir, binaries, path.join(dir, 'store'), store.postgresUrl);
+  const temporalName = TEMPORAL === 'dev' ? 'Temporal dev server' : 'Temporal server on PostgreSQL';
+  console.error(`${temporalName} at ${temporal.address}`);
   return {
     dir,
+    /** What runs Temporal, for the tables' titles. */
+    temporalName,
     mongoUri: store.uri,
     backend,
     postgresUrl: store.postgresUrl,

@@ -160,7 +160,7 @@ async function main(): Promise<void> {
     if (runtimePids.length === 0) throw new Error(`no runtime process below the worker (pid ${workerPid})`);
     const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
     for (const pid of runtimePids) progress(`runtime: pid ${pid}, ${cmdline(pid)}`);
-    const serverName: Record<string, string> = { postgres: 'PostgreSQL', ferretdb: 'FerretDB', temporal: 'Temporal dev server' };
+    const serverName: Record<string, string> = { postgres: 'PostgreSQL', ferretdb: 'FerretDB', temporal: 'Temporal' };
     const cpuScopes: CpuScope[] = [
       processTree('api', apiPid),
       processTree('worker', workerPid, (procs) => detachedChildren(procs, workerPid), `pid ${workerPid} and descendants but the runtime`),
@@ -203,7 +203,7 @@ async function main(): Promise<void> {
     const f = (ms: number) => `${ms.toFixed(0)} ms`;
     const lat = all.map((s) => s.ms);
     const delays = all.flatMap((s) => s.delays);
-    printTable(`Starts on the ${RUNTIME} runtime, one worker, one shared sandbox, FerretDB + Temporal dev server; stream-start follows the ${FOLLOW}`, [
+    printTable(`Starts on the ${RUNTIME} runtime, one worker, one shared sandbox, FerretDB + ${servers.temporalName}; stream-start follows the ${FOLLOW}`, [
       ['what', 'value'],
       [`${STARTS} concurrent stream-starts: READY with every status in order`, `${ready} / ${STARTS} (lost: ${STARTS - ready})`],
       ['start tasks stored READY', String(tasksStored)],

@@ -1,6 +1,7 @@
 /**
  * The embedded default (`npm start`): everything on this machine, data in one directory.
- * Starts the Temporal dev server and FerretDB with the PostgreSQL it stores into (unless TEMPORAL_ADDRESS /
+ * Starts the Temporal dev server (or with EMBEDDED_TEMPORAL=server the real Temporal server, on the same
+ * PostgreSQL) and FerretDB with the PostgreSQL it stores into (unless TEMPORAL_ADDRESS /
  * MONGODB_URI point at servers that already run; POSTGRES_URL names a PostgreSQL to use instead of the
  * embedded one; FERRETDB_BACKEND=sqlite keeps FerretDB's SQLite files), then the api and the worker; prints the URLs and, on first run, an admin API key.
  * A child that dies is restarted (scripts/servers/supervisor.ts) on the same port, data and pid file; one
@@ -23,11 +24,12 @@ import { ensureCommands } from './host-packages';
 import { ensureAgentServer } from './servers/agent-server';
 import { reapStale, startChild, type Child } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
-import { obtainServers } from './servers/obtain';
-import { postgresIsSuperuser, postgresLogin, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
+import { obtainServers, obtainTemporalServer } from './servers/obtain';
+import { postgresIsSuperuser, postgresLogin, postgresSuperuserUrl, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
 import { migrateSqliteData } from './servers/sqlite-migration';
 import { Supervisor, type StartFn, type SuperviseOptions } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
+import { ensureNamespace, portsAround, prepareTemporalStore, startTemporalNode } from './servers/temporal-server';
 
 /**
  * As root, every program the launcher and its children find through PATH runs as root: a directory
@@ -160,6 +162,7 @@ async function main(): Promise<void> {
     [path.join(config.dataDir, 'api.pid'), path.join(dist, 'src', 'api', 'main.js')],
     [path.join(config.dataDir, 'worker.pid'), path.join(dist, 'worker', 'main.js')],
     [path.join(config.dataDir, 'temporal', 'temporal.pid'), 'temporal-cli-'],
+    [path.join(config.dataDir, 'temporal-server', 'temporal.pid'), 'temporal-server-'],
     [path.join(config.dataDir, 'ferretdb', 'ferretdb.pid'), 'ferretdb-'],
     // Its cluster's path, on its command line after -D: no other PostgreSQL on the machine matches.
     [path.join(config.dataDir, 'postgres', 'postgres.pid'), path.join(config.dataDir, 'postgres', 'data'), 'SIGINT'],
@@ -170,6 +173,12 @@ async function main(): Promise<void> {
   }
 
   const embedded = !config.mongo.uri || !config.temporal.address;
+  const realTemporal = !config.temporal.address && config.embedded.temporal === 'server';
+  if (realTemporal && (config.mongo.uri || config.postgres.url || config.embedded.ferretdbBackend !== 'postgresql')) {
+    throw new ConfigError([
+      'EMBEDDED_TEMPORAL=server runs the Temporal server on the embedded PostgreSQL: leave MONGODB_URI and POSTGRES_URL unset and FERRETDB_BACKEND=postgresql, or set TEMPORAL_ADDRESS to a cluster of your own',
+    ]);
+  }
   if (config.sandboxes.processIsolation === 'user') {
     // Isolated process sandboxes sit behind a firewall chain of their uids.
     await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'isolating process sandboxes (SANDBOX_PROCESS_ISOLATION=user)', (l) => log.info(l));
@@ -225,7 +234,21 @@ async function main(): Promise<void> {
 
   let temporalAddress = config.temporal.address;
   let temporalUi: string | undefined;
-  if (!temporalAddress) {
+  if (realTemporal) {
+    const ports = portsAround(config.embedded.temporalPort);
+    const all = [ports.frontend, ports.frontendHttp, ports.history, ports.matching, ports.worker, ...ports.membership];
+    for (const port of all) await portFree(port, 'EMBEDDED_TEMPORAL_PORT');
+    const binaries = await obtainTemporalServer(config.serversCacheDir, (l) => log.info(l));
+    const pgDir = path.join(config.dataDir, 'postgres');
+    const pgPort = config.embedded.postgresPort;
+    const store = { host: '127.0.0.1', port: pgPort, superuserUrl: (database: string) => postgresSuperuserUrl(pgDir, pgPort, database), passwordFile: path.join(pgDir, 'temporal-password') };
+    const password = await prepareTemporalStore(binaries.sqlTool, store);
+    const options = { binary: binaries.server, dir: path.join(config.dataDir, 'temporal-server'), ports, store, password, clusterFrontendPort: ports.frontend, namespace: config.temporal.namespace, pidFile: true };
+    const temporal = await supervision.start('temporal', reclaiming(all, (onSpawn) => startTemporalNode({ ...options, onSpawn })), { dependsOn: ['postgres'] });
+    if (await ensureNamespace(temporal.address, config.temporal.namespace)) log.info({ namespace: config.temporal.namespace }, 'registered the Temporal namespace');
+    temporalAddress = temporal.address;
+    log.info({ address: temporalAddress }, 'Temporal server (on PostgreSQL) is up');
+  } else if (!temporalAddress) {
     await portFree(config.embedded.temporalPort, 'EMBEDDED_TEMPORAL_PORT');
     await portFree(config.embedded.temporalUiPort, 'EMBEDDED_TEMPORAL_UI_PORT');
     const options = {
@@ -299,7 +322,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `  API          ${config.api.publicBaseUrl}   (docs: ${config.api.publicBaseUrl}/docs)`,
-    temporalUi ? `  Temporal UI  ${temporalUi}` : `  Temporal     ${temporalAddress}`,
+    temporalUi ? `  Temporal UI  ${temporalUi}` : `  Temporal     ${temporalAddress}${realTemporal ? '   (the Temporal server on PostgreSQL; no UI)' : ''}`,
     `  MongoDB      ${redactUri(mongoUri)}   (${storage})`,
     `  Data         ${config.dataDir}   (logs in ${logs})`,
     bootstrap.key

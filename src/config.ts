@@ -100,6 +100,7 @@ export const envSchema = z.object({
   EMBEDDED_MONGODB_PORT: port('the embedded MongoDB-wire server').default(27017),
   EMBEDDED_POSTGRES_PORT: port('the embedded PostgreSQL').default(27432),
   EMBEDDED_TEMPORAL_PORT: port('the embedded Temporal frontend').default(7233),
+  EMBEDDED_TEMPORAL: z.enum(['dev', 'server'], { error: 'dev or server' }).default('dev'),
   EMBEDDED_TEMPORAL_UI_PORT: port('the embedded Temporal UI').default(8233),
   LOG_LEVEL: z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('info'),
   /** json for machines, pretty for people; auto: pretty on a terminal, json otherwise. */
@@ -302,6 +303,8 @@ export interface Config {
     postgresPort: number;
     temporalPort: number;
     temporalUiPort: number;
+    /** `dev`: the Temporal CLI's dev server (SQLite, with its UI); `server`: the real Temporal server on the embedded PostgreSQL. */
+    temporal: 'dev' | 'server';
     ferretdbBackend: 'postgresql' | 'sqlite';
   };
   /** The PostgreSQL behind FerretDB, when known. */
@@ -407,6 +410,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       ferretdbBackend: e.FERRETDB_BACKEND,
       temporalPort: e.EMBEDDED_TEMPORAL_PORT,
       temporalUiPort: e.EMBEDDED_TEMPORAL_UI_PORT,
+      temporal: e.EMBEDDED_TEMPORAL,
     },
     postgres: { url: e.POSTGRES_URL },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
@@ -501,10 +505,18 @@ function servicePorts(e: Env): number[] {
     e.EMBEDDED_POSTGRES_PORT,
     e.EMBEDDED_TEMPORAL_PORT,
     e.EMBEDDED_TEMPORAL_UI_PORT,
+    // The real server's own services listen around its frontend (scripts/servers/temporal-server.ts portsAround).
+    ...(e.EMBEDDED_TEMPORAL === 'server' ? Object.values(TEMPORAL_SERVER_PORT_OFFSETS).flat().map((d) => e.EMBEDDED_TEMPORAL_PORT + d) : []),
     ...e.SANDBOX_RESERVED_PORTS,
   ];
   return [...new Set(ports.filter((p) => p > 0))].sort((a, b) => a - b);
 }
+
+/**
+ * Where the real Temporal server's own services listen, from its frontend's port (EMBEDDED_TEMPORAL_PORT):
+ * the usual layout around 7233 (history 7234, matching 7235, worker 7239, HTTP 7243, membership 6933..).
+ */
+export const TEMPORAL_SERVER_PORT_OFFSETS = { frontendHttp: 10, history: 1, matching: 2, worker: 6, membership: [-300, -299, -298, -294] } as const;
 
 /** The api and worker need both servers' addresses; only the launcher may leave them unset. */
 export function requireServers(config: Config): { mongoUri: string; temporalAddress: string } {

@@ -8,13 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Client as PgClient } from 'pg';
 import { postgresSuperuserUrl, requirePostgresBinDir, startPostgres, type PostgresServer } from '../scripts/servers/postgres-server';
-import { ensureNamespace, MAX_MEMBERSHIP_PORT, prepareTemporalStore, startTemporalNode, TEMPORAL_DATABASES, TEMPORAL_ROLE, type TemporalNodePorts, type TemporalStore } from '../scripts/servers/temporal-server';
+import { ensureNamespace, freeNodePorts, prepareTemporalStore, startTemporalNode, TEMPORAL_DATABASES, TEMPORAL_ROLE, type TemporalNodePorts, type TemporalStore } from '../scripts/servers/temporal-server';
 import type { Child } from '../scripts/servers/child';
 import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -22,24 +21,6 @@ import { testConfig, testEnv, uniqueName } from './helpers/env';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startWorkerProcess } from './helpers/worker';
-
-/** A port free a moment ago, at or below `max` (the system's ephemeral ports start above the membership table's smallint). */
-async function freePortUpTo(max: number): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * (max - 20_000));
-    const free = await new Promise<boolean>((resolve) => {
-      const server = net.createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
-
-async function freeNodePorts(): Promise<TemporalNodePorts> {
-  const [frontend, frontendHttp, history, matching, worker, ...membership] = await Promise.all(Array.from({ length: 9 }, () => freePortUpTo(MAX_MEMBERSHIP_PORT)));
-  return { frontend: frontend!, frontendHttp: frontendHttp!, history: history!, matching: matching!, worker: worker!, membership: membership as TemporalNodePorts['membership'] };
-}
 
 async function query<T>(url: string, sql: string): Promise<T[]> {
   const c = new PgClient({ connectionString: url });

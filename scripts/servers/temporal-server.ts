@@ -19,7 +19,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
-import { portOpen } from '../../src/process/net';
+import { TEMPORAL_SERVER_PORT_OFFSETS } from '../../src/config';
+import { freePortUpTo, portOpen } from '../../src/process/net';
 import { startChild, type Child } from './child';
 import { ensureDatabasesRole } from './postgres-service-role';
 
@@ -99,15 +100,26 @@ export interface TemporalNodePorts {
   membership: [number, number, number, number];
 }
 
-/** The usual layout around a frontend port (7233: history 7234, matching 7235, worker 7239, HTTP 7243, membership 6933..). */
-export const portsAround = (frontend: number): TemporalNodePorts => ({
-  frontend,
-  frontendHttp: frontend + 10,
-  history: frontend + 1,
-  matching: frontend + 2,
-  worker: frontend + 6,
-  membership: [frontend - 300, frontend - 299, frontend - 298, frontend - 294],
-});
+/** Free ports for a node (each at most MAX_MEMBERSHIP_PORT): the tests' and benches' nodes. */
+export async function freeNodePorts(): Promise<TemporalNodePorts> {
+  const ports = new Set<number>();
+  while (ports.size < 9) ports.add(await freePortUpTo(MAX_MEMBERSHIP_PORT));
+  const [frontend, frontendHttp, history, matching, worker, ...membership] = [...ports];
+  return { frontend: frontend!, frontendHttp: frontendHttp!, history: history!, matching: matching!, worker: worker!, membership: membership as TemporalNodePorts['membership'] };
+}
+
+/** The usual layout around a frontend port (the launcher's: the config reserves the same ports from sandboxes). */
+export const portsAround = (frontend: number): TemporalNodePorts => {
+  const o = TEMPORAL_SERVER_PORT_OFFSETS;
+  return {
+    frontend,
+    frontendHttp: frontend + o.frontendHttp,
+    history: frontend + o.history,
+    matching: frontend + o.matching,
+    worker: frontend + o.worker,
+    membership: o.membership.map((d) => frontend + d) as unknown as TemporalNodePorts['membership'],
+  };
+};
 
 export interface TemporalNodeOptions {
   binary: string;

@@ -33,6 +33,22 @@ export function freePort(): Promise<number> {
 }
 
 /**
+ * A port free a moment ago on loopback, between 20000 and `max` (below the kernel's ephemeral range, where
+ * listen(0) ports come from): for a server that keeps its ports in a smallint column (Temporal's membership).
+ */
+export async function freePortUpTo(max: number): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * (max - 20_000));
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/**
  * The sockets that listen on `port` (TCP, any address, IPv4 and IPv6), read from /proc/net/tcp and tcp6
  * (columns: local address as hex address:port, state 0A is LISTEN, the creator's uid, the inode).
  */

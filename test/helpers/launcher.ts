@@ -23,7 +23,7 @@ export interface LauncherPorts {
 }
 
 /** The pid file of each supervised child, relative to the data directory. */
-export const PID_FILES = { api: 'api', worker: 'worker', ferretdb: 'ferretdb/ferretdb', postgres: 'postgres/postgres', temporal: 'temporal/temporal' } as const;
+export const PID_FILES = { api: 'api', worker: 'worker', ferretdb: 'ferretdb/ferretdb', postgres: 'postgres/postgres', temporal: 'temporal/temporal', temporalServer: 'temporal-server/temporal' } as const;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
