@@ -83,7 +83,8 @@ export async function startBenchServers(name: string) {
     /** Stops the benchmark's own processes first (api, worker, runtime), then the servers. */
     async stop(children: ChildProcess[] = []) {
       await stopProcesses(children);
-      await Promise.all([store.stop(), temporal.stop()]);
+      await temporal.stop(); // before the PostgreSQL it may store into
+      await store.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -29,7 +29,7 @@ import { postgresIsSuperuser, postgresLogin, postgresSuperuserUrl, requirePostgr
 import { migrateSqliteData } from './servers/sqlite-migration';
 import { Supervisor, type StartFn, type SuperviseOptions } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
-import { ensureNamespace, portsAround, prepareTemporalStore, startTemporalNode } from './servers/temporal-server';
+import { ensureNamespace, MAX_MEMBERSHIP_PORT, portsAround, prepareTemporalStore, startTemporalNode } from './servers/temporal-server';
 
 /**
  * As root, every program the launcher and its children find through PATH runs as root: a directory
@@ -162,7 +162,8 @@ async function main(): Promise<void> {
     [path.join(config.dataDir, 'api.pid'), path.join(dist, 'src', 'api', 'main.js')],
     [path.join(config.dataDir, 'worker.pid'), path.join(dist, 'worker', 'main.js')],
     [path.join(config.dataDir, 'temporal', 'temporal.pid'), 'temporal-cli-'],
-    [path.join(config.dataDir, 'temporal-server', 'temporal.pid'), 'temporal-server-'],
+    // Its directory, on its command line after --root: no other data directory's server matches.
+    [path.join(config.dataDir, 'temporal-server', 'temporal.pid'), path.join(config.dataDir, 'temporal-server')],
     [path.join(config.dataDir, 'ferretdb', 'ferretdb.pid'), 'ferretdb-'],
     // Its cluster's path, on its command line after -D: no other PostgreSQL on the machine matches.
     [path.join(config.dataDir, 'postgres', 'postgres.pid'), path.join(config.dataDir, 'postgres', 'data'), 'SIGINT'],
@@ -174,6 +175,9 @@ async function main(): Promise<void> {
 
   const embedded = !config.mongo.uri || !config.temporal.address;
   const realTemporal = !config.temporal.address && config.embedded.temporal === 'server';
+  if (realTemporal && (config.embedded.temporalPort < 301 || config.embedded.temporalPort - 294 > MAX_MEMBERSHIP_PORT)) {
+    throw new ConfigError([`EMBEDDED_TEMPORAL_PORT: with EMBEDDED_TEMPORAL=server its membership ports (300 to 294 below it) must be within 1..${MAX_MEMBERSHIP_PORT}: use 301..${MAX_MEMBERSHIP_PORT + 294}`]);
+  }
   if (realTemporal && (config.mongo.uri || config.postgres.url || config.embedded.ferretdbBackend !== 'postgresql')) {
     throw new ConfigError([
       'EMBEDDED_TEMPORAL=server runs the Temporal server on the embedded PostgreSQL: leave MONGODB_URI and POSTGRES_URL unset and FERRETDB_BACKEND=postgresql, or set TEMPORAL_ADDRESS to a cluster of your own',

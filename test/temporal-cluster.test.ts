@@ -19,6 +19,7 @@ import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv, uniqueName } from './helpers/env';
 import { killRuntimesUnder } from './helpers/sandboxes';
+import { eventually } from './helpers/eventually';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startWorkerProcess } from './helpers/worker';
 
@@ -67,8 +68,13 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
     expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false });
     const owned = await query<{ datname: string }>(store.superuserUrl('postgres'), `SELECT datname FROM pg_database WHERE pg_get_userbyid(datdba) = '${TEMPORAL_ROLE}' ORDER BY datname`);
     expect(owned.map((d) => d.datname)).toEqual(Object.values(TEMPORAL_DATABASES).sort());
+    // Each role enters its own databases only: not FerretDB's, nor `postgres`.
+    for (const other of ['ferretdb', 'postgres']) {
+      await expect(query(`postgres://${TEMPORAL_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${store.port}/${other}?sslmode=disable`, 'SELECT 1')).rejects.toThrow(/permission denied/);
+    }
 
-    const [portsA, portsB] = [await freeNodePorts(), await freeNodePorts()];
+    const taken = new Set<number>();
+    const [portsA, portsB] = [await freeNodePorts(taken), await freeNodePorts(taken)];
     const node = (name: string, ports: TemporalNodePorts) =>
       startTemporalNode({ binary: env.binaries.temporalServer, dir: path.join(dir, name), ports, store, password, clusterFrontendPort: portsA.frontend, namespace: 'default' });
     const a = await node('node-a', portsA);
@@ -82,22 +88,27 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
     const configA = await configOf(a, 'host-a');
     const workerA = startWorkerProcess(configA, configA.dataDir);
     workers.push(workerA.child);
+    let outA = '';
+    for (const stream of [workerA.child.stdout!, workerA.child.stderr!]) stream.on('data', (d: Buffer) => (outA += d.toString()));
     const b = await node('node-b', portsB);
     nodes.push(b);
     const configB = await configOf(b, 'host-b');
     const workerB = startWorkerProcess(configB, configB.dataDir);
     workers.push(workerB.child);
+    // It found no namespace and said so, and is still there, waiting.
+    await eventually(() => outA.includes('search attributes of namespace default not registered yet'), { timeoutMs: 60_000, what: 'worker A waiting for the namespace' });
+    expect(workerA.child.exitCode).toBeNull();
     expect(await ensureNamespace(b.address, 'default')).toBe(true);
     expect(await ensureNamespace(a.address, 'default')).toBe(false); // registered already: no error
     // Both register the search attributes at about the same moment; neither fails.
     await Promise.all([workerA.ready, workerB.ready]);
 
-    // One cluster: both nodes' frontends in its membership table.
-    const members = await query<{ n: string }>(
+    // One cluster: both nodes' frontends and history services heartbeating into its membership table.
+    const members = await query<{ role: number; n: string }>(
       `postgres://${TEMPORAL_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${store.port}/${TEMPORAL_DATABASES.history}?sslmode=disable`,
-      "SELECT count(DISTINCT rpc_port)::text AS n FROM cluster_membership WHERE record_expiry > now() AND role = 1",
+      "SELECT role, count(DISTINCT rpc_port)::text AS n FROM cluster_membership WHERE last_heartbeat > (now() AT TIME ZONE 'UTC') - interval '30 seconds' AND role IN (1, 2) GROUP BY role ORDER BY role",
     );
-    expect(members[0]!.n).toBe('2');
+    expect(members).toEqual([{ role: 1, n: '2' }, { role: 2, n: '2' }]);
 
     for (const config of [configA, configB]) apis.push(await startTestApi(config));
     const [apiA, apiB] = apis as [TestApi, TestApi];

@@ -88,7 +88,8 @@ async function main(): Promise<void> {
     appName: 'agent-control-worker',
   });
   const connection = await connectWithRetry(temporalAddress, (m) => logger.warn(m));
-  const added = await ensureSearchAttributes(connection, config.temporal.namespace, { log: (l) => logger.warn(l) });
+  // A cluster still coming up is waited for; a namespace that never comes (a wrong TEMPORAL_NAMESPACE) ends the worker.
+  const added = await ensureSearchAttributes(connection, config.temporal.namespace, { log: (l) => logger.warn(l), giveUpMs: 10 * 60_000 });
   if (added.length > 0) logger.info({ added }, 'registered search attributes');
 
   const clientConnection = boundedConnection(temporalAddress);

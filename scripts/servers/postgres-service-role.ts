@@ -64,12 +64,12 @@ async function connected<T>(url: string, use: (c: Client) => Promise<T>, options
 
 /**
  * The role: login, no superuser, CREATEDB, CREATEROLE, replication or BYPASSRLS, no role memberships,
- * no settings of its own; its database owned by it, open to connections (a limit it set on itself is
- * lifted), without settings of its own; no other database open to PUBLIC.
+ * no settings of its own; its databases owned by it, open to its connections (a limit it set on itself is
+ * lifted), without settings of its own, closed to PUBLIC; `postgres` and template1 closed to PUBLIC too.
  */
-async function ensureRole(c: Client, s: Pick<ServiceRoleSetup, 'role'>, databases: readonly string[], password: string): Promise<void> {
+async function ensureRole(c: Client, s: Pick<ServiceRoleSetup, 'role'>, databases: readonly string[], password: string, connectionLimit = -1): Promise<void> {
   const role = c.escapeIdentifier(s.role);
-  const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT CONNECTION LIMIT -1 VALID UNTIL 'infinity' PASSWORD ${c.escapeLiteral(scramVerifier(password))}`;
+  const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT CONNECTION LIMIT ${Math.trunc(connectionLimit)} VALID UNTIL 'infinity' PASSWORD ${c.escapeLiteral(scramVerifier(password))}`;
   try {
     await c.query(`CREATE ROLE ${role} ${attributes}`);
   } catch (e) {
@@ -87,6 +87,8 @@ async function ensureRole(c: Client, s: Pick<ServiceRoleSetup, 'role'>, database
     await c.query(`ALTER DATABASE ${database} OWNER TO ${role}`);
     await c.query(`ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS true CONNECTION LIMIT -1 IS_TEMPLATE false`);
     await c.query(`ALTER DATABASE ${database} RESET ALL`);
+    // Its owner's only: another role of the same server (the Temporal server's, the service's) may not enter it.
+    await c.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${database} FROM PUBLIC`);
   }
   for (const other of ['postgres', 'template1']) await c.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${other} FROM PUBLIC`);
 }
@@ -156,7 +158,14 @@ export const handedOverFile = (dir: string) => path.join(dir, 'service-role-hand
  * A role of its own for another server on the same PostgreSQL (the Temporal server): made or brought up to
  * date like the service's, owning `databases` (made here when missing) and nothing else. Answers its password.
  */
-export async function ensureDatabasesRole(s: { superuserUrl: (database: string) => string; role: string; databases: readonly string[]; passwordFile: string }): Promise<string> {
+export async function ensureDatabasesRole(s: {
+  superuserUrl: (database: string) => string;
+  role: string;
+  databases: readonly string[];
+  passwordFile: string;
+  /** Its connections at most, so that it cannot take every slot of the server from the service's role. */
+  connectionLimit: number;
+}): Promise<string> {
   const password = servicePassword(s.passwordFile);
   await connected(s.superuserUrl('postgres'), async (c) => {
     for (const name of s.databases) {
@@ -166,7 +175,7 @@ export async function ensureDatabasesRole(s: { superuserUrl: (database: string) 
         if (e.code !== '42P04') throw e; // made meanwhile by a start racing this one
       });
     }
-    await ensureRole(c, s, s.databases, password);
+    await ensureRole(c, s, s.databases, password, s.connectionLimit);
   });
   return password;
 }

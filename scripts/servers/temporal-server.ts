@@ -28,8 +28,18 @@ export const TEMPORAL_ROLE = 'agent_control_temporal';
 export const TEMPORAL_DATABASES = { history: 'temporal', visibility: 'temporal_visibility' } as const;
 /** The schema tool's embedded schema of each database. */
 const SCHEMAS: Record<string, string> = { [TEMPORAL_DATABASES.history]: 'postgresql/v12/temporal', [TEMPORAL_DATABASES.visibility]: 'postgresql/v12/visibility' };
-/** Fixed for the life of a cluster: workflows are spread over this many history shards. */
+/**
+ * Fixed for the life of a cluster (the count stored at its first start wins over any later config):
+ * workflows are spread over this many history shards. Sized for this embedded, loopback cluster.
+ */
 export const HISTORY_SHARDS = 4;
+/**
+ * Connections of a node: each of its four services has its own pools, so a node holds up to 4 x (8 + 2).
+ * The role is limited to enough for two nodes and the schema tool, well under PostgreSQL's 200, which
+ * FerretDB's pools share.
+ */
+const POOL = { history: 8, visibility: 2 };
+const ROLE_CONNECTION_LIMIT = 90;
 /** How long a closed workflow's history is kept in a namespace this registers. */
 const RETENTION_SECONDS = 3 * 24 * 3600;
 
@@ -75,7 +85,13 @@ async function versioned(url: string): Promise<boolean> {
  * when they are current). Answers the role's password.
  */
 export async function prepareTemporalStore(sqlTool: string, store: TemporalStore): Promise<string> {
-  const password = await ensureDatabasesRole({ superuserUrl: store.superuserUrl, role: TEMPORAL_ROLE, databases: Object.values(TEMPORAL_DATABASES), passwordFile: store.passwordFile });
+  const password = await ensureDatabasesRole({
+    superuserUrl: store.superuserUrl,
+    role: TEMPORAL_ROLE,
+    databases: Object.values(TEMPORAL_DATABASES),
+    passwordFile: store.passwordFile,
+    connectionLimit: ROLE_CONNECTION_LIMIT,
+  });
   // The tool's own environment variables: the password is on no command line.
   const env = { PATH: process.env.PATH, SQL_HOST: store.host, SQL_PORT: String(store.port), SQL_USER: TEMPORAL_ROLE, SQL_PASSWORD: password, SQL_PLUGIN: 'postgres12' };
   for (const database of Object.values(TEMPORAL_DATABASES)) {
@@ -100,10 +116,14 @@ export interface TemporalNodePorts {
   membership: [number, number, number, number];
 }
 
-/** Free ports for a node (each at most MAX_MEMBERSHIP_PORT): the tests' and benches' nodes. */
-export async function freeNodePorts(): Promise<TemporalNodePorts> {
+/** Free ports for a node (each at most MAX_MEMBERSHIP_PORT), none of `taken`, which gets them: the tests' and benches' nodes. */
+export async function freeNodePorts(taken: Set<number> = new Set()): Promise<TemporalNodePorts> {
   const ports = new Set<number>();
-  while (ports.size < 9) ports.add(await freePortUpTo(MAX_MEMBERSHIP_PORT));
+  while (ports.size < 9) {
+    const port = await freePortUpTo(MAX_MEMBERSHIP_PORT);
+    if (!taken.has(port)) ports.add(port);
+  }
+  for (const port of ports) taken.add(port);
   const [frontend, frontendHttp, history, matching, worker, ...membership] = [...ports];
   return { frontend: frontend!, frontendHttp: frontendHttp!, history: history!, matching: matching!, worker: worker!, membership: membership as TemporalNodePorts['membership'] };
 }
@@ -158,7 +178,7 @@ function nodeConfig(o: TemporalNodeOptions): string {
       defaultStore: 'default',
       visibilityStore: 'visibility',
       numHistoryShards: HISTORY_SHARDS,
-      datastores: { default: store(TEMPORAL_DATABASES.history, 20), visibility: store(TEMPORAL_DATABASES.visibility, 4) },
+      datastores: { default: store(TEMPORAL_DATABASES.history, POOL.history), visibility: store(TEMPORAL_DATABASES.visibility, POOL.visibility) },
     },
     global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
     services: {
@@ -217,21 +237,29 @@ export async function ensureNamespace(address: string, namespace: string): Promi
 
 /** Starts one node of the cluster (every service in one process) and waits until its frontend answers. */
 export async function startTemporalNode(o: TemporalNodeOptions): Promise<Child & { address: string }> {
-  const { frontend, history, matching, worker, membership } = o.ports;
-  const high = [frontend, history, matching, worker, ...membership].filter((p) => p > MAX_MEMBERSHIP_PORT);
-  if (high.length) throw new Error(`Temporal node ports ${high.join(', ')} are above ${MAX_MEMBERSHIP_PORT}: its membership table keeps them as smallint`);
+  const wrong = o.ports.membership.filter((p) => p < 1 || p > MAX_MEMBERSHIP_PORT);
+  if (wrong.length) throw new Error(`Temporal membership ports ${wrong.join(', ')} are not within 1..${MAX_MEMBERSHIP_PORT}: its membership table keeps them as smallint`);
   const configDir = path.join(o.dir, 'config');
   fs.mkdirSync(configDir, { recursive: true, mode: 0o700 });
-  fs.chmodSync(o.dir, 0o700);
-  const file = path.join(configDir, 'node.yaml');
-  fs.rmSync(file, { force: true }); // written anew (0600: it holds the password), never through a link left there
-  fs.writeFileSync(file, nodeConfig(o), { mode: 0o600, flag: 'wx' });
-  fs.writeFileSync(path.join(configDir, 'dynamic.yaml'), DYNAMIC_CONFIG, { mode: 0o600 });
+  for (const dir of [o.dir, configDir]) {
+    if (!fs.lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a directory of its own (a link?)`);
+    fs.chmodSync(dir, 0o700);
+  }
+  // Written anew (0600: the node's holds the password), never through a link left there.
+  const write = (name: string, text: string) => {
+    const file = path.join(configDir, name);
+    fs.rmSync(file, { force: true });
+    fs.writeFileSync(file, text, { mode: 0o600, flag: 'wx' });
+  };
+  write('node.yaml', nodeConfig(o));
+  write('dynamic.yaml', DYNAMIC_CONFIG);
   const address = `127.0.0.1:${o.ports.frontend}`;
   const child = await startChild({
     name: 'temporal',
     command: o.binary,
     args: ['--root', o.dir, '--config', 'config', '--env', 'node', '--allow-no-auth', 'start'],
+    // Nothing of the launcher's environment (its secrets; a TEMPORAL_* variable would change what it loads).
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TZ: process.env.TZ ?? 'UTC' },
     cwd: o.dir,
     logFile: path.join(o.dir, 'temporal.log'),
     pidFile: o.pidFile ? path.join(o.dir, 'temporal.pid') : undefined,

@@ -11,7 +11,10 @@ const TYPE_OF: Record<string, temporal.api.enums.v1.IndexedValueType> = {
   Datetime: TYPES.INDEXED_VALUE_TYPE_DATETIME,
 };
 
-/** gRPC codes of a cluster still coming up: the namespace not registered yet, the server not answering, a race between two registrations. */
+/**
+ * gRPC codes of a cluster still coming up: the namespace not registered yet (NOT_FOUND; on SQL visibility
+ * the server answers it as UNAVAILABLE), the server not answering, a race between two registrations.
+ */
 const NOT_YET: ReadonlySet<number> = new Set([4 /* DEADLINE_EXCEEDED */, 5 /* NOT_FOUND */, 14 /* UNAVAILABLE */]);
 const notYet = (e: unknown) => NOT_YET.has((e as { code?: unknown }).code as number);
 
