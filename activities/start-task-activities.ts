@@ -276,7 +276,8 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         },
         systemMessageSuffix: suffix || null,
         workingDir: a.workingDir,
-        initialMessage: req.initial_message ?? null,
+        // A message without content (the published SendMessageRequest allows it) is no message.
+        initialMessage: req.initial_message?.content?.length ? req.initial_message : null,
         maxIterations: effective.conversation_settings.max_iterations,
         confirmationMode: effective.conversation_settings.confirmation_mode,
         secrets: Object.fromEntries(Object.entries(effective.secrets).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))),

@@ -115,7 +115,9 @@ describe('start request', () => {
 
   it('checks field values', () => {
     const types = (input: unknown) => detail(StartRequestSchema, input).map((d) => [d.loc.join('.'), d.type]);
-    expect(types({ initial_message: { content: [] } })).toEqual([['body.initial_message.content', 'too_short']]);
+    // No content is no message (the published SendMessageRequest's content is optional); too much is refused.
+    expect(StartRequestSchema.parse({ initial_message: { content: [] } }).initial_message).toEqual({ role: 'user', content: [], run: false });
+    expect(types({ initial_message: { content: Array.from({ length: 101 }, () => ({ text: 'x' })) } })).toEqual([['body.initial_message.content', 'too_long']]);
     expect(types({ initial_message: { role: 'robot', content: [{ text: 'x' }] } })).toEqual([['body.initial_message.role', 'enum']]);
     expect(types({ initial_message: { content: [{ image_urls: [] }] } })).toEqual([['body.initial_message.content.0.image_urls', 'too_short']]);
     expect(types({ git_provider: 'gitlab' })).toEqual([['body.git_provider', 'enum']]);

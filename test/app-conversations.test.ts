@@ -237,6 +237,22 @@ describe('app conversation starts', () => {
     await t.request('DELETE', `/api/v1/sandboxes/${mine.id}`, { key: user.key });
   }, 60_000);
 
+  it('an initial_message without content (the published SendMessageRequest allows it) sends no message; acp_server and launched_agent_profile are null', async () => {
+    const before = llm.requests.length;
+    const started = await streamStart({ initial_message: { run: true } });
+    expect(started.status).toBe(200);
+    const ready = started.body.at(-1);
+    expect(ready).toMatchObject({ status: 'READY' });
+    expect(ready.request.initial_message).toEqual({ role: 'user', content: [], run: true });
+    const [conversation] = (await t.request('GET', `/api/v1/app-conversations?ids=${ready.id}`, { key: user.key })).body;
+    expect(conversation).toMatchObject({ id: ready.id, acp_server: null, launched_agent_profile: null });
+    // No message: the agent never ran, the LLM was never asked, the log holds no message of the user.
+    await sleep(500);
+    expect(llm.requests.length).toBe(before);
+    const events = (await t.request('GET', `/api/v1/conversation/${ready.id}/events/search?limit=100`, { key: user.key })).body.items as { kind?: string; source?: string }[];
+    expect(events.filter((e) => e.kind === 'MessageEvent' && e.source === 'user')).toEqual([]);
+  }, 60_000);
+
   it("refuses another user's sandbox: ERROR saying it was not found", async () => {
     const other = await t.newUser();
     const theirs = await t.request('POST', '/api/v1/sandboxes', { key: other.key, body: {} });

@@ -93,6 +93,12 @@ describe('start requests of the published document', () => {
     expect(bare.body.request.initial_message).toEqual({ role: 'user', content: [{ type: 'text', text: 'Hi.', cache_prompt: false }], run: false });
   });
 
+  it('initial_message may leave content out, as published: accepted, echoed with no content', async () => {
+    const { data, response } = await client.POST('/api/v1/app-conversations', { body: { initial_message: { role: 'user', run: true }, agent_type: 'default' } });
+    expect(response.status).toBe(200);
+    expect(data!.request).toMatchObject({ initial_message: { role: 'user', content: [], run: true } });
+  });
+
   it('stays closed: an unknown field, even null, is a 422; so is a role the published schema does not have', async () => {
     const unknown = await t.request('POST', '/api/v1/app-conversations', { key, body: { title: null, surprise: null } });
     expect(unknown.status).toBe(422);

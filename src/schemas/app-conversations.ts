@@ -311,6 +311,11 @@ export const MetricsSnapshotSchema = z
   .meta({ id: 'MetricsSnapshot' });
 export type MetricsSnapshot = z.output<typeof MetricsSnapshotSchema>;
 
+/** The published LaunchedAgentProfile: which agent profile, at which revision, launched a conversation. */
+export const LaunchedAgentProfileSchema = z
+  .object({ agent_profile_id: z.uuid(), revision: z.number().int().min(0) })
+  .meta({ id: 'LaunchedAgentProfile' });
+
 export const AppConversationSchema = z
   .object({
     id: z.string(),
@@ -334,6 +339,10 @@ export const AppConversationSchema = z
     metrics: MetricsSnapshotSchema.nullable().meta({ description: 'Tokens and cost so far, as the runtime last reported them.' }),
     conversation_url: nullableString("The conversation on the sandbox's agent server (while it runs)."),
     session_api_key: nullableString("The sandbox's session key, for calls to conversation_url; only while the sandbox runs."),
+    acp_server: nullableString('The ACP provider its agent runs (the published field); null: this service runs no ACP agents.'),
+    launched_agent_profile: LaunchedAgentProfileSchema.nullable().meta({
+      description: 'The agent profile that launched it (the published field); null: it was not launched from a profile (this service keeps none yet).',
+    }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   })

@@ -23,11 +23,18 @@ export const MessageContentSchema = z
   .max(100)
   .meta({ description: 'Text and image blocks, in order.' });
 
-/** The reference's SendMessageRequest: any role, and `run` false unless asked (its default). */
+/**
+ * The reference's SendMessageRequest: any role, `run` false unless asked (its default), and `content`
+ * optional, as published: a start's initial_message without content (or with none) sends no message.
+ */
 export const SendMessageRequestSchema = z
   .strictObject({
     role: z.enum(['user', 'system', 'assistant', 'tool']).default('user'),
-    content: MessageContentSchema,
+    content: z
+      .array(z.union([TextContentSchema, ImageContentSchema]))
+      .max(100)
+      .default([])
+      .meta({ description: 'Text and image blocks, in order; none: no message is sent.' }),
     run: z.boolean().default(false).meta({ description: 'Run the agent on this message when it is not running.' }),
   })
   .meta({ id: 'SendMessageRequest' });

@@ -1970,7 +1970,10 @@ export interface components {
              * @enum {string}
              */
             role: "user" | "system" | "assistant" | "tool";
-            /** @description Text and image blocks, in order. */
+            /**
+             * @description Text and image blocks, in order; none: no message is sent.
+             * @default []
+             */
             content: (components["schemas"]["TextContent"] | components["schemas"]["ImageContent"])[];
             /**
              * @description Run the agent on this message when it is not running.
@@ -2173,6 +2176,14 @@ export interface components {
             conversation_url: string | null;
             /** @description The sandbox's session key, for calls to conversation_url; only while the sandbox runs. */
             session_api_key: string | null;
+            /** @description The ACP provider its agent runs (the published field); null: this service runs no ACP agents. */
+            acp_server: string | null;
+            /** @description The agent profile that launched it (the published field); null: it was not launched from a profile (this service keeps none yet). */
+            launched_agent_profile: {
+                /** Format: uuid */
+                agent_profile_id: string;
+                revision: number;
+            } | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
