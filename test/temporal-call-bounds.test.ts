@@ -94,6 +94,28 @@ describe('bounded Temporal calls', () => {
     expect(after.status.name).toBe('RUNNING');
   });
 
+  it('a connection closed while a call waits to be retried: the call ends CANCELLED, nothing thrown from the timer', async () => {
+    // Nothing listens on this port: the first attempt is UNAVAILABLE and the SDK retries it from a timer.
+    const nowhere = boundedConnection(`127.0.0.1:${await freePort()}`, 10_000);
+    const uncaught: Error[] = [];
+    const onUncaught = (e: Error) => uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const call = timed(() => nowhere.workflowService.getSystemInfo({}));
+      await new Promise((r) => setTimeout(r, 300));
+      await nowhere.close();
+      const pending = new Promise<{ ms: number; error: unknown }>((r) => setTimeout(() => r({ ms: Infinity, error: 'still pending' }), 5000));
+      const { ms, error } = await Promise.race([call, pending]);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as ServiceError & { code?: number }).code ?? (error as { cause?: { code?: number } }).cause?.code).toBe(1); // CANCELLED
+      expect(ms).toBeLessThan(5000); // settled, not left pending until the 10 s deadline or for ever
+      await new Promise((r) => setTimeout(r, 1000)); // any retry timer still due has fired
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+    }
+  });
+
   it('a refusal stays a refusal, not Unavailable', async () => {
     // A search attribute the namespace does not have: the server answers INVALID_ARGUMENT.
     const refused = await timed(() => client.workflow.start('nothing-runs-this', { workflowId: 'bad', taskQueue: 'nobody-polls', searchAttributes: { NoSuchAttribute: ['x'] } }));

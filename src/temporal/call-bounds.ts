@@ -11,7 +11,7 @@
  * (withinBound in workflow-answer.ts), with WAITING_CALL_CEILING_MS as a net. A call that runs out, or a
  * server that cannot be reached, is Unavailable: the same call may work shortly.
  */
-import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { InterceptingCall, Metadata, status as GrpcStatus, type Interceptor, type NextCall } from '@grpc/grpc-js';
 import { Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { DomainError, Unavailable } from '../errors';
 
@@ -49,9 +49,46 @@ export function callDeadline(timeoutMs: number): Interceptor {
   };
 }
 
+/** A call that never went out: it ends at once with `code`, as a unary call does (no message, then the status). */
+function endedCall(code: GrpcStatus, details: string): ReturnType<NextCall> {
+  const nothing = () => undefined;
+  return {
+    start(_metadata, listener) {
+      setImmediate(() => {
+        listener?.onReceiveMessage?.(null);
+        listener?.onReceiveStatus?.({ code, details, metadata: new Metadata() });
+      });
+    },
+    cancelWithStatus: nothing,
+    getPeer: () => '',
+    sendMessageWithContext: nothing,
+    sendMessage: nothing,
+    startRead: nothing,
+    halfClose: nothing,
+    getAuthContext: () => null,
+  };
+}
+
+/**
+ * The SDK's retry interceptor sends a retry from a timer; when the connection was closed in between (an api
+ * or worker shutting down), making that call throws "Channel has been shut down" from the timer, an
+ * uncaught exception, and the caller's promise never settles (measured). Here a call on a closed channel
+ * ends CANCELLED instead, which the retry interceptor does not retry and hands to the caller.
+ */
+function endingOnClose(inner: Interceptor): Interceptor {
+  return (options, nextCall) =>
+    inner(options, (o) => {
+      try {
+        return nextCall(o);
+      } catch (e) {
+        return endedCall(GrpcStatus.CANCELLED, e instanceof Error ? e.message : String(e));
+      }
+    });
+}
+
 /** A client connection (made on first use) whose plain calls are bounded, with the SDK's retries inside the bound. */
 export function boundedConnection(address: string, timeoutMs: number = CALL_TIMEOUT_MS): Connection {
-  return Connection.lazy({ address, interceptors: [callDeadline(timeoutMs), makeGrpcRetryInterceptor(defaultGrpcRetryOptions())] });
+  return Connection.lazy({ address, interceptors: [callDeadline(timeoutMs), endingOnClose(makeGrpcRetryInterceptor(defaultGrpcRetryOptions()))] });
 }
 
 /** gRPC codes of a server that did not answer in time, could not be reached, or is overloaded. */
