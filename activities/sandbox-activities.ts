@@ -10,6 +10,7 @@ import type { SecretBox } from '../src/auth/secret-box';
 import { EventBackfill } from '../src/sandboxes/event-backfill';
 import { runtimeClient } from '../src/sandboxes/runtime-clients';
 import { AGENT_SERVER, SESSION_KEY_HEADER, type SandboxStatus } from '../src/schemas/sandboxes';
+import { SANDBOX_ACTIVITY_FAILURES } from '../src/temporal/shared';
 import type { ConversationsStore } from '../src/store/conversations-store';
 import type { SandboxesStore, SandboxRecord } from '../src/store/sandboxes-store';
 import type { ProviderRegistry } from './sandbox-providers';
@@ -25,6 +26,8 @@ export interface SandboxActivityDeps {
   controlPlaneUrl: string;
   /** The sandboxes' conversations, for reading back what a runtime's log has and the control plane's lacks. */
   conversations: Pick<ConversationsStore, 'inSandbox'>;
+  /** This worker's host task queue (hostTaskQueue), where the process sandboxes it places are acted on. */
+  hostQueue: string;
 }
 
 /** How long one read-back of a sandbox's runtime log may take (it runs beside the health checks, not in them). */
@@ -155,6 +158,16 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     },
 
     /**
+     * Where the sandbox's runtime is acted on: a process sandbox on the host of the worker that runs this
+     * (local activity, so the worker running its workflow), once; null for a sandbox any worker reaches.
+     */
+    async placeSandbox(sandboxId: string): Promise<string | null> {
+      const r = await load(sandboxId);
+      if (r.spec.provider !== 'process') return null;
+      return r.host_queue ?? (await sandboxes.placeOn(sandboxId, deps.hostQueue));
+    },
+
+    /**
      * STARTING -> RUNNING: starts the runtime, waits until it answers and records RUNNING as its last
      * step (the workflow's transition, written here to spare the start a second round trip). A retry
      * after a crash finds the runtime the first attempt made.
@@ -184,9 +197,16 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       await sandboxes.setRuntime(sandboxId, null, []);
     },
 
-    /** One health check: what the provider says, then whether /alive answers; and when it was last used. */
-    async checkSandboxRuntime(sandboxId: string): Promise<RuntimeCheck> {
+    /**
+     * One health check: what the provider says, then whether /alive answers; and when it was last used.
+     * `onlyOnItsHost`: fails (SANDBOX_ACTIVITY_FAILURES.onAnotherHost) on a worker of another host than
+     * the sandbox's, whose provider would look for the runtime where it is not.
+     */
+    async checkSandboxRuntime(sandboxId: string, opts: { onlyOnItsHost?: boolean } = {}): Promise<RuntimeCheck> {
       const r = await load(sandboxId);
+      if (opts.onlyOnItsHost && r.host_queue && r.host_queue !== deps.hostQueue) {
+        throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} is on the host of task queue ${r.host_queue}, not on this worker's`, SANDBOX_ACTIVITY_FAILURES.onAnotherHost);
+      }
       const lastUsedAtMs = (await sandboxes.lastUsedAt(r)).getTime();
       if (!r.runtime) return { state: 'missing', detail: 'the sandbox has no runtime', lastUsedAtMs };
       const state = await provider(r).inspect(r.runtime);

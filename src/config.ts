@@ -4,6 +4,7 @@
  * form it expects.
  */
 import { createHash } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -76,6 +77,15 @@ export const envSchema = z.object({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/, { error: 'a Temporal namespace name (letters, digits, . _ -)' })
     .default('default'),
   TEMPORAL_TASK_QUEUE: nonEmpty('task queue name').default('agent-control'),
+  /**
+   * This worker's host, as the sandboxes it holds record it: its process sandboxes are acted on through
+   * the task queue <TEMPORAL_TASK_QUEUE>@<WORKER_HOST>. Default: the machine's host name. Workers on one
+   * machine share it; a worker that comes back with it picks that host's sandboxes up again.
+   */
+  WORKER_HOST: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, { error: 'a host name (letters, digits, . _ -, at most 63)' })
+    .optional(),
   /** Where the launcher keeps the embedded servers' data, keys and sandboxes. */
   DATA_DIR: nonEmpty('directory path').default('.data'),
   /** Where the server binaries built from Go modules are cached (outside the checkout). */
@@ -150,6 +160,13 @@ export const envSchema = z.object({
   SANDBOX_HEALTH_INTERVAL_MS: positiveInt('milliseconds').default(10_000),
   /** How long a runtime may fail its checks before the sandbox turns ERROR (ms); one its provider reports gone: at once. */
   SANDBOX_HEALTH_GRACE_MS: positiveInt('milliseconds').default(30_000),
+  /** How long no worker of a sandbox's host may take its calls before the sandbox turns ERROR (ms). */
+  SANDBOX_HOST_LOST_MS: positiveInt('milliseconds').default(5 * 60_000),
+  /**
+   * The address process runtimes listen on and are reached at (their exposed URL). 127.0.0.1 keeps them
+   * on this machine; with apis or workers on other hosts, this host's address they reach.
+   */
+  SANDBOX_PROCESS_HOST: z.ipv4({ error: 'an IPv4 address of this machine, such as 127.0.0.1' }).default('127.0.0.1'),
   /** A RUNNING sandbox unused this long is paused (ms); 0 never pauses. */
   SANDBOX_IDLE_TIMEOUT_MS: nonNegativeInt('milliseconds; 0 turns auto-pause off').default(30 * 60_000),
   /** How long a starting or resumed runtime has to answer /alive (ms). */
@@ -293,7 +310,8 @@ export const ENV_VARIABLES = Object.keys(envSchema.shape) as (keyof Env)[];
 export interface Config {
   api: { host: string; port: number; publicBaseUrl: string };
   mongo: { uri: string | undefined; db: string; serverSelectionTimeoutMs: number };
-  temporal: { address: string | undefined; namespace: string; taskQueue: string };
+  /** `workerHost`: WORKER_HOST, or this machine's host name. */
+  temporal: { address: string | undefined; namespace: string; taskQueue: string; workerHost: string };
   dataDir: string;
   serversCacheDir: string | undefined;
   workflowBundlePath: string | undefined;
@@ -333,6 +351,9 @@ export interface Config {
     defaultSpecId: string;
     healthIntervalMs: number;
     healthGraceMs: number;
+    hostLostMs: number;
+    /** SANDBOX_PROCESS_HOST. */
+    processHost: string;
     idleTimeoutMs: number;
     startTimeoutMs: number;
     /** How long pause, resume and delete wait for the sandbox's workflow to answer. */
@@ -399,7 +420,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
     },
     mongo: { uri: e.MONGODB_URI, db: e.MONGODB_DB, serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS },
-    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, workerHost: e.WORKER_HOST ?? machineHost() },
     dataDir: path.resolve(e.DATA_DIR),
     serversCacheDir: e.SERVERS_CACHE_DIR && path.resolve(e.SERVERS_CACHE_DIR),
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH && path.resolve(e.WORKFLOW_BUNDLE_PATH),
@@ -432,6 +453,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,
       healthIntervalMs: e.SANDBOX_HEALTH_INTERVAL_MS,
       healthGraceMs: e.SANDBOX_HEALTH_GRACE_MS,
+      hostLostMs: e.SANDBOX_HOST_LOST_MS,
+      processHost: e.SANDBOX_PROCESS_HOST,
       idleTimeoutMs: e.SANDBOX_IDLE_TIMEOUT_MS,
       startTimeoutMs: e.SANDBOX_START_TIMEOUT_MS,
       operationTimeoutMs: e.SANDBOX_OPERATION_TIMEOUT_MS,
@@ -465,6 +488,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
         e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY } : undefined,
     },
   };
+}
+
+/** This machine's host name as a WORKER_HOST (its first label, what WORKER_HOST allows). */
+function machineHost(): string {
+  const name = os.hostname().split('.')[0]!.replace(/[^A-Za-z0-9_-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 63);
+  return name || 'host';
 }
 
 /** The port of a URL or host:port, when it names one (a URL without a port has its scheme's). */

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { ConfigError, ENV_VARIABLES, loadConfig, requireServers } from '../src/config';
 
 const problems = (env: Record<string, string>): string[] => {
@@ -16,7 +17,11 @@ describe('config', () => {
     expect(c.api).toEqual({ host: '127.0.0.1', port: 8000, publicBaseUrl: 'http://127.0.0.1:8000' });
     expect(c.sandboxes.controlPlaneUrl).toBe('http://127.0.0.1:8000');
     expect(c.mongo.uri).toBeUndefined();
-    expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control' });
+    expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control', workerHost: os.hostname().split('.')[0]!.replace(/[^A-Za-z0-9_-]/g, '-') });
+    expect(loadConfig({ WORKER_HOST: 'host-b.1' }).temporal.workerHost).toBe('host-b.1');
+    expect(() => loadConfig({ WORKER_HOST: 'a/b' })).toThrow(/WORKER_HOST="a\/b" is invalid/);
+    expect(() => loadConfig({ SANDBOX_PROCESS_HOST: '0.0.0.0.1' })).toThrow(/SANDBOX_PROCESS_HOST/);
+    expect(c.sandboxes).toMatchObject({ processHost: '127.0.0.1', hostLostMs: 300_000 });
     expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000, requestTimeoutMs: 60_000 });
     expect(c.live).toEqual({ pollMs: 10, idlePollMs: 250, retainSlots: 100 });
     expect(c.embedded).toMatchObject({ mongoPort: 27017, postgresPort: 27432, ferretdbBackend: 'postgresql' });

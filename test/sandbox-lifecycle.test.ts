@@ -1,13 +1,16 @@
 /**
  * The sandbox lifecycle without a server: every transition of sandbox-workflow.ts's status list, the
  * health grace period (and a gone runtime, which does not wait it out), idle pause, refused operations,
- * and deleted being final.
+ * deleted being final, and a host whose worker is gone (ERROR past SANDBOX_HOST_LOST_MS, back when it
+ * answers, deletable without it).
  */
 import type { RuntimeCheck } from '../activities/sandbox-activities';
 import type { SandboxStatus } from '../src/temporal/shared';
-import { minutes, SandboxLifecycle, type LifecycleState, type ProviderAction } from '../workflows/sandbox-lifecycle';
+import { DEFAULT_HOST_LOST_MS, minutes, SandboxLifecycle, type LifecycleState, type ProviderAction } from '../workflows/sandbox-lifecycle';
 
 const GRACE = 60_000;
+const HOST_LOST = 120_000;
+const GONE = 'no worker of its host (task queue tq@a) takes its calls';
 const IDLE = 300_000;
 const T0 = 1_700_000_000_000;
 
@@ -15,12 +18,12 @@ const ok = { ok: true } as const;
 const failed = (reason: string) => ({ ok: false, reason }) as const;
 const check = (state: RuntimeCheck['state'], detail: string | null = null, lastUsedAtMs = T0): RuntimeCheck => ({ state, detail, lastUsedAtMs });
 
-function lifecycle(status?: SandboxStatus, more: Partial<LifecycleState> = {}, settings = { healthGraceMs: GRACE, idleTimeoutMs: IDLE }) {
+function lifecycle(status?: SandboxStatus, more: Partial<LifecycleState> = {}, settings: { healthGraceMs: number; idleTimeoutMs: number; hostLostMs?: number } = { healthGraceMs: GRACE, idleTimeoutMs: IDLE, hostLostMs: HOST_LOST }) {
   return new SandboxLifecycle('sb-1', settings, status ? { status, status_detail: null, failingSinceMs: null, ...more } : undefined);
 }
 
 /** Runs an action the machine asked for with the given outcome; answers the step that follows. */
-function act(l: SandboxLifecycle, action: ProviderAction | undefined, outcome: { ok: true } | { ok: false; reason: string }) {
+function act(l: SandboxLifecycle, action: ProviderAction | undefined, outcome: { ok: true } | { ok: false; reason: string; hostAbsent?: boolean }) {
   expect(action).toBeDefined();
   return l.provided(action!, outcome);
 }
@@ -46,7 +49,7 @@ describe('sandbox lifecycle', () => {
   test('a continued run does not start the runtime again, and keeps where the last run was', () => {
     const l = lifecycle('PAUSED', { status_detail: 'paused on request', failingSinceMs: 5 });
     expect(l.start()).toEqual({});
-    expect(l.carried).toEqual({ status: 'PAUSED', status_detail: 'paused on request', failingSinceMs: 5 });
+    expect(l.carried).toEqual({ status: 'PAUSED', status_detail: 'paused on request', failingSinceMs: 5, hostAbsentSinceMs: null, hostLost: false });
   });
 
   test('RUNNING -> PAUSED on request; pausing again answers at once', () => {
@@ -209,6 +212,66 @@ describe('sandbox lifecycle', () => {
   test('an idle timeout of 0 never pauses', () => {
     const l = lifecycle('RUNNING', {}, { healthGraceMs: GRACE, idleTimeoutMs: 0 });
     expect(l.observed(check('alive', null, 0), T0)).toEqual({});
+  });
+
+  describe('a host whose worker does not answer', () => {
+    test('RUNNING -> ERROR once no worker of its host took a check for SANDBOX_HOST_LOST_MS, counted from the first', () => {
+      const l = lifecycle('RUNNING');
+      expect(l.hostAbsent(GONE, T0, T0)).toEqual({});
+      expect(l.hostAbsent(GONE, T0 + HOST_LOST - 1, T0 + HOST_LOST - 1)).toEqual({});
+      expect(l.carried).toMatchObject({ hostAbsentSinceMs: T0, hostLost: false });
+      expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST)).toEqual({ change: { status: 'ERROR', status_detail: `${GONE} (for 2 min): start that worker again and the sandbox comes back, or delete it` } });
+      expect(l.hostAbsent(GONE, T0 + 2 * HOST_LOST, T0 + 2 * HOST_LOST)).toEqual({}); // said once
+    });
+
+    test('absent since the first check no worker took was asked, not since it gave up', () => {
+      const l = lifecycle('RUNNING');
+      expect(l.hostAbsent(GONE, T0, T0 + HOST_LOST).change?.status).toBe('ERROR');
+    });
+
+    test('a check taken again starts the count anew; the count goes on across a continued run', () => {
+      const l = lifecycle('RUNNING');
+      l.hostAbsent(GONE, T0, T0);
+      expect(l.observed(check('alive'), T0 + 1000)).toEqual({});
+      expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST)).toEqual({});
+      const continued = lifecycle('RUNNING', { hostAbsentSinceMs: T0 });
+      expect(continued.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST).change?.status).toBe('ERROR');
+    });
+
+    test('the host back: a running runtime is RUNNING again, a paused one PAUSED', () => {
+      for (const [from, seen, back] of [['RUNNING', 'alive', 'RUNNING'], ['PAUSED', 'paused', 'PAUSED']] as const) {
+        const l = lifecycle(from);
+        l.hostAbsent(GONE, T0, T0);
+        expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST).change?.status).toBe('ERROR');
+        expect(l.observed(check(seen), T0 + HOST_LOST + 1).change?.status).toBe(back);
+        expect(l.carried).toMatchObject({ hostAbsentSinceMs: null, hostLost: false });
+      }
+    });
+
+    test('an ERROR of its own is kept while the host is away, and told as the host once it is lost', () => {
+      const l = lifecycle('ERROR', { status_detail: 'its /alive did not answer' });
+      expect(l.hostAbsent(GONE, T0, T0)).toEqual({});
+      expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST).change?.status_detail).toContain(GONE);
+    });
+
+    test('a delete its host never took: refused while the host may come back, DELETED once it is lost', () => {
+      const away = { ok: false, reason: GONE, hostAbsent: true } as const;
+      const l = lifecycle('RUNNING');
+      expect(act(l, l.request('delete').act, away)).toEqual({ refuse: { failure: 'providerFailed', message: `deleting failed: ${GONE}; try again` } });
+      l.hostAbsent(GONE, T0, T0);
+      l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST);
+      const step = act(l, l.request('delete').act, away);
+      expect(step.change?.status).toBe('DELETED');
+      expect(step.change?.status_detail).toMatch(/its host was gone, so its runtime and files there were not removed/);
+      expect(l.deleted).toBe(true);
+    });
+
+    test('a workflow started before the setting: the default bound', () => {
+      const l = lifecycle('RUNNING', {}, { healthGraceMs: GRACE, idleTimeoutMs: IDLE });
+      l.hostAbsent(GONE, T0, T0);
+      expect(l.hostAbsent(GONE, T0 + DEFAULT_HOST_LOST_MS - 1, T0 + DEFAULT_HOST_LOST_MS - 1)).toEqual({});
+      expect(l.hostAbsent(GONE, T0 + DEFAULT_HOST_LOST_MS, T0 + DEFAULT_HOST_LOST_MS).change?.status).toBe('ERROR');
+    });
   });
 
   test('durations in details', () => {

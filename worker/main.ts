@@ -12,6 +12,7 @@ import { beatWhileAlive, workerHeartbeatFile } from '../src/process/heartbeat';
 import { openDatabase } from '../src/store/mongo';
 import { boundedConnection } from '../src/temporal/call-bounds';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
+import { hostTaskQueue } from '../src/temporal/shared';
 import { installTracing } from '../src/observability/tracing';
 import { createWorker } from './worker';
 
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
   beatWhileAlive(workerHeartbeatFile(config.dataDir));
-  logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
+  logger.info({ taskQueue: config.temporal.taskQueue, hostTaskQueue: hostTaskQueue(config.temporal.taskQueue, config.temporal.workerHost), namespace: config.temporal.namespace }, 'worker polling');
   await worker.run();
   await connection.close();
   await clientConnection.close();

@@ -1,6 +1,10 @@
-/** Builds the Temporal worker: the prebuilt workflow bundle plus the activities over their dependencies. */
+/**
+ * Builds the Temporal worker of one host: the prebuilt workflow bundle plus the activities over their
+ * dependencies on the shared task queue, and the same activities on its host's queue (hostTaskQueue),
+ * where the calls on the process sandboxes this host holds arrive.
+ */
 import type { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanExporter, type Tracing } from '../src/observability/tracing';
@@ -12,6 +16,7 @@ import { SecretBox } from '../src/auth/secret-box';
 import { ActivityOutcomesInterceptor } from './activity-outcomes';
 import type { Config } from '../src/config';
 import { createConversationServices, createSandboxService, createServices, createStores } from '../src/composition';
+import { hostTaskQueue } from '../src/temporal/shared';
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -22,8 +27,8 @@ export interface WorkerDeps {
   db: Db;
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
-  /** Where sandboxes live and how providers reach their backends. */
-  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'quotas'>;
+  /** Where sandboxes live and how providers reach their backends; `temporal.workerHost`: this host. */
+  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'quotas'> & { temporal: Pick<Config['temporal'], 'workerHost'> };
   secretsKey: string;
   /** Where workflow and activity spans go (installTracing); without it spans are dropped. */
   tracing?: Pick<Tracing, 'exporter' | 'resource'>;
@@ -31,8 +36,53 @@ export interface WorkerDeps {
   shutdownGraceMs?: number;
 }
 
-export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+/** The two pollers of a host's worker, run, drained and stopped together. */
+export class HostWorker {
+  constructor(
+    /** Workflows and every activity, on the shared task queue. */
+    readonly shared: Worker,
+    /** The activities, on this host's task queue. */
+    readonly host: Worker,
+  ) {}
+
+  /** Until both have stopped; when one fails, the other is shut down too and the failure is thrown. */
+  async run(): Promise<void> {
+    const ran = await Promise.allSettled(
+      [this.shared, this.host].map((w) =>
+        w.run().catch((e: unknown) => {
+          this.shutdown();
+          throw e;
+        }),
+      ),
+    );
+    const failed = ran.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Runs until `work` settles, then drains; answers what it answered. */
+  async runUntil<T>(work: Promise<T>): Promise<T> {
+    const running = this.run();
+    try {
+      return await work;
+    } finally {
+      this.shutdown();
+      await running;
+    }
+  }
+
+  /** Starts draining both (one not running is left as it is). */
+  shutdown(): void {
+    for (const w of [this.shared, this.host]) if (w.getState() === 'RUNNING') w.shutdown();
+  }
+
+  getState(): ReturnType<Worker['getState']> {
+    return this.shared.getState();
+  }
+}
+
+export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
   const identity = deps.identity ?? `${process.pid}@${os.hostname()}`;
+  const hostQueue = hostTaskQueue(deps.taskQueue, deps.config.temporal.workerHost);
   const workflowBundle: WorkflowBundleOption = { codePath: deps.workflowBundlePath };
   const box = new SecretBox(deps.secretsKey);
   const stores = createStores(deps.db, { box });
@@ -52,6 +102,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
       startTimeoutMs: deps.config.sandboxes.startTimeoutMs,
       controlPlaneUrl: deps.config.sandboxes.controlPlaneUrl,
       conversations,
+      hostQueue,
     },
     startTask: {
       startTasks,
@@ -76,16 +127,20 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     pendingMessages: { pendingMessages },
     admission: { temporal: deps.client, taskQueue: deps.taskQueue, sandboxes, startTasks },
   });
-  return Worker.create({
+  const common = {
     connection: deps.connection,
     namespace: deps.namespace,
-    taskQueue: deps.taskQueue,
     identity,
-    workflowBundle,
     activities,
     interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) }), (ctx) => ({ inbound: new ActivityOutcomesInterceptor(ctx) })] },
+    shutdownGraceTime: deps.shutdownGraceMs ?? 10_000,
+  } satisfies Partial<WorkerOptions>;
+  const shared = await Worker.create({
+    ...common,
+    taskQueue: deps.taskQueue,
+    workflowBundle,
     // The workflow interceptors' spans leave the sandbox through this sink (to nowhere without an exporter).
     sinks: { exporter: makeWorkflowExporter(deps.tracing?.exporter ?? new NoopSpanExporter(), deps.tracing?.resource ?? new Resource({})) },
-    shutdownGraceTime: deps.shutdownGraceMs ?? 10_000,
   });
+  return new HostWorker(shared, await Worker.create({ ...common, taskQueue: hostQueue }));
 }

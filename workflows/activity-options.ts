@@ -29,6 +29,13 @@ export const SANDBOX_ACTIVITY_OPTIONS = {
   },
 } as const satisfies Record<string, ActivityOptions>;
 
+/**
+ * How long a call to a sandbox's host (its task queue) waits for a worker there to take it, at most (and
+ * no longer than SANDBOX_HOST_LOST_MS): past it, that host counts as not answering (a health check) or the
+ * call fails saying so (an operation).
+ */
+export const HOST_WAIT_MS = 30_000;
+
 /** Start-task activities: bookkeeping, quick steps in the sandbox, and long ones that heartbeat. */
 export const START_TASK_ACTIVITY_OPTIONS = {
   /** The status write, local: no round trip through the server between statuses. */

@@ -11,7 +11,8 @@ import type { SandboxFailure, SandboxState, SandboxStatus, SandboxUpdateName, Sa
 /** A provider call the driver makes; its outcome comes back through `provided`. */
 export type ProviderAction = { call: 'start' } | { call: 'pause'; why: 'request' | 'idle' } | { call: 'resume' } | { call: 'delete' };
 
-export type ProviderOutcome = { ok: true } | { ok: false; reason: string };
+/** `hostAbsent`: the call was never taken: no worker of the sandbox's host polled for it in time. */
+export type ProviderOutcome = { ok: true } | { ok: false; reason: string; hostAbsent?: boolean };
 
 /**
  * What the driver does next, in this order: record the change (publish it and write it to the sandbox's
@@ -24,7 +25,10 @@ export interface Step {
   act?: ProviderAction;
 }
 
-export type LifecycleSettings = Pick<SandboxWorkflowSettings, 'healthGraceMs' | 'idleTimeoutMs'>;
+export type LifecycleSettings = Pick<SandboxWorkflowSettings, 'healthGraceMs' | 'idleTimeoutMs' | 'hostLostMs'>;
+
+/** SANDBOX_HOST_LOST_MS's default, also for workflows started before it was passed. */
+export const DEFAULT_HOST_LOST_MS = 5 * 60_000;
 
 /** Rules a workflow's history fixes: a run recorded before a rule changed replays with the rule it ran with. */
 export interface LifecycleRules {
@@ -40,6 +44,10 @@ export interface LifecycleRules {
 export interface LifecycleState extends SandboxState {
   /** When the runtime began to fail its health checks (ms), null while it answers. */
   failingSinceMs: number | null;
+  /** Since when no worker of the sandbox's host has taken a health check (ms); null while one does. */
+  hostAbsentSinceMs?: number | null;
+  /** ERROR because that host was gone for SANDBOX_HOST_LOST_MS (not because its runtime failed). */
+  hostLost?: boolean;
 }
 
 /** A duration as a person reads it in a status detail. */
@@ -51,6 +59,8 @@ export class SandboxLifecycle {
   private status: SandboxStatus;
   private detail: string | null;
   private failingSinceMs: number | null;
+  private hostAbsentSinceMs: number | null;
+  private hostLost: boolean;
 
   constructor(
     private readonly sandboxId: string,
@@ -61,6 +71,8 @@ export class SandboxLifecycle {
     this.status = from?.status ?? 'STARTING';
     this.detail = from?.status_detail ?? null;
     this.failingSinceMs = from?.failingSinceMs ?? null;
+    this.hostAbsentSinceMs = from?.hostAbsentSinceMs ?? null;
+    this.hostLost = from?.hostLost ?? false;
   }
 
   get state(): SandboxState {
@@ -69,7 +81,7 @@ export class SandboxLifecycle {
 
   /** What a continued run starts from. */
   get carried(): LifecycleState {
-    return { ...this.state, failingSinceMs: this.failingSinceMs };
+    return { ...this.state, failingSinceMs: this.failingSinceMs, hostAbsentSinceMs: this.hostAbsentSinceMs, hostLost: this.hostLost };
   }
 
   /** Deleted is final: the workflow ends, and every update but delete is refused. */
@@ -132,6 +144,10 @@ export class SandboxLifecycle {
         }
         return { change: this.set('ERROR', `resuming failed: ${failed}`), refuse: { failure: 'providerFailed', message: `resuming failed: ${failed}` } };
       case 'delete':
+        // A host that was lost cannot remove what it holds; the sandbox goes from the service all the same.
+        if (!outcome.ok && outcome.hostAbsent && this.hostLost) {
+          return { change: this.set('DELETED', `deleted on request; its host was gone, so its runtime and files there were not removed (${failed})`) };
+        }
         // The sandbox stays as it was: deleting again is the way out.
         return failed === null ? { change: this.set('DELETED', 'deleted on request') } : { refuse: { failure: 'providerFailed', message: `deleting failed: ${failed}; try again` } };
     }
@@ -145,6 +161,12 @@ export class SandboxLifecycle {
   /** What a health check saw, at `nowMs` (workflow time). */
   observed(check: RuntimeCheck, nowMs: number): Step {
     if (!this.checksHealth) return NOTHING;
+    this.hostAbsentSinceMs = null;
+    if (this.hostLost) {
+      // Its host's worker is back: the sandbox is judged by what the check saw, as before the loss.
+      this.hostLost = false;
+      if (check.state === 'paused') return { change: this.set('PAUSED', 'paused; its host answers again') };
+    }
     if (this.status === 'PAUSED') {
       // A paused runtime does not answer /alive; only one the provider lost matters.
       return check.state === 'missing' ? { change: this.set('MISSING', `${check.detail}; resume to start it again, or delete it`) } : NOTHING;
@@ -165,6 +187,21 @@ export class SandboxLifecycle {
     const failingFor = nowMs - this.failingSinceMs;
     if (failingFor < this.settings.healthGraceMs) return NOTHING;
     return { change: this.set('ERROR', `${problem} (failing for ${minutes(failingFor)}); resume to restart the runtime, or delete the sandbox`) };
+  }
+
+  /**
+   * A health check asked at `askedMs` that no worker of the sandbox's host took in time (`detail` says
+   * which host), seen at `nowMs`; the host is absent since the first such check was asked. Past
+   * SANDBOX_HOST_LOST_MS without one, the sandbox is ERROR (from RUNNING, PAUSED or an ERROR of its own):
+   * its runtime is out of the service's reach, and a delete no longer waits for that host. Once a worker of that host takes a check again (`observed`), it is what it shows.
+   */
+  hostAbsent(detail: string, askedMs: number, nowMs: number): Step {
+    if (!this.checksHealth || this.hostLost) return NOTHING;
+    this.hostAbsentSinceMs ??= askedMs;
+    const absentFor = nowMs - this.hostAbsentSinceMs;
+    if (absentFor < (this.settings.hostLostMs ?? DEFAULT_HOST_LOST_MS)) return NOTHING;
+    this.hostLost = true;
+    return { change: this.set('ERROR', `${detail} (for ${minutes(absentFor)}): start that worker again and the sandbox comes back, or delete it`) };
   }
 
   private set(status: SandboxStatus, detail: string | null): SandboxState {

@@ -8,14 +8,22 @@
  *                                  provider reports the runtime gone (its address is no longer its own)
  *   PAUSED | ERROR | MISSING -> RUNNING   resume update (a runtime that is gone is started again)
  *   PAUSED   -> MISSING            the provider lost the paused runtime
+ *   RUNNING | PAUSED -> ERROR      no worker of its host took a health check for SANDBOX_HOST_LOST_MS
+ *   ERROR (host lost) -> RUNNING | PAUSED   a worker of that host takes checks again
  *   any      -> DELETED            delete update; the workflow then ends
  *
  * SandboxLifecycle (sandbox-lifecycle.ts) decides each transition; this file drives it: it makes the
  * provider calls and status writes the lifecycle asks for, and turns its refusals into update failures.
  * Updates are serialised: each runs to its end before the next (or a health check) starts. It
  * continues as new when its history grows long, after its handlers finish.
+ *
+ * A process sandbox lives on one host (its processes, its files): the first time the workflow acts, it
+ * places the sandbox on the host of the worker running it, and from then on its provider calls and health
+ * checks go to that host's task queue. A docker or remote sandbox is reached from any worker: the shared
+ * queue, with local health checks.
  */
 import {
+  ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   condition,
@@ -24,12 +32,14 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { RuntimeCheck } from '../activities/sandbox-activities';
 import {
+  SANDBOX_ACTIVITY_FAILURES,
   SANDBOX_FAILURES,
   SANDBOX_UPDATES,
   SEARCH_ATTRIBUTE_KEYS,
@@ -39,20 +49,73 @@ import {
   type SandboxUpdateName,
   type SandboxWorkflowInput,
 } from '../src/temporal/shared';
-import { SANDBOX_ACTIVITY_OPTIONS } from './activity-options';
-import { SandboxLifecycle, type ProviderAction, type ProviderOutcome, type Step } from './sandbox-lifecycle';
+import { HOST_WAIT_MS, SANDBOX_ACTIVITY_OPTIONS } from './activity-options';
+import { DEFAULT_HOST_LOST_MS, SandboxLifecycle, type ProviderAction, type ProviderOutcome, type Step } from './sandbox-lifecycle';
 
-const provider = proxyActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.provider);
-const { checkSandboxRuntime } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.check);
-const { recordSandboxStatus } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.record);
+const { recordSandboxStatus, placeSandbox } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.record);
 
-const PROVIDER_CALLS = {
-  start: provider.startSandboxRuntime,
-  pause: provider.pauseSandboxRuntime,
-  resume: provider.resumeSandboxRuntime,
-  delete: provider.deleteSandboxRuntime,
-} as const satisfies Record<ProviderAction['call'], (sandboxId: string) => Promise<void>>;
+type Proxied = ReturnType<typeof proxyActivities<Activities>>;
 
+/** The calls that act on the sandbox's runtime: where they run depends on where the sandbox lives. */
+interface RuntimeCalls {
+  provider: Record<ProviderAction['call'], Proxied['startSandboxRuntime']>;
+  check: () => Promise<RuntimeCheck>;
+}
+
+const providerCalls = (p: Proxied): RuntimeCalls['provider'] => ({
+  start: p.startSandboxRuntime,
+  pause: p.pauseSandboxRuntime,
+  resume: p.resumeSandboxRuntime,
+  delete: p.deleteSandboxRuntime,
+});
+
+const sharedProvider = providerCalls(proxyActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.provider));
+// A local health check is a marker in history; one on another queue is three events and a round trip.
+const { checkSandboxRuntime: localCheck } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.check);
+
+/** A sandbox any worker reaches: provider calls on the shared queue, health checks local. */
+function anywhere(sandboxId: string): RuntimeCalls {
+  return { provider: sharedProvider, check: () => localCheck.executeWithOptions({ summary: 'health check' }, [sandboxId]) };
+}
+
+/**
+ * A sandbox on one host: provider calls on that host's queue, given up when no worker there takes them in
+ * time. Health checks are local while the workflow runs on a worker of that host (the one that placed it,
+ * as a rule: tasks stay with their worker); once one ran elsewhere, they go to the host's queue.
+ */
+function onHost(sandboxId: string, taskQueue: string, hostLostMs: number): RuntimeCalls {
+  const there = { taskQueue, scheduleToStartTimeout: Math.min(HOST_WAIT_MS, hostLostMs) };
+  const { checkSandboxRuntime: remoteCheck } = proxyActivities<Activities>({ ...SANDBOX_ACTIVITY_OPTIONS.check, ...there });
+  let elsewhere = false;
+  return {
+    provider: providerCalls(proxyActivities<Activities>({ ...SANDBOX_ACTIVITY_OPTIONS.provider, ...there })),
+    check: async () => {
+      if (!elsewhere) {
+        try {
+          return await localCheck.executeWithOptions({ summary: 'health check' }, [sandboxId, { onlyOnItsHost: true }]);
+        } catch (e) {
+          if (!failedWith(e, SANDBOX_ACTIVITY_FAILURES.onAnotherHost)) throw e;
+          elsewhere = true;
+        }
+      }
+      return remoteCheck.executeWithOptions({ summary: 'health check on its host' }, [sandboxId]);
+    },
+  };
+}
+
+/** An activity's failure, of `type` (an ApplicationFailure's type anywhere in its causes). */
+function failedWith(e: unknown, type: string): boolean {
+  for (let c = e, i = 0; c instanceof Error && i < 5; c = c.cause, i++) if (c instanceof ApplicationFailure && c.type === type) return true;
+  return false;
+}
+
+/** The call waited on its host's queue and no worker took it (that host is down or gone). */
+function neverTaken(e: unknown): boolean {
+  return e instanceof ActivityFailure && e.cause instanceof TimeoutFailure && e.cause.timeoutType === 'SCHEDULE_TO_START';
+}
+
+/** The patch after which a process sandbox is placed on a host and acted on there only. */
+const HOST_QUEUES = 'sandbox-host-queues';
 /** The patch that made the start depend on the status (see where it is used). */
 const START_ONLY_WHILE_STARTING = 'sandbox-start-only-while-starting';
 /** The patch that made a RUNNING sandbox whose runtime is gone ERROR at once (LifecycleRules). */
@@ -82,6 +145,21 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   // Runs recorded before the rule waited out the grace period for a gone runtime too; they replay so.
   const lifecycle = new SandboxLifecycle(sandboxId, settings, input.carried, { goneIsErrorAtOnce: patched(GONE_IS_ERROR_AT_ONCE) });
 
+  // Where the runtime is acted on, settled the first time it is needed (a continued run knows it).
+  // Runs recorded before hosts were placed act on the shared queue; they replay so.
+  // (undefined: not placed yet, or by a run from before; the run it continues as places it then.)
+  let hostQueue: string | null | undefined = input.hostQueue;
+  let placed: Promise<RuntimeCalls> | undefined;
+  const runtimeCalls = (): Promise<RuntimeCalls> =>
+    (placed ??= (async () => {
+      if (hostQueue === undefined) {
+        if (!patched(HOST_QUEUES)) return anywhere(sandboxId);
+        hostQueue = await placeSandbox.executeWithOptions({ summary: 'place the sandbox on a host' }, [sandboxId]);
+      }
+      return hostQueue ? onHost(sandboxId, hostQueue, settings.hostLostMs ?? DEFAULT_HOST_LOST_MS) : anywhere(sandboxId);
+    })());
+  const hostGone = () => `no worker of its host (task queue ${hostQueue}) takes its calls`;
+
   // One operation at a time: updates and health checks queue behind each other.
   let tail: Promise<unknown> = Promise.resolve();
   const serial = <T>(work: () => Promise<T>): Promise<T> => {
@@ -104,9 +182,10 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
       if (!action) return lifecycle.state;
       // The history reads "start the runtime", "pause the runtime (idle)", ... without decoding payloads.
       const summary = `${action.call} the runtime${action.call === 'pause' && action.why === 'idle' ? ' (idle)' : ''}`;
-      const outcome = await PROVIDER_CALLS[action.call].executeWithOptions({ summary }, [sandboxId]).then(
+      const calls = await runtimeCalls();
+      const outcome = await calls.provider[action.call].executeWithOptions({ summary }, [sandboxId]).then(
         (): ProviderOutcome => ({ ok: true }),
-        (e: unknown): ProviderOutcome => ({ ok: false, reason: reason(e) }),
+        (e: unknown): ProviderOutcome => (neverTaken(e) ? { ok: false, reason: hostGone(), hostAbsent: true } : { ok: false, reason: reason(e) }),
       );
       step = lifecycle.provided(action, outcome);
     }
@@ -125,11 +204,18 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   /** One look at the runtime, acting on what it shows. */
   const healthCheck = async () => {
     if (!lifecycle.checksHealth) return;
-    const check = await checkSandboxRuntime
-      .executeWithOptions({ summary: 'health check' }, [sandboxId])
-      .catch((e: unknown): RuntimeCheck | null => (patched(FAILED_CHECK_IS_NO_VERDICT) ? null : { state: 'unreachable', detail: reason(e), lastUsedAtMs: now() }));
-    // Not looked at is not seen dead: the next check, a health interval later, decides.
-    if (check) await drive(lifecycle.observed(check, now()));
+    const asked = now();
+    let absent = false;
+    const check = await (await runtimeCalls())
+      .check()
+      .catch((e: unknown): RuntimeCheck | null => {
+        absent = neverTaken(e);
+        return absent || patched(FAILED_CHECK_IS_NO_VERDICT) ? null : { state: 'unreachable', detail: reason(e), lastUsedAtMs: now() };
+      });
+    // A host that does not answer is counted against SANDBOX_HOST_LOST_MS; any other check not made is
+    // no verdict: the next check, a health interval later, decides.
+    if (absent) await drive(lifecycle.hostAbsent(hostGone(), asked, now()));
+    else if (check) await drive(lifecycle.observed(check, now()));
   };
 
   const historyTooLong = () => {
@@ -153,7 +239,8 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
     if (historyTooLong()) {
       await condition(allHandlersFinished);
       if (lifecycle.deleted) break;
-      return continueAsNew<typeof sandboxWorkflow>({ ...input, carried: lifecycle.carried });
+      // The host goes on with the next run (one not placed yet places it there).
+      return continueAsNew<typeof sandboxWorkflow>({ ...input, carried: lifecycle.carried, hostQueue });
     }
     await serial(healthCheck);
   }

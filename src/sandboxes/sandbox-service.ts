@@ -53,6 +53,7 @@ export interface SandboxServiceDeps {
 export const sandboxWorkflowSettings = (c: Config['sandboxes']): SandboxWorkflowSettings => ({
   healthIntervalMs: c.healthIntervalMs,
   healthGraceMs: c.healthGraceMs,
+  hostLostMs: c.hostLostMs,
   idleTimeoutMs: c.idleTimeoutMs,
   historyLimit: c.historyLimit,
 });

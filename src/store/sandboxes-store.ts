@@ -30,6 +30,11 @@ export interface SandboxRecord {
   session_key_hash: string;
   exposed_urls: ExposedUrl[];
   runtime: RuntimeHandle | null;
+  /**
+   * The task queue of the worker host that holds the sandbox (a process sandbox's processes and files are
+   * on one host); null or absent: any worker reaches it (docker, remote), or it is not placed yet.
+   */
+  host_queue?: string | null;
   created_at: Date;
   updated_at: Date;
   /** When it was created; later use is in `sandbox_usage` (see lastUsedAt). */
@@ -122,6 +127,12 @@ export class SandboxesStore {
     const set: Partial<SandboxDoc> = { runtime, exposed_urls: exposedUrls, updated_at: new Date() };
     if (sessionKey) Object.assign(set, { session_key_sealed: sessionKey.sealed, session_key_hash: sessionKey.hash });
     await this.sandboxes.updateOne({ _id: id }, { $set: set });
+  }
+
+  /** Places the sandbox on `hostQueue` unless it is placed already; answers where it is. */
+  async placeOn(id: string, hostQueue: string): Promise<string | null> {
+    await this.sandboxes.updateOne({ _id: id, $or: [{ host_queue: { $exists: false } }, { host_queue: null }] }, { $set: { host_queue: hostQueue } });
+    return (await this.get(id))?.host_queue ?? null;
   }
 
   private get usage() {

@@ -91,6 +91,12 @@ export const SANDBOX_FAILURES = {
 } as const;
 export type SandboxFailure = keyof typeof SANDBOX_FAILURES;
 
+/** Failure types of the sandbox workflow's activities that the workflow acts on. */
+export const SANDBOX_ACTIVITY_FAILURES = {
+  /** A call made to run only on the sandbox's host ran on a worker of another host. */
+  onAnotherHost: 'SandboxOnAnotherHost',
+} as const;
+
 export interface SandboxWorkflowSettings {
   healthIntervalMs: number;
   healthGraceMs: number;
@@ -98,6 +104,11 @@ export interface SandboxWorkflowSettings {
   idleTimeoutMs: number;
   /** Continue as new past this many history events; 0: when Temporal suggests it. */
   historyLimit: number;
+  /**
+   * How long the worker of the host that holds a sandbox may take none of its calls before the sandbox
+   * turns ERROR (SANDBOX_HOST_LOST_MS). Absent in workflows started before hosts were recorded.
+   */
+  hostLostMs?: number;
 }
 
 export interface SandboxWorkflowInput {
@@ -105,8 +116,16 @@ export interface SandboxWorkflowInput {
   ownerUserId: string;
   settings: SandboxWorkflowSettings;
   /** Set when the workflow continued as new: where the previous run left off. */
-  carried?: SandboxState & { failingSinceMs: number | null };
+  carried?: SandboxState & { failingSinceMs: number | null; hostAbsentSinceMs?: number | null; hostLost?: boolean };
+  /** Set when the workflow continued as new after placing its sandbox: the host task queue (null: the shared one). */
+  hostQueue?: string | null;
 }
+
+/**
+ * The task queue of one worker host: the calls that act on a sandbox held there (its processes, its
+ * files) go to it, and only that host's workers poll it. Everything else goes to the shared queue.
+ */
+export const hostTaskQueue = (taskQueue: string, host: string) => `${taskQueue}@${host}`;
 
 /** One workflow per start task; the task id is the conversation's id, so a second start of it joins the first. */
 export const startTaskWorkflowId = (taskId: string) => `start-task-${taskId}`;

@@ -1,16 +1,16 @@
 /** Runs the real worker (bundled workflows, real activities) in this process for a test file. */
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Config } from '../../src/config';
 import { openDatabase } from '../../src/store/mongo';
-import { createWorker, type WorkerDeps } from '../../worker/worker';
+import { createWorker, type HostWorker, type WorkerDeps } from '../../worker/worker';
 import { testEnv, TEST_SECRETS_KEY } from './env';
 import { distPath } from './run';
 import { quietTemporalRuntime } from './temporal-runtime';
 
 export interface TestWorker {
-  worker: Worker;
+  worker: HostWorker;
   stop(): Promise<void>;
 }
 
