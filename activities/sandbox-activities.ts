@@ -95,6 +95,19 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     return r;
   };
 
+  /**
+   * The record of a sandbox this worker may act on: one placed on another host (its processes and files
+   * are there) is refused with SANDBOX_ACTIVITY_FAILURES.onAnotherHost, which the workflow reads as "ask
+   * that host" (a local health check that ran here) and which no routed call ever meets.
+   */
+  const loadHere = async (sandboxId: string): Promise<SandboxRecord> => {
+    const r = await load(sandboxId);
+    if (r.host_queue && r.host_queue !== deps.hostQueue) {
+      throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} is on the host of task queue ${r.host_queue}, not on this worker's`, SANDBOX_ACTIVITY_FAILURES.onAnotherHost);
+    }
+    return r;
+  };
+
   /** Provider errors that retrying cannot fix fail the activity at once. */
   const provider = (r: SandboxRecord): SandboxProvider => {
     try {
@@ -173,12 +186,12 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
      * after a crash finds the runtime the first attempt made.
      */
     async startSandboxRuntime(sandboxId: string): Promise<void> {
-      await ensureAnswering(await load(sandboxId));
+      await ensureAnswering(await loadHere(sandboxId));
       await sandboxes.setStatus(sandboxId, 'RUNNING', null);
     },
 
     async pauseSandboxRuntime(sandboxId: string): Promise<void> {
-      const r = await load(sandboxId);
+      const r = await loadHere(sandboxId);
       if (!r.runtime) throw ApplicationFailure.nonRetryable('the sandbox has no runtime to pause', 'NoRuntime');
       const state = await provider(r).inspect(r.runtime);
       if (state.state === 'missing') throw ApplicationFailure.nonRetryable(`cannot pause: ${state.detail}`, 'RuntimeMissing');
@@ -187,26 +200,19 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
     /** PAUSED, ERROR or MISSING -> the runtime answers: continued when it still exists, started again when not. */
     async resumeSandboxRuntime(sandboxId: string): Promise<void> {
-      await ensureAnswering(await load(sandboxId));
+      await ensureAnswering(await loadHere(sandboxId));
       await sandboxes.touch(sandboxId);
     },
 
     async deleteSandboxRuntime(sandboxId: string): Promise<void> {
-      const r = await load(sandboxId);
+      const r = await loadHere(sandboxId);
       await unretryable(() => provider(r).delete(sandboxId, r.runtime));
       await sandboxes.setRuntime(sandboxId, null, []);
     },
 
-    /**
-     * One health check: what the provider says, then whether /alive answers; and when it was last used.
-     * `onlyOnItsHost`: fails (SANDBOX_ACTIVITY_FAILURES.onAnotherHost) on a worker of another host than
-     * the sandbox's, whose provider would look for the runtime where it is not.
-     */
-    async checkSandboxRuntime(sandboxId: string, opts: { onlyOnItsHost?: boolean } = {}): Promise<RuntimeCheck> {
-      const r = await load(sandboxId);
-      if (opts.onlyOnItsHost && r.host_queue && r.host_queue !== deps.hostQueue) {
-        throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} is on the host of task queue ${r.host_queue}, not on this worker's`, SANDBOX_ACTIVITY_FAILURES.onAnotherHost);
-      }
+    /** One health check: what the provider says, then whether /alive answers; and when it was last used. */
+    async checkSandboxRuntime(sandboxId: string): Promise<RuntimeCheck> {
+      const r = await loadHere(sandboxId);
       const lastUsedAtMs = (await sandboxes.lastUsedAt(r)).getTime();
       if (!r.runtime) return { state: 'missing', detail: 'the sandbox has no runtime', lastUsedAtMs };
       const state = await provider(r).inspect(r.runtime);

@@ -46,7 +46,12 @@ export interface StartTaskActivityDeps {
   box: SecretBox;
   /** Where `owner/repo` repositories are cloned from (GIT_CLONE_BASE_URL). */
   gitCloneBaseUrl: string;
+  /** This worker's host task queue: a runtime at a loopback address of another host is out of its reach. */
+  hostQueue: string;
 }
+
+/** A URL whose host is this machine's loopback as the process provider names it by default. */
+const onLoopback = (url: string) => ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname);
 
 const inputError = (message: string) => ApplicationFailure.nonRetryable(message, START_TASK_FAILURES.input);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,7 +74,13 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
   const runtime = async (sandboxId: string) => {
     const r = await sandboxes.get(sandboxId);
     if (!r) throw inputError(`sandbox ${sandboxId} does not exist`);
-    return SandboxRuntime.of(r, box);
+    const rt = SandboxRuntime.of(r, box);
+    // 127.0.0.1 here is this machine, not the sandbox's host: what listens there is not its runtime, and
+    // must not get its session key. (Retried: another worker, maybe of its host, may take the step.)
+    if (r.host_queue && r.host_queue !== deps.hostQueue && onLoopback(rt.url)) {
+      throw new Error(`the runtime of sandbox ${sandboxId} listens on ${rt.url} of its own host (task queue ${r.host_queue}), which this worker cannot reach: with workers on several hosts, set SANDBOX_PROCESS_HOST to an address of each host the others reach`);
+    }
+    return rt;
   };
   /** Hides secret values (also URL-encoded, as in a clone URL) in what a command printed, before it becomes an error detail. */
   const masked = (text: string, secrets: Record<string, string>) =>

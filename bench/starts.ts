@@ -1,6 +1,10 @@
 /**
  * Start benchmark (on demand, never part of the tests):
- * `npm run bench:starts [-- --starts 200 --single 15 --follow workflow|record --runtime built-in|openhands]`.
+ * `npm run bench:starts [-- --starts 200 --single 15 --follow workflow|record --runtime built-in|openhands --workers 1]`.
+ *
+ * --workers runs that many worker processes, each as a host of its own (WORKER_HOST, DATA_DIR): the
+ * sandbox lives on one of them, whose host queue takes its calls; the start-task workflows and their
+ * steps spread over all.
  *
  * --runtime picks the sandbox's agent server: the built-in runtime, or the real OpenHands agent server
  * (installed first when missing, as `npm start` does). The raw steps go through the same runtime client.
@@ -8,7 +12,7 @@
  * --follow sets START_STREAM_FOLLOW on the api: stream-start learns each status from the start-task
  * workflow's Update (workflow, the default) or by reading the stored record (record).
  *
- * Starts FerretDB, the Temporal dev server, the api and one worker as processes, and one sandbox that
+ * Starts FerretDB, the Temporal dev server, the api and the workers as processes, and one sandbox that
  * the starts use (no repository: each start makes an empty git workspace), then:
  *   - concurrency: N stream-starts at once, each read to its end: all READY? starts per second, p50/p99
  *     from the request to READY, and the CPU seconds each process used in that phase (bench/cpu.ts);
@@ -40,6 +44,7 @@ const STARTS = arg('starts', 200);
 const SINGLE = arg('single', 15);
 const FOLLOW = wordArg('follow', ['workflow', 'record'] as const, 'workflow');
 const RUNTIME = wordArg('runtime', ['built-in', 'openhands'] as const, 'built-in');
+const WORKERS = arg('workers', 1);
 /** The bench is one user: its N starts at once are the load, so the user's start quota is lifted unless --max-starts sets one (each start still passes its line). */
 const CONCURRENT_STARTS = String(arg('max-starts', 0));
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
@@ -56,7 +61,9 @@ async function main(): Promise<void> {
   let runtimePids: number[] = [];
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
-    spawn(process.execPath, [dist('worker', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
+    ...Array.from({ length: WORKERS }, (_, i) =>
+      spawn(process.execPath, [dist('worker', 'main.js')], { env: { ...env, WORKER_HOST: `bench-${i}`, DATA_DIR: path.join(servers.dir, `worker-${i}`) }, stdio: ['ignore', 'inherit', 'inherit'] }),
+    ),
   ];
   const database = openDatabase(servers.mongoUri, 'bench');
   try {
@@ -155,15 +162,16 @@ async function main(): Promise<void> {
     // backend per connection, the checkpointer, the WAL writer, ...) calls setsid() first
     // (InitPostmasterChild), so the postmaster's group holds the postmaster alone: counted as its tree.
     const apiPid = children[0]!.pid!;
-    const workerPid = children[1]!.pid!;
-    runtimePids = detachedChildren(readProcs(), workerPid);
-    if (runtimePids.length === 0) throw new Error(`no runtime process below the worker (pid ${workerPid})`);
+    const workerPids = children.slice(1).map((c) => c.pid!);
+    const runtimesOf = () => workerPids.flatMap((pid) => detachedChildren(readProcs(), pid));
+    runtimePids = runtimesOf();
+    if (runtimePids.length === 0) throw new Error(`no runtime process below the workers (pids ${workerPids.join(', ')})`);
     const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
     for (const pid of runtimePids) progress(`runtime: pid ${pid}, ${cmdline(pid)}`);
     const serverName: Record<string, string> = { postgres: 'PostgreSQL', ferretdb: 'FerretDB', temporal: 'Temporal' };
     const cpuScopes: CpuScope[] = [
       processTree('api', apiPid),
-      processTree('worker', workerPid, (procs) => detachedChildren(procs, workerPid), `pid ${workerPid} and descendants but the runtime`),
+      ...workerPids.map((pid, i) => processTree(WORKERS > 1 ? `worker ${i}` : 'worker', pid, (procs) => detachedChildren(procs, pid), `pid ${pid} and descendants but the runtime`)),
       processTrees('sandbox runtime', runtimePids),
       ...servers.processes.map((p) => (p.name === 'postgres' ? processTree : processGroup)(serverName[p.name] ?? p.name, p.pid)),
     ];
@@ -180,7 +188,7 @@ async function main(): Promise<void> {
     const cpuAfter = cpuSnapshot(cpuScopes);
     await sleep(1000);
     const tail = cpuSnapshot(cpuScopes);
-    const runtimesAfter = detachedChildren(readProcs(), workerPid);
+    const runtimesAfter = runtimesOf();
     if (runtimesAfter.join() !== runtimePids.join()) progress(`the runtime processes changed during the phase: ${runtimePids.join()} -> ${runtimesAfter.join()}`);
     const ready = all.filter((s) => s.statuses.join() === STATUSES.join()).length;
     const failed = all.filter((s) => s.statuses.at(-1) !== 'READY');
@@ -203,7 +211,7 @@ async function main(): Promise<void> {
     const f = (ms: number) => `${ms.toFixed(0)} ms`;
     const lat = all.map((s) => s.ms);
     const delays = all.flatMap((s) => s.delays);
-    printTable(`Starts on the ${RUNTIME} runtime, one worker, one shared sandbox, FerretDB + ${servers.temporalName}; stream-start follows the ${FOLLOW}`, [
+    printTable(`Starts on the ${RUNTIME} runtime, ${WORKERS === 1 ? 'one worker' : `${WORKERS} workers`}, one shared sandbox, FerretDB + ${servers.temporalName}; stream-start follows the ${FOLLOW}`, [
       ['what', 'value'],
       [`${STARTS} concurrent stream-starts: READY with every status in order`, `${ready} / ${STARTS} (lost: ${STARTS - ready})`],
       ['start tasks stored READY', String(tasksStored)],

@@ -4,7 +4,6 @@
  * form it expects.
  */
 import { createHash } from 'node:crypto';
-import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -79,8 +78,9 @@ export const envSchema = z.object({
   TEMPORAL_TASK_QUEUE: nonEmpty('task queue name').default('agent-control'),
   /**
    * This worker's host, as the sandboxes it holds record it: its process sandboxes are acted on through
-   * the task queue <TEMPORAL_TASK_QUEUE>@<WORKER_HOST>. Default: the machine's host name. Workers on one
-   * machine share it; a worker that comes back with it picks that host's sandboxes up again.
+   * the task queue <TEMPORAL_TASK_QUEUE>@<WORKER_HOST>. Default: a name made once and kept in DATA_DIR
+   * (worker-host), where the sandboxes' files are: workers of one DATA_DIR share it, and a worker that
+   * comes back with it picks that host's sandboxes up again.
    */
   WORKER_HOST: z
     .string()
@@ -161,12 +161,15 @@ export const envSchema = z.object({
   /** How long a runtime may fail its checks before the sandbox turns ERROR (ms); one its provider reports gone: at once. */
   SANDBOX_HEALTH_GRACE_MS: positiveInt('milliseconds').default(30_000),
   /** How long no worker of a sandbox's host may take its calls before the sandbox turns ERROR (ms). */
-  SANDBOX_HOST_LOST_MS: positiveInt('milliseconds').default(5 * 60_000),
+  SANDBOX_HOST_LOST_MS: z.coerce.number({ error: 'milliseconds, at least 2000' }).int({ error: 'milliseconds, at least 2000' }).min(2000, { error: 'milliseconds, at least 2000' }).default(5 * 60_000),
   /**
    * The address process runtimes listen on and are reached at (their exposed URL). 127.0.0.1 keeps them
    * on this machine; with apis or workers on other hosts, this host's address they reach.
    */
-  SANDBOX_PROCESS_HOST: z.ipv4({ error: 'an IPv4 address of this machine, such as 127.0.0.1' }).default('127.0.0.1'),
+  SANDBOX_PROCESS_HOST: z
+    .ipv4({ error: 'an IPv4 address of this machine, such as 127.0.0.1' })
+    .refine((a) => a !== '0.0.0.0' && !a.startsWith('255.') && !/^2(2[4-9]|3\d)\./.test(a), { error: 'one address of this machine (not 0.0.0.0, broadcast or multicast)' })
+    .default('127.0.0.1'),
   /** A RUNNING sandbox unused this long is paused (ms); 0 never pauses. */
   SANDBOX_IDLE_TIMEOUT_MS: nonNegativeInt('milliseconds; 0 turns auto-pause off').default(30 * 60_000),
   /** How long a starting or resumed runtime has to answer /alive (ms). */
@@ -310,8 +313,8 @@ export const ENV_VARIABLES = Object.keys(envSchema.shape) as (keyof Env)[];
 export interface Config {
   api: { host: string; port: number; publicBaseUrl: string };
   mongo: { uri: string | undefined; db: string; serverSelectionTimeoutMs: number };
-  /** `workerHost`: WORKER_HOST, or this machine's host name. */
-  temporal: { address: string | undefined; namespace: string; taskQueue: string; workerHost: string };
+  /** `workerHost`: WORKER_HOST; unset, the worker keeps one in DATA_DIR (worker/worker-host.ts). */
+  temporal: { address: string | undefined; namespace: string; taskQueue: string; workerHost: string | undefined };
   dataDir: string;
   serversCacheDir: string | undefined;
   workflowBundlePath: string | undefined;
@@ -420,7 +423,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
     },
     mongo: { uri: e.MONGODB_URI, db: e.MONGODB_DB, serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS },
-    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, workerHost: e.WORKER_HOST ?? machineHost() },
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, workerHost: e.WORKER_HOST },
     dataDir: path.resolve(e.DATA_DIR),
     serversCacheDir: e.SERVERS_CACHE_DIR && path.resolve(e.SERVERS_CACHE_DIR),
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH && path.resolve(e.WORKFLOW_BUNDLE_PATH),
@@ -488,12 +491,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
         e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY } : undefined,
     },
   };
-}
-
-/** This machine's host name as a WORKER_HOST (its first label, what WORKER_HOST allows). */
-function machineHost(): string {
-  const name = os.hostname().split('.')[0]!.replace(/[^A-Za-z0-9_-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 63);
-  return name || 'host';
 }
 
 /** The port of a URL or host:port, when it names one (a URL without a port has its scheme's). */

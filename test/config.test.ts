@@ -1,4 +1,3 @@
-import os from 'node:os';
 import { ConfigError, ENV_VARIABLES, loadConfig, requireServers } from '../src/config';
 
 const problems = (env: Record<string, string>): string[] => {
@@ -17,10 +16,12 @@ describe('config', () => {
     expect(c.api).toEqual({ host: '127.0.0.1', port: 8000, publicBaseUrl: 'http://127.0.0.1:8000' });
     expect(c.sandboxes.controlPlaneUrl).toBe('http://127.0.0.1:8000');
     expect(c.mongo.uri).toBeUndefined();
-    expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control', workerHost: os.hostname().split('.')[0]!.replace(/[^A-Za-z0-9_-]/g, '-') });
+    expect(c.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'agent-control', workerHost: undefined });
     expect(loadConfig({ WORKER_HOST: 'host-b.1' }).temporal.workerHost).toBe('host-b.1');
     expect(() => loadConfig({ WORKER_HOST: 'a/b' })).toThrow(/WORKER_HOST="a\/b" is invalid/);
-    expect(() => loadConfig({ SANDBOX_PROCESS_HOST: '0.0.0.0.1' })).toThrow(/SANDBOX_PROCESS_HOST/);
+    for (const bad of ['0.0.0.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1', 'example.com']) expect(() => loadConfig({ SANDBOX_PROCESS_HOST: bad })).toThrow(/SANDBOX_PROCESS_HOST/);
+    expect(loadConfig({ SANDBOX_PROCESS_HOST: '10.1.2.3' }).sandboxes.processHost).toBe('10.1.2.3');
+    expect(() => loadConfig({ SANDBOX_HOST_LOST_MS: '1' })).toThrow(/SANDBOX_HOST_LOST_MS="1" is invalid: expected milliseconds, at least 2000/);
     expect(c.sandboxes).toMatchObject({ processHost: '127.0.0.1', hostLostMs: 300_000 });
     expect(c.limits).toEqual({ maxBodyBytes: 5 * 1024 * 1024, maxEventsPerConversation: 1_000_000, requestTimeoutMs: 60_000 });
     expect(c.live).toEqual({ pollMs: 10, idlePollMs: 250, retainSlots: 100 });

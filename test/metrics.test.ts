@@ -241,16 +241,19 @@ describe('metrics', () => {
       );
       const outcomes = after.get('agent_control_activity_outcomes_total')!;
       expect(outcomes.type).toBe('COUNTER');
+      // The shared task queue's, or this host's (the sandbox's start ran there).
+      const queue = expect.stringMatching(new RegExp(`^${t.config.temporal.taskQueue}(@[\\w.-]+)?$`));
       for (const s of outcomes.samples) {
         expect(s.labels).toEqual({
           activity_type: expect.stringMatching(/^\w+$/),
-          task_queue: t.config.temporal.taskQueue,
+          task_queue: queue,
           namespace: t.config.temporal.namespace,
           local: expect.stringMatching(/^(true|false)$/),
           outcome: expect.stringMatching(/^(completed|failed|cancelled)$/),
           failure_type: expect.any(String),
         });
       }
+      expect(outcomes.samples.find((s) => s.labels.activity_type === 'startSandboxRuntime')?.labels.task_queue).toMatch(/@/);
       const completed = outcomes.samples.filter((s) => s.labels.outcome === 'completed').map((s) => s.labels.activity_type);
       expect(completed.length).toBeGreaterThan(0);
       const failure = outcomes.samples.find((s) => s.labels.outcome === 'failed')!;

@@ -4,8 +4,8 @@
  * polls is placed there, and its provider calls go to host A's task queue; with host A's worker killed,
  * host B serves its own sandboxes (made, paused, resumed there) while host A's turn ERROR once
  * SANDBOX_HOST_LOST_MS has passed without a check taken, and one of them can be deleted without its host;
- * a worker that comes back as host-a picks the other one up again (RUNNING, the same runtime), and
- * pauses it on its host.
+ * a worker that comes back as host-a removes what that one left there, picks the other one up again
+ * (RUNNING, the same runtime), and pauses it on its host.
  */
 import { Client, Connection } from '@temporalio/client';
 import type { ChildProcess } from 'node:child_process';
@@ -15,6 +15,7 @@ import path from 'node:path';
 import { hostTaskQueue, sandboxWorkflowId } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';
+import { eventually } from './helpers/eventually';
 import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForSandbox, waitForStatus } from './helpers/sandboxes';
 import { startWorkerProcess } from './helpers/worker';
 
@@ -87,15 +88,21 @@ describe('process sandboxes on the host that holds them', () => {
     // saying why. (Their runtimes still run on host A, out of the service's reach.)
     const lost = await Promise.all([a1, a2].map((s) => waitForSandbox(t, u.key, s.id, (x) => x.status === 'ERROR', 60_000)));
     for (const s of lost) expect(s.status_detail).toContain(`no worker of its host (task queue ${queueOf('host-a')}) takes its calls`);
-    // One of them deleted without its host: DELETED, saying what stays behind there.
+    // One of them deleted without its host: DELETED, saying what stays behind there until then.
     const deleted = await t.request('DELETE', `/api/v1/sandboxes/${a2.id}`, { key: u.key });
     expect(deleted.status).toBe(200);
     expect(deleted.body.status).toBe('DELETED');
     const gone = (await t.stores.sandboxes.get(a2.id))!;
-    expect(gone.status_detail).toMatch(/its host was gone, so its runtime and files there were not removed/);
+    expect(gone.status_detail).toMatch(/so its runtime and files there are removed when a worker of that host runs$/);
+    expect(gone.runtime).not.toBeNull();
+    expect(runtimesUnder(path.join(hostDir('host-a'), 'sandboxes', a2.id))).toHaveLength(1);
 
-    // Host A comes back: its sandbox is picked up again, with the runtime it had.
+    // Host A comes back: it removes what the deleted one left, and picks the other up again, with the
+    // runtime it had.
     await startHost('host-a');
+    await eventually(async () => expect((await t.stores.sandboxes.get(a2.id))!.runtime).toBeNull(), { timeoutMs: 30_000, what: "host A's sweep of the deleted sandbox" });
+    expect(runtimesUnder(path.join(hostDir('host-a'), 'sandboxes', a2.id))).toEqual([]);
+    expect(fs.existsSync(path.join(hostDir('host-a'), 'sandboxes', a2.id))).toBe(false);
     const back = await waitForStatus(t, u.key, a1.id, 'RUNNING', 60_000);
     expect(back.session_api_key).toBe(a1.session_api_key);
     expect((await runtimeGet(agentUrl(back), '/health', back.session_api_key))!.status).toBe(200);

@@ -254,16 +254,34 @@ describe('sandbox lifecycle', () => {
       expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST).change?.status_detail).toContain(GONE);
     });
 
-    test('a delete its host never took: refused while the host may come back, DELETED once it is lost', () => {
-      const away = { ok: false, reason: GONE, hostAbsent: true } as const;
+    test('a delete its host never took: DELETED, what it left there removed by a worker of that host later', () => {
+      for (const status of ['RUNNING', 'PAUSED', 'MISSING', 'ERROR'] as const) {
+        const l = lifecycle(status);
+        const step = act(l, l.request('delete').act, { ok: false, reason: GONE, hostAbsent: true });
+        expect(step).toEqual({ change: { status: 'DELETED', status_detail: `deleted on request; ${GONE}, so its runtime and files there are removed when a worker of that host runs` } });
+        expect(l.deleted).toBe(true);
+      }
+      // One its host took and failed: refused, as before.
       const l = lifecycle('RUNNING');
-      expect(act(l, l.request('delete').act, away)).toEqual({ refuse: { failure: 'providerFailed', message: `deleting failed: ${GONE}; try again` } });
+      expect(act(l, l.request('delete').act, failed('busy')).refuse?.message).toBe('deleting failed: busy; try again');
+    });
+
+    test('a call a worker of the host took: the host is there (a later absence counts anew)', () => {
+      const l = lifecycle('RUNNING');
       l.hostAbsent(GONE, T0, T0);
-      l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST);
-      const step = act(l, l.request('delete').act, away);
-      expect(step.change?.status).toBe('DELETED');
-      expect(step.change?.status_detail).toMatch(/its host was gone, so its runtime and files there were not removed/);
-      expect(l.deleted).toBe(true);
+      expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST).change?.status).toBe('ERROR');
+      expect(act(l, l.request('resume').act, ok)).toEqual({ change: { status: 'RUNNING', status_detail: null } });
+      expect(l.carried).toMatchObject({ hostAbsentSinceMs: null, hostLost: false });
+      const later = T0 + 10 * HOST_LOST;
+      expect(l.hostAbsent(GONE, later, later)).toEqual({});
+      expect(l.hostAbsent(GONE, later, later + HOST_LOST).change?.status).toBe('ERROR');
+    });
+
+    test('the host back, its runtime gone: ERROR saying so, no longer blaming the host', () => {
+      const l = lifecycle('RUNNING');
+      l.hostAbsent(GONE, T0, T0 + HOST_LOST);
+      const step = l.observed(check('missing', 'the runtime process is gone'), T0 + 2 * HOST_LOST);
+      expect(step.change).toEqual({ status: 'ERROR', status_detail: 'its host answers again, but the runtime process is gone; resume to restart the runtime, or delete the sandbox' });
     });
 
     test('a workflow started before the setting: the default bound', () => {

@@ -12,9 +12,8 @@ import { beatWhileAlive, workerHeartbeatFile } from '../src/process/heartbeat';
 import { openDatabase } from '../src/store/mongo';
 import { boundedConnection } from '../src/temporal/call-bounds';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
-import { hostTaskQueue } from '../src/temporal/shared';
 import { installTracing } from '../src/observability/tracing';
-import { createWorker } from './worker';
+import { createWorker, isHostPollerNotice } from './worker';
 
 async function connectWithRetry(address: string, log: (msg: string) => void): Promise<NativeConnection> {
   for (let attempt = 1; ; attempt++) {
@@ -63,7 +62,7 @@ async function main(): Promise<void> {
         trace: (m, meta) => logger.trace(meta, m),
         debug: (m, meta) => logger.debug(meta, m),
         info: (m, meta) => logger.info(meta, m),
-        warn: (m, meta) => logger.warn(meta, m),
+        warn: (m, meta) => (isHostPollerNotice(m) ? logger.debug(meta, m) : logger.warn(meta, m)),
         error: (m, meta) => logger.error(meta, m),
       },
       telemetryOptions: {
@@ -112,7 +111,7 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
   beatWhileAlive(workerHeartbeatFile(config.dataDir));
-  logger.info({ taskQueue: config.temporal.taskQueue, hostTaskQueue: hostTaskQueue(config.temporal.taskQueue, config.temporal.workerHost), namespace: config.temporal.namespace }, 'worker polling');
+  logger.info({ taskQueue: config.temporal.taskQueue, hostTaskQueue: worker.hostQueue, namespace: config.temporal.namespace }, 'worker polling');
   await worker.run();
   await connection.close();
   await clientConnection.close();

@@ -4,7 +4,7 @@
  * where the calls on the process sandboxes this host holds arrive.
  */
 import type { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanExporter, type Tracing } from '../src/observability/tracing';
@@ -17,6 +17,8 @@ import { ActivityOutcomesInterceptor } from './activity-outcomes';
 import type { Config } from '../src/config';
 import { createConversationServices, createSandboxService, createServices, createStores } from '../src/composition';
 import { hostTaskQueue } from '../src/temporal/shared';
+import { sweepLeftoversWhileRunning } from '../activities/sandbox-leftovers';
+import { workerHost } from './worker-host';
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -27,7 +29,7 @@ export interface WorkerDeps {
   db: Db;
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
-  /** Where sandboxes live and how providers reach their backends; `temporal.workerHost`: this host. */
+  /** Where sandboxes live and how providers reach their backends; `temporal.workerHost`: this host (workerHost). */
   config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'quotas'> & { temporal: Pick<Config['temporal'], 'workerHost'> };
   secretsKey: string;
   /** Where workflow and activity spans go (installTracing); without it spans are dropped. */
@@ -36,37 +38,56 @@ export interface WorkerDeps {
   shutdownGraceMs?: number;
 }
 
-/** The two pollers of a host's worker, run, drained and stopped together. */
+/** The SDK's warning that a worker polls no workflow tasks: the host queue's poller does not, on purpose. */
+export const isHostPollerNotice = (message: string) => message.startsWith('No workflows registered, not polling for workflow tasks');
+
+/**
+ * The two pollers of a host's worker, run, drained and stopped together; while they run, the sweep of
+ * what deleted sandboxes left on this host (activities/sandbox-leftovers.ts).
+ */
 export class HostWorker {
   constructor(
     /** Workflows and every activity, on the shared task queue. */
     readonly shared: Worker,
     /** The activities, on this host's task queue. */
     readonly host: Worker,
+    /** This host's task queue. */
+    readonly hostQueue: string,
+    /** Starts the sweeps; answers their stop. */
+    private readonly sweeps: () => () => Promise<void>,
   ) {}
 
   /** Until both have stopped; when one fails, the other is shut down too and the failure is thrown. */
   async run(): Promise<void> {
-    const ran = await Promise.allSettled(
-      [this.shared, this.host].map((w) =>
-        w.run().catch((e: unknown) => {
-          this.shutdown();
-          throw e;
-        }),
-      ),
-    );
-    const failed = ran.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
+    const stopSweeps = this.sweeps();
+    try {
+      const ran = await Promise.allSettled(
+        [this.shared, this.host].map((w) =>
+          w.run().catch((e: unknown) => {
+            this.shutdown();
+            throw e;
+          }),
+        ),
+      );
+      const failed = ran.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    } finally {
+      await stopSweeps();
+    }
   }
 
-  /** Runs until `work` settles, then drains; answers what it answered. */
+  /** Runs until `work` settles, then drains; answers what it answered (a worker that fails first fails it). */
   async runUntil<T>(work: Promise<T>): Promise<T> {
     const running = this.run();
+    const stoppedFirst = running.then(() => {
+      throw new Error('the worker stopped before the work it ran for ended');
+    });
     try {
-      return await work;
+      return await Promise.race([work, stoppedFirst]);
     } finally {
       this.shutdown();
-      await running;
+      await running.catch(() => undefined);
+      stoppedFirst.catch(() => undefined);
     }
   }
 
@@ -82,7 +103,8 @@ export class HostWorker {
 
 export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
   const identity = deps.identity ?? `${process.pid}@${os.hostname()}`;
-  const hostQueue = hostTaskQueue(deps.taskQueue, deps.config.temporal.workerHost);
+  const hostQueue = hostTaskQueue(deps.taskQueue, workerHost(deps.config.temporal.workerHost, deps.config.dataDir));
+  const providers = createProviders(deps.config);
   const workflowBundle: WorkflowBundleOption = { codePath: deps.workflowBundlePath };
   const box = new SecretBox(deps.secretsKey);
   const stores = createStores(deps.db, { box });
@@ -98,7 +120,7 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
     sandbox: {
       sandboxes,
       box,
-      providers: createProviders(deps.config),
+      providers,
       startTimeoutMs: deps.config.sandboxes.startTimeoutMs,
       controlPlaneUrl: deps.config.sandboxes.controlPlaneUrl,
       conversations,
@@ -113,6 +135,7 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
       settings,
       box,
       gitCloneBaseUrl: deps.config.starts.gitCloneBaseUrl,
+      hostQueue,
     },
     callbacks: {
       appConversations,
@@ -142,5 +165,7 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
     // The workflow interceptors' spans leave the sandbox through this sink (to nowhere without an exporter).
     sinks: { exporter: makeWorkflowExporter(deps.tracing?.exporter ?? new NoopSpanExporter(), deps.tracing?.resource ?? new Resource({})) },
   });
-  return new HostWorker(shared, await Worker.create({ ...common, taskQueue: hostQueue }));
+  const host = await Worker.create({ ...common, taskQueue: hostQueue });
+  const log = Runtime.instance().logger;
+  return new HostWorker(shared, host, hostQueue, () => sweepLeftoversWhileRunning({ sandboxes, providers, hostQueue, log }));
 }

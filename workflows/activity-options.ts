@@ -32,9 +32,10 @@ export const SANDBOX_ACTIVITY_OPTIONS = {
 /**
  * How long a call to a sandbox's host (its task queue) waits for a worker there to take it, at most (and
  * no longer than SANDBOX_HOST_LOST_MS): past it, that host counts as not answering (a health check) or the
- * call fails saying so (an operation).
+ * call fails saying so (an operation). A remote check and a delete behind it stay within the api's
+ * SANDBOX_OPERATION_TIMEOUT_MS (60 s by default).
  */
-export const HOST_WAIT_MS = 30_000;
+export const HOST_WAIT_MS = 20_000;
 
 /** Start-task activities: bookkeeping, quick steps in the sandbox, and long ones that heartbeat. */
 export const START_TASK_ACTIVITY_OPTIONS = {

@@ -46,7 +46,7 @@ export interface LifecycleState extends SandboxState {
   failingSinceMs: number | null;
   /** Since when no worker of the sandbox's host has taken a health check (ms); null while one does. */
   hostAbsentSinceMs?: number | null;
-  /** ERROR because that host was gone for SANDBOX_HOST_LOST_MS (not because its runtime failed). */
+  /** ERROR because that host was gone for SANDBOX_HOST_LOST_MS (not because its runtime failed); until a worker there takes a call. */
   hostLost?: boolean;
 }
 
@@ -128,6 +128,11 @@ export class SandboxLifecycle {
   /** The outcome of the provider call a step asked for. */
   provided(action: ProviderAction, outcome: ProviderOutcome): Step {
     const failed = outcome.ok ? null : outcome.reason;
+    // A worker of the host took the call: the host is there.
+    if (outcome.ok || !outcome.hostAbsent) {
+      this.hostAbsentSinceMs = null;
+      this.hostLost = false;
+    }
     switch (action.call) {
       case 'start':
         return failed === null ? { change: { ...this.set('RUNNING', null), written: true } } : { change: this.set('ERROR', `the runtime did not start: ${failed}`) };
@@ -144,9 +149,10 @@ export class SandboxLifecycle {
         }
         return { change: this.set('ERROR', `resuming failed: ${failed}`), refuse: { failure: 'providerFailed', message: `resuming failed: ${failed}` } };
       case 'delete':
-        // A host that was lost cannot remove what it holds; the sandbox goes from the service all the same.
-        if (!outcome.ok && outcome.hostAbsent && this.hostLost) {
-          return { change: this.set('DELETED', `deleted on request; its host was gone, so its runtime and files there were not removed (${failed})`) };
+        // A host whose worker does not take the call cannot remove what it holds now; the sandbox goes
+        // from the service all the same, and a worker of that host removes the rest when it runs.
+        if (!outcome.ok && outcome.hostAbsent) {
+          return { change: this.set('DELETED', `deleted on request; ${failed}, so its runtime and files there are removed when a worker of that host runs`) };
         }
         // The sandbox stays as it was: deleting again is the way out.
         return failed === null ? { change: this.set('DELETED', 'deleted on request') } : { refuse: { failure: 'providerFailed', message: `deleting failed: ${failed}; try again` } };
@@ -163,9 +169,10 @@ export class SandboxLifecycle {
     if (!this.checksHealth) return NOTHING;
     this.hostAbsentSinceMs = null;
     if (this.hostLost) {
-      // Its host's worker is back: the sandbox is judged by what the check saw, as before the loss.
+      // Its host's worker is back: the sandbox is what the check sees.
       this.hostLost = false;
       if (check.state === 'paused') return { change: this.set('PAUSED', 'paused; its host answers again') };
+      if (check.state !== 'alive') return { change: this.set('ERROR', `its host answers again, but ${check.detail ?? 'its runtime does not'}; resume to restart the runtime, or delete the sandbox`) };
     }
     if (this.status === 'PAUSED') {
       // A paused runtime does not answer /alive; only one the provider lost matters.
@@ -193,7 +200,7 @@ export class SandboxLifecycle {
    * A health check asked at `askedMs` that no worker of the sandbox's host took in time (`detail` says
    * which host), seen at `nowMs`; the host is absent since the first such check was asked. Past
    * SANDBOX_HOST_LOST_MS without one, the sandbox is ERROR (from RUNNING, PAUSED or an ERROR of its own):
-   * its runtime is out of the service's reach, and a delete no longer waits for that host. Once a worker of that host takes a check again (`observed`), it is what it shows.
+   * its runtime is out of the service's reach. Once a worker of that host takes a check again (`observed`), it is what it shows.
    */
   hostAbsent(detail: string, askedMs: number, nowMs: number): Step {
     if (!this.checksHealth || this.hostLost) return NOTHING;

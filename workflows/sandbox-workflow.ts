@@ -92,7 +92,7 @@ function onHost(sandboxId: string, taskQueue: string, hostLostMs: number): Runti
     check: async () => {
       if (!elsewhere) {
         try {
-          return await localCheck.executeWithOptions({ summary: 'health check' }, [sandboxId, { onlyOnItsHost: true }]);
+          return await localCheck.executeWithOptions({ summary: 'health check' }, [sandboxId]);
         } catch (e) {
           if (!failedWith(e, SANDBOX_ACTIVITY_FAILURES.onAnotherHost)) throw e;
           elsewhere = true;
@@ -150,14 +150,19 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   // (undefined: not placed yet, or by a run from before; the run it continues as places it then.)
   let hostQueue: string | null | undefined = input.hostQueue;
   let placed: Promise<RuntimeCalls> | undefined;
+  const place = async (): Promise<RuntimeCalls> => {
+    if (hostQueue === undefined) {
+      if (!patched(HOST_QUEUES)) return anywhere(sandboxId);
+      hostQueue = await placeSandbox.executeWithOptions({ summary: 'place the sandbox on a host' }, [sandboxId]);
+    }
+    return hostQueue ? onHost(sandboxId, hostQueue, settings.hostLostMs ?? DEFAULT_HOST_LOST_MS) : anywhere(sandboxId);
+  };
+  // (A placement that failed is tried again by the next call that needs it: the failure is that call's.)
   const runtimeCalls = (): Promise<RuntimeCalls> =>
-    (placed ??= (async () => {
-      if (hostQueue === undefined) {
-        if (!patched(HOST_QUEUES)) return anywhere(sandboxId);
-        hostQueue = await placeSandbox.executeWithOptions({ summary: 'place the sandbox on a host' }, [sandboxId]);
-      }
-      return hostQueue ? onHost(sandboxId, hostQueue, settings.hostLostMs ?? DEFAULT_HOST_LOST_MS) : anywhere(sandboxId);
-    })());
+    (placed ??= place().catch((e: unknown) => {
+      placed = undefined;
+      throw e;
+    }));
   const hostGone = () => `no worker of its host (task queue ${hostQueue}) takes its calls`;
 
   // One operation at a time: updates and health checks queue behind each other.
@@ -182,11 +187,12 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
       if (!action) return lifecycle.state;
       // The history reads "start the runtime", "pause the runtime (idle)", ... without decoding payloads.
       const summary = `${action.call} the runtime${action.call === 'pause' && action.why === 'idle' ? ' (idle)' : ''}`;
-      const calls = await runtimeCalls();
-      const outcome = await calls.provider[action.call].executeWithOptions({ summary }, [sandboxId]).then(
-        (): ProviderOutcome => ({ ok: true }),
-        (e: unknown): ProviderOutcome => (neverTaken(e) ? { ok: false, reason: hostGone(), hostAbsent: true } : { ok: false, reason: reason(e) }),
-      );
+      const outcome = await runtimeCalls()
+        .then((calls) => calls.provider[action.call].executeWithOptions({ summary }, [sandboxId]))
+        .then(
+          (): ProviderOutcome => ({ ok: true }),
+          (e: unknown): ProviderOutcome => (neverTaken(e) ? { ok: false, reason: hostGone(), hostAbsent: true } : { ok: false, reason: reason(e) }),
+        );
       step = lifecycle.provided(action, outcome);
     }
   };
@@ -206,8 +212,8 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
     if (!lifecycle.checksHealth) return;
     const asked = now();
     let absent = false;
-    const check = await (await runtimeCalls())
-      .check()
+    const check = await runtimeCalls()
+      .then((calls) => calls.check())
       .catch((e: unknown): RuntimeCheck | null => {
         absent = neverTaken(e);
         return absent || patched(FAILED_CHECK_IS_NO_VERDICT) ? null : { state: 'unreachable', detail: reason(e), lastUsedAtMs: now() };

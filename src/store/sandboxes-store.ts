@@ -129,6 +129,12 @@ export class SandboxesStore {
     await this.sandboxes.updateOne({ _id: id }, { $set: set });
   }
 
+  /** Sandboxes of `hostQueue` deleted while no worker of that host took the call: their runtime and files are still there. */
+  async leftOn(hostQueue: string, limit = 100): Promise<SandboxRecord[]> {
+    const docs = await this.sandboxes.find({ host_queue: hostQueue, status: 'DELETED', runtime: { $ne: null } }).limit(limit).toArray();
+    return docs.map(toRecord);
+  }
+
   /** Places the sandbox on `hostQueue` unless it is placed already; answers where it is. */
   async placeOn(id: string, hostQueue: string): Promise<string | null> {
     await this.sandboxes.updateOne({ _id: id, $or: [{ host_queue: { $exists: false } }, { host_queue: null }] }, { $set: { host_queue: hostQueue } });

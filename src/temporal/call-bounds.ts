@@ -73,7 +73,8 @@ function endedCall(code: GrpcStatus, details: string): ReturnType<NextCall> {
  * The SDK's retry interceptor sends a retry from a timer; when the connection was closed in between (an api
  * or worker shutting down), making that call throws "Channel has been shut down" from the timer, an
  * uncaught exception, and the caller's promise never settles (measured). Here a call on a closed channel
- * ends CANCELLED instead, which the retry interceptor does not retry and hands to the caller.
+ * ends CANCELLED instead (any other call that cannot be made: INTERNAL), which the retry interceptor
+ * does not retry and hands to the caller.
  */
 function endingOnClose(inner: Interceptor): Interceptor {
   return (options, nextCall) =>
@@ -81,7 +82,9 @@ function endingOnClose(inner: Interceptor): Interceptor {
       try {
         return nextCall(o);
       } catch (e) {
-        return endedCall(GrpcStatus.CANCELLED, e instanceof Error ? e.message : String(e));
+        const message = e instanceof Error ? e.message : String(e);
+        // Anything else a call cannot be made for is an internal failure, not a cancellation.
+        return endedCall(/shut down/i.test(message) ? GrpcStatus.CANCELLED : GrpcStatus.INTERNAL, message);
       }
     });
 }

@@ -4,7 +4,7 @@
  * runtime's outbox does), starts, and the log read straight from the database.
  */
 import fs from 'node:fs';
-import { MongoClient } from 'mongodb';
+import { MongoClient, type Db } from 'mongodb';
 import { embeddedServersFile } from '../../src/cli/embedded-servers';
 import { messages } from './event-samples';
 import { eventually } from './eventually';
@@ -91,17 +91,22 @@ export async function expectLogIntact(launcher: Launcher, conversationId: string
   const { mongoUri } = JSON.parse(fs.readFileSync(embeddedServersFile(launcher.dataDir), 'utf8')) as { mongoUri: string };
   const client = await MongoClient.connect(mongoUri);
   try {
-    const db = client.db('agent_control');
-    const events = await db.collection('events').find({ conversation_id: conversationId }, { projection: { id: 1, seq: 1 } }).toArray();
-    const ids = events.map((e) => e.id as string);
-    expect(new Set(ids).size).toBe(ids.length);
-    for (const id of acknowledged) expect(ids).toContain(id);
-    const seqs = events.map((e) => e.seq as number).sort((a, b) => a - b);
-    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
-    const conversation = await db.collection('conversations').findOne({ _id: conversationId as never });
-    expect(conversation?.last_seq).toBe(seqs.length);
-    expect(await db.collection('ingest_leases').countDocuments()).toBe(0);
+    await expectStoredLogIntact(client.db('agent_control'), conversationId, acknowledged);
   } finally {
     await client.close();
   }
+}
+
+/** The same in `db`; answers the stored ids in seq order. */
+export async function expectStoredLogIntact(db: Db, conversationId: string, acknowledged: Set<string>): Promise<string[]> {
+  const events = await db.collection('events').find({ conversation_id: conversationId }, { projection: { id: 1, seq: 1 } }).toArray();
+  events.sort((a, b) => (a.seq as number) - (b.seq as number));
+  const ids = events.map((e) => e.id as string);
+  expect(new Set(ids).size).toBe(ids.length);
+  for (const id of acknowledged) expect(ids).toContain(id);
+  expect(events.map((e) => e.seq as number)).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
+  const conversation = await db.collection('conversations').findOne({ _id: conversationId as never });
+  expect(conversation?.last_seq).toBe(events.length);
+  expect(await db.collection('ingest_leases').countDocuments()).toBe(0);
+  return ids;
 }

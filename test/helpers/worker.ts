@@ -46,9 +46,12 @@ export async function startTestWorker(config: Config, tracing?: WorkerDeps['trac
   };
 }
 
-/** The built worker as a process of its own (so a test can kill -9 it); `ready` once it polls. */
-export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
-  const child = spawn(process.execPath, [distPath('worker', 'main.js')], {
+/**
+ * A built entry point (dist/<entry>) as a process of its own, configured as `config` says with `dataDir`
+ * (so a test can kill -9 it); `ready` once it has printed `readyLine`.
+ */
+export function startServiceProcess(entry: string[], readyLine: string, config: Config, dataDir: string, extraEnv: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
+  const child = spawn(process.execPath, [distPath(...entry)], {
     env: {
       ...process.env,
       MONGODB_URI: config.mongo.uri,
@@ -73,13 +76,18 @@ export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Re
   const ready = new Promise<void>((resolve, reject) => {
     const look = (d: Buffer) => {
       out += d.toString();
-      if (out.includes('worker polling')) resolve();
+      if (out.includes(readyLine)) resolve();
     };
     child.stdout!.on('data', look);
     child.stderr!.on('data', look);
-    child.once('exit', (code) => reject(new Error(`worker exited with ${code}: ${out}`)));
+    child.once('exit', (code) => reject(new Error(`${entry.join('/')} exited with ${code}: ${out}`)));
   });
   return { child, ready };
+}
+
+/** The built worker as a process of its own (so a test can kill -9 it); `ready` once it polls. */
+export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
+  return startServiceProcess(['worker', 'main.js'], 'worker polling', config, dataDir, extraEnv);
 }
 
 /**
