@@ -2,9 +2,9 @@
  * Start benchmark (on demand, never part of the tests):
  * `npm run bench:starts [-- --starts 200 --single 15 --follow workflow|record --runtime built-in|openhands --workers 1]`.
  *
- * --workers runs that many worker processes, each as a host of its own (WORKER_HOST, DATA_DIR): the
- * sandbox lives on one of them, whose host queue takes its calls; the start-task workflows and their
- * steps spread over all.
+ * --workers runs that many worker processes, each as a host of its own (WORKER_HOST, DATA_DIR, its
+ * runtimes on 127.0.0.<2 + i>, an address the others reach): the sandbox lives on one of them, whose
+ * host queue takes its calls; the start-task workflows and their steps spread over all.
  *
  * --runtime picks the sandbox's agent server: the built-in runtime, or the real OpenHands agent server
  * (installed first when missing, as `npm start` does). The raw steps go through the same runtime client.
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
     ...Array.from({ length: WORKERS }, (_, i) =>
-      spawn(process.execPath, [dist('worker', 'main.js')], { env: { ...env, WORKER_HOST: `bench-${i}`, DATA_DIR: path.join(servers.dir, `worker-${i}`) }, stdio: ['ignore', 'inherit', 'inherit'] }),
+      spawn(process.execPath, [dist('worker', 'main.js')], { env: { ...env, WORKER_HOST: `bench-${i}`, DATA_DIR: path.join(servers.dir, `worker-${i}`), ...(WORKERS > 1 ? { SANDBOX_PROCESS_HOST: `127.0.0.${2 + i}` } : {}) }, stdio: ['ignore', 'inherit', 'inherit'] }),
     ),
   ];
   const database = openDatabase(servers.mongoUri, 'bench');
