@@ -24,7 +24,8 @@ import { ensureCommands } from './host-packages';
 import { ensureAgentServer } from './servers/agent-server';
 import { reapStale, startChild, type Child } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
-import { obtainServers, obtainTemporalServer } from './servers/obtain';
+import { obtainServers, obtainTemporalServer, obtainTemporalUi } from './servers/obtain';
+import { startTemporalUi } from './servers/temporal-ui';
 import { postgresIsSuperuser, postgresLogin, postgresSuperuserUrl, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
 import { migrateSqliteData } from './servers/sqlite-migration';
 import { Supervisor, type StartFn, type SuperviseOptions } from './servers/supervisor';
@@ -164,6 +165,7 @@ async function main(): Promise<void> {
     [path.join(config.dataDir, 'temporal', 'temporal.pid'), 'temporal-cli-'],
     // Its directory, on its command line after --root: no other data directory's server matches.
     [path.join(config.dataDir, 'temporal-server', 'temporal.pid'), path.join(config.dataDir, 'temporal-server')],
+    [path.join(config.dataDir, 'temporal-ui', 'temporal-ui.pid'), path.join(config.dataDir, 'temporal-ui')],
     [path.join(config.dataDir, 'ferretdb', 'ferretdb.pid'), 'ferretdb-'],
     // Its cluster's path, on its command line after -D: no other PostgreSQL on the machine matches.
     [path.join(config.dataDir, 'postgres', 'postgres.pid'), path.join(config.dataDir, 'postgres', 'data'), 'SIGINT'],
@@ -242,7 +244,9 @@ async function main(): Promise<void> {
     const ports = portsAround(config.embedded.temporalPort);
     const all = [ports.frontend, ports.frontendHttp, ports.history, ports.matching, ports.worker, ...ports.membership];
     for (const port of all) await portFree(port, 'EMBEDDED_TEMPORAL_PORT');
+    await portFree(config.embedded.temporalUiPort, 'EMBEDDED_TEMPORAL_UI_PORT');
     const binaries = await obtainTemporalServer(config.serversCacheDir, (l) => log.info(l));
+    const uiBinary = await obtainTemporalUi(config.serversCacheDir, (l) => log.info(l));
     const pgDir = path.join(config.dataDir, 'postgres');
     const pgPort = config.embedded.postgresPort;
     const store = { host: '127.0.0.1', port: pgPort, superuserUrl: (database: string) => postgresSuperuserUrl(pgDir, pgPort, database), passwordFile: path.join(pgDir, 'temporal-password') };
@@ -252,6 +256,9 @@ async function main(): Promise<void> {
     if (await ensureNamespace(temporal.address, config.temporal.namespace)) log.info({ namespace: config.temporal.namespace }, 'registered the Temporal namespace');
     temporalAddress = temporal.address;
     log.info({ address: temporalAddress }, 'Temporal server (on PostgreSQL) is up');
+    const uiOptions = { binary: uiBinary, dir: path.join(config.dataDir, 'temporal-ui'), port: config.embedded.temporalUiPort, temporalAddress, namespace: config.temporal.namespace, pidFile: true };
+    const ui = await supervision.start('temporal-ui', reclaiming([uiOptions.port], (onSpawn) => startTemporalUi({ ...uiOptions, onSpawn })), { dependsOn: ['temporal'] });
+    temporalUi = ui.url;
   } else if (!temporalAddress) {
     await portFree(config.embedded.temporalPort, 'EMBEDDED_TEMPORAL_PORT');
     await portFree(config.embedded.temporalUiPort, 'EMBEDDED_TEMPORAL_UI_PORT');
@@ -326,7 +333,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `  API          ${config.api.publicBaseUrl}   (docs: ${config.api.publicBaseUrl}/docs)`,
-    temporalUi ? `  Temporal UI  ${temporalUi}` : `  Temporal     ${temporalAddress}${realTemporal ? '   (the Temporal server on PostgreSQL; no UI)' : ''}`,
+    temporalUi ? `  Temporal UI  ${temporalUi}${realTemporal ? '   (the Temporal server on PostgreSQL)' : ''}` : `  Temporal     ${temporalAddress}`,
     `  MongoDB      ${redactUri(mongoUri)}   (${storage})`,
     `  Data         ${config.dataDir}   (logs in ${logs})`,
     bootstrap.key

@@ -5,7 +5,8 @@
  * subscriber on api A while events are ingested through api B), api A, worker A and node A are killed
  * (-9) at once; worker A comes back (as a supervisor would restart it), on node B.
  *
- * Every start ends READY with each status once and in order; the subscriber, reconnecting to api B with
+ * Every start ends READY with each status once and in order (WAITING_FOR_SANDBOX again only with its
+ * place in the user's line); the subscriber, reconnecting to api B with
  * `after_id`, has every stored event once and in order; no acknowledged event is lost or doubled; host
  * B's sandboxes go on working, and host A's work again once its worker is back. The histories the
  * cluster recorded replay with the workflow code.
@@ -22,7 +23,7 @@ import { freePort } from '../src/process/net';
 import { hostTaskQueue, sandboxWorkflowId, startTaskWorkflowId, type StartTaskSnapshot } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv, uniqueName } from './helpers/env';
-import { killRuntimesUnder } from './helpers/sandboxes';
+import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { expectStoredLogIntact, steadyIngest } from './helpers/service-under-faults';
 import { waitForStartTask } from './helpers/start-tasks';
 import { runningTemporalCluster, type TemporalCluster } from './helpers/temporal-cluster';
@@ -38,6 +39,8 @@ describe('the production shape: two hosts, one lost under load', () => {
   let apiB: TestApi;
   const children: ChildProcess[] = [];
   let connection: Connection | undefined;
+  /** What keeps running until stopped (the ingest loop, sockets), stopped by afterAll whatever failed. */
+  const running: (() => unknown)[] = [];
 
   beforeAll(async () => {
     quietTemporalRuntime();
@@ -46,6 +49,7 @@ describe('the production shape: two hosts, one lost under load', () => {
   }, 180_000);
 
   afterAll(async () => {
+    for (const stop of running) await stop();
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await apiB?.close();
     await connection?.close();
@@ -74,17 +78,20 @@ describe('the production shape: two hosts, one lost under load', () => {
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       // Host A's worker is back well within it: its sandboxes never turn ERROR.
       SANDBOX_HOST_LOST_MS: '120000',
+      // The sandboxes made to find one on host A, beside the starts' own: no room to wait for.
+      USER_MAX_RUNNING_SANDBOXES: '0',
     };
     // Each host's runtimes on an address of its own, as on two machines (what listens on the other
     // host's 127.0.0.1 is not theirs).
     const hostA = { ...shared, TEMPORAL_ADDRESS: nodeA.address, WORKER_HOST: 'host-a', SANDBOX_PROCESS_HOST: '127.0.0.2', DATA_DIR: path.join(dir, 'host-a') };
     const hostB = { ...shared, TEMPORAL_ADDRESS: nodeB.address, WORKER_HOST: 'host-b', SANDBOX_PROCESS_HOST: '127.0.0.3', DATA_DIR: path.join(dir, 'host-b') };
-    const hostEnv = (h: typeof hostA) => ({ WORKER_HOST: h.WORKER_HOST, SANDBOX_PROCESS_HOST: h.SANDBOX_PROCESS_HOST });
+    // (The processes get what their config says through their environment: the shared settings too.)
+    const hostEnv = (h: typeof hostA) => ({ ...shared, WORKER_HOST: h.WORKER_HOST, SANDBOX_PROCESS_HOST: h.SANDBOX_PROCESS_HOST });
     const configA = testConfig({ ...hostA, API_PORT: String(await freePort()) });
     const configB = testConfig(hostB);
     const workerA = spawned(startWorkerProcess(configA, hostA.DATA_DIR, hostEnv(hostA)));
     const workerB = spawned(startWorkerProcess(configB, hostB.DATA_DIR, hostEnv(hostB)));
-    const apiA = spawned(startServiceProcess(['src', 'api', 'main.js'], 'api listening', configA, path.join(dir, 'api-a'), { START_TASK_RECONCILE_AFTER_MS: '5000' }));
+    const apiA = spawned(startServiceProcess(['src', 'api', 'main.js'], 'api listening', configA, path.join(dir, 'api-a'), shared));
     apiB = await startTestApi(configB);
     await Promise.all([workerA.ready, workerB.ready, apiA.ready]);
     const urlA = `http://127.0.0.1:${configA.api.port}`;
@@ -109,9 +116,25 @@ describe('the production shape: two hosts, one lost under load', () => {
     const socket = (base: string, query = '') => `${base.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket${query}`;
     const first: Recorder = connect(socket(urlA), { 'X-Access-Token': user.key });
     await first.opened;
+    running.push(() => first.ws.terminate());
     const ingest = steadyIngest(Number(new URL(apiB.url).port), c.conversationId, c.sessionKey);
+    running.push(() => ingest.stop());
     await ingest.goesOn(3, 30_000);
     await first.waitFor(40, 30_000);
+
+    // A sandbox on each host (a sandbox is placed on the host whose worker runs its workflow first:
+    // made until each host has one), to be acted on after the loss, host A's once its worker is back.
+    const recordOf = (id: string) => apiB.database.db.collection<{ _id: string; host_queue?: string | null }>('sandboxes').findOne({ _id: id });
+    const queueOf = (host: string) => hostTaskQueue(shared.TEMPORAL_TASK_QUEUE, host);
+    const placed = new Map<string, string>();
+    for (let i = 0; i < 16 && placed.size < 2; i++) {
+      const made = await apiB.request('POST', '/api/v1/sandboxes', { key: user.key });
+      expect(made.status).toBe(200);
+      await waitForStatus(apiB, user.key, made.body.id, 'RUNNING');
+      const queue = (await recordOf(made.body.id))?.host_queue;
+      if (queue && !placed.has(queue)) placed.set(queue, made.body.id);
+    }
+    expect([...placed.keys()].sort()).toEqual([queueOf('host-a'), queueOf('host-b')]);
 
     // Wave 1 through both apis, and host A lost while those starts run.
     const wave1 = await Promise.all(Array.from({ length: STARTS_PER_WAVE }, (_, i) => startVia(i % 2 ? apiB.url : urlA)));
@@ -129,7 +152,7 @@ describe('the production shape: two hosts, one lost under load', () => {
     // Every start READY, its statuses once each and in order (the workflow's own list).
     const ids = [...wave1, ...wave2];
     const ended = await Promise.all(ids.map((id) => waitForStartTask(apiB, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000)));
-    expect(ended.map((s) => [s.id, s.status])).toEqual(ids.map((id) => [id, 'READY']));
+    expect(ended.map((s) => [s.id, s.status, s.detail])).toEqual(ids.map((id) => [id, 'READY', null]));
     console.log(
       `host A lost: the next ${STARTS_PER_WAVE} starts accepted by api B within ${acceptedAfterMs} ms, all ${ids.length} READY ${((Date.now() - lostAt) / 1000).toFixed(1)} s after the loss; ingest: ${ingest.counts.batches} batches acknowledged, ${ingest.counts.retries} resent`,
     );
@@ -138,7 +161,9 @@ describe('the production shape: two hosts, one lost under load', () => {
     const inOrder = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
     for (const id of ids) {
       const snapshots = await client.workflow.getHandle(startTaskWorkflowId(id)).query<StartTaskSnapshot[]>('snapshots');
-      expect(snapshots.map((s) => s.status)).toEqual(inOrder);
+      expect(snapshots.map((s) => s.status).filter((s, i, all) => s !== all[i - 1])).toEqual(inOrder);
+      // Told again only as a place in the user's line (8 starts over USER_MAX_CONCURRENT_STARTS=5).
+      for (const [i, s] of snapshots.entries()) if (i > 0 && s.status === snapshots[i - 1]!.status) expect(s.detail).toMatch(/^Waiting in line at place \d+/);
     }
 
     // The log: every acknowledged event once, seq without a hole.
@@ -149,30 +174,23 @@ describe('the production shape: two hosts, one lost under load', () => {
     expect((await first.closed).code).not.toBe(1000);
     const had = first.messages.map((e) => e.id as string);
     const resumed = connect(socket(apiB.url, `?after_id=${had.at(-1)}`), { 'X-Access-Token': user.key });
+    running.push(() => resumed.ws.terminate());
     await resumed.waitFor(stored.length - had.length, 60_000);
     await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
     expect([...had, ...resumed.messages.map((e) => e.id as string)]).toEqual(stored);
     resumed.ws.close();
 
-    // Sandboxes: the starts' sandboxes, on both hosts; each host's one can be paused and resumed.
-    const sandboxes = await apiB.database.db
-      .collection<{ _id: string; host_queue?: string | null }>('sandboxes')
-      .find({ _id: { $in: ended.map((s) => s.sandbox_id as string) } })
-      .toArray();
-    const byHost = (host: string) => sandboxes.filter((s) => s.host_queue === hostTaskQueue(shared.TEMPORAL_TASK_QUEUE, host)).map((s) => s._id);
-    expect(byHost('host-a').length + byHost('host-b').length).toBe(ids.length);
-    const checked: string[] = [];
-    for (const host of ['host-a', 'host-b']) {
-      const [id] = byHost(host);
-      if (!id) continue; // (all the starts may have landed on one host; the other then has nothing to show)
+    // Sandboxes: the starts' are on one host or the other. Host A's sandbox (its worker back) and host
+    // B's pause and resume, each on its own host.
+    const sandboxes = await Promise.all(ended.map(async (s) => (await recordOf(s.sandbox_id as string))!));
+    expect(sandboxes.every((s) => s.host_queue === queueOf('host-a') || s.host_queue === queueOf('host-b'))).toBe(true);
+    for (const id of placed.values()) {
       for (const [op, status] of [['pause', 'PAUSED'], ['resume', 'RUNNING']] as const) {
         const r = await apiB.request('POST', `/api/v1/sandboxes/${id}/${op}`, { key: user.key });
         expect([r.status, r.body.status]).toEqual([200, status]);
       }
-      checked.push(host);
     }
-    expect(checked.length).toBeGreaterThan(0);
-    console.log(`sandboxes paused and resumed on ${checked.join(' and ')} (of ${byHost('host-a').length} on host A, ${byHost('host-b').length} on host B)`);
+    console.log(`the starts' sandboxes: ${sandboxes.filter((s) => s.host_queue === queueOf('host-a')).length} on host A, ${sandboxes.filter((s) => s.host_queue === queueOf('host-b')).length} on host B`);
 
     // What the cluster recorded replays with the workflow code: the starts', and their sandboxes'.
     const histories = [];

@@ -1,7 +1,8 @@
 /**
  * `npm start` with EMBEDDED_TEMPORAL=server: the launcher runs the real Temporal server on the embedded
- * PostgreSQL instead of the dev server (scripts/servers/temporal-server.ts). A start reaches READY; the
- * node's configuration, which holds its role's password, is readable by its owner only; stopped and
+ * PostgreSQL instead of the dev server (scripts/servers/temporal-server.ts), with the web UI's server in
+ * front of it (scripts/servers/temporal-ui.ts). A start reaches READY and its workflow shows through the
+ * UI's API; the node's configuration, which holds its role's password, is readable by its owner only; stopped and
  * started again, the launcher finds the same cluster (the start's workflow is still there, the namespace
  * is not registered twice) and serves a new start.
  */
@@ -40,6 +41,15 @@ describe('the launcher with EMBEDDED_TEMPORAL=server', () => {
     const session = await adminSession(launcher, first, llm.url);
     const started = (await session.call('POST', '/api/v1/app-conversations', {})).body;
     await until('the start is READY', async () => (await session.taskOf(started.id))?.status === 'READY', 120_000);
+
+    // The UI: its page, and the start's workflow through its API (the UI server's round trip to the node).
+    const ui = `http://127.0.0.1:${launcher.ports.ui}`;
+    expect(first.output()).toContain(`Temporal UI  ${ui}`);
+    const page = await fetch(`${ui}/`);
+    expect([page.status, (await page.text()).toLowerCase()]).toEqual([200, expect.stringContaining('<!doctype html>')]);
+    const shown = await fetch(`${ui}/api/v1/namespaces/default/workflows/${startTaskWorkflowId(started.id)}`);
+    expect(shown.status).toBe(200);
+    expect(JSON.stringify(await shown.json())).toContain('startTaskWorkflow');
     first.child.kill('SIGINT');
     expect(await first.exited).toBe(0);
 

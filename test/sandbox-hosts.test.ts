@@ -8,6 +8,7 @@
  * (RUNNING, the same runtime), and pauses it on its host.
  */
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -113,5 +114,11 @@ describe('process sandboxes on the host that holds them', () => {
     expect((await providerQueues(a1.id)).at(-1)).toBe(`pause the runtime @ ${queueOf('host-a')}`);
     // B's sandbox never left B.
     expect((await t.request('GET', `/api/v1/sandboxes?id=${b1.id}`, { key: u.key })).body[0].status).toBe('RUNNING');
+    // RECORD_FIXTURES=1 keeps this life (placed, started on its host, checked there and from elsewhere,
+    // lost, back, paused) for the replay suite.
+    if (process.env.RECORD_FIXTURES) {
+      const history = await client.workflow.getHandle(sandboxWorkflowId(a1.id)).fetchHistory();
+      fs.writeFileSync(path.join(__dirname, 'fixtures', 'sandbox-history-hosts.binpb'), temporal.api.history.v1.History.encode(history).finish());
+    }
   }, 180_000);
 });

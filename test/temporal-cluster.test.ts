@@ -82,18 +82,20 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
 
     // One database and task queue for everything; an api and a worker per node, as on two hosts.
     const shared = { MONGODB_DB: uniqueName('cluster'), TEMPORAL_TASK_QUEUE: uniqueName('tq'), START_TASK_RECONCILE_AFTER_MS: '5000' };
-    const configOf = async (node: Child & { address: string }, data: string) =>
-      testConfig({ ...shared, TEMPORAL_ADDRESS: node.address, DATA_DIR: path.join(dir, data), API_PORT: String(await freePort()) });
+    // Each host's runtimes on an address of its own, which the other host reaches (as on two machines).
+    const hostEnv = (host: 'host-a' | 'host-b') => ({ WORKER_HOST: host, SANDBOX_PROCESS_HOST: host === 'host-a' ? '127.0.0.2' : '127.0.0.3' });
+    const configOf = async (node: Child & { address: string }, host: 'host-a' | 'host-b') =>
+      testConfig({ ...shared, ...hostEnv(host), TEMPORAL_ADDRESS: node.address, DATA_DIR: path.join(dir, host), API_PORT: String(await freePort()) });
     // A worker before the namespace exists: it waits for it instead of exiting.
     const configA = await configOf(a, 'host-a');
-    const workerA = startWorkerProcess(configA, configA.dataDir);
+    const workerA = startWorkerProcess(configA, configA.dataDir, hostEnv('host-a'));
     workers.push(workerA.child);
     let outA = '';
     for (const stream of [workerA.child.stdout!, workerA.child.stderr!]) stream.on('data', (d: Buffer) => (outA += d.toString()));
     const b = await node('node-b', portsB);
     nodes.push(b);
     const configB = await configOf(b, 'host-b');
-    const workerB = startWorkerProcess(configB, configB.dataDir);
+    const workerB = startWorkerProcess(configB, configB.dataDir, hostEnv('host-b'));
     workers.push(workerB.child);
     // It found no namespace and said so, and is still there, waiting.
     await eventually(() => outA.includes('search attributes of namespace default not registered yet'), { timeoutMs: 60_000, what: 'worker A waiting for the namespace' });
@@ -122,7 +124,7 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
       return waitForStartTask(api, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 120_000);
     };
     const [viaA, viaB] = await Promise.all([start(apiA), start(apiB)]);
-    expect([viaA.status, viaB.status]).toEqual(['READY', 'READY']);
+    expect([viaA, viaB].map((s) => [s.status, s.detail])).toEqual([['READY', null], ['READY', null]]);
 
     // Node A and its worker gone at once (a host lost): node B takes over A's shards and serves on its own.
     a.process.kill('SIGKILL');

@@ -10,6 +10,10 @@
  *
  * Recorded with the code of commit 1f47997: a sandbox whose runtime died (ERROR only after the grace
  * period, then resumed and deleted), and a start whose clone failed (ERROR, its new sandbox left running).
+ *
+ * Recorded by test/sandbox-hosts.test.ts (RECORD_FIXTURES=1) with the code that placed process sandboxes
+ * on hosts: a sandbox placed on host A, started there, checked locally and then (its workflow on host
+ * B's worker) on host A's queue, ERROR while host A was gone, RUNNING again when it came back, paused.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,7 +27,7 @@ const fixture = (name: string) => temporal.api.history.v1.History.decode(fs.read
 describe('workflow replay across the upgrade', () => {
   beforeAll(() => quietTemporalRuntime());
 
-  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history', 'sandbox-history-gone', 'start-task-history-error'])(
+  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history', 'sandbox-history-gone', 'start-task-history-error', 'sandbox-history-hosts'])(
     'replays %s, recorded by the earlier code',
     async (name) => {
       const history = fixture(name);

@@ -12,11 +12,14 @@ import {
   TEMPORAL_CLI_VERSION,
   TEMPORAL_SERVER_MODULE,
   TEMPORAL_SERVER_VERSION,
+  TEMPORAL_UI_MODULE,
+  TEMPORAL_UI_VERSION,
   ferretdbBinaryPath,
   repoRoot,
   serversCacheRoot,
   temporalBinaryPath,
   temporalServerDir,
+  temporalUiBinaryPath,
 } from './paths';
 
 export interface ServerBinaries {
@@ -125,6 +128,20 @@ export async function obtainTemporalServer(cacheOverride?: string, say: Say = ()
   }
   say(`Temporal server built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(binaries.server).size / 1e6).toFixed(1)} MB)`);
   return binaries;
+}
+
+/** The Temporal web UI's server (`ui-server/v2/cmd/server`, its assets inside), built once per version. */
+export async function obtainTemporalUi(cacheOverride?: string, say: Say = () => {}): Promise<string> {
+  const target = temporalUiBinaryPath(serversCacheRoot(cacheOverride));
+  if (fs.existsSync(target)) return target;
+  say(`building the Temporal UI server ${TEMPORAL_UI_VERSION} with go install (a minute, once)`);
+  const t0 = Date.now();
+  await buildInto(target, async (work) => {
+    await run('go', ['install', `${TEMPORAL_UI_MODULE}/cmd/server@${TEMPORAL_UI_VERSION}`], { env: { ...process.env, GOBIN: work, GOFLAGS: '-buildvcs=false' } });
+    fs.renameSync(path.join(work, 'server'), path.join(work, path.basename(target)));
+  });
+  say(`Temporal UI server built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(target).size / 1e6).toFixed(1)} MB)`);
+  return target;
 }
 
 /** Returns both binaries, building whichever is not cached yet. */

@@ -12,6 +12,9 @@ export const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
 /** The real Temporal server and its schema tool: the version the CLI above embeds. */
 export const TEMPORAL_SERVER_MODULE = 'go.temporal.io/server';
 export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
+/** The Temporal web UI's server, the version the CLI embeds (its module graph is the CLI's). */
+export const TEMPORAL_UI_MODULE = 'github.com/temporalio/ui-server/v2';
+export const TEMPORAL_UI_VERSION = 'v2.42.1';
 /** Must match scripts/ferretdb/go.mod, whose committed go.sum pins the module's checksum. */
 export const FERRETDB_VERSION = 'v1.24.2';
 
@@ -28,6 +31,10 @@ export function temporalBinaryPath(cacheRoot: string): string {
 /** The directory of the real server's two binaries: `temporal-server` and `temporal-sql-tool`. */
 export function temporalServerDir(cacheRoot: string): string {
   return path.join(cacheRoot, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
+}
+
+export function temporalUiBinaryPath(cacheRoot: string): string {
+  return path.join(cacheRoot, `temporal-ui-${TEMPORAL_UI_VERSION}`, 'temporal-ui-server');
 }
 
 export function ferretdbBinaryPath(cacheRoot: string): string {

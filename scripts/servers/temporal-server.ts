@@ -235,22 +235,29 @@ export async function ensureNamespace(address: string, namespace: string): Promi
   }
 }
 
-/** Starts one node of the cluster (every service in one process) and waits until its frontend answers. */
-export async function startTemporalNode(o: TemporalNodeOptions): Promise<Child & { address: string }> {
-  const wrong = o.ports.membership.filter((p) => p < 1 || p > MAX_MEMBERSHIP_PORT);
-  if (wrong.length) throw new Error(`Temporal membership ports ${wrong.join(', ')} are not within 1..${MAX_MEMBERSHIP_PORT}: its membership table keeps them as smallint`);
-  const configDir = path.join(o.dir, 'config');
+/**
+ * A server's `config` directory under `dir` (both 0700, neither a link), and a writer of its files: each
+ * written anew (0600: a node's holds the password), never through a link left there.
+ */
+export function configFiles(dir: string): (name: string, text: string) => void {
+  const configDir = path.join(dir, 'config');
   fs.mkdirSync(configDir, { recursive: true, mode: 0o700 });
-  for (const dir of [o.dir, configDir]) {
-    if (!fs.lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a directory of its own (a link?)`);
-    fs.chmodSync(dir, 0o700);
+  for (const d of [dir, configDir]) {
+    if (!fs.lstatSync(d).isDirectory()) throw new Error(`${d} is not a directory of its own (a link?)`);
+    fs.chmodSync(d, 0o700);
   }
-  // Written anew (0600: the node's holds the password), never through a link left there.
-  const write = (name: string, text: string) => {
+  return (name, text) => {
     const file = path.join(configDir, name);
     fs.rmSync(file, { force: true });
     fs.writeFileSync(file, text, { mode: 0o600, flag: 'wx' });
   };
+}
+
+/** Starts one node of the cluster (every service in one process) and waits until its frontend answers. */
+export async function startTemporalNode(o: TemporalNodeOptions): Promise<Child & { address: string }> {
+  const wrong = o.ports.membership.filter((p) => p < 1 || p > MAX_MEMBERSHIP_PORT);
+  if (wrong.length) throw new Error(`Temporal membership ports ${wrong.join(', ')} are not within 1..${MAX_MEMBERSHIP_PORT}: its membership table keeps them as smallint`);
+  const write = configFiles(o.dir);
   write('node.yaml', nodeConfig(o));
   write('dynamic.yaml', DYNAMIC_CONFIG);
   const address = `127.0.0.1:${o.ports.frontend}`;

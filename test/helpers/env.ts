@@ -15,7 +15,7 @@ export interface TestEnv {
   namespace: string;
   workflowBundlePath: string;
   /** The dev server (the Temporal CLI), FerretDB, and the real Temporal server with its schema tool (the cluster suite). */
-  binaries: { temporal: string; ferretdb: string; temporalServer: string; temporalSqlTool: string };
+  binaries: { temporal: string; ferretdb: string; temporalServer: string; temporalSqlTool: string; temporalUi: string };
   /** The installed OpenHands agent server (OPENHANDS_AGENT_SERVER_DIR of the suites that run it). */
   agentServerDir: string;
   /** The engine and images of the docker tests (absent with AGENT_CONTROL_DOCKER_TESTS=off). */

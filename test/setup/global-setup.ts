@@ -13,7 +13,7 @@ import { ferretdbBackendFromEnv, startDocumentStore } from '../../scripts/server
 import { ensureCommands } from '../../scripts/host-packages';
 import { redactUri } from '../../scripts/servers/ferretdb-server';
 import { ensureAgentServer } from '../../scripts/servers/agent-server';
-import { obtainServers, obtainTemporalServer } from '../../scripts/servers/obtain';
+import { obtainServers, obtainTemporalServer, obtainTemporalUi } from '../../scripts/servers/obtain';
 import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';
 import type { TestEnv } from '../helpers/env';
 import { dockerTestsEnabled, prepareDocker } from './docker';
@@ -36,8 +36,11 @@ export default async function globalSetup(): Promise<void> {
   // agent server's image its environment).
   const docker = dockerTestsEnabled() ? prepareDocker(obtained, agentServer, say) : null;
   docker?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
-  // The real Temporal server (the cluster suite), built after the others: one Go build at a time.
-  const temporalServer = obtained.then(() => obtainTemporalServer(process.env.SERVERS_CACHE_DIR, say));
+  // The real Temporal server and its UI (the cluster suites), built after the others: one Go build at a time.
+  const temporalServer = obtained.then(async () => ({
+    ...(await obtainTemporalServer(process.env.SERVERS_CACHE_DIR, say)),
+    ui: await obtainTemporalUi(process.env.SERVERS_CACHE_DIR, say),
+  }));
   temporalServer.catch(() => undefined); // awaited below
   const [binaries, agentServerEnv, realTemporal] = await Promise.all([obtained, agentServer, temporalServer]).catch(async (e) => {
     await docker?.then((d) => d.engine.stop()).catch(() => undefined);
@@ -76,7 +79,7 @@ export default async function globalSetup(): Promise<void> {
     temporalUiUrl: temporal.uiUrl,
     namespace: 'default',
     workflowBundlePath: bundle,
-    binaries: { ...binaries, temporalServer: realTemporal.server, temporalSqlTool: realTemporal.sqlTool },
+    binaries: { ...binaries, temporalServer: realTemporal.server, temporalSqlTool: realTemporal.sqlTool, temporalUi: realTemporal.ui },
     agentServerDir: agentServerEnv.dir,
     ...(prepared ? { docker: prepared.env } : {}),
   };
