@@ -1,4 +1,5 @@
 /** The worker's host name (worker/worker-host.ts): WORKER_HOST, or one made once and kept in DATA_DIR. */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,12 +24,15 @@ describe('worker host', () => {
     expect(workerHost(undefined, path.join(dir, 'other'))).not.toBe(first);
   });
 
-  it('refuses a kept name that is no host name, and a link in its place', () => {
+  it('refuses a kept name that is no host name, a link in its place, and a FIFO (which would hold the start)', () => {
     fs.writeFileSync(path.join(dir, 'worker-host'), 'a/../b\n');
     expect(() => workerHost(undefined, dir)).toThrow(/holds no host name.*set WORKER_HOST/);
     fs.rmSync(path.join(dir, 'worker-host'));
     fs.writeFileSync(path.join(dir, 'elsewhere'), 'host-x\n');
     fs.symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'worker-host'));
     expect(() => workerHost(undefined, dir)).toThrow(/cannot be read.*set WORKER_HOST/);
+    fs.rmSync(path.join(dir, 'worker-host'));
+    execFileSync('mkfifo', [path.join(dir, 'worker-host')]);
+    expect(() => workerHost(undefined, dir)).toThrow(/cannot be read \(not a regular file\)/);
   });
 });

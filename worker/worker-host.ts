@@ -23,10 +23,13 @@ export function workerHost(configured: string | undefined, dataDir: string): str
   const read = (): string | null => {
     let text: string;
     try {
-      // Read through no link: the file is the worker's own, in its own directory.
-      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      // Read through no link, and only a regular file (a FIFO would hold the worker's start): the file is
+      // the worker's own, in its own directory; 256 bytes at most.
+      const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
       try {
-        text = fs.readFileSync(fd, 'utf8').slice(0, 256).trim();
+        if (!fs.fstatSync(fd).isFile()) throw new Error('not a regular file');
+        const buffer = Buffer.alloc(256);
+        text = buffer.subarray(0, fs.readSync(fd, buffer, 0, buffer.length, 0)).toString('utf8').trim();
       } finally {
         fs.closeSync(fd);
       }
