@@ -1,17 +1,22 @@
 /**
- * The admission workflow's side effects: asking for a start's turn (signal-with-start, so the first ask
- * starts the user's line and a later one joins it), and the counts it admits by, read from MongoDB.
+ * The admission workflows' side effects: asking for a start's turn (signal-with-start, so the first ask
+ * starts the line and a later one joins it), and the counts a line admits by, read from MongoDB. A
+ * user's line counts the user's sandboxes and starts; an organization's, those of all its members.
  */
 import type { Client } from '@temporalio/client';
 import { TERMINAL_STATUSES } from '../src/app-conversations/start-task-service';
 import { ACTIVE_SANDBOX_STATUSES, type SandboxesStore, type SandboxRecord } from '../src/store/sandboxes-store';
 import type { StartTaskRecord, StartTasksStore } from '../src/store/start-tasks-store';
+import type { OrganizationQuotas } from '../src/orgs/organization-quotas';
 import {
   admissionRequestSignal,
+  organizationAdmissionWorkflowId,
   startAdmissionWorkflowId,
   WORKFLOW_TYPES,
   workflowSummaries,
   type AdmissionLimits,
+  type AdmissionLineKind,
+  type AdmissionLineOwner,
   type AdmissionRequest,
   type StartAdmissionInput,
   type StartAdmissionWorkflow,
@@ -22,37 +27,65 @@ export interface AdmissionActivityDeps {
   taskQueue: string;
   sandboxes: SandboxesStore;
   startTasks: StartTasksStore;
+  organizationQuotas: Pick<OrganizationQuotas, 'ofUser'>;
 }
+
+/** Where a start stands after asking: in a line (its workflow id), or with nothing to wait for there. */
+export type AdmissionAsked = { inLine: false } | { inLine: true; lineId?: string; organizationId?: string };
 
 const ACTIVE = new Set<string>(ACTIVE_SANDBOX_STATUSES);
 
 export function createAdmissionActivities(deps: AdmissionActivityDeps) {
   return {
     /**
-     * Puts the start in its user's line, starting the line's workflow when there is none; answers whether
-     * it did. A start needs room for a sandbox when it makes one, or names one that does not run (it will
-     * resume it).
+     * Puts the start in its user's line (`line` absent) or in the line of the organization the user acts
+     * in, starting the line's workflow when there is none; answers whether it did, and which line. A start
+     * needs room for a sandbox when it makes one, or names one that does not run (it will resume it). An
+     * organization without quotas has no line.
      */
-    async askAdmission(a: { userId: string; taskId: string; newSandboxId: string | null; namedSandboxId: string | null; limits: AdmissionLimits; pollMs: number }): Promise<{ inLine: boolean }> {
+    async askAdmission(a: {
+      userId: string;
+      taskId: string;
+      newSandboxId: string | null;
+      namedSandboxId: string | null;
+      limits: AdmissionLimits;
+      pollMs: number;
+      line?: AdmissionLineKind;
+    }): Promise<AdmissionAsked> {
+      let owner: AdmissionLineOwner = { userId: a.userId };
+      let limits = a.limits;
+      if (a.line === 'organization') {
+        const org = await deps.organizationQuotas.ofUser(a.userId);
+        if (!org) return { inLine: false };
+        owner = { organizationId: org.organizationId };
+        limits = {
+          maxStarts: org.concurrentStarts.max,
+          maxRunning: org.runningSandboxes.max,
+          named: { maxStarts: org.concurrentStarts.named, maxRunning: org.runningSandboxes.named },
+        };
+      }
       let roomFor = a.newSandboxId;
       if (a.namedSandboxId) {
         const named = await deps.sandboxes.getOwned(a.namedSandboxId, a.userId);
-        // One that is not the user's, or is gone, fails in its own step with its own reason.
-        roomFor = named && !ACTIVE.has(named.status) && named.status !== 'DELETED' ? named.id : null;
+        // One that is not the user's, or is gone, fails in its own step with its own reason. A resumed one
+        // counts in the organization it was made in: another organization's line makes no room for it.
+        const counted = owner.organizationId === undefined || named?.organization_id === owner.organizationId;
+        roomFor = named && counted && !ACTIVE.has(named.status) && named.status !== 'DELETED' ? named.id : null;
       }
-      // Needing no room, with no bound on starts: nothing to wait for, so no line.
-      if (roomFor === null && a.limits.maxStarts === null) return { inLine: false };
-      const request: AdmissionRequest = { taskId: a.taskId, roomFor, limits: a.limits };
-      const input: StartAdmissionInput = { userId: a.userId, limits: a.limits, pollMs: a.pollMs };
+      // No bound on starts, and no room needed or no bound on it: nothing to wait for, so no line.
+      if (limits.maxStarts === null && (roomFor === null || limits.maxRunning === null)) return { inLine: false };
+      const request: AdmissionRequest = { taskId: a.taskId, roomFor, limits };
+      const input: StartAdmissionInput = { ...owner, limits, pollMs: a.pollMs };
+      const lineId = owner.organizationId !== undefined ? organizationAdmissionWorkflowId(owner.organizationId) : startAdmissionWorkflowId(a.userId);
       await deps.temporal.workflow.signalWithStart<StartAdmissionWorkflow, [AdmissionRequest]>(WORKFLOW_TYPES.startAdmission, {
-        workflowId: startAdmissionWorkflowId(a.userId),
+        workflowId: lineId,
         taskQueue: deps.taskQueue,
         args: [input],
         signal: admissionRequestSignal,
         signalArgs: [request],
         ...workflowSummaries.startAdmission(input),
       });
-      return { inLine: true };
+      return { inLine: true, lineId, ...(owner.organizationId !== undefined ? { organizationId: owner.organizationId } : {}) };
     },
 
     /**
@@ -60,14 +93,24 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
      * promised and have not taken yet (their sandbox not made, or not resumed, so far); and which admitted
      * starts have ended (or have no record), whose promise no longer holds.
      */
-    async admissionCounts(a: { userId: string; admitted: { taskId: string; roomFor: string | null }[] }): Promise<{ runningSandboxes: number; roomPromised: number; endedTaskIds: string[] }> {
+    async admissionCounts(
+      a: AdmissionLineOwner & { admitted: { taskId: string; roomFor: string | null }[] },
+    ): Promise<{ runningSandboxes: number; roomPromised: number; endedTaskIds: string[] }> {
       const roomFor = a.admitted.flatMap((r) => (r.roomFor ? [r.roomFor] : []));
       const taskIds = a.admitted.map((r) => r.taskId);
-      const [runningSandboxes, sandboxes, tasks] = await Promise.all([
-        deps.sandboxes.countActive(a.userId),
-        roomFor.length ? deps.sandboxes.getManyOwned(roomFor, a.userId) : new Map<string, SandboxRecord>(),
-        taskIds.length ? deps.startTasks.getManyOwned(taskIds, a.userId) : new Map<string, StartTaskRecord>(),
-      ]);
+      const none = new Map<string, never>();
+      const [runningSandboxes, sandboxes, tasks]: [number, Map<string, SandboxRecord>, Map<string, StartTaskRecord>] =
+        a.organizationId !== undefined
+          ? await Promise.all([
+              deps.sandboxes.countActiveInOrganization(a.organizationId),
+              roomFor.length ? deps.sandboxes.getManyInOrganization(roomFor, a.organizationId) : none,
+              taskIds.length ? deps.startTasks.getMany(taskIds) : none,
+            ])
+          : await Promise.all([
+              deps.sandboxes.countActive(a.userId),
+              roomFor.length ? deps.sandboxes.getManyOwned(roomFor, a.userId) : none,
+              taskIds.length ? deps.startTasks.getManyOwned(taskIds, a.userId) : none,
+            ]);
       const ended = (taskId: string) => {
         const t = tasks.get(taskId);
         return !t || TERMINAL_STATUSES.includes(t.status);

@@ -104,11 +104,14 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       return { ...rest, created_at: t.created_at.toISOString(), updated_at: t.updated_at.toISOString() };
     },
 
-    /** The caller's sandbox (resumed when paused), or a new one with the id the workflow chose. */
-    async acquireSandbox(a: { taskId: string; userId: string; sandboxId?: string; newSandboxId: string }): Promise<string> {
+    /**
+     * The caller's sandbox (resumed when paused), or a new one with the id the workflow chose, counted in
+     * the organization whose line admitted the start (else the user's current one).
+     */
+    async acquireSandbox(a: { taskId: string; userId: string; sandboxId?: string; newSandboxId: string; organizationId?: string }): Promise<string> {
       if (!a.sandboxId) {
         try {
-          return (await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId)).id;
+          return (await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId, a.organizationId)).id;
         } catch (e) {
           // Over the user's quota: retrying soon would not change it; a start in line waits its turn
           // again, one without a line ends saying so.

@@ -17,6 +17,7 @@ import type { Config } from './config';
 import { EventIngest } from './events/ingest';
 import type { LiveChannel } from './live/live-channel';
 import type { Logger } from './logger';
+import { OrganizationQuotas } from './orgs/organization-quotas';
 import { OrganizationsService } from './orgs/organizations-service';
 import { StartSettingsResolver } from './orgs/start-settings';
 import { UserSettingsService } from './orgs/user-settings-service';
@@ -29,6 +30,7 @@ import { ConversationStatesStore } from './store/conversation-states-store';
 import { PendingMessagesStore } from './store/pending-messages-store';
 import { EventsStore } from './store/events-store';
 import { MembershipsStore } from './store/memberships-store';
+import { OrganizationQuotasStore } from './store/organization-quotas-store';
 import { OrganizationsStore } from './store/organizations-store';
 import { SandboxSpecsStore } from './store/sandbox-specs-store';
 import { SandboxesStore } from './store/sandboxes-store';
@@ -59,6 +61,7 @@ export interface Stores {
   memberships: MembershipsStore;
   pendingMessages: PendingMessagesStore;
   organizations: OrganizationsStore;
+  organizationQuotas: OrganizationQuotasStore;
   sandboxSpecs: SandboxSpecsStore;
   sandboxes: SandboxesStore;
   startTasks: StartTasksStore;
@@ -84,6 +87,7 @@ export function createStores(db: Db, options: StoresOptions = {}): Stores | Seal
     events: new EventsStore(db, { queryTimeoutMs: options.eventQueryTimeoutMs }),
     memberships: new MembershipsStore(db),
     organizations: new OrganizationsStore(db),
+    organizationQuotas: new OrganizationQuotasStore(db),
     sandboxSpecs: new SandboxSpecsStore(db),
     sandboxes: new SandboxesStore(db),
     startTasks: new StartTasksStore(db),
@@ -119,8 +123,13 @@ export interface SandboxServiceOptions {
   operationTimeoutMs?: number;
   /** How long they wait for a worker to accept them before a 503 (the api passes its config's; else 10 s). */
   answerTimeoutMs?: number;
-  /** USER_MAX_RUNNING_SANDBOXES (the api and the worker pass their config's; else no limit). */
-  maxRunning?: number | null;
+  /** The user and organization quotas (the api and the worker pass their config's; else no limit). */
+  quotas?: Pick<Config, 'quotas' | 'organizationQuotas'>;
+}
+
+/** What each organization may hold: the operator's overrides over the configuration's defaults. */
+export function createOrganizationQuotas(stores: Pick<Stores, 'users' | 'organizationQuotas'>, config: Pick<Config, 'organizationQuotas'>): OrganizationQuotas {
+  return new OrganizationQuotas({ users: stores.users, quotas: stores.organizationQuotas, defaults: config.organizationQuotas });
 }
 
 /** The sandboxes' service: the api's routes and the worker's start tasks create and resume through it. */
@@ -138,7 +147,8 @@ export function createSandboxService(stores: Stores, options: SandboxServiceOpti
     answerTimeoutMs: options.answerTimeoutMs,
     users: stores.users,
     processSandboxes: { restricted: options.sandboxes.processIsolation === 'restricted', users: options.sandboxes.processUsers },
-    maxRunning: options.maxRunning,
+    maxRunning: options.quotas?.quotas.runningSandboxes ?? null,
+    organizationQuotas: options.quotas && createOrganizationQuotas(stores, options.quotas),
   });
 }
 
@@ -172,7 +182,7 @@ export interface ApiServicesDeps {
   box: SecretBox;
   /** The api's client: workflows it starts carry the trace context of the request. */
   temporal: Client;
-  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks' | 'quotas'>;
+  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks' | 'quotas' | 'organizationQuotas'>;
   live: Pick<LiveChannel, 'publish'>;
   log: Logger;
 }
@@ -186,14 +196,15 @@ export interface ApiServices extends Services, ConversationServices {
   callbacks: CallbackDispatch;
 }
 
-/** What each start-task workflow is given from the configuration: its bounds, and its user's quotas when the operator set any. */
+/** What each start-task workflow is given from the configuration: its bounds, its user's quotas, and how its lines wait. */
 export function startTaskSettings(config: Pick<Config, 'starts' | 'quotas'>): StartTaskSettings {
   const { starts, quotas } = config;
   const limits = { maxStarts: quotas.concurrentStarts, maxRunning: quotas.runningSandboxes };
   return {
     sandboxWaitMs: starts.sandboxWaitMs,
     setupScriptTimeoutMs: starts.setupScriptTimeoutMs,
-    ...(limits.maxStarts !== null || limits.maxRunning !== null ? { admission: { ...limits, queueWaitMs: starts.queueWaitMs, pollMs: starts.queuePollMs } } : {}),
+    // Always: an organization may have quotas of its own even when users have none.
+    admission: { ...limits, queueWaitMs: starts.queueWaitMs, pollMs: starts.queuePollMs },
   };
 }
 
@@ -204,7 +215,7 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
   const settings = startTaskSettings(config);
   // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
   const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
-  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxRunning: config.quotas.runningSandboxes });
+  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs, quotas: config });
   return {
     ...createServices(stores, { box }),
     ...createConversationServices(stores, { box, temporal, sandboxService, sandboxWaitMs: config.starts.sandboxWaitMs }),

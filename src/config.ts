@@ -140,6 +140,10 @@ export const envSchema = z.object({
   USER_MAX_API_KEYS: nonNegativeInt('keys').default(100),
   /** Per user and api process: event websockets open at once; 0: no limit. */
   USER_MAX_WEBSOCKETS: nonNegativeInt('sockets').default(100),
+  /** Per organization (its members together), unless the operator set its own: sandboxes starting or running; 0: no limit. */
+  ORG_MAX_RUNNING_SANDBOXES: nonNegativeInt('sandboxes').default(0),
+  /** Per organization, unless the operator set its own: starts under way at once (more wait in line); 0: no limit. */
+  ORG_MAX_CONCURRENT_STARTS: nonNegativeInt('starts').default(0),
   /** How often an api process looks for live events published by any process (ms). */
   LIVE_POLL_MS: positiveInt('milliseconds').default(10),
   /** The same while the process has no websocket subscriber (its own events still arrive at once) (ms). */
@@ -334,6 +338,8 @@ export interface Config {
   limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
   /** What one user may hold at once (USER_MAX_*); null: no limit. */
   quotas: { runningSandboxes: number | null; concurrentStarts: number | null; pendingStarts: number | null; conversations: number | null; apiKeys: number | null; websockets: number | null };
+  /** What one organization's members may hold together (ORG_MAX_*), unless the operator set its own; null: no limit. */
+  organizationQuotas: { runningSandboxes: number | null; concurrentStarts: number | null };
   live: { pollMs: number; idlePollMs: number; retainSlots: number };
   demoLlmPort: number;
   readyTimeoutMs: number;
@@ -440,6 +446,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
     limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
     quotas: { runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null, concurrentStarts: e.USER_MAX_CONCURRENT_STARTS || null, pendingStarts: e.USER_MAX_PENDING_STARTS || null, conversations: e.USER_MAX_CONVERSATIONS || null, apiKeys: e.USER_MAX_API_KEYS || null, websockets: e.USER_MAX_WEBSOCKETS || null },
+    organizationQuotas: { runningSandboxes: e.ORG_MAX_RUNNING_SANDBOXES || null, concurrentStarts: e.ORG_MAX_CONCURRENT_STARTS || null },
     live: { pollMs: e.LIVE_POLL_MS, idlePollMs: e.LIVE_IDLE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     demoLlmPort: e.DEMO_LLM_PORT,
     readyTimeoutMs: e.READY_TIMEOUT_MS,

@@ -89,6 +89,38 @@ describe('admin CLI', () => {
     expect(JSON.stringify(doc)).not.toContain('ghp_from_stdin');
   });
 
+  it("shows an organization's quotas and sets its own over the defaults, refusing a bad value or an unknown organization", async () => {
+    const ownerEmail = `${uniqueName('lead')}@example.com`;
+    expect((await admin('user', 'create', '--email', ownerEmail)).code).toBe(0);
+    const org = JSON.parse((await admin('org', 'create', '--name', 'Quota team', '--owner', ownerEmail)).stdout);
+    const quotas = async (...args: string[]) => {
+      const r = await runNode(distPath('src', 'cli', 'admin.js'), ['--json', 'org', 'quotas', '--org', org.id, ...args], { ...vars, ORG_MAX_RUNNING_SANDBOXES: '20' });
+      expect(r.code).toBe(0);
+      return JSON.parse(r.stdout);
+    };
+    expect(await quotas()).toEqual({
+      organization_id: org.id,
+      running_sandboxes: { max: 20, named: 'ORG_MAX_RUNNING_SANDBOXES=20' },
+      concurrent_starts: { max: null, named: 'ORG_MAX_CONCURRENT_STARTS=0' },
+    });
+    expect(await quotas('--running-sandboxes', '3', '--concurrent-starts', '2')).toMatchObject({
+      running_sandboxes: { max: 3, named: 'its own quota: 3' },
+      concurrent_starts: { max: 2, named: 'its own quota: 2' },
+    });
+    // One at a time: the other stays; `default` gives the configuration's back; 0 is no limit.
+    expect(await quotas('--running-sandboxes', 'default')).toMatchObject({ running_sandboxes: { max: 20 }, concurrent_starts: { max: 2 } });
+    expect(await quotas('--concurrent-starts', '0')).toMatchObject({ concurrent_starts: { max: null, named: 'its own quota: 0' } });
+    expect(await database.db.collection('organization_quotas').findOne({ _id: org.id })).toMatchObject({ running_sandboxes: null, concurrent_starts: 0 });
+
+    const bad = await admin('org', 'quotas', '--org', org.id, '--running-sandboxes', '-1');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--running-sandboxes must be a whole number >= 0 (0: no limit) or "default"');
+    const unknown = await admin('org', 'quotas', '--org', 'no-such-org', '--running-sandboxes', '1');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no organization no-such-org');
+    expect(await database.db.collection('organization_quotas').countDocuments({ _id: 'no-such-org' as never })).toBe(0);
+  });
+
   it('explains a bad command and a bad environment', async () => {
     const bad = await admin('user', 'create', '--email', 'nope');
     expect(bad.code).toBe(1);

@@ -2,15 +2,17 @@
  * A start over its user's quotas waits in line (the user's admission workflow) instead of failing: it
  * stays WAITING_FOR_SANDBOX with its place and what holds it up in the detail, goes on by itself when a
  * sandbox is paused or a start ends, in the order the starts came; another user is not held up; a start
- * that waits past START_QUEUE_WAIT_MS ends ERROR saying so; the line's workflow ends once nobody is in it.
+ * that waits past START_QUEUE_WAIT_MS ends ERROR saying so; the line's workflow ends once nobody is in it. A
+ * member of an organization with quotas of its own waits in its line too, after their own.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
-import { admissionLineQuery, startAdmissionWorkflowId, startTaskSnapshotsQuery, startTaskWorkflowId } from '../src/temporal/shared';
+import { admissionLineQuery, organizationAdmissionWorkflowId, startAdmissionWorkflowId, startTaskSnapshotsQuery, startTaskWorkflowId } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
@@ -21,7 +23,7 @@ import { startTestWorker, type TestWorker } from './helpers/worker';
 
 const QUEUE_WAIT_MS = 25_000;
 
-describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS)', () => {
+describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS, and an organization's own)", () => {
   let t: TestApi;
   let worker: TestWorker;
   let dir: string;
@@ -71,8 +73,17 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
   const ended = (s: any) => s.status === 'READY' || s.status === 'ERROR';
   const waiting = (place: number) => (s: any) => s.status === 'WAITING_FOR_SANDBOX' && typeof s.detail === 'string' && s.detail.startsWith(`Waiting in line at place ${place}: `);
   const line = (userId: string) => temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).query(admissionLineQuery);
-  const lineEnded = (userId: string) =>
-    eventually(async () => (await temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).describe()).status.name === 'COMPLETED', { timeoutMs: 15_000, intervalMs: 200, what: 'the line to end' });
+  const lineEnded = (userId: string, workflowId = startAdmissionWorkflowId(userId)) =>
+    eventually(async () => (await temporal.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED', { timeoutMs: 15_000, intervalMs: 200, what: 'the line to end' });
+  /** An organization of `members` (the first its owner, the others admins), each acting in it, with its own quotas. */
+  const team = async (members: { userId: string; key: string }[], quotas: { running_sandboxes?: number; concurrent_starts?: number }) => {
+    const org = await t.orgs.createOrganization(`team ${members.length}`, members[0]!.userId);
+    for (const m of members.slice(1)) await t.stores.memberships.put(org.id, m.userId, 'admin');
+    for (const m of members) expect((await t.request('POST', `/api/organizations/${org.id}/switch`, { key: m.key })).status).toBe(200);
+    await t.setOrgLlm(members[0]!.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
+    await t.stores.organizationQuotas.set(org.id, quotas);
+    return org.id;
+  };
 
   it('past the running-sandbox quota starts wait in order, told their place; a pause lets the first on, its end the next; another user goes on meanwhile', async () => {
     const a = await newUser();
@@ -186,6 +197,64 @@ describe('the start line (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS
     const conversationId = (await startTask(t, g.key, ids[1]!)).app_conversation_id;
     expect((await t.request('DELETE', `/api/v1/app-conversations/${conversationId}`, { key: g.key })).status).toBe(200);
     expect((await t.request('POST', '/api/v1/app-conversations', { key: g.key, body: { sandbox_id: sandboxId } })).status).toBe(200);
+  }, 120_000);
+
+  it("past its organization's running-sandbox quota a member's start waits in the organization's line (after their own), and a create is a 429; a pause by another member lets it on", async () => {
+    const [a, b, outsider] = [await newUser(), await newUser(), await newUser()];
+    const orgId = await team([a, b], { running_sandboxes: 1 });
+    const first = await start(a.key);
+    const one = await waitForStartTask(t, a.key, first, ended);
+    expect(one).toMatchObject({ status: 'READY' });
+    expect((await t.stores.sandboxes.get(one.sandbox_id))?.organization_id).toBe(orgId);
+
+    // B has no sandbox of their own (their own line lets them through), but the organization has one.
+    const refused = await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} });
+    expect(refused).toMatchObject({ status: 429, body: { detail: expect.stringContaining(`Your organization ${orgId} has 1 sandboxes starting or running, as many as it may (its own quota: 1)`) } });
+    const second = await start(b.key);
+    const waits = await waitForStartTask(t, b.key, second, waiting(1), 20_000);
+    expect(waits.detail).toBe(
+      "Waiting in line at place 1: your organization's sandboxes starting or running, with those its admitted starts are bringing up, are as many as it may have (its own quota: 1); it goes on when one of its members pauses or deletes one",
+    );
+    const orgLine = temporal.workflow.getHandle(organizationAdmissionWorkflowId(orgId));
+    expect(await orgLine.query(admissionLineQuery)).toEqual({ admitted: [], waiting: [second] });
+    expect(await line(b.userId)).toEqual({ admitted: [second], waiting: [] });
+
+    // Someone outside the organization is not held up by it.
+    const elsewhere = await start(outsider.key);
+    expect(await waitForStartTask(t, outsider.key, elsewhere, ended)).toMatchObject({ status: 'READY' });
+    expect((await startTask(t, b.key, second)).status).toBe('WAITING_FOR_SANDBOX');
+
+    // A pauses theirs: B's start goes on, in a sandbox counted in the organization; both lines end.
+    expect((await t.request('POST', `/api/v1/sandboxes/${one.sandbox_id}/pause`, { key: a.key })).body.status).toBe('PAUSED');
+    const done = await waitForStartTask(t, b.key, second, ended);
+    expect(done).toMatchObject({ status: 'READY', detail: null });
+    expect((await t.stores.sandboxes.get(done.sandbox_id))?.organization_id).toBe(orgId);
+    // Resuming A's sandbox would pass the organization's quota again.
+    const resume = await t.request('POST', `/api/v1/sandboxes/${one.sandbox_id}/resume`, { key: a.key });
+    expect(resume).toMatchObject({ status: 429, body: { detail: expect.stringContaining('(its own quota: 1)') } });
+    await lineEnded(b.userId, organizationAdmissionWorkflowId(orgId));
+    await lineEnded(b.userId);
+    // RECORD_FIXTURES=1 keeps this start (its user's line, then its organization's) for the replay suite.
+    if (process.env.RECORD_FIXTURES) {
+      const history = await temporal.workflow.getHandle(startTaskWorkflowId(second)).fetchHistory();
+      fs.writeFileSync(path.join(__dirname, 'fixtures', 'start-task-history-org-line.binpb'), proto.api.history.v1.History.encode(history).finish());
+    }
+  }, 120_000);
+
+  it("past its organization's concurrent-start quota a member's start waits for another member's to end", async () => {
+    const [c, d] = [await newUser(), await newUser()];
+    const orgId = await team([c, d], { concurrent_starts: 1 });
+    // C's start runs a setup script of 4 s: D's, sent meanwhile, waits for it to end.
+    const slow = await start(c.key, { selected_repository: bareRepo(dir, 'org-slow', { '.agents/setup.sh': 'sleep 4\n' }) });
+    await waitForStartTask(t, c.key, slow, (s) => s.status === 'RUNNING_SETUP_SCRIPT', 30_000);
+    const next = await start(d.key);
+    const waits = await waitForStartTask(t, d.key, next, waiting(1), 20_000);
+    expect(waits.detail).toBe(
+      "Waiting in line at place 1: as many starts of your organization's members are under way as it may have (its own quota: 1); it goes on when one of them ends",
+    );
+    expect(await waitForStartTask(t, c.key, slow, ended)).toMatchObject({ status: 'READY' });
+    expect(await waitForStartTask(t, d.key, next, ended)).toMatchObject({ status: 'READY' });
+    await lineEnded(d.userId, organizationAdmissionWorkflowId(orgId));
   }, 120_000);
 
   it('a start that waits past START_QUEUE_WAIT_MS ends ERROR saying so, and leaves the line', async () => {

@@ -14,6 +14,11 @@
  * Recorded by test/sandbox-hosts.test.ts (RECORD_FIXTURES=1) with the code that placed process sandboxes
  * on hosts: a sandbox placed on host A, started there, checked locally and then (its workflow on host
  * B's worker) on host A's queue, ERROR while host A was gone, RUNNING again when it came back, paused.
+ *
+ * Recorded with the code of commit d50e5fd (by test/start-queue.test.ts's first case): a start that
+ * waited in its user's line and went on when a sandbox was paused, and that user's line workflow.
+ * Recorded by test/start-queue.test.ts (RECORD_FIXTURES=1) with the code that added organization lines:
+ * a start that passed its user's line and waited in its organization's.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,7 +32,7 @@ const fixture = (name: string) => temporal.api.history.v1.History.decode(fs.read
 describe('workflow replay across the upgrade', () => {
   beforeAll(() => quietTemporalRuntime());
 
-  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history', 'sandbox-history-gone', 'start-task-history-error', 'sandbox-history-hosts'])(
+  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history', 'sandbox-history-gone', 'start-task-history-error', 'sandbox-history-hosts', 'start-task-history-line', 'start-admission-history', 'start-task-history-org-line'])(
     'replays %s, recorded by the earlier code',
     async (name) => {
       const history = fixture(name);

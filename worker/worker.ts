@@ -15,7 +15,7 @@ import { createProviders } from '../activities/sandbox-providers';
 import { SecretBox } from '../src/auth/secret-box';
 import { ActivityOutcomesInterceptor } from './activity-outcomes';
 import type { Config } from '../src/config';
-import { createConversationServices, createSandboxService, createServices, createStores } from '../src/composition';
+import { createConversationServices, createOrganizationQuotas, createSandboxService, createServices, createStores } from '../src/composition';
 import { hostTaskQueue } from '../src/temporal/shared';
 import { sweepLeftoversWhileRunning } from '../activities/sandbox-leftovers';
 import { workerHost } from './worker-host';
@@ -30,7 +30,7 @@ export interface WorkerDeps {
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
   /** Where sandboxes live and how providers reach their backends; `temporal.workerHost`: this host (workerHost). */
-  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'quotas'> & { temporal: Pick<Config['temporal'], 'workerHost'> };
+  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'quotas' | 'organizationQuotas'> & { temporal: Pick<Config['temporal'], 'workerHost'> };
   secretsKey: string;
   /** Where workflow and activity spans go (installTracing); without it spans are dropped. */
   tracing?: Pick<Tracing, 'exporter' | 'resource'>;
@@ -111,7 +111,7 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
   const { sandboxes, conversations, startTasks, appConversations } = stores;
   const settings = createServices(stores, { box }).startSettings;
   // Without the api's operation timeout: the default (60 s), as before.
-  const sandboxService = createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes, maxRunning: deps.config.quotas.runningSandboxes });
+  const sandboxService = createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes, quotas: deps.config });
   const { pendingMessages } = createConversationServices(stores, { box, temporal: deps.client, sandboxService, sandboxWaitMs: deps.config.starts.sandboxWaitMs });
   const activities = createActivities({
     db: deps.db,
@@ -148,7 +148,7 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
       gitHostAApiUrl: deps.config.starts.gitHostAApiUrl,
     },
     pendingMessages: { pendingMessages },
-    admission: { temporal: deps.client, taskQueue: deps.taskQueue, sandboxes, startTasks },
+    admission: { temporal: deps.client, taskQueue: deps.taskQueue, sandboxes, startTasks, organizationQuotas: createOrganizationQuotas(stores, deps.config) },
   });
   const common = {
     connection: deps.connection,

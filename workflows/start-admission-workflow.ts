@@ -1,8 +1,10 @@
 /**
- * The admission workflow (`start-admission-<user id>`): one user's starts in line. A semaphore with a
- * FIFO queue, as a workflow because its state (who holds a place, who waits, in which order) must
- * outlive any worker or api process, and one workflow per key handles its signals one at a time, so two
- * starts never take the same last place. Per user, because the quotas it applies are the user's.
+ * The admission workflow (`start-admission-<user id>`, or `start-admission-org-<organization id>`): one
+ * user's starts in line, or one organization's (its members', each past their own user's line first). A
+ * semaphore with a FIFO queue, as a workflow because its state (who holds a place, who waits, in which
+ * order) must outlive any worker or api process, and one workflow per key handles its signals one at a
+ * time, so two starts never take the same last place. Per user or organization, because the quotas it
+ * applies are theirs.
  *
  *   ask (signal) -> wait in line, told its place -> admitted -> ... -> release (signal) -> next admitted
  *
@@ -20,6 +22,8 @@ import {
   admissionRequestSignal,
   admissionVerdictSignal,
   startTaskWorkflowId,
+  type AdmissionLimits,
+  type AdmissionLineOwner,
   type AdmissionRequest,
   type AdmissionVerdict,
   type StartAdmissionInput,
@@ -34,8 +38,23 @@ const { admissionCounts } = proxyLocalActivities<Activities>({
 /** How often a line with holders but nobody waiting looks for a holder that ended without a word (ms). */
 const HOLDERS_CHECK_MS = 60_000;
 
+/** Why a start waits, in the words of its line: the user's own quotas, or its organization's. */
+function heldBecause(owner: AdmissionLineOwner, limits: AdmissionLimits, what: 'starts' | 'room'): string {
+  const { maxStarts, maxRunning, named } = limits;
+  if (owner.organizationId === undefined) {
+    return what === 'starts'
+      ? `as many of your starts are under way as one user may have (USER_MAX_CONCURRENT_STARTS=${maxStarts}); it goes on when one of them ends`
+      : `your sandboxes starting or running, with those your admitted starts are bringing up, are as many as one user may have (USER_MAX_RUNNING_SANDBOXES=${maxRunning}); it goes on when one is paused or deleted`;
+  }
+  return what === 'starts'
+    ? `as many starts of your organization's members are under way as it may have (${named?.maxStarts ?? `ORG_MAX_CONCURRENT_STARTS=${maxStarts}`}); it goes on when one of them ends`
+    : `your organization's sandboxes starting or running, with those its admitted starts are bringing up, are as many as it may have (${named?.maxRunning ?? `ORG_MAX_RUNNING_SANDBOXES=${maxRunning}`}); it goes on when one of its members pauses or deletes one`;
+}
+
 export async function startAdmissionWorkflow(input: StartAdmissionInput): Promise<void> {
-  const { userId, pollMs } = input;
+  const { pollMs } = input;
+  const owner: AdmissionLineOwner = input.organizationId !== undefined ? { organizationId: input.organizationId } : { userId: input.userId };
+  const line = owner.organizationId !== undefined ? 'organization' : 'user';
   let limits = input.limits;
   let waiting: AdmissionRequest[] = [...(input.queue ?? [])];
   const admitted: AdmissionRequest[] = [...(input.admitted ?? [])];
@@ -70,7 +89,7 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
   /** Tells a start its verdict; a start that is gone (its workflow closed) loses its place. */
   const tell = (taskId: string, verdict: AdmissionVerdict) =>
     getExternalWorkflowHandle(startTaskWorkflowId(taskId))
-      .signal(admissionVerdictSignal, verdict)
+      .signal(admissionVerdictSignal, line === 'user' ? verdict : { ...verdict, line })
       .catch(() => {
         drop(taskId);
         changed = true;
@@ -78,7 +97,7 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
 
   while (waiting.length > 0 || admitted.length > 0) {
     if (workflowInfo().continueAsNewSuggested) {
-      return continueAsNew<typeof startAdmissionWorkflow>({ userId, pollMs, limits, queue: waiting, admitted });
+      return continueAsNew<typeof startAdmissionWorkflow>({ ...owner, pollMs, limits, queue: waiting, admitted });
     }
     changed = false;
     const { maxStarts, maxRunning } = limits;
@@ -88,7 +107,7 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
     lookAgain = false;
     let room = Infinity;
     if ((maxRunning !== null && waiting.some((r) => r.roomFor !== null)) || look) {
-      const counts = await admissionCounts({ userId, admitted: admitted.map(({ taskId, roomFor }) => ({ taskId, roomFor })) });
+      const counts = await admissionCounts({ ...owner, admitted: admitted.map(({ taskId, roomFor }) => ({ taskId, roomFor })) });
       for (const taskId of counts.endedTaskIds) drop(taskId);
       if (maxRunning !== null) room = maxRunning - counts.runningSandboxes - counts.roomPromised;
     }
@@ -97,12 +116,9 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
     const held: { request: AdmissionRequest; reason: string }[] = [];
     for (const request of waiting) {
       if (maxStarts !== null && admitted.length >= maxStarts) {
-        held.push({ request, reason: `as many of your starts are under way as one user may have (USER_MAX_CONCURRENT_STARTS=${maxStarts}); it goes on when one of them ends` });
+        held.push({ request, reason: heldBecause(owner, limits, 'starts') });
       } else if (request.roomFor !== null && room <= 0) {
-        held.push({
-          request,
-          reason: `your sandboxes starting or running, with those your admitted starts are bringing up, are as many as one user may have (USER_MAX_RUNNING_SANDBOXES=${maxRunning}); it goes on when one is paused or deleted`,
-        });
+        held.push({ request, reason: heldBecause(owner, limits, 'room') });
       } else {
         admitted.push(request);
         if (request.roomFor !== null) room--;

@@ -20,6 +20,7 @@ import {
   startAdmissionWorkflowId,
   startTaskSnapshotsAfterUpdate,
   startTaskSnapshotsQuery,
+  type AdmissionLineKind,
   type AdmissionVerdict,
   type StartTaskSettings,
   type StartTaskSnapshot,
@@ -46,6 +47,8 @@ const START_TASK_SEARCH_ATTRIBUTES = 'start-task-search-attributes';
 const DELETE_OWN_SANDBOX = 'start-task-delete-own-sandbox';
 /** The patch that made a start wait its turn in its user's line (see where it is used). */
 const START_ADMISSION = 'start-task-admission';
+/** The patch that made a start wait its turn in its organization's line too (see where it is used). */
+const ORGANIZATION_ADMISSION = 'start-task-organization-admission';
 /** How often an admitted start whose room was taken meanwhile goes back in line before it fails with the quota's reason. */
 const MAX_REQUEUES = 3;
 
@@ -92,7 +95,8 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   // Messages queued while the start runs wait in MongoDB; each signal says there may be more to deliver.
   let messagesWaiting = true;
   setHandler(pendingMessagesSignal, () => void (messagesWaiting = true));
-  let inLine = false;
+  /** The lines (their workflow ids) the start holds a place in or waits in: given back when it ends. */
+  const lines: string[] = [];
   const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
   // Operators find starts by owner, conversation, sandbox and status (README: "Finding workflows").
   // Runs recorded before these attributes replay without them.
@@ -117,16 +121,21 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     await report('WORKING');
     await report('WAITING_FOR_SANDBOX');
     const newSandboxId = uuid4();
-    // Over the user's quotas the start waits its turn, still WAITING_FOR_SANDBOX, its place in the
-    // detail. Runs recorded before the line replay without it.
+    // Over the user's quotas, then over its organization's, the start waits its turn, still
+    // WAITING_FOR_SANDBOX, its place in the detail. Runs recorded before each line replay without it.
     const admission = settings.admission;
-    if (admission && (admission.maxStarts !== null || admission.maxRunning !== null) && patched(START_ADMISSION)) {
-      await waitForTurn(admission, newSandboxId);
-    }
+    const userLine = !!admission && (admission.maxStarts !== null || admission.maxRunning !== null) && patched(START_ADMISSION);
+    const organizationLine = !!admission && patched(ORGANIZATION_ADMISSION);
+    let organizationId: string | undefined;
+    const waitForTurns = async () => {
+      if (userLine) await waitForTurn(admission!, newSandboxId, 'user');
+      if (organizationLine) organizationId = await waitForTurn(admission!, newSandboxId, 'organization');
+    };
+    await waitForTurns();
     // Each step with a summary the Temporal UI shows in the history (what it works on, never a secret).
     const acquire = () =>
       acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${shown(request.sandbox_id)} if paused` : 'start a new sandbox' }, [
-        { taskId, userId, sandboxId: request.sandbox_id, newSandboxId },
+        { taskId, userId, sandboxId: request.sandbox_id, newSandboxId, organizationId },
       ]);
     let sandboxId: string;
     for (let requeued = 0; ; requeued++) {
@@ -136,9 +145,9 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
       } catch (e) {
         // The room the line promised was taken meanwhile (a sandbox made or resumed through the api):
         // the start goes to the back of the line rather than failing, a few times.
-        if (!inLine || !isOverQuota(e) || requeued >= MAX_REQUEUES) throw e;
-        await leaveLine();
-        await waitForTurn(admission!, newSandboxId);
+        if (lines.length === 0 || !isOverQuota(e) || requeued >= MAX_REQUEUES) throw e;
+        await leaveLines();
+        await waitForTurns();
       }
     }
     where.sandbox_id = sandboxId;
@@ -179,39 +188,51 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     await report('ERROR', detail);
   }
   ended = true;
-  // Its place in line goes to the next start (the line also finds an ended start by its record).
+  // Its places in line go to the next starts (a line also finds an ended start by its record).
   // (Sent beside the delivery of queued messages, not before it: that waits for no round trip.)
-  const left = inLine ? leaveLine() : Promise.resolve();
+  const left = leaveLines();
   if (patched(PENDING_MESSAGES)) await settlePendingMessages();
   await left;
   // Every waiting reader has its answer (the status list ended) before the workflow closes.
   await condition(allHandlersFinished);
   return snapshots;
 
-  /** Gives the start's place in its user's line back (a line that has ended already has nothing to give back). */
-  async function leaveLine(): Promise<void> {
-    await getExternalWorkflowHandle(startAdmissionWorkflowId(userId))
-      .signal(admissionReleaseSignal, { taskId })
-      .catch(() => undefined);
+  /** Gives the start's places in line back (a line that has ended already has nothing to give back). */
+  async function leaveLines(): Promise<void> {
+    const left = lines.splice(0);
+    await Promise.all(left.map((lineId) => getExternalWorkflowHandle(lineId).signal(admissionReleaseSignal, { taskId }).catch(() => undefined)));
   }
 
   /**
-   * Asks the user's line for a turn and waits for it, reporting each new place; past the wait's bound
-   * the start fails (and leaves the line, like any start that ends). A start with nothing to wait for
-   * (no room needed, no bound on starts) is not put in line.
+   * Asks the user's line, or the line of the organization the user acts in, for a turn and waits for it,
+   * reporting each new place; past the wait's bound the start fails (and leaves the line, like any start
+   * that ends). A start with nothing to wait for (no room needed, no bound on starts, an organization
+   * without quotas) is not put in line. Answers the organization a start admitted by its line counts in.
    */
-  async function waitForTurn(admission: NonNullable<StartTaskSettings['admission']>, newSandboxId: string): Promise<void> {
+  async function waitForTurn(admission: NonNullable<StartTaskSettings['admission']>, newSandboxId: string, line: AdmissionLineKind): Promise<string | undefined> {
     let verdict: AdmissionVerdict | null = null;
     let heard = false;
     setHandler(admissionVerdictSignal, (v) => {
-      // Admitted stays admitted: a late place never takes it back.
+      // Only this line's word counts (a verdict without `line` is the user's line's); admitted stays
+      // admitted: a late place never takes it back.
+      if ((v.line ?? 'user') !== line) return;
       if (!verdict?.admitted) verdict = v;
       heard = true;
     });
     const { maxStarts, maxRunning, queueWaitMs, pollMs } = admission;
     const named = request.sandbox_id ?? null;
-    inLine = (await askAdmission({ userId, taskId, newSandboxId: named ? null : newSandboxId, namedSandboxId: named, limits: { maxStarts, maxRunning }, pollMs })).inLine;
-    if (!inLine) return;
+    const asked = await askAdmission({
+      userId,
+      taskId,
+      newSandboxId: named ? null : newSandboxId,
+      namedSandboxId: named,
+      limits: { maxStarts, maxRunning },
+      pollMs,
+      ...(line === 'organization' ? { line } : {}),
+    });
+    if (!asked.inLine) return undefined;
+    // Runs recorded before organization lines were told no line id: theirs is the user's.
+    lines.push(asked.lineId ?? startAdmissionWorkflowId(userId));
     // One timer bounds the whole wait; it goes when the start is admitted.
     let timedOut = false;
     const bound = new CancellationScope();
@@ -225,13 +246,13 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
         await condition(() => heard || timedOut);
         if (!heard) {
           throw ApplicationFailure.nonRetryable(
-            `The start waited ${Math.round(queueWaitMs / 1000)} s in line for its turn and did not get it (START_QUEUE_WAIT_MS)${last ? `; last seen at ${last}` : ''}`,
+            `The start waited ${Math.round(queueWaitMs / 1000)} s in ${line === 'user' ? 'line' : "its organization's line"} for its turn and did not get it (START_QUEUE_WAIT_MS)${last ? `; last seen at ${last}` : ''}`,
           );
         }
         heard = false;
         const v = verdict as AdmissionVerdict | null;
         if (!v) continue;
-        if (v.admitted) return;
+        if (v.admitted) return asked.organizationId;
         const place = `place ${v.place}: ${v.reason}`;
         if (place !== last) await report('WAITING_FOR_SANDBOX', `Waiting in line at ${place}`);
         last = place;

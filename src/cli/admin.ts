@@ -7,8 +7,9 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { SecretBox } from '../auth/secret-box';
-import { createServices, createStores, type Stores as AllStores } from '../composition';
+import { createOrganizationQuotas, createServices, createStores, type Stores as AllStores } from '../composition';
 import type { OrganizationsService } from '../orgs/organizations-service';
+import type { OrganizationLimit } from '../orgs/organization-quotas';
 import { ROLES, type Role } from '../schemas/organizations';
 import type { UserSecretsStore } from '../store/user-secrets-store';
 import { ALL_INDEXES } from '../store/indexes';
@@ -22,7 +23,7 @@ import { resolveSecretsKey, resolveServers } from './embedded-servers';
 
 class CliError extends Error {}
 
-interface Stores extends Pick<AllStores, 'users' | 'apiKeys' | 'memberships' | 'conversations'> {
+interface Stores extends Pick<AllStores, 'users' | 'apiKeys' | 'memberships' | 'conversations' | 'organizations' | 'organizationQuotas'> {
   orgs: OrganizationsService;
   /** Needs SECRETS_KEY (or the launcher's key file). */
   userSecrets: () => UserSecretsStore;
@@ -44,15 +45,23 @@ async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T
     // (the user secrets need the real one: `userSecrets` refuses to run without it).
     const box = key ? new SecretBox(key) : new SecretBox(SecretBox.generateKey());
     const stores = createStores(database.db, { box });
-    const { users, apiKeys, memberships, conversations } = stores;
+    const { users, apiKeys, memberships, conversations, organizations, organizationQuotas } = stores;
     const userSecrets = () => {
       if (!key) throw new CliError('SECRETS_KEY is not set and no launcher has kept one in DATA_DIR');
       return stores.userSecrets;
     };
-    return await fn({ users, apiKeys, memberships, conversations, orgs: createServices(stores, { box }).organizations, userSecrets });
+    return await fn({ users, apiKeys, memberships, conversations, organizations, organizationQuotas, orgs: createServices(stores, { box }).organizations, userSecrets });
   } finally {
     await database.close();
   }
+}
+
+/** A quota given on the command line: a whole number (0: no limit), or `default` for the configuration's. */
+function quotaValue(flag: string, value: string | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'default') return null;
+  if (!/^\d{1,9}$/.test(value)) throw new CliError(`${flag} must be a whole number >= 0 (0: no limit) or "default"`);
+  return Number(value);
 }
 
 function role(value: string): Role {
@@ -168,6 +177,28 @@ export function buildCli(config: () => Config): Command {
     .action(async (o: { org: string }) => {
       const list = await withDatabase(config(), ({ memberships }) => memberships.members(o.org));
       print(list, json(), list.map((m) => `${m.user_id}  ${m.role}`).join('\n') || '(no members)');
+    });
+
+  org
+    .command('quotas')
+    .requiredOption('--org <org-id>', 'the organization')
+    .option('--running-sandboxes <n>', 'sandboxes its members may have starting or running together (0: no limit; "default": ORG_MAX_RUNNING_SANDBOXES)')
+    .option('--concurrent-starts <n>', 'starts of its members under way at once, more wait in line (0: no limit; "default": ORG_MAX_CONCURRENT_STARTS)')
+    .description("show an organization's quotas, or set its own over the defaults")
+    .action(async (o: { org: string; runningSandboxes?: string; concurrentStarts?: string }) => {
+      const overrides = { running_sandboxes: quotaValue('--running-sandboxes', o.runningSandboxes), concurrent_starts: quotaValue('--concurrent-starts', o.concurrentStarts) };
+      const c = config();
+      const limits = await withDatabase(c, async ({ users, organizations, organizationQuotas }) => {
+        if (!(await organizations.get(o.org))) throw new CliError(`no organization ${o.org}`);
+        if (overrides.running_sandboxes !== undefined || overrides.concurrent_starts !== undefined) await organizationQuotas.set(o.org, overrides);
+        return createOrganizationQuotas({ users, organizationQuotas }, c).limitsOf(o.org);
+      });
+      const shown = (l: OrganizationLimit) => `${l.max ?? 'no limit'} (${l.named})`;
+      print(
+        { organization_id: o.org, running_sandboxes: limits.runningSandboxes, concurrent_starts: limits.concurrentStarts },
+        json(),
+        `organization ${o.org}: running sandboxes ${shown(limits.runningSandboxes)}, concurrent starts ${shown(limits.concurrentStarts)}`,
+      );
     });
 
   const secret = program.command('secret').description("a user's stored secrets, copied into their starts");

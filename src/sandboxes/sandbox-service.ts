@@ -14,6 +14,7 @@ import type { ConversationsStore } from '../store/conversations-store';
 import type { SandboxSpecsStore } from '../store/sandbox-specs-store';
 import type { SandboxesStore } from '../store/sandboxes-store';
 import type { UsersStore } from '../store/users-store';
+import type { OrganizationLimits, OrganizationQuotas } from '../orgs/organization-quotas';
 import {
   SANDBOX_FAILURES,
   SANDBOX_UPDATES,
@@ -47,6 +48,8 @@ export interface SandboxServiceDeps {
   processSandboxes: { restricted: boolean; users: string[] };
   /** Sandboxes one user may have starting or running at once (USER_MAX_RUNNING_SANDBOXES); null: no limit. */
   maxRunning?: number | null;
+  /** What an organization's members may have together; absent: no organization limits. */
+  organizationQuotas?: Pick<OrganizationQuotas, 'limitsOf' | 'ofUser'>;
 }
 
 /** The sandbox workflow's settings, from the config (the api and the worker start sandbox workflows). */
@@ -82,9 +85,10 @@ export class SandboxService {
 
   /**
    * A new sandbox: its record (STARTING), then its workflow. With `sandboxId` (a start task's retried step)
-   * an existing record of that id is kept and only its workflow is made sure of.
+   * an existing record of that id is kept and only its workflow is made sure of. It counts in
+   * `organizationId` (a start's, the one it waited in line for), else in the user's current organization.
    */
-  async create(userId: string, specId: string | undefined, source: SpecIdSource, sandboxId?: string): Promise<SandboxView> {
+  async create(userId: string, specId: string | undefined, source: SpecIdSource, sandboxId?: string, organizationId?: string): Promise<SandboxView> {
     if (sandboxId) {
       const existing = await this.deps.sandboxes.get(sandboxId);
       if (existing) {
@@ -111,13 +115,16 @@ export class SandboxService {
           'so only the users its operator lists in SANDBOX_PROCESS_USERS may start them; SANDBOX_PROCESS_ISOLATION=none shares them with every user.',
       );
     }
-    await this.withinQuota(userId);
+    const quotas = this.deps.organizationQuotas;
+    const organization = !quotas ? null : organizationId ? await quotas.limitsOf(organizationId) : await quotas.ofUser(userId);
+    await this.withinQuota(userId, organization);
     const { created_at: _created, ...specFields } = spec;
     const key = generateApiKey();
     const now = new Date();
     const record = {
       id: sandboxId ?? randomUUID(),
       created_by_user_id: userId,
+      organization_id: organization?.organizationId ?? null,
       sandbox_spec_id: spec.id,
       spec: specFields,
       status: 'STARTING' as const,
@@ -165,13 +172,24 @@ export class SandboxService {
     });
   }
 
-  /** One more running sandbox of the user past USER_MAX_RUNNING_SANDBOXES is refused (429), saying what to do. */
-  private async withinQuota(userId: string): Promise<void> {
+  /**
+   * One more running sandbox of the user past USER_MAX_RUNNING_SANDBOXES, or of the organization it counts
+   * in past the organization's quota, is refused (429), saying which and what to do.
+   */
+  private async withinQuota(userId: string, organization: OrganizationLimits | null): Promise<void> {
     const max = this.deps.maxRunning;
-    if (!max) return;
-    const active = await this.deps.sandboxes.countActive(userId);
-    if (active >= max) {
+    const orgMax = organization?.runningSandboxes.max;
+    const [active, orgActive] = await Promise.all([
+      max ? this.deps.sandboxes.countActive(userId) : 0,
+      organization && orgMax ? this.deps.sandboxes.countActiveInOrganization(organization.organizationId) : 0,
+    ]);
+    if (max && active >= max) {
       throw new TooMany(`You have ${active} sandboxes starting or running, as many as one user may (USER_MAX_RUNNING_SANDBOXES=${max}): pause or delete one first`);
+    }
+    if (organization && orgMax && orgActive >= orgMax) {
+      throw new TooMany(
+        `Your organization ${organization.organizationId} has ${orgActive} sandboxes starting or running, as many as it may (${organization.runningSandboxes.named}): you or another member must pause or delete one first`,
+      );
     }
   }
 
@@ -184,7 +202,10 @@ export class SandboxService {
       throw new Conflict(`Sandbox ${id} was deleted`);
     }
     // A resume makes it run again: it counts against the quota unless it runs already.
-    if (op === 'resume' && r.status !== 'RUNNING' && r.status !== 'STARTING') await this.withinQuota(userId);
+    if (op === 'resume' && r.status !== 'RUNNING' && r.status !== 'STARTING') {
+      const quotas = this.deps.organizationQuotas;
+      await this.withinQuota(userId, quotas && r.organization_id ? await quotas.limitsOf(r.organization_id) : null);
+    }
     this.touch(id);
     const { temporal } = this.deps;
     const workflowId = sandboxWorkflowId(id);

@@ -34,4 +34,5 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   { collection: 'live_events', indexes: [] },
   { collection: 'conversation_states', indexes: [] },
   { collection: 'user_settings', indexes: [] },
+  { collection: 'organization_quotas', indexes: [] },
 ];

@@ -35,6 +35,11 @@ export interface SandboxRecord {
    * on one host); null or absent: any worker reaches it (docker, remote), or it is not placed yet.
    */
   host_queue?: string | null;
+  /**
+   * The organization its creator acted in when it was made (their current one): its running-sandbox
+   * quota counts it. Absent in sandboxes made before organization quotas: no organization counts them.
+   */
+  organization_id?: string | null;
   created_at: Date;
   updated_at: Date;
   /** When it was created; later use is in `sandbox_usage` (see lastUsedAt). */
@@ -52,7 +57,11 @@ export interface SandboxFilters {
 
 export const sandboxesIndexes: CollectionIndexes = {
   collection: 'sandboxes',
-  indexes: [{ key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_newest_first' }],
+  indexes: [
+    { key: { created_by_user_id: 1, created_at: -1, _id: -1 }, name: 'by_owner_newest_first' },
+    // What an organization's running-sandbox quota counts (FerretDB pushes the equality on the organization down).
+    { key: { organization_id: 1, status: 1 }, name: 'by_organization_status' },
+  ],
 };
 
 /** Records made before the runtime choice ran the built-in runtime. */
@@ -82,18 +91,33 @@ export class SandboxesStore {
   }
 
   async getManyOwned(ids: readonly string[], userId: string): Promise<Map<string, SandboxRecord>> {
-    const docs = await this.sandboxes.find({ _id: { $in: [...ids] }, created_by_user_id: userId }).toArray();
+    return this.findMany({ _id: { $in: [...ids] }, created_by_user_id: userId });
+  }
+
+  /** The organization's sandboxes among these ids, whoever of its members made them. */
+  async getManyInOrganization(ids: readonly string[], organizationId: string): Promise<Map<string, SandboxRecord>> {
+    return this.findMany({ _id: { $in: [...ids] }, organization_id: organizationId });
+  }
+
+  private async findMany(filter: Filter<SandboxDoc>): Promise<Map<string, SandboxRecord>> {
+    const docs = await this.sandboxes.find(filter).toArray();
     return new Map(docs.map((d) => [d._id, toRecord(d)]));
+  }
+
+  /** The user's sandboxes starting or running (what a running-sandbox quota counts). */
+  async countActive(userId: string): Promise<number> {
+    return countWithinBudget(this.sandboxes, 'sandboxes countActive', { created_by_user_id: userId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
+  }
+
+  /** The organization's sandboxes starting or running, whoever of its members made them. */
+  async countActiveInOrganization(organizationId: string): Promise<number> {
+    return countWithinBudget(this.sandboxes, 'sandboxes countActiveInOrganization', { organization_id: organizationId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
   }
 
   /**
    * The user's sandboxes, newest first, `limit` at a time after the (created_at ms, id) of the last one
    * seen. Deleted sandboxes are left out unless asked for by status.
    */
-  /** The user's sandboxes starting or running (what a running-sandbox quota counts). */
-  async countActive(userId: string): Promise<number> {
-    return countWithinBudget(this.sandboxes, 'sandboxes countActive', { created_by_user_id: userId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
-  }
 
   async search(
     userId: string,

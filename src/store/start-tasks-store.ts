@@ -178,7 +178,16 @@ export class StartTasksStore {
   }
 
   async getManyOwned(ids: readonly string[], userId: string): Promise<Map<string, StartTaskRecord>> {
-    const docs = await this.tasks.find({ _id: { $in: [...ids] }, created_by_user_id: userId }).toArray();
+    return this.findMany({ _id: { $in: [...ids] }, created_by_user_id: userId });
+  }
+
+  /** Tasks by id, whoever started them (an organization's start line holds its members' starts). */
+  async getMany(ids: readonly string[]): Promise<Map<string, StartTaskRecord>> {
+    return this.findMany({ _id: { $in: [...ids] } });
+  }
+
+  private async findMany(filter: Filter<StartTaskDoc>): Promise<Map<string, StartTaskRecord>> {
+    const docs = await this.tasks.find(filter).toArray();
     return new Map(docs.map((d) => [d._id, toRecord(d)]));
   }
 

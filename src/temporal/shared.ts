@@ -172,9 +172,12 @@ export interface StartTaskSettings {
   sandboxWaitMs: number;
   /** Bound of the repository's setup script (ms). */
   setupScriptTimeoutMs: number;
-  /** The user's start quotas (absent in runs started before them, or when the operator set none): the start waits its turn. */
+  /**
+   * The user's start quotas and how the lines wait (absent in runs started before them): over the user's
+   * quotas, then over its organization's, the start waits its turn. Limits both null: no user line.
+   */
   admission?: AdmissionLimits & {
-    /** How long a start may wait in line before it ends ERROR (ms; START_QUEUE_WAIT_MS). */
+    /** How long a start may wait in one line before it ends ERROR (ms; START_QUEUE_WAIT_MS). */
     queueWaitMs: number;
     /** How often a line held up by sandboxes looks again (ms; START_QUEUE_POLL_MS). */
     pollMs: number;
@@ -182,41 +185,51 @@ export interface StartTaskSettings {
 }
 
 /**
- * One admission workflow per user (`start-admission-<user id>`): a semaphore with a FIFO line. A start
- * asks for a place (signal-with-start, from an activity) and waits for the workflow's word; it says when
- * it has ended. The workflow admits from the front while the user's quotas allow, tells each waiting
- * start its place, and ends when nobody waits or holds a place.
+ * One admission workflow per user (`start-admission-<user id>`), and one per organization with quotas
+ * (`start-admission-org-<organization id>`): a semaphore with a FIFO line. A start asks for a place
+ * (signal-with-start, from an activity) and waits for the workflow's word; it says when it has ended.
+ * The workflow admits from the front while the quotas allow, tells each waiting start its place, and
+ * ends when nobody waits or holds a place. A start takes its place in its user's line first, then in
+ * its organization's: every start takes them in that order, so none waits on another in a circle.
  */
 export const startAdmissionWorkflowId = (userId: string) => `start-admission-${userId}`;
+export const organizationAdmissionWorkflowId = (organizationId: string) => `start-admission-org-${organizationId}`;
 
-/** What one user's starts may hold at once; null: no bound. */
+/** Which line: a user's, or an organization's. */
+export type AdmissionLineKind = 'user' | 'organization';
+
+/** What the starts of one line may hold at once; null: no bound. */
 export interface AdmissionLimits {
   /** Starts under way (USER_MAX_CONCURRENT_STARTS): each holds at most one of the worker's activity slots. */
   maxStarts: number | null;
   /** Sandboxes starting or running (USER_MAX_RUNNING_SANDBOXES): a start that makes a new one needs room. */
   maxRunning: number | null;
+  /** How a waiting start is told where each limit comes from (an organization's: its variable or its own quota); absent: the user's variables. */
+  named?: { maxStarts: string; maxRunning: string };
 }
 
 /** A start asking for its turn; the latest request's limits are the ones that hold. */
 export interface AdmissionRequest {
   taskId: string;
   /**
-   * The sandbox the start needs room for among the user's running ones: the one it will make, or the one
+   * The sandbox the start needs room for among the line's running ones: the one it will make, or the one
    * it names when that one does not run (it resumes it); null when it uses a sandbox that runs.
    */
   roomFor: string | null;
   limits: AdmissionLimits;
 }
 
-export interface StartAdmissionInput {
-  userId: string;
+/** Whose line: a user's (every run before organization lines), or an organization's. */
+export type AdmissionLineOwner = { userId: string; organizationId?: undefined } | { organizationId: string; userId?: undefined };
+
+export type StartAdmissionInput = AdmissionLineOwner & {
   limits: AdmissionLimits;
-  /** How often a line held up by the running-sandbox quota looks again at the user's sandboxes (ms). */
+  /** How often a line held up by the running-sandbox quota looks again at the sandboxes (ms). */
   pollMs: number;
   /** Set when the workflow continued as new: the line and the holders. */
   queue?: AdmissionRequest[];
   admitted?: AdmissionRequest[];
-}
+};
 
 /** Signal to the admission workflow: a start asks for its turn (a second ask of the same task changes nothing). */
 export const admissionRequestSignal = defineSignal<[AdmissionRequest]>('admissionRequest');
@@ -225,8 +238,11 @@ export const admissionReleaseSignal = defineSignal<[{ taskId: string }]>('admiss
 /** Query of the admission workflow: who holds a place and who waits, in order. */
 export const admissionLineQuery = defineQuery<{ admitted: string[]; waiting: string[] }>('line');
 
-/** The admission workflow's word to a start: go on, or its place in line and what holds it up. */
-export type AdmissionVerdict = { admitted: true } | { admitted: false; place: number; reason: string };
+/**
+ * The admission workflow's word to a start: go on, or its place in line and what holds it up. `line`
+ * says which of the start's lines speaks (absent: its user's, as before organization lines).
+ */
+export type AdmissionVerdict = ({ admitted: true } | { admitted: false; place: number; reason: string }) & { line?: AdmissionLineKind };
 /** Signal to the start-task workflow carrying the verdict. */
 export const admissionVerdictSignal = defineSignal<[AdmissionVerdict]>('admissionVerdict');
 
@@ -297,5 +313,5 @@ export const workflowSummaries = {
     return { staticSummary: `Start for user ${input.userId}: ${what}`, staticDetails: details.join('\n') };
   },
   callbacks: (input: CallbacksWorkflowInput) => ({ staticSummary: `Callbacks of conversation ${input.conversationId}` }),
-  startAdmission: (input: StartAdmissionInput) => ({ staticSummary: `Start line of user ${input.userId}` }),
+  startAdmission: (input: StartAdmissionInput) => ({ staticSummary: input.organizationId !== undefined ? `Start line of organization ${input.organizationId}` : `Start line of user ${input.userId}` }),
 };
