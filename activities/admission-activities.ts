@@ -27,21 +27,25 @@ export interface AdmissionActivityDeps {
   taskQueue: string;
   sandboxes: SandboxesStore;
   startTasks: StartTasksStore;
-  organizationQuotas: Pick<OrganizationQuotas, 'ofUser'>;
+  organizationQuotas: Pick<OrganizationQuotas, 'ofUser' | 'limitsOf'>;
 }
 
-/** Where a start stands after asking: in a line (its workflow id), or with nothing to wait for there. */
-export type AdmissionAsked = { inLine: false } | { inLine: true; lineId?: string; organizationId?: string };
+/**
+ * Where a start stands after asking: in a line (its workflow id), or with nothing to wait for there;
+ * for an organization's line, which organization the start counts in (in line or not).
+ */
+export type AdmissionAsked = { inLine: false; organizationId?: string } | { inLine: true; lineId?: string; organizationId?: string };
 
 const ACTIVE = new Set<string>(ACTIVE_SANDBOX_STATUSES);
 
 export function createAdmissionActivities(deps: AdmissionActivityDeps) {
   return {
     /**
-     * Puts the start in its user's line (`line` absent) or in the line of the organization the user acts
-     * in, starting the line's workflow when there is none; answers whether it did, and which line. A start
-     * needs room for a sandbox when it makes one, or names one that does not run (it will resume it). An
-     * organization without quotas has no line.
+     * Puts the start in its user's line (`line` absent) or in an organization's line, starting the line's
+     * workflow when there is none; answers whether it did, and which line. A start needs room for a
+     * sandbox when it makes one, or names one that does not run (it will resume it). Its organization is
+     * the one the user acts in, or, for a sandbox it resumes, the one that sandbox counts in (the resume
+     * is charged there). An organization without quotas has no line.
      */
     async askAdmission(a: {
       userId: string;
@@ -52,10 +56,15 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
       pollMs: number;
       line?: AdmissionLineKind;
     }): Promise<AdmissionAsked> {
+      // One that is not the user's, or is gone, fails in its own step with its own reason.
+      const named = a.namedSandboxId ? await deps.sandboxes.getOwned(a.namedSandboxId, a.userId) : null;
+      const resumes = !!named && !ACTIVE.has(named.status) && named.status !== 'DELETED';
       let owner: AdmissionLineOwner = { userId: a.userId };
       let limits = a.limits;
+      let roomFor = a.namedSandboxId ? (resumes ? named!.id : null) : a.newSandboxId;
       if (a.line === 'organization') {
-        const org = await deps.organizationQuotas.ofUser(a.userId);
+        const counted = resumes ? named!.organization_id : null;
+        const org = counted ? await deps.organizationQuotas.limitsOf(counted) : await deps.organizationQuotas.ofUser(a.userId);
         if (!org) return { inLine: false };
         owner = { organizationId: org.organizationId };
         limits = {
@@ -63,17 +72,12 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
           maxRunning: org.runningSandboxes.max,
           named: { maxStarts: org.concurrentStarts.named, maxRunning: org.runningSandboxes.named },
         };
+        // A resumed sandbox made before organization quotas counts in none: it needs no room here.
+        if (a.namedSandboxId && !counted) roomFor = null;
       }
-      let roomFor = a.newSandboxId;
-      if (a.namedSandboxId) {
-        const named = await deps.sandboxes.getOwned(a.namedSandboxId, a.userId);
-        // One that is not the user's, or is gone, fails in its own step with its own reason. A resumed one
-        // counts in the organization it was made in: another organization's line makes no room for it.
-        const counted = owner.organizationId === undefined || named?.organization_id === owner.organizationId;
-        roomFor = named && counted && !ACTIVE.has(named.status) && named.status !== 'DELETED' ? named.id : null;
-      }
+      const organizationId = owner.organizationId;
       // No bound on starts, and no room needed or no bound on it: nothing to wait for, so no line.
-      if (limits.maxStarts === null && (roomFor === null || limits.maxRunning === null)) return { inLine: false };
+      if (limits.maxStarts === null && (roomFor === null || limits.maxRunning === null)) return { inLine: false, ...(organizationId !== undefined ? { organizationId } : {}) };
       const request: AdmissionRequest = { taskId: a.taskId, roomFor, limits };
       const input: StartAdmissionInput = { ...owner, limits, pollMs: a.pollMs };
       const lineId = owner.organizationId !== undefined ? organizationAdmissionWorkflowId(owner.organizationId) : startAdmissionWorkflowId(a.userId);
@@ -85,11 +89,11 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
         signalArgs: [request],
         ...workflowSummaries.startAdmission(input),
       });
-      return { inLine: true, lineId, ...(owner.organizationId !== undefined ? { organizationId: owner.organizationId } : {}) };
+      return { inLine: true, lineId, ...(organizationId !== undefined ? { organizationId } : {}) };
     },
 
     /**
-     * What the line admits by: the user's sandboxes starting or running; the room admitted starts were
+     * What the line admits by: the sandboxes starting or running of its user (or organization); the room admitted starts were
      * promised and have not taken yet (their sandbox not made, or not resumed, so far); and which admitted
      * starts have ended (or have no record), whose promise no longer holds.
      */

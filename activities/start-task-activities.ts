@@ -113,7 +113,7 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         try {
           return (await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId, a.organizationId)).id;
         } catch (e) {
-          // Over the user's quota: retrying soon would not change it; a start in line waits its turn
+          // Over the user's or the organization's quota: retrying soon would not change it; a start in line waits its turn
           // again, one without a line ends saying so.
           if (e instanceof TooMany) throw ApplicationFailure.nonRetryable(e.message, START_TASK_FAILURES.overQuota);
           throw e;

@@ -128,8 +128,8 @@ export interface SandboxServiceOptions {
 }
 
 /** What each organization may hold: the operator's overrides over the configuration's defaults. */
-export function createOrganizationQuotas(stores: Pick<Stores, 'users' | 'organizationQuotas'>, config: Pick<Config, 'organizationQuotas'>): OrganizationQuotas {
-  return new OrganizationQuotas({ users: stores.users, quotas: stores.organizationQuotas, defaults: config.organizationQuotas });
+export function createOrganizationQuotas(stores: Pick<Stores, 'users' | 'memberships' | 'organizationQuotas'>, config: Pick<Config, 'organizationQuotas'>): OrganizationQuotas {
+  return new OrganizationQuotas({ users: stores.users, memberships: stores.memberships, quotas: stores.organizationQuotas, defaults: config.organizationQuotas });
 }
 
 /** The sandboxes' service: the api's routes and the worker's start tasks create and resume through it. */

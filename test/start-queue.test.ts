@@ -232,6 +232,17 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     // Resuming A's sandbox would pass the organization's quota again.
     const resume = await t.request('POST', `/api/v1/sandboxes/${one.sandbox_id}/resume`, { key: a.key });
     expect(resume).toMatchObject({ status: 429, body: { detail: expect.stringContaining('(its own quota: 1)') } });
+    // A start that resumes it waits in the organization's line instead, and resumes it once B's is deleted.
+    const resumeStart = await start(a.key, { sandbox_id: one.sandbox_id });
+    expect((await waitForStartTask(t, a.key, resumeStart, waiting(1), 20_000)).detail).toContain("your organization's sandboxes starting or running");
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${done.sandbox_id}`, { key: b.key })).status).toBeLessThan(300);
+    expect(await waitForStartTask(t, a.key, resumeStart, ended)).toMatchObject({ status: 'READY', sandbox_id: one.sandbox_id });
+    // Removed from the organization (still their current one), B counts in no organization: not held by its quota.
+    expect(await t.stores.memberships.remove(orgId, b.userId)).toBe(true);
+    const unbound = await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} });
+    expect(unbound.status).toBe(200);
+    expect((await t.stores.sandboxes.get(unbound.body.id))?.organization_id).toBeNull();
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${unbound.body.id}`, { key: b.key })).status).toBeLessThan(300);
     await lineEnded(b.userId, organizationAdmissionWorkflowId(orgId));
     await lineEnded(b.userId);
     // RECORD_FIXTURES=1 keeps this start (its user's line, then its organization's) for the replay suite.

@@ -8,7 +8,7 @@
  *
  *   ask (signal) -> wait in line, told its place -> admitted -> ... -> release (signal) -> next admitted
  *
- * A start is admitted when the user has fewer than `maxStarts` starts admitted and, for a start that
+ * A start is admitted when the line (its user, or its organization) has fewer than `maxStarts` starts admitted and, for a start that
  * needs room for a sandbox (a new one, or a paused one it resumes), fewer than `maxRunning` sandboxes
  * starting or running, counting the room admitted starts have not taken yet. Starts that need room never
  * overtake each other; one that needs none passes those held up for room. An admitted start that ended
@@ -47,8 +47,8 @@ function heldBecause(owner: AdmissionLineOwner, limits: AdmissionLimits, what: '
       : `your sandboxes starting or running, with those your admitted starts are bringing up, are as many as one user may have (USER_MAX_RUNNING_SANDBOXES=${maxRunning}); it goes on when one is paused or deleted`;
   }
   return what === 'starts'
-    ? `as many starts of your organization's members are under way as it may have (${named?.maxStarts ?? `ORG_MAX_CONCURRENT_STARTS=${maxStarts}`}); it goes on when one of them ends`
-    : `your organization's sandboxes starting or running, with those its admitted starts are bringing up, are as many as it may have (${named?.maxRunning ?? `ORG_MAX_RUNNING_SANDBOXES=${maxRunning}`}); it goes on when one of its members pauses or deletes one`;
+    ? `as many starts of your organization's members are under way as it may have (${named?.maxStarts ?? maxStarts}); it goes on when one of them ends`
+    : `your organization's sandboxes starting or running, with those its admitted starts are bringing up, are as many as it may have (${named?.maxRunning ?? maxRunning}); it goes on when one of its members pauses or deletes one`;
 }
 
 export async function startAdmissionWorkflow(input: StartAdmissionInput): Promise<void> {

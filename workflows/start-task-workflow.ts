@@ -230,7 +230,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
       pollMs,
       ...(line === 'organization' ? { line } : {}),
     });
-    if (!asked.inLine) return undefined;
+    if (!asked.inLine) return asked.organizationId;
     // Runs recorded before organization lines were told no line id: theirs is the user's.
     lines.push(asked.lineId ?? startAdmissionWorkflowId(userId));
     // One timer bounds the whole wait; it goes when the start is admitted.

@@ -188,10 +188,10 @@ export function buildCli(config: () => Config): Command {
     .action(async (o: { org: string; runningSandboxes?: string; concurrentStarts?: string }) => {
       const overrides = { running_sandboxes: quotaValue('--running-sandboxes', o.runningSandboxes), concurrent_starts: quotaValue('--concurrent-starts', o.concurrentStarts) };
       const c = config();
-      const limits = await withDatabase(c, async ({ users, organizations, organizationQuotas }) => {
+      const limits = await withDatabase(c, async ({ users, memberships, organizations, organizationQuotas }) => {
         if (!(await organizations.get(o.org))) throw new CliError(`no organization ${o.org}`);
         if (overrides.running_sandboxes !== undefined || overrides.concurrent_starts !== undefined) await organizationQuotas.set(o.org, overrides);
-        return createOrganizationQuotas({ users, organizationQuotas }, c).limitsOf(o.org);
+        return createOrganizationQuotas({ users, memberships, organizationQuotas }, c).limitsOf(o.org);
       });
       const shown = (l: OrganizationLimit) => `${l.max ?? 'no limit'} (${l.named})`;
       print(

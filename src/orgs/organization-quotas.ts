@@ -1,10 +1,11 @@
 /**
  * What one organization may hold at once, shared by its members: sandboxes starting or running, and
  * starts under way. Each is the operator's override for that organization when set
- * (`agent-control admin org quotas`), else the configuration's default (ORG_MAX_RUNNING_SANDBOXES,
- * ORG_MAX_CONCURRENT_STARTS); 0 means none. A user acts in their current organization: what they start
- * or create counts there.
+ * (`agent-control-admin org quotas`), else the configuration's default (ORG_MAX_RUNNING_SANDBOXES,
+ * ORG_MAX_CONCURRENT_STARTS); 0 means none. A user acts in their current organization while they are
+ * a member of it: what they start or create counts there.
  */
+import type { MembershipsStore } from '../store/memberships-store';
 import type { OrganizationQuotasStore } from '../store/organization-quotas-store';
 import type { UsersStore } from '../store/users-store';
 
@@ -23,6 +24,7 @@ export interface OrganizationLimits {
 
 export interface OrganizationQuotasDeps {
   users: Pick<UsersStore, 'get'>;
+  memberships: Pick<MembershipsStore, 'role'>;
   quotas: Pick<OrganizationQuotasStore, 'get'>;
   /** The configuration's defaults; null: none. */
   defaults: { runningSandboxes: number | null; concurrentStarts: number | null };
@@ -46,9 +48,13 @@ export class OrganizationQuotas {
     };
   }
 
-  /** The organization the user acts in now, and its limits; null for a user without one. */
+  /**
+   * The organization the user acts in now, and its limits; null for a user without one, or no longer a
+   * member of it (removed while it was their current one): nothing they make counts there then.
+   */
   async ofUser(userId: string): Promise<OrganizationLimits | null> {
     const orgId = (await this.deps.users.get(userId))?.current_org_id;
-    return orgId ? this.limitsOf(orgId) : null;
+    if (!orgId || !(await this.deps.memberships.role(orgId, userId))) return null;
+    return this.limitsOf(orgId);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Quotas an operator set for one organization (`agent-control admin org quotas`), over the defaults of
+ * Quotas an operator set for one organization (`agent-control-admin org quotas`), over the defaults of
  * the configuration (ORG_MAX_*). Operator data, not an organization setting: no api route reads or
  * writes it, and an organization's owners cannot raise their own.
  */

@@ -118,7 +118,6 @@ export class SandboxesStore {
    * The user's sandboxes, newest first, `limit` at a time after the (created_at ms, id) of the last one
    * seen. Deleted sandboxes are left out unless asked for by status.
    */
-
   async search(
     userId: string,
     filters: SandboxFilters,

@@ -200,9 +200,9 @@ export type AdmissionLineKind = 'user' | 'organization';
 
 /** What the starts of one line may hold at once; null: no bound. */
 export interface AdmissionLimits {
-  /** Starts under way (USER_MAX_CONCURRENT_STARTS): each holds at most one of the worker's activity slots. */
+  /** Starts under way (USER_MAX_CONCURRENT_STARTS, or the organization's): each holds at most one of the worker's activity slots. */
   maxStarts: number | null;
-  /** Sandboxes starting or running (USER_MAX_RUNNING_SANDBOXES): a start that makes a new one needs room. */
+  /** Sandboxes starting or running (USER_MAX_RUNNING_SANDBOXES, or the organization's): a start that makes a new one needs room. */
   maxRunning: number | null;
   /** How a waiting start is told where each limit comes from (an organization's: its variable or its own quota); absent: the user's variables. */
   named?: { maxStarts: string; maxRunning: string };
