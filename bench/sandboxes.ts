@@ -1,5 +1,5 @@
 /**
- * Sandbox start benchmark (on demand, never part of the tests): `npm run bench:sandboxes [-- --runs 20]`.
+ * Sandbox start benchmark (on demand, never part of the tests): `npm run bench:sandboxes [-- --runs 20 --limits on]`.
  *
  * Starts FerretDB, the Temporal dev server, the api and the worker as separate processes in a temporary
  * directory, then measures, alternating the two so drift hits both alike:
@@ -20,7 +20,7 @@ import path from 'node:path';
 import { SecretBox } from '../src/auth/secret-box';
 import { sandboxWorkflowId } from '../src/temporal/shared';
 import { freePort } from '../src/process/net';
-import { arg, median, pct, printTable, progress, runBench } from './report';
+import { arg, median, pct, printTable, progress, runBench, wordArg } from './report';
 import { printHistory, startBenchServers } from './servers';
 import { createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
@@ -31,6 +31,8 @@ import type Docker from 'dockerode';
 
 const RUNS = arg('runs', 20);
 const DOCKER = arg('docker', 1) !== 0;
+/** `--limits on`: process sandboxes in a cgroup each (SANDBOX_CGROUPS=on) on a file system of their own (SANDBOX_DISKS=on), as root; `off` (the default): neither, as the other benches run them. */
+const LIMITS = wordArg('limits', ['off', 'on'] as const, 'off');
 const POLL_MS = 10;
 
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
@@ -187,6 +189,7 @@ async function main(): Promise<void> {
     SANDBOX_IDLE_TIMEOUT_MS: '0',
     SANDBOX_SPECS_FILE: specsFile,
     ...(engine ? { DOCKER_HOST: engine.host } : {}),
+    ...(LIMITS === 'on' ? { SANDBOX_CGROUPS: 'on', SANDBOX_DISKS: 'on' } : { SANDBOX_CGROUPS: 'off' }),
   });
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
@@ -221,7 +224,7 @@ async function main(): Promise<void> {
       ['spawn runtime directly, poll /alive', f(median(direct)), f(pct(direct, 90)), f(Math.min(...direct))],
       ['POST /api/v1/sandboxes -> RUNNING', f(median(service)), f(pct(service, 90)), f(Math.min(...service))],
     ];
-    printTable(`Sandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms)`, rows);
+    printTable(`Sandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms; limits ${LIMITS === 'on' ? 'on: a cgroup and a file system each' : 'off'})`, rows);
     const share = median(service) / median(direct) - 1;
     console.log(`\nlast service start: POST answered in ${lastPostMs.toFixed(0)} ms`);
     await printHistory(servers.temporalAddress, sandboxWorkflowId(lastSandboxId), 16);
