@@ -47,6 +47,16 @@ export const envSchema = z.object({
   API_HOST: nonEmpty('host name or IP address').default('127.0.0.1'),
   /** Port of the api (REST, websocket, /openapi.json, /docs). */
   API_PORT: port('the api', 0).default(8000),
+  /**
+   * The gateway's upstream (`host:port`, e.g. `api:8000`): `dist/src/gateway/main.js` listens on
+   * API_HOST:API_PORT and relays each connection to one address of the host in turn (a scaled api).
+   */
+  GATEWAY_UPSTREAM: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]{1,253}:\d{1,5}$/, { error: 'host:port' })
+    .optional(),
+  /** Connections the gateway holds at once. */
+  GATEWAY_MAX_CONNECTIONS: positiveInt('connections').default(10_000),
   /** Base URL clients use to reach the api; defaults to http://API_HOST:API_PORT. */
   PUBLIC_BASE_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   /** MongoDB connection string. Unset: the launcher starts the embedded MongoDB-wire server. */
@@ -316,6 +326,8 @@ export const ENV_VARIABLES = Object.keys(envSchema.shape) as (keyof Env)[];
 
 export interface Config {
   api: { host: string; port: number; publicBaseUrl: string };
+  /** The gateway in front of a scaled api (GATEWAY_*); upstream unset: no gateway is configured. */
+  gateway: { upstream: { host: string; port: number } | undefined; maxConnections: number };
   mongo: { uri: string | undefined; db: string; serverSelectionTimeoutMs: number };
   /** `workerHost`: WORKER_HOST; unset, the worker keeps one in DATA_DIR (worker/worker-host.ts). */
   temporal: { address: string | undefined; namespace: string; taskQueue: string; workerHost: string | undefined };
@@ -427,6 +439,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       host: e.API_HOST,
       port: e.API_PORT,
       publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
+    },
+    gateway: {
+      upstream: e.GATEWAY_UPSTREAM ? { host: e.GATEWAY_UPSTREAM.replace(/:\d+$/, ''), port: Number(/:(\d+)$/.exec(e.GATEWAY_UPSTREAM)![1]) } : undefined,
+      maxConnections: e.GATEWAY_MAX_CONNECTIONS,
     },
     mongo: { uri: e.MONGODB_URI, db: e.MONGODB_DB, serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS },
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, workerHost: e.WORKER_HOST },

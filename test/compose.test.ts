@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { ENV_VARIABLES, loadConfig } from '../src/config';
-import { SEARCH_ATTRIBUTES } from '../src/temporal/search-attributes';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../scripts/servers/paths';
 
 const root = path.resolve(__dirname, '..');
 const compose = parse(fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true });
@@ -23,39 +23,73 @@ function composeEnv(svc: { environment: Record<string, string> }): Record<string
 /** Published ports as compose reads them when the user sets none of the variables they name (`${VAR:-default}`). */
 const byDefault = (ports: string[]) => ports.map((p) => p.replace(/\$\{\w+:-([^}]*)\}/g, '$1'));
 
+/** The script a service's command runs with node (`node dist/...js`, also inside `sh -c "... exec node ..."`). */
+const entryOf = (command: string[]) => /\bnode (dist\/\S+\.js)/.exec(command.join(' '))?.[1];
+
 describe('docker-compose.yml', () => {
-  it('runs MongoDB 7+, Temporal with its UI, the api and the worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'mongodb', 'temporal', 'worker']);
+  it('runs the production shape: PostgreSQL, the real Temporal server with its jobs and UI, MongoDB 7+, the gateway, the apis and the workers', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'gateway', 'mongodb', 'postgresql', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui', 'worker']);
     expect(Number(compose.services.mongodb.image.match(/^mongo:(\d+)/)[1])).toBeGreaterThanOrEqual(7);
-    expect(compose.services.temporal.command).toEqual(expect.arrayContaining(['server', 'start-dev', '--ui-port=8233']));
-    expect(byDefault(compose.services.temporal.ports)).toContain('8233:8233');
-  });
-
-  it('registers every search attribute the workflows use', () => {
-    for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
-      expect(compose.services.temporal.command).toContain(`--search-attribute=${name}=${type}`);
+    // The registry's images of the versions the project builds (a variable names another).
+    expect(compose.services.postgresql.image).toBe('${POSTGRES_IMAGE:-postgres:16}');
+    expect(compose.services.temporal.image).toBe(`\${TEMPORAL_SERVER_IMAGE:-temporalio/server:${TEMPORAL_SERVER_VERSION.slice(1)}}`);
+    expect(compose.services['temporal-ui'].image).toBe(`\${TEMPORAL_UI_IMAGE:-temporalio/ui:${TEMPORAL_UI_VERSION.slice(1)}}`);
+    for (const job of ['temporal-schema', 'temporal-namespace']) {
+      expect(compose.services[job].image).toBe(`\${TEMPORAL_ADMIN_TOOLS_IMAGE:-temporalio/admin-tools:${TEMPORAL_SERVER_VERSION.slice(1)}}`);
+      expect(compose.services[job].restart).toBe('no');
     }
+    expect(byDefault(compose.services['temporal-ui'].ports)).toEqual(['8233:8080']);
   });
 
-  it.each(['api', 'worker'])('%s: built from the Dockerfile, its variables known to the config module and valid', (name) => {
+  it("starts Temporal in order: its schema job after PostgreSQL is healthy, the server after the job succeeded, the apps after the namespace job", () => {
+    expect(compose.services['temporal-schema'].depends_on).toEqual({ postgresql: { condition: 'service_healthy' } });
+    expect(compose.services.temporal.depends_on).toEqual({ 'temporal-schema': { condition: 'service_completed_successfully' } });
+    for (const name of ['api', 'worker', 'temporal-ui']) {
+      expect(compose.services[name].depends_on['temporal-namespace']).toEqual({ condition: 'service_completed_successfully' });
+    }
+    // The server's configuration is the mounted template, which reads the password from the environment.
+    const entry = compose.services.temporal.entrypoint.join(' ');
+    expect(entry).toContain('temporal-server --root /etc/agent-control --config temporal --env docker');
+    expect(compose.services.temporal.volumes).toEqual(['./deploy/temporal:/etc/agent-control/temporal:ro']);
+    const template = fs.readFileSync(path.join(root, 'deploy/temporal/docker.yaml'), 'utf8');
+    expect(template.split('\n')[0]).toBe('# enable-template');
+    expect(template).toContain(`password: '{{ env "POSTGRES_PASSWORD" }}'`);
+    expect(template).not.toMatch(/password: '[^{]/);
+    for (const script of ['setup-schema.sh', 'create-namespace.sh']) expect(fs.existsSync(path.join(root, 'deploy/temporal', script))).toBe(true);
+  });
+
+  it.each(['api', 'worker', 'gateway'])('%s: built from the Dockerfile, its variables known to the config module and valid', (name) => {
     const svc = compose.services[name];
     expect(svc.build).toBe('.');
     expect(fs.existsSync(path.join(root, 'Dockerfile'))).toBe(true);
     const env = composeEnv(svc);
     for (const key of Object.keys(env)) expect(ENV_VARIABLES).toContain(key);
-    expect(env.SECRETS_KEY).toBeDefined();
     const config = loadConfig(env, false);
-    expect(config.mongo.uri).toMatch(/^mongodb:\/\/mongodb:27017/);
-    expect(config.temporal.address).toBe('temporal:7233');
-    expect(svc.depends_on).toEqual(expect.objectContaining({ mongodb: expect.anything(), temporal: expect.anything() }));
-    const entry = svc.command[svc.command.length - 1];
-    expect(fs.existsSync(path.join(root, entry.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
+    if (name === 'gateway') {
+      expect(config.gateway.upstream).toEqual({ host: 'api', port: 8000 });
+    } else {
+      expect(env.SECRETS_KEY).toBeDefined();
+      expect(config.mongo.uri).toMatch(/^mongodb:\/\/mongodb:27017/);
+      expect(config.temporal.address).toBe('temporal:7233');
+    }
+    const entry = entryOf(svc.command);
+    expect(entry).toBeDefined();
+    expect(fs.existsSync(path.join(root, entry!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
   });
 
-  it('publishes the api on the port it listens on', () => {
-    const api = compose.services.api;
-    const port = loadConfig(composeEnv(api), false).api.port;
-    expect(byDefault(api.ports)).toContain(`${port}:${port}`);
-    expect(api.environment.API_HOST).toBe('0.0.0.0');
+  it('scales the api and the worker: neither publishes a host port nor has a fixed name; the gateway publishes the port the apis listen on', () => {
+    for (const name of ['api', 'worker']) {
+      expect(compose.services[name].ports).toBeUndefined();
+      expect(compose.services[name].container_name).toBeUndefined();
+    }
+    const api = loadConfig(composeEnv(compose.services.api), false).api;
+    expect(api.host).toBe('0.0.0.0');
+    expect(compose.services.api.expose).toEqual([String(api.port)]);
+    const gateway = loadConfig(composeEnv(compose.services.gateway), false);
+    expect(gateway.gateway.upstream).toEqual({ host: 'api', port: api.port });
+    expect(byDefault(compose.services.gateway.ports)).toEqual([`${gateway.api.port}:${gateway.api.port}`]);
+    // Each worker its own data directory (its WORKER_HOST), and its runtimes at its own address.
+    expect(compose.services.worker.volumes).toEqual(['/data']);
+    expect(compose.services.worker.command.join(' ')).toContain('SANDBOX_PROCESS_HOST="$$(hostname -i');
   });
 });

@@ -32,6 +32,8 @@ const LAYERS = {
   'src/http': [...BASE, 'src/store', ...DOMAIN, 'src/web'],
   /** The api's and the CLI's entry points: they compose everything below. */
   'src/api': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/web', 'src/http'],
+  /** The TCP balancer in front of a scaled api: configuration and logs, nothing of the api. */
+  'src/gateway': ['src/config', 'src/logger'],
   /** The typed client of the api: its generated types only, nothing of the server. */
   'src/client': [],
   'src/cli': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/client'],
