@@ -306,7 +306,8 @@ export const envSchema = z.object({
   DOCKER_NETWORK: nonEmpty('Docker network name').optional(),
   /**
    * With DOCKER_NETWORK: compose services (or container names) joined to each sandbox's own network
-   * under their names (api,worker), so a sandbox reaches them and nothing else of the project.
+   * under their names (gateway,api,worker with docker-compose.yml), so a sandbox reaches them and
+   * nothing else of the project.
    */
   DOCKER_SANDBOX_PEERS: z
     .string()

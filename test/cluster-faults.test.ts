@@ -117,7 +117,9 @@ describe('the production shape: two hosts, one lost under load', () => {
     const first: Recorder = connect(socket(urlA), { 'X-Access-Token': user.key });
     await first.opened;
     running.push(() => first.ws.terminate());
-    const ingest = steadyIngest(Number(new URL(apiB.url).port), c.conversationId, c.sessionKey);
+    // Paced (a batch of 20 every 200 ms): the log stays a few thousand events over a run of minutes, which
+    // the resumed subscriber reads back within its bound also on a loaded machine.
+    const ingest = steadyIngest(Number(new URL(apiB.url).port), c.conversationId, c.sessionKey, 200);
     running.push(() => ingest.stop());
     await ingest.goesOn(3, 30_000);
     await first.waitFor(40, 30_000);
@@ -175,7 +177,8 @@ describe('the production shape: two hosts, one lost under load', () => {
     const had = first.messages.map((e) => e.id as string);
     const resumed = connect(socket(apiB.url, `?after_id=${had.at(-1)}`), { 'X-Access-Token': user.key });
     running.push(() => resumed.ws.terminate());
-    await resumed.waitFor(stored.length - had.length, 60_000);
+    // Catch-up from the log, then live: bounded by what there is to read (20 ms an event, a minute at least).
+    await resumed.waitFor(stored.length - had.length, Math.max(60_000, (stored.length - had.length) * 20));
     await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
     expect([...had, ...resumed.messages.map((e) => e.id as string)]).toEqual(stored);
     resumed.ws.close();

@@ -38,7 +38,8 @@ describe('docker-compose.yml', () => {
       expect(compose.services[job].image).toBe(`\${TEMPORAL_ADMIN_TOOLS_IMAGE:-temporalio/admin-tools:${TEMPORAL_SERVER_VERSION.slice(1)}}`);
       expect(compose.services[job].restart).toBe('no');
     }
-    expect(byDefault(compose.services['temporal-ui'].ports)).toEqual(['8233:8080']);
+    // Loopback only by default: the UI has no login and can terminate workflows.
+    expect(byDefault(compose.services['temporal-ui'].ports)).toEqual(['127.0.0.1:8233:8080']);
   });
 
   it("starts Temporal in order: its schema job after PostgreSQL is healthy, the server after the job succeeded, the apps after the namespace job", () => {
@@ -53,8 +54,8 @@ describe('docker-compose.yml', () => {
     expect(compose.services.temporal.volumes).toEqual(['./deploy/temporal:/etc/agent-control/temporal:ro']);
     const template = fs.readFileSync(path.join(root, 'deploy/temporal/docker.yaml'), 'utf8');
     expect(template.split('\n')[0]).toBe('# enable-template');
-    expect(template).toContain(`password: '{{ env "POSTGRES_PASSWORD" }}'`);
-    expect(template).not.toMatch(/password: '[^{]/);
+    expect(template).toContain(`password: {{ env "POSTGRES_PASSWORD" | toJson }}`);
+    expect(template.match(/password: .*/g)!.every((l) => l === 'password: {{ env "POSTGRES_PASSWORD" | toJson }}')).toBe(true);
     for (const script of ['setup-schema.sh', 'create-namespace.sh']) expect(fs.existsSync(path.join(root, 'deploy/temporal', script))).toBe(true);
   });
 

@@ -2,14 +2,19 @@
 # docker-compose.yml's temporal-schema job: makes Temporal's two databases on the PostgreSQL service and
 # sets up or updates their schemas to those the tool embeds (a no-op when they are current). Its
 # connection is the tool's own environment (SQL_HOST, SQL_USER, SQL_PASSWORD, ...): no password on a
-# command line. Tried again while PostgreSQL is not taking connections yet, for two minutes at most.
+# command line. Tried again while PostgreSQL is not taking connections yet, about two minutes at most.
 set -u
 prepare() {
   for db in temporal temporal_visibility; do
     schema=postgresql/v12/temporal
     [ "$db" = temporal_visibility ] && schema=postgresql/v12/visibility
-    # Made once; "already exists" afterwards (a real failure shows in the steps below).
-    temporal-sql-tool --db "$db" create-database >/dev/null 2>&1 || true
+    # Made once; "already exists" afterwards (postgres:16 makes one named as its user, too).
+    if ! out="$(temporal-sql-tool --db "$db" create-database 2>&1)"; then
+      case "$out" in
+        *'already exists'*) ;;
+        *) echo "$out" | tail -n 3 >&2; return 1 ;;
+      esac
+    fi
     # A database the tool has versioned is only updated; only one without its version table is
     # versioned first (setting up a versioned one would put its version back to 0.0).
     if ! out="$(temporal-sql-tool --db "$db" update-schema --schema-name "$schema" 2>&1)"; then

@@ -59,6 +59,7 @@ PGDATA="\${PGDATA:-/var/lib/postgresql/data}"
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   : "\${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}"
   pwfile="$(mktemp)"
+  trap 'rm -f "$pwfile"' EXIT
   printf '%s' "$POSTGRES_PASSWORD" > "$pwfile"
   initdb -D "$PGDATA" -U "\${POSTGRES_USER:-postgres}" --pwfile="$pwfile" -E UTF8 --locale=C --auth-local=trust --auth-host=scram-sha-256 >/dev/null
   rm -f "$pwfile"
@@ -144,10 +145,14 @@ export async function buildProductionImages(host: string, base: string, b: Produ
     temporalUi: `agent-control/temporal-ui:${TEMPORAL_UI_VERSION.slice(1)}`,
   };
   const started = Date.now();
+  // The base by what it is, not its tag: a base built again makes the stand-ins again.
+  const baseInfo = await engineGet(host, `/images/${encodeURIComponent(base)}/json`);
+  if (baseInfo.status !== 200) throw new Error(`the base image ${base} is missing`);
+  const from = [`FROM ${base}`, `# base ${(JSON.parse(baseInfo.body) as { Id: string }).Id}`];
   // One build at a time: each sends its context (up to 150 MB) to the engine.
   const recipes: [string, Record<string, ContextFile>, string[]][] = [
     [images.postgres, { native: { from: b.postgresNative }, 'pg_isready': { text: PG_ISREADY, mode: 0o755 }, 'docker-entrypoint.sh': { text: POSTGRES_ENTRYPOINT, mode: 0o755 } }, [
-      `FROM ${base}`,
+      ...from,
       'COPY native /usr/lib/postgresql/16',
       'COPY pg_isready docker-entrypoint.sh /usr/local/bin/',
       'ENV PATH=/usr/lib/postgresql/16/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin PGDATA=/var/lib/postgresql/data',
@@ -157,20 +162,20 @@ export async function buildProductionImages(host: string, base: string, b: Produ
       'ENTRYPOINT ["docker-entrypoint.sh"]',
     ]],
     [images.temporalServer, { 'temporal-server': { from: b.temporalServer } }, [
-      `FROM ${base}`,
+      ...from,
       'COPY temporal-server /usr/local/bin/',
       'WORKDIR /etc/temporal',
       'USER node',
       'ENTRYPOINT ["temporal-server", "start"]',
     ]],
     [images.temporalAdminTools, { 'temporal-sql-tool': { from: b.temporalSqlTool }, temporal: { from: b.temporalCli } }, [
-      `FROM ${base}`,
+      ...from,
       'COPY temporal-sql-tool temporal /usr/local/bin/',
       'USER node',
       'CMD ["tail", "-f", "/dev/null"]',
     ]],
     [images.temporalUi, { 'ui-server': { from: b.temporalUi }, 'docker.yaml': { text: UI_CONFIG }, 'start-ui-server.sh': { text: UI_START, mode: 0o755 } }, [
-      `FROM ${base}`,
+      ...from,
       'WORKDIR /home/ui-server',
       'COPY ui-server start-ui-server.sh ./',
       'COPY docker.yaml ./config/docker.yaml',

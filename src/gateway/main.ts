@@ -14,6 +14,7 @@ async function main(): Promise<void> {
     upstreamHost: upstream.host,
     upstreamPort: upstream.port,
     connectTimeoutMs: 5000,
+    healthPath: '/health',
     maxConnections: config.gateway.maxConnections,
     onRefused: (reason) => logger.warn({ reason }, 'a connection found no api'),
   });

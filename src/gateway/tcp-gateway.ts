@@ -1,10 +1,14 @@
 /**
- * The front door of a scaled api service: a TCP balancer. Each connection it accepts goes to one of the
- * addresses the upstream's name resolves to now (docker-compose's DNS answers every replica of a
- * service), taken in turn; an address that refuses, or does not connect within the bound, is passed
- * over for the next. Bytes are relayed as they are, so HTTP, keep-alive and websockets pass unchanged,
- * and nothing of a request is read here (the api authenticates it). Either side closing or failing
- * ends both.
+ * The front door of a scaled api service: a TCP balancer. It keeps the addresses the upstream's name
+ * resolves to (docker-compose's DNS answers every replica of a service), looked up again every
+ * `refreshMs`, and, with `healthPath`, which of them answer it (an HTTP GET within `probeTimeoutMs`): a
+ * frozen api, whose kernel still accepts connections, stops answering its probe and is passed over.
+ * Each connection goes to the next healthy address in turn (all of them when none is healthy: the probe
+ * may be what fails); one that refuses, or does not connect within the bound, is passed over for the
+ * next. Bytes are relayed as they are, so HTTP, keep-alive and websockets pass unchanged, and nothing of
+ * a request is read here (the api authenticates it). A side that ends has its end passed on (a client
+ * may half-close after its request and still read the answer); a side that fails ends both; a side that
+ * closes leaves the other `lingerMs` to finish, then ends it.
  */
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
@@ -19,25 +23,35 @@ export interface GatewayOptions {
   connectTimeoutMs: number;
   /** Connections held at once; one more is refused at once. */
   maxConnections: number;
-  /** Said once per failure that leaves a client without an upstream. */
+  /** The path each address is asked every `refreshMs` (`/health`); unset: every address is taken as healthy. */
+  healthPath?: string;
+  /** How often the addresses are looked up and probed (ms). */
+  refreshMs?: number;
+  /** How long a probe may take (ms). */
+  probeTimeoutMs?: number;
+  /** How long one side may stay open once the other closed (ms). */
+  lingerMs?: number;
+  /** Said once per failure that leaves a client without an upstream, or a connection dropped past the bound. */
   onRefused?: (reason: string) => void;
   /** The upstream's addresses now (default: every address DNS gives for it). */
   resolve?: (host: string) => Promise<string[]>;
 }
 
-const resolveAll = async (host: string) => (await lookup(host, { all: true })).map((a) => a.address);
-
 export interface Gateway {
   port: number;
   /** Connections relayed so far, per upstream address. */
   relayed(): Map<string, number>;
+  /** The addresses known now, and which of them answered their last probe. */
+  upstreams(): { addresses: string[]; healthy: string[] };
   close(): Promise<void>;
 }
+
+const resolveAll = async (host: string) => (await lookup(host, { all: true })).map((a) => a.address);
 
 /** A connection to `address:port`, or null when it is refused or takes longer than `timeoutMs`. */
 function connect(address: string, port: number, timeoutMs: number): Promise<net.Socket | null> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: address, port });
+    const socket = net.connect({ host: address, port, allowHalfOpen: true });
     const fail = () => {
       clearTimeout(timer);
       socket.destroy();
@@ -53,16 +67,31 @@ function connect(address: string, port: number, timeoutMs: number): Promise<net.
   });
 }
 
-/** Relays both ways until either side ends, closes or fails; then both go. */
-function splice(client: net.Socket, upstream: net.Socket): void {
-  const end = () => {
+/** Whether `address:port` answers GET `path` with a 2xx within `timeoutMs`. */
+async function answers(address: string, port: number, path: string, timeoutMs: number): Promise<boolean> {
+  const host = address.includes(':') ? `[${address}]` : address;
+  try {
+    const res = await fetch(`http://${host}:${port}${path}`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Relays both ways: ends are passed on, a failure ends both, a close leaves the other `lingerMs`. */
+function splice(client: net.Socket, upstream: net.Socket, lingerMs: number): void {
+  const both = () => {
     client.destroy();
     upstream.destroy();
   };
-  for (const s of [client, upstream]) {
-    s.setKeepAlive(true, 30_000);
-    s.on('error', end);
-    s.on('close', end);
+  for (const [self, other] of [
+    [client, upstream],
+    [upstream, client],
+  ] as const) {
+    self.setKeepAlive(true, 30_000);
+    self.on('error', both);
+    self.once('close', () => setTimeout(() => other.destroy(), lingerMs).unref());
   }
   client.pipe(upstream);
   upstream.pipe(client);
@@ -70,6 +99,9 @@ function splice(client: net.Socket, upstream: net.Socket): void {
 }
 
 export async function startGateway(o: GatewayOptions): Promise<Gateway> {
+  const refreshMs = o.refreshMs ?? 2000;
+  const probeTimeoutMs = o.probeTimeoutMs ?? 1000;
+  const lingerMs = o.lingerMs ?? 10_000;
   let turn = 0;
   const counts = new Map<string, number>();
   /** Every socket held, so that close() ends them rather than waiting on a websocket that stays open. */
@@ -78,6 +110,26 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     open.add(s);
     s.once('close', () => open.delete(s));
   };
+
+  let known: { addresses: string[]; healthy: Set<string>; error: string | null } | null = null;
+  let refreshing: Promise<void> | null = null;
+  const refresh = async () => {
+    let addresses: string[] = [];
+    let error: string | null = null;
+    try {
+      addresses = [...new Set(await (o.resolve ?? resolveAll)(o.upstreamHost))].sort();
+    } catch (e) {
+      error = `${o.upstreamHost} does not resolve: ${(e as Error).message}`;
+    }
+    const healthy = new Set<string>();
+    await Promise.all(addresses.map(async (a) => (!o.healthPath || (await answers(a, o.upstreamPort, o.healthPath, probeTimeoutMs))) && healthy.add(a)));
+    known = { addresses, healthy, error };
+  };
+  /** One refresh at a time; the connections that wait for one share it. */
+  const refreshed = () => (refreshing ??= refresh().finally(() => (refreshing = null)));
+  const timer = setInterval(() => void refreshed(), refreshMs);
+  timer.unref();
+
   const refuse = (client: net.Socket, reason: string) => {
     o.onRefused?.(reason);
     client.destroy();
@@ -85,16 +137,13 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const pass = async (client: net.Socket) => {
     hold(client);
     client.on('error', () => client.destroy());
-    let addresses: string[];
-    try {
-      addresses = [...new Set(await (o.resolve ?? resolveAll)(o.upstreamHost))].sort();
-    } catch (e) {
-      refuse(client, `${o.upstreamHost} does not resolve: ${(e as Error).message}`);
-      return;
-    }
+    if (!known) await refreshed();
+    const { addresses, healthy, error } = known!;
+    if (addresses.length === 0) return refuse(client, error ?? `${o.upstreamHost} has no address`);
+    const candidates = addresses.some((a) => healthy.has(a)) ? addresses.filter((a) => healthy.has(a)) : addresses;
     const first = turn++;
-    for (let i = 0; i < addresses.length && !client.destroyed; i++) {
-      const address = addresses[(first + i) % addresses.length]!;
+    for (let i = 0; i < candidates.length && !client.destroyed; i++) {
+      const address = candidates[(first + i) % candidates.length]!;
       const upstream = await connect(address, o.upstreamPort, o.connectTimeoutMs);
       if (!upstream) continue;
       if (client.destroyed) {
@@ -103,15 +152,15 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       }
       hold(upstream);
       counts.set(address, (counts.get(address) ?? 0) + 1);
-      splice(client, upstream);
+      splice(client, upstream, lingerMs);
       return;
     }
-    refuse(client, `no address of ${o.upstreamHost}:${o.upstreamPort} took the connection (${addresses.join(', ') || 'none'})`);
+    if (!client.destroyed) refuse(client, `no address of ${o.upstreamHost}:${o.upstreamPort} took the connection (${candidates.join(', ')})`);
   };
   // Paused until it is relayed: nothing the client sends is read here, or lost before the upstream is there.
-  const server = net.createServer({ pauseOnConnect: true }, (client) => void pass(client));
+  const server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true }, (client) => void pass(client));
   server.maxConnections = o.maxConnections;
-  server.on('error', () => undefined);
+  server.on('drop', () => o.onRefused?.(`a connection was dropped: ${o.maxConnections} held already (GATEWAY_MAX_CONNECTIONS)`));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {
@@ -119,11 +168,15 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       resolve();
     });
   });
+  server.on('error', (e) => o.onRefused?.(`the listening socket failed: ${e.message}`));
+  await refreshed();
   return {
     port: (server.address() as net.AddressInfo).port,
     relayed: () => new Map(counts),
+    upstreams: () => ({ addresses: known?.addresses ?? [], healthy: [...(known?.healthy ?? [])] }),
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(timer);
         server.close(() => resolve());
         for (const s of open) s.destroy();
       }),

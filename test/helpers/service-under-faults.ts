@@ -31,8 +31,8 @@ export async function adminSession(launcher: Launcher, l: Launch, llmUrl: string
   return { key, call, taskOf };
 }
 
-/** Batches of 20 into one conversation, each resent until acknowledged, until `stop()`. */
-export function steadyIngest(apiPort: number, conversationId: string, sessionKey: string) {
+/** Batches of 20 into one conversation, each resent until acknowledged, `pauseMs` apart, until `stop()`. */
+export function steadyIngest(apiPort: number, conversationId: string, sessionKey: string, pauseMs = 50) {
   const acknowledged = new Set<string>();
   /** Every answer that was not a 200, by status (or the fetch error's name). */
   const counts = { batches: 0, retries: 0, refused: {} as Record<string, number> };
@@ -65,7 +65,7 @@ export function steadyIngest(apiPort: number, conversationId: string, sessionKey
       if (stopped) break;
       for (const e of batch) acknowledged.add(e.id as string);
       counts.batches++;
-      await sleep(50);
+      await sleep(pauseMs);
     }
   })();
   return {
