@@ -45,7 +45,7 @@ const SINGLE = arg('single', 15);
 const FOLLOW = wordArg('follow', ['workflow', 'record'] as const, 'workflow');
 const RUNTIME = wordArg('runtime', ['built-in', 'openhands'] as const, 'built-in');
 const WORKERS = arg('workers', 1);
-/** The bench is one user: its N starts at once are the load, so the user's start quota is lifted unless --max-starts sets one (each start still passes its line). */
+/** The bench is one user: its N starts at once are the load, so its start quotas (under way, not ended, conversations kept) are lifted, the first unless --max-starts sets one (each start still passes its line). */
 const CONCURRENT_STARTS = String(arg('max-starts', 0));
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const apiPort = await freePort();
   const base = `http://127.0.0.1:${apiPort}`;
   const agentServer = RUNTIME === 'openhands' ? { OPENHANDS_AGENT_SERVER_DIR: (await ensureAgentServer(undefined, progress)).dir } : {};
-  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0', USER_MAX_CONCURRENT_STARTS: CONCURRENT_STARTS, START_STREAM_FOLLOW: FOLLOW, ...agentServer });
+  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0', USER_MAX_CONCURRENT_STARTS: CONCURRENT_STARTS, USER_MAX_PENDING_STARTS: '0', USER_MAX_CONVERSATIONS: '0', START_STREAM_FOLLOW: FOLLOW, ...agentServer });
   let runtimePids: number[] = [];
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
