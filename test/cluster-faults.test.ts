@@ -18,14 +18,13 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
-import { hostTaskQueue, sandboxWorkflowId, startTaskWorkflowId, type StartTaskSnapshot } from '../src/temporal/shared';
+import { hostTaskQueue, sandboxWorkflowId, startTaskWorkflowId } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv, uniqueName } from './helpers/env';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { expectStoredLogIntact, steadyIngest } from './helpers/service-under-faults';
-import { waitForStartTask } from './helpers/start-tasks';
+import { expectStatusesOnceInOrder, waitForStartTask } from './helpers/start-tasks';
 import { runningTemporalCluster, type TemporalCluster } from './helpers/temporal-cluster';
 import { quietTemporalRuntime } from './helpers/temporal-runtime';
 import { startServiceProcess, startWorkerProcess } from './helpers/worker';
@@ -160,13 +159,8 @@ describe('the production shape: two hosts, one lost under load', () => {
     );
     connection = await Connection.connect({ address: nodeB.address });
     const client = new Client({ connection, namespace: 'default' });
-    const inOrder = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
-    for (const id of ids) {
-      const snapshots = await client.workflow.getHandle(startTaskWorkflowId(id)).query<StartTaskSnapshot[]>('snapshots');
-      expect(snapshots.map((s) => s.status).filter((s, i, all) => s !== all[i - 1])).toEqual(inOrder);
-      // Told again only as a place in the user's line (8 starts over USER_MAX_CONCURRENT_STARTS=5).
-      for (const [i, s] of snapshots.entries()) if (i > 0 && s.status === snapshots[i - 1]!.status) expect(s.detail).toMatch(/^Waiting in line at place \d+/);
-    }
+    // (Told again only as a place in the user's line: 8 starts over USER_MAX_CONCURRENT_STARTS=5.)
+    await expectStatusesOnceInOrder(client, ids);
 
     // The log: every acknowledged event once, seq without a hole.
     await ingest.stop();

@@ -22,12 +22,11 @@ import { MongoClient } from 'mongodb';
 import { SANDBOX_LABEL } from '../../activities/sandbox-providers/docker-provider';
 import { buildProductionImages, type ProductionImages } from '../../scripts/docker/production-images';
 import { requirePostgresBinDir } from '../../scripts/servers/postgres-server';
-import { START_TASK_STATUSES } from '../../src/schemas/app-conversations';
-import { startTaskWorkflowId, type StartTaskSnapshot } from '../../src/temporal/shared';
 import { COMPOSE_PROJECT_PREFIX } from '../setup/docker';
 import { containersOf, dockerClient, dockerEnv, DOCKER_SPEC_ID, runtimeSpec, volumeExists } from '../helpers/docker';
 import { testEnv } from '../helpers/env';
 import { eventually } from '../helpers/eventually';
+import { expectStatusesOnceInOrder } from '../helpers/start-tasks';
 import { expectStoredLogIntact, steadyIngest } from '../helpers/service-under-faults';
 import { connect } from '../helpers/ws-client';
 
@@ -430,12 +429,7 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     const connection = await Connection.connect({ address: await published('temporal', 7233) });
     running.push(() => connection.close());
     const client = new Client({ connection, namespace: 'default' });
-    const inOrder = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
-    for (const id of ids) {
-      const snapshots = await client.workflow.getHandle(startTaskWorkflowId(id)).query<StartTaskSnapshot[]>('snapshots');
-      expect(snapshots.map((s) => s.status).filter((s, i, all) => s !== all[i - 1])).toEqual(inOrder);
-      for (const [i, s] of snapshots.entries()) if (i > 0 && s.status === snapshots[i - 1]!.status) expect(s.detail).toMatch(/^Waiting in line at place \d+/);
-    }
+    await expectStatusesOnceInOrder(client, ids);
 
     // The log, read from the document store (published for the test): every acknowledged event once, seq without a hole.
     await ingest.stop();
