@@ -124,7 +124,8 @@ describe('time budget of the event log reads', () => {
   });
 
   it.each([
-    ['count', '/events/count'],
+    // (A count without filters reads no events: the conversation's record holds it.)
+    ['count', '/events/count?kind__eq=MessageEvent'],
     ['search', '/events/search?limit=5'],
     ['batch get', '/events?id=a&id=b'],
   ])('a %s past its budget is a 503 with Retry-After, not a 500', async (_, path) => {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startDocumentStore, type DocumentStore } from '../scripts/servers/document-store';
 import { EventsStore, eventKey, type StoredEvent } from '../src/store/events-store';
+import { blockKey, blockOf } from '../src/store/event-blocks';
 import { ALL_INDEXES } from '../src/store/indexes';
 import { ensureIndexes } from '../src/store/mongo';
 import { ensurePostgresIndexes, ginFields } from '../src/store/postgres-indexes';
@@ -88,7 +89,7 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
     const expected = [...ginFields(ALL_INDEXES).values()].reduce((n, fields) => n + fields.length, 0);
     expect(made).toHaveLength(expected);
     const events = await tableOf(db, 'events');
-    expect(made.map((r) => r.indexname).sort()).toEqual(expect.arrayContaining([`${events}__id_gin`, `${events}_conversation_id_gin`]));
+    expect(made.map((r) => r.indexname).sort()).toEqual(expect.arrayContaining([`${events}__id_gin`, `${events}_conversation_id_gin`, `${events}_block_gin`]));
     expect(await ensurePostgresIndexes(db, postgresUrl, ALL_INDEXES)).toEqual({ made: 0 }); // again: nothing new
     expect(await ours()).toHaveLength(expected);
 
@@ -102,6 +103,7 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
         source: 'agent',
         timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
         seq: i + 1,
+        block: blockKey(`conv${c}`, blockOf(i + 1)),
         json: JSON.stringify({ id: `ev${i}`, text: 'x'.repeat(200) }),
       }));
       expect(await store.append(docs)).toEqual({ inserted: PER_CONVERSATION });
@@ -109,6 +111,7 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
     await pg.query(`ANALYZE "${db.databaseName}"."${events}"`);
 
     const conversationIndex = `${events}_conversation_id_gin`;
+    const blockIndex = `${events}_block_gin`;
     // The filters the event store sends (src/store/events-store.ts): search, search by kind, count,
     // batch get ($in is not pushed down, its conversation is), catch-up range, and one event by _id.
     const hot: [string, Record<string, unknown>, string][] = [
@@ -117,6 +120,10 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
       ['batch get', { filter: { conversation_id: 'conv7', id: { $in: ['ev1', 'ev2'] } } }, conversationIndex],
       ['catch-up range', { filter: { conversation_id: 'conv7', seq: { $gt: 50 } }, sort: { seq: 1 }, limit: 100 }, conversationIndex],
       ['one event', { filter: { _id: 'conv7/ev3' } }, `${events}__id_gin`],
+      // The block layout (src/store/event-blocks.ts): a page, a catch-up and a time bound read blocks.
+      ['block of a page', { filter: { block: 'conv7/0', seq: { $gte: 51, $lte: 100 } }, sort: { seq: 1 }, limit: 101 }, blockIndex],
+      ['block by kind', { filter: { block: 'conv7/0', seq: { $gte: 1, $lte: 100 }, kind: 'ActionEvent' }, sort: { seq: -1 }, limit: 101 }, blockIndex],
+      ["a block's first time", { filter: { block: 'conv7/0' }, sort: { seq: 1 }, limit: 1 }, blockIndex],
     ];
     for (const [what, find, index] of hot) {
       const e = await explain(db, find);
@@ -131,6 +138,7 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
     // The real queries, many times each (a cached generic plan would have dropped the index after five).
     const before = await indexScans(db, events);
     const runs = 8;
+    const layout = { blocks: true, ordered: true, lastSeq: PER_CONVERSATION };
     for (let i = 0; i < runs; i++) {
       const page = await store.search({ conversationId: 'conv7' }, { descending: false, limit: 10 });
       expect(page.jsons).toHaveLength(10);
@@ -138,11 +146,14 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
       expect((await store.getByIds('conv7', ['ev1', 'ev2', 'nope'])).size).toBe(2);
       expect(await store.range('conv7', 95, 100)).toHaveLength(5);
       expect(await store.seqOf('conv7', 'ev3')).toBe(4);
+      const inBlocks = await store.search({ conversationId: 'conv7', timestampGte: '2026-01-01T00:00:30.000Z' }, { descending: false, limit: 10 }, layout);
+      expect(inBlocks.jsons.map((j) => JSON.parse(j).id)).toEqual(Array.from({ length: 10 }, (_, i) => `ev${30 + i}`));
+      expect(await store.range('conv7', 95, 100, undefined, true)).toHaveLength(5);
     }
     const grew = async () => {
       const after = await indexScans(db, events);
       const d = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
-      return { conversation: d(conversationIndex), id: d(`${events}__id_gin`) };
+      return { conversation: d(conversationIndex), id: d(`${events}__id_gin`), block: d(blockIndex) };
     };
     // A backend sends its counts at a transaction's end at most once a second, an idle one within 10 s.
     await eventually(
@@ -150,6 +161,7 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
         const delta = await grew();
         expect(delta.conversation).toBeGreaterThanOrEqual(runs * 4);
         expect(delta.id).toBeGreaterThanOrEqual(runs);
+        expect(delta.block).toBeGreaterThanOrEqual(runs * 3);
       },
       { timeoutMs: 15_000, intervalMs: 250 },
     );

@@ -17,6 +17,7 @@ import type { Logger } from '../logger';
 import { ALL_INDEXES } from '../store/indexes';
 import { ensureIndexes, openDatabase } from '../store/mongo';
 import { ensurePostgresIndexes } from '../store/postgres-indexes';
+import { migrateEventLayouts } from '../events/event-layout-migration';
 import { boundedConnection } from '../temporal/call-bounds';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createApiServices, createStores } from '../composition';
@@ -74,6 +75,7 @@ export async function startApiServer(
         prepared = true;
         logger.debug('indexes ensured');
         if (config.postgres.url) void makePostgresIndexes(config.postgres.url);
+        void moveEventLayouts();
         return;
       } catch (e) {
         if (attempt === 1 || attempt % 10 === 0) logger.warn({ err: e }, 'creating indexes failed; retrying');
@@ -97,6 +99,15 @@ export async function startApiServer(
         logger.error({ err: e }, `making the PostgreSQL indexes failed (POSTGRES_URL; queries scan whole tables meanwhile): ${(e as Error).message}; trying again in ${wait / 1000} s`);
         await new Promise((r) => setTimeout(r, wait).unref());
       }
+    }
+  };
+  /** Conversations stored before the block layout are moved onto it in the background (src/events/event-layout-migration.ts). */
+  const moveEventLayouts = async () => {
+    try {
+      const moved = await migrateEventLayouts({ conversations: stores.conversations, events: stores.events, log: logger }, { stopped: () => closing });
+      if (moved > 0) logger.info({ moved }, 'conversation logs moved to the block layout');
+    } catch (e) {
+      logger.error({ err: e }, 'moving conversation logs to the block layout failed; their pages are read the older way until the next start');
     }
   };
   const preparing = prepare();

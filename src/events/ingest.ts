@@ -8,11 +8,27 @@ import { Conflict, Unavailable } from '../errors';
 import type { LiveChannel, LiveItem } from '../live/live-channel';
 import type { Logger } from '../logger';
 import { isTransient, type Event } from '../schemas/events';
-import type { ConversationsStore } from '../store/conversations-store';
+import type { AppendState, ConversationsStore } from '../store/conversations-store';
 import { metricsFromStats } from './usage';
 import { TRACKED_STATE_KEYS, type ConversationStatesStore, type TrackedStateKey } from '../store/conversation-states-store';
 import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
 import { normalizeEventTime } from '../schemas/event-time';
+import { blockKey, blockOf } from '../store/event-blocks';
+
+/**
+ * The highest timestamp once these documents follow a log whose highest is `before`, or undefined when
+ * their times go back (below `before` or below one another). A log with events but no recorded highest
+ * time (stored before it was kept) counts as going back: its order is not known.
+ */
+function highestIfOrdered(before: string | null, docs: readonly StoredEvent[], lastSeq: number): string | null | undefined {
+  if (before === null && lastSeq > 0) return undefined;
+  let highest = before;
+  for (const d of docs) {
+    if (highest !== null && d.timestamp < highest) return undefined;
+    highest = d.timestamp;
+  }
+  return highest;
+}
 
 export interface IngestResult {
   /** Events written to the log by this call. */
@@ -61,17 +77,27 @@ export class EventIngest {
   async ingest(conversationId: string, batch: readonly Event[]): Promise<IngestResult> {
     const { conversations, live } = this.deps;
     const ttlMs = this.deps.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
-    const token = await conversations.acquireIngestLease(conversationId, ttlMs, this.deps.leaseWaitMs ?? 10_000);
-    if (!token) throw new Unavailable('Another batch for this conversation is being stored; retry shortly', 1);
+    // The common case, no batch of this conversation under way: the lease and what the append needs to
+    // know are asked for together. When the lease was busy, the state is read again once it is taken.
+    const reading = conversations.appendState(conversationId);
+    reading.catch(() => undefined);
+    let token = await conversations.tryIngestLease(conversationId, ttlMs);
+    let state = token ? await reading : undefined;
+    if (!token) {
+      token = await conversations.acquireIngestLease(conversationId, ttlMs, this.deps.leaseWaitMs ?? 10_000);
+      if (!token) throw new Unavailable('Another batch for this conversation is being stored; retry shortly', 1);
+    }
+    const held = token;
     // The lease is short and renewed while the batch is stored: one left by a process that died blocks the
     // conversation for a few seconds, not for as long as the largest batch could take.
-    const renewal = setInterval(() => void conversations.renewIngestLease(conversationId, token, ttlMs).catch(() => undefined), Math.floor(ttlMs / 3));
+    const renewal = setInterval(() => void conversations.renewIngestLease(conversationId, held, ttlMs).catch(() => undefined), Math.floor(ttlMs / 3));
     renewal.unref();
     try {
       const persistent = batch.filter((e) => !isTransient(e));
       const seen = new Set<string>();
       const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
-      const { stored, last } = await this.store(conversationId, unique);
+      state ??= await conversations.appendState(conversationId);
+      const { stored, last, lastTimestamp } = await this.store(conversationId, unique, state);
       const storedAt = Date.now();
       const seqById = new Map(stored.map((d) => [d.id, d]));
       const latest = latestState(unique.filter((e) => seqById.has(e.id)));
@@ -89,7 +115,7 @@ export class EventIngest {
       // The last seq is recorded while the batch goes out live: one round trip instead of two.
       await Promise.all([
         publishing,
-        stored.length > 0 ? conversations.setLastSeq(conversationId, last) : undefined,
+        stored.length > 0 ? conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined) : undefined,
         latest && this.deps.states ? this.deps.states.record(conversationId, latest) : undefined,
       ]);
       return {
@@ -99,7 +125,7 @@ export class EventIngest {
       };
     } finally {
       clearInterval(renewal);
-      await this.release(conversationId, token, Date.now() + ttlMs);
+      await this.release(conversationId, held, Date.now() + ttlMs);
     }
   }
 
@@ -122,9 +148,12 @@ export class EventIngest {
    * ordered insert; an event that exists already (a retry) or a seq that exists (the recorded last seq
    * fell behind after a crash) stops it, and the rest is sorted out and inserted again.
    */
-  private async store(conversationId: string, events: readonly Event[]): Promise<{ stored: StoredEvent[]; last: number }> {
+  private async store(conversationId: string, events: readonly Event[], state: AppendState): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null }> {
     const { events: log, conversations } = this.deps;
-    let last = await conversations.lastSeq(conversationId);
+    let last = state.lastSeq;
+    let lastTimestamp = state.lastTimestamp;
+    // Whether the log may still be read in seq order: known for a log whose highest time is recorded.
+    let ordered = state.layout.ordered;
     let pending = [...events];
     const stored: StoredEvent[] = [];
     const cap = this.deps.maxEventsPerConversation;
@@ -150,23 +179,45 @@ export class EventIngest {
         source: e.source,
         timestamp: normalizeEventTime(e.timestamp)!,
         seq: last + 1 + i,
+        block: blockKey(conversationId, blockOf(last + 1 + i)),
         json: JSON.stringify(e),
       }));
+      const highest = highestIfOrdered(lastTimestamp, docs, last);
+      if (ordered && highest === undefined) {
+        // Recorded before the append: no reader takes the log for ordered while it is not.
+        await conversations.markUnordered(conversationId);
+        ordered = false;
+      }
       const r = await log.append(docs);
       stored.push(...docs.slice(0, r.inserted));
       last += r.inserted;
+      for (const d of docs.slice(0, r.inserted)) if (lastTimestamp === null || d.timestamp > lastTimestamp) lastTimestamp = d.timestamp;
       if (r.conflictAt === undefined) break;
-      if (r.inserted > 0) await conversations.setLastSeq(conversationId, last);
+      if (r.inserted > 0) await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined);
       pending = pending.slice(r.conflictAt);
+      if (state.layout.blocks) {
+        // A seq that is taken means the recorded end is behind the log (a writer died between the two, or
+        // the end was read while another batch was stored): the blocks past it tell the real one.
+        const end = await log.endAfter(conversationId, last);
+        if (end.seq > last) {
+          last = end.seq;
+          if (end.timestamp !== null && (lastTimestamp === null || end.timestamp > lastTimestamp)) lastTimestamp = end.timestamp;
+          await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined);
+          continue;
+        }
+      }
       const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
       if (existing.has(pending[0]!.id)) {
         pending = pending.filter((e) => !existing.has(e.id));
       } else {
         // The seq was taken: the recorded last seq is behind the log (a writer died between the two).
-        last = await log.lastSeqInLog(conversationId);
-        await conversations.setLastSeq(conversationId, last);
+        const inLog = await log.lastInLog(conversationId);
+        last = inLog.seq;
+        // In an ordered log the last event holds the highest time; in any other the order is off already.
+        if (inLog.timestamp !== null && (lastTimestamp === null || inLog.timestamp > lastTimestamp)) lastTimestamp = inLog.timestamp;
+        await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined);
       }
     }
-    return { stored, last };
+    return { stored, last, lastTimestamp };
   }
 }

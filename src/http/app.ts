@@ -148,6 +148,7 @@ export function createApp(deps: AppDeps): App {
     appConversationExportRoutes(router('/api/v1/app-conversations', 'app-conversations'), {
       appConversations: deps.appConversations,
       events: deps.events,
+      layout: (id) => deps.conversations.layout(id),
       // A file to keep and share: without the sandbox's live address and key.
       view: async (record) => {
         const { session_api_key: _key, conversation_url: _url, ...meta } = await deps.conversationViews.one(record.created_by_user_id, record);

@@ -170,7 +170,10 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
     if (ws.readyState !== ws.OPEN) return;
     const userId = token ? await deps.apiKeys.resolve(token) : null;
     if (!userId) return ws.close(CLOSE_BAD_AUTH, token ? 'invalid API key' : 'authentication required');
-    if (!(await deps.conversations.getOwned(conversationId, userId))) return ws.close(CLOSE_NOT_FOUND, 'conversation not found');
+    const conversation = await deps.conversations.getOwned(conversationId, userId);
+    if (!conversation) return ws.close(CLOSE_NOT_FOUND, 'conversation not found');
+    // A log in blocks stays so (a migration only adds them): the catch-up reads blocks for good.
+    const { blocks } = conversation.layout;
     if (ws.readyState !== ws.OPEN) return;
     const open = openByUser.get(userId) ?? 0;
     if (deps.maxPerUser && open >= deps.maxPerUser) {
@@ -202,7 +205,7 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
         bufferedAmount: () => ws.bufferedAmount,
         close: (code, reason) => ws.close(code, reason),
       },
-      { range: (...a) => deps.events.range(...a), lastSeq: (id) => deps.conversations.lastSeq(id) },
+      { range: (id, after, limit, until) => deps.events.range(id, after, limit, until, blocks), lastSeq: (id) => deps.conversations.lastSeq(id) },
       deps.limits ?? DEFAULT_SUBSCRIPTION_LIMITS,
       deps.onDelivered,
     );

@@ -7,6 +7,7 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Db } from 'mongodb';
 import { hashApiKey } from '../auth/api-key';
 import { isDuplicateKey } from './errors';
+import type { EventLayout } from './event-blocks';
 import type { CollectionIndexes } from './mongo';
 
 export interface Conversation {
@@ -14,6 +15,16 @@ export interface Conversation {
   created_by_user_id: string;
   sandbox_id: string | null;
   created_at: Date;
+  /** How its log is read (src/store/event-blocks.ts). */
+  layout: EventLayout;
+}
+
+/** What an append needs to know of the log before it writes: where it ends and how it is laid out. */
+export interface AppendState {
+  lastSeq: number;
+  /** Highest timestamp key stored; null when unknown (nothing stored, or stored before it was kept). */
+  lastTimestamp: string | null;
+  layout: EventLayout;
 }
 
 interface ConversationDoc {
@@ -25,6 +36,12 @@ interface ConversationDoc {
   created_at: Date;
   /** Seq of the conversation's last stored event (0: none); written only under the ingest lease. */
   last_seq: number;
+  /** Highest timestamp key stored (src/events/event-time.ts); absent on records older than the block layout. */
+  last_timestamp?: string;
+  /** Every event of the log carries its block (src/store/event-blocks.ts); absent: a log stored before, not migrated yet. */
+  event_blocks?: boolean;
+  /** Set once an event was stored with a timestamp below an earlier one's: pages then sort by time. */
+  events_unordered?: boolean;
 }
 
 /** One document per conversation while a batch is appended; `_id` is the conversation id. */
@@ -45,12 +62,21 @@ export const conversationsIndexes: CollectionIndexes = {
   ],
 };
 
+const layoutOf = (d: Pick<ConversationDoc, 'last_seq' | 'event_blocks' | 'events_unordered'>): EventLayout => ({
+  blocks: d.event_blocks === true,
+  ordered: d.events_unordered !== true,
+  lastSeq: d.last_seq ?? 0,
+});
+
 const toConversation = (d: ConversationDoc): Conversation => ({
   id: d._id,
   created_by_user_id: d.created_by_user_id,
   sandbox_id: d.sandbox_id,
   created_at: d.created_at,
+  layout: layoutOf(d),
 });
+
+const APPEND_STATE_FIELDS = { last_seq: 1, last_timestamp: 1, event_blocks: 1, events_unordered: 1 } as const;
 
 export class ConversationsStore {
   constructor(private readonly db: Db) {}
@@ -67,6 +93,7 @@ export class ConversationsStore {
       session_key_hash: input.sessionApiKey ? hashApiKey(input.sessionApiKey) : null,
       created_at: new Date(),
       last_seq: 0,
+      event_blocks: true,
     };
     await this.conversations.insertOne(doc);
     return toConversation(doc);
@@ -101,10 +128,49 @@ export class ConversationsStore {
     return d?.last_seq ?? 0;
   }
 
-  /** Records the new last seq after an append (never lowers it); only the holder of the ingest lease calls this. */
-  async setLastSeq(id: string, seq: number): Promise<void> {
-    // $max: the recorded last seq only goes up, also should a writer that lost its lease finish late.
-    await this.conversations.updateOne({ _id: id }, { $max: { last_seq: seq } });
+  /** Last seq, last timestamp and layout, in one read by `_id`: what an append reads under the lease. */
+  async appendState(id: string): Promise<AppendState> {
+    const d = await this.conversations.findOne({ _id: id }, { projection: APPEND_STATE_FIELDS });
+    return { lastSeq: d?.last_seq ?? 0, lastTimestamp: d?.last_timestamp ?? null, layout: layoutOf(d ?? { last_seq: 0 }) };
+  }
+
+  /** The conversation's layout, or null when it does not exist. */
+  async layout(id: string): Promise<EventLayout | null> {
+    const d = await this.conversations.findOne({ _id: id }, { projection: APPEND_STATE_FIELDS });
+    return d && layoutOf(d);
+  }
+
+  /**
+   * Records the new last seq (and the highest timestamp) after an append; never lowers either. Only the
+   * holder of the ingest lease calls this. $max: the record only goes up, also should a writer that lost
+   * its lease finish late.
+   */
+  async setLastSeq(id: string, seq: number, timestamp?: string): Promise<void> {
+    await this.conversations.updateOne({ _id: id }, { $max: { last_seq: seq, ...(timestamp !== undefined ? { last_timestamp: timestamp } : {}) } });
+  }
+
+  /** Before an append whose timestamps go back in time: from now on its pages sort by time. */
+  async markUnordered(id: string): Promise<void> {
+    await this.conversations.updateOne({ _id: id }, { $set: { events_unordered: true } });
+  }
+
+  /**
+   * After a migration gave every stored event its block, with what it learnt reading the whole log under
+   * the ingest lease: whether it is ordered and its highest time (set, not merged: they are complete).
+   */
+  async markBlocks(id: string, facts: { ordered: boolean; lastTimestamp: string | null }): Promise<void> {
+    await this.conversations.updateOne(
+      { _id: id },
+      facts.lastTimestamp === null
+        ? { $set: { event_blocks: true, events_unordered: !facts.ordered } }
+        : { $set: { event_blocks: true, events_unordered: !facts.ordered, last_timestamp: facts.lastTimestamp } },
+    );
+  }
+
+  /** Conversations whose log predates the block layout (a scan; start-up migration only). */
+  async withoutBlocks(limit: number): Promise<string[]> {
+    const docs = await this.conversations.find({ event_blocks: { $ne: true } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    return docs.map((d) => d._id);
   }
 
   /** True when the raw session key is the one of the sandbox running this conversation. */
@@ -159,6 +225,18 @@ export class ConversationsStore {
       }
       if (Date.now() + delay > deadline) return null;
       await new Promise((res) => setTimeout(res, delay));
+    }
+  }
+
+  /** One try at the lease: its token, or null when someone holds it (no wait, no takeover of an expired one). */
+  async tryIngestLease(id: string, ttlMs: number): Promise<string | null> {
+    const token = randomUUID();
+    try {
+      await this.leases.insertOne({ _id: id, token, expires_at: new Date(Date.now() + ttlMs) });
+      return token;
+    } catch (e) {
+      if (isDuplicateKey(e)) return null;
+      throw e;
     }
   }
 

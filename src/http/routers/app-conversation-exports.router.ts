@@ -7,6 +7,7 @@ import { conversationZip, exportFileName } from '../../app-conversations/convers
 import { ConversationPathSchema } from '../../schemas/app-conversation-actions';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import type { AppConversationRecord, AppConversationsStore } from '../../store/app-conversations-store';
+import type { EventLayout } from '../../store/event-blocks';
 import type { EventsStore } from '../../store/events-store';
 import { notFound } from '../../web/errors';
 import type { ApiRouter } from '../../web/route';
@@ -18,6 +19,8 @@ const EXPORT_PAGE_SIZE = 500;
 export interface AppConversationExportDeps {
   appConversations: Pick<AppConversationsStore, 'get'>;
   events: Pick<EventsStore, 'inSeqOrder'>;
+  /** How the conversation's log is laid out (src/store/event-blocks.ts): read in blocks when it is. */
+  layout: (conversationId: string) => Promise<EventLayout | null>;
   /** What meta.json holds: the conversation as GET /api/v1/app-conversations shows it. */
   view: (record: AppConversationRecord) => Promise<unknown>;
 }
@@ -44,7 +47,8 @@ export function appConversationExportRoutes(router: ApiRouter, deps: AppConversa
       // Ownership first: nothing of the log is read for a conversation that is not the caller's.
       const record = await deps.appConversations.get(id);
       if (!record || record.created_by_user_id !== callerId(ctx)) throw notFound('Conversation not found');
-      const zip = conversationZip({ meta: await deps.view(record), events: deps.events.inSeqOrder(id, EXPORT_PAGE_SIZE) });
+      const blocks = (await deps.layout(id))?.blocks ?? false;
+      const zip = conversationZip({ meta: await deps.view(record), events: deps.events.inSeqOrder(id, EXPORT_PAGE_SIZE, blocks) });
       ctx.status = 200;
       ctx.set('Content-Disposition', `attachment; filename="${exportFileName(id)}"`);
       ctx.set('Cache-Control', 'no-store');

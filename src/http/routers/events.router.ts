@@ -19,8 +19,11 @@ const NOT_FOUND = { description: 'No such conversation of the caller', schema: E
 
 /** /api/v1/conversation/{conversation_id}/events: search, count and get the conversation's log. */
 export function eventsRoutes(router: ApiRouter, deps: { events: EventsStore; conversations: ConversationsStore }): ApiRouter {
+  /** The caller's conversation's log layout (how to read it); 404 for anyone else's. */
   const owned = async (ctx: RouteContext, conversationId: string) => {
-    if (!(await deps.conversations.getOwned(conversationId, callerId(ctx)))) throw notFound('Conversation not found');
+    const conversation = await deps.conversations.getOwned(conversationId, callerId(ctx));
+    if (!conversation) throw notFound('Conversation not found');
+    return conversation.layout;
   };
   const filterOf = (conversationId: string, q: z.output<typeof EventFilterQuerySchema>): EventFilter => ({
     conversationId,
@@ -45,12 +48,12 @@ export function eventsRoutes(router: ApiRouter, deps: { events: EventsStore; con
         responses: { 200: { description: 'A page of events', schema: EventPageSchema }, 404: NOT_FOUND },
       },
       async (ctx, { params, query }) => {
-        await owned(ctx, params.conversation_id);
-        const page = await deps.events.search(filterOf(params.conversation_id, query), {
-          descending: query.sort_order === 'TIMESTAMP_DESC',
-          limit: query.limit,
-          after: query.page_id,
-        });
+        const layout = await owned(ctx, params.conversation_id);
+        const page = await deps.events.search(
+          filterOf(params.conversation_id, query),
+          { descending: query.sort_order === 'TIMESTAMP_DESC', limit: query.limit, after: query.page_id },
+          layout,
+        );
         const next = page.last && encodeCursor(EVENTS_LISTING, page.last);
         // The stored text of each event goes out as it is: no parse, no re-serialisation.
         ctx.type = 'application/json';
@@ -69,8 +72,8 @@ export function eventsRoutes(router: ApiRouter, deps: { events: EventsStore; con
         responses: { 200: { description: 'The number of matching events', schema: z.number().int() }, 404: NOT_FOUND },
       },
       async (ctx, { params, query }) => {
-        await owned(ctx, params.conversation_id);
-        ctx.body = await deps.events.count(filterOf(params.conversation_id, query));
+        const layout = await owned(ctx, params.conversation_id);
+        ctx.body = await deps.events.count(filterOf(params.conversation_id, query), layout);
       },
     )
     .route(
