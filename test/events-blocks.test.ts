@@ -126,6 +126,38 @@ describe('event log in blocks', () => {
     );
   });
 
+  it('a recorded end behind the log (a writer died between its insert and its record) is found from the blocks past it', async () => {
+    const c = await t.newConversation(userId);
+    const first = eventsFrom(250, base);
+    expect((await t.ingest(c.conversationId, c.sessionKey, first)).status).toBe(200);
+    // As a writer that died after storing seqs 121-250 would leave it: the record says 120, and an older time.
+    await t.database.db.collection('conversations').updateOne({ _id: c.conversationId } as never, { $set: { last_seq: 120, last_timestamp: normalizeEventTime(at(10)) } });
+    // Later than the recorded time, earlier than the log's last: the log's order is off, and must be seen so.
+    const back = sample('MessageEvent', { timestamp: at(50) });
+    const r = await t.ingest(c.conversationId, c.sessionKey, [back, ...eventsFrom(4, base + 500_000)]);
+    expect(r).toMatchObject({ status: 200, body: { stored: 5, already_stored: 0 } });
+    const docs = await t.database.db.collection<StoredEvent>('events').find({ conversation_id: c.conversationId }).sort({ seq: 1 }).toArray();
+    expect(docs.map((d) => d.seq)).toEqual(Array.from({ length: 255 }, (_, i) => i + 1));
+    expect(docs[250]!.id).toBe(back.id);
+    expect(await conversations.layout(c.conversationId)).toEqual({ blocks: true, ordered: false, lastSeq: 255 });
+  });
+
+  it('concurrent batches of one conversation are stored whole, numbered without a gap or a repeat', async () => {
+    const c = await t.newConversation(userId);
+    const batches = Array.from({ length: 8 }, (_, b) => eventsFrom(30, base + b * 100_000));
+    const answers = await Promise.all(batches.map((batch) => t.ingest(c.conversationId, c.sessionKey, batch)));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
+    const docs = await t.database.db.collection<StoredEvent>('events').find({ conversation_id: c.conversationId }).sort({ seq: 1 }).toArray();
+    expect(docs.map((d) => d.seq)).toEqual(Array.from({ length: 240 }, (_, i) => i + 1));
+    expect(new Set(docs.map((d) => d.id)).size).toBe(240);
+    // Each batch is contiguous in the log (one writer at a time), whichever order they came in.
+    for (const batch of batches) {
+      const seqs = batch.map((e) => docs.find((d) => d.id === e.id)!.seq);
+      expect(seqs).toEqual(Array.from({ length: 30 }, (_, i) => seqs[0]! + i));
+    }
+    expect((await conversations.layout(c.conversationId))!.lastSeq).toBe(240);
+  });
+
   /** A conversation as stored before the block layout: no block on its events, no mark on its record. */
   async function legacyConversation(times: string[]): Promise<{ conversationId: string; sessionKey: string }> {
     const c = await t.newConversation(userId);

@@ -97,7 +97,7 @@ export class EventIngest {
       const seen = new Set<string>();
       const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
       state ??= await conversations.appendState(conversationId);
-      const { stored, last, lastTimestamp } = await this.store(conversationId, unique, state);
+      const { stored, last, lastTimestamp, ordered } = await this.store(conversationId, unique, state);
       const storedAt = Date.now();
       const seqById = new Map(stored.map((d) => [d.id, d]));
       const latest = latestState(unique.filter((e) => seqById.has(e.id)));
@@ -115,7 +115,7 @@ export class EventIngest {
       // The last seq is recorded while the batch goes out live: one round trip instead of two.
       await Promise.all([
         publishing,
-        stored.length > 0 ? conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined) : undefined,
+        stored.length > 0 ? conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered) : undefined,
         latest && this.deps.states ? this.deps.states.record(conversationId, latest) : undefined,
       ]);
       return {
@@ -148,7 +148,7 @@ export class EventIngest {
    * ordered insert; an event that exists already (a retry) or a seq that exists (the recorded last seq
    * fell behind after a crash) stops it, and the rest is sorted out and inserted again.
    */
-  private async store(conversationId: string, events: readonly Event[], state: AppendState): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null }> {
+  private async store(conversationId: string, events: readonly Event[], state: AppendState): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null; ordered: boolean }> {
     const { events: log, conversations } = this.deps;
     let last = state.lastSeq;
     let lastTimestamp = state.lastTimestamp;
@@ -193,7 +193,7 @@ export class EventIngest {
       last += r.inserted;
       for (const d of docs.slice(0, r.inserted)) if (lastTimestamp === null || d.timestamp > lastTimestamp) lastTimestamp = d.timestamp;
       if (r.conflictAt === undefined) break;
-      if (r.inserted > 0) await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined);
+      if (r.inserted > 0) await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
       pending = pending.slice(r.conflictAt);
       if (state.layout.blocks) {
         // A seq that is taken means the recorded end is behind the log (a writer died between the two, or
@@ -202,7 +202,7 @@ export class EventIngest {
         if (end.seq > last) {
           last = end.seq;
           if (end.timestamp !== null && (lastTimestamp === null || end.timestamp > lastTimestamp)) lastTimestamp = end.timestamp;
-          await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined);
+          await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
           continue;
         }
       }
@@ -215,9 +215,9 @@ export class EventIngest {
         last = inLog.seq;
         // In an ordered log the last event holds the highest time; in any other the order is off already.
         if (inLog.timestamp !== null && (lastTimestamp === null || inLog.timestamp > lastTimestamp)) lastTimestamp = inLog.timestamp;
-        await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined);
+        await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
       }
     }
-    return { stored, last, lastTimestamp };
+    return { stored, last, lastTimestamp, ordered };
   }
 }

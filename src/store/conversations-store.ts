@@ -143,10 +143,17 @@ export class ConversationsStore {
   /**
    * Records the new last seq (and the highest timestamp) after an append; never lowers either. Only the
    * holder of the ingest lease calls this. $max: the record only goes up, also should a writer that lost
-   * its lease finish late.
+   * its lease finish late. A writer that knows the log is unordered says so again (`unordered`): an update
+   * on FerretDB rewrites the whole document, so a late writer's update could have dropped the mark.
    */
-  async setLastSeq(id: string, seq: number, timestamp?: string): Promise<void> {
-    await this.conversations.updateOne({ _id: id }, { $max: { last_seq: seq, ...(timestamp !== undefined ? { last_timestamp: timestamp } : {}) } });
+  async setLastSeq(id: string, seq: number, timestamp?: string, unordered = false): Promise<void> {
+    await this.conversations.updateOne(
+      { _id: id },
+      {
+        $max: { last_seq: seq, ...(timestamp !== undefined ? { last_timestamp: timestamp } : {}) },
+        ...(unordered ? { $set: { events_unordered: true } } : {}),
+      },
+    );
   }
 
   /** Before an append whose timestamps go back in time: from now on its pages sort by time. */

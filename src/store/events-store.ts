@@ -330,6 +330,7 @@ export class EventsStore {
   private async searchBlocks(f: EventFilter, opts: { descending: boolean; limit: number; after?: EventCursor }, layout: EventLayout): Promise<Taken<PageDoc>> {
     const { lo, hi } = await this.window(f, opts.after, opts.descending, layout.lastSeq);
     if (lo > hi) return { docs: [], more: false };
+    if (f.kind === undefined) return this.readSpan('search', f.conversationId, { lo, hi, descending: opts.descending, limit: opts.limit, maxBytes: PAGE_BYTES });
     // Ascending without a time bound, events appended since the layout was read are read too.
     const open = !opts.descending && f.timestampLt === undefined;
     return this.walkBlocks('search', f.conversationId, {
@@ -341,6 +342,60 @@ export class EventsStore {
       limit: opts.limit,
       maxBytes: PAGE_BYTES,
     });
+  }
+
+  /**
+   * Without a kind filter the seqs of a page are known before reading: from `lo` up (or `hi` down),
+   * `limit` of them. The one or two blocks they lie in are read at once, each for its part of them, and
+   * joined; a page cut short by `maxBytes` (at least one document) says so with `more`. Whether more
+   * follow is known from the window (`hi`, `lo`), without reading the next block.
+   */
+  private async readSpan(
+    operation: string,
+    conversationId: string,
+    o: { lo: number; hi: number; descending: boolean; limit: number; maxBytes: number },
+  ): Promise<Taken<PageDoc>> {
+    const from = o.descending ? Math.max(o.lo, o.hi - o.limit + 1) : o.lo;
+    const to = o.descending ? o.hi : Math.min(o.hi, o.lo + o.limit - 1);
+    const blocks: number[] = [];
+    for (let b = blockOf(from); b <= blockOf(to); b++) blocks.push(b);
+    if (o.descending) blocks.reverse();
+    const dir = o.descending ? -1 : 1;
+    const parts = await this.read(operation, (maxTimeMS) =>
+      Promise.all(
+        blocks.map((b) =>
+          takeWithin(
+            this.events
+              .find({ block: blockKey(conversationId, b), seq: { $gte: Math.max(from, firstSeqOf(b)), $lte: Math.min(to, lastSeqOf(b)) } }, { projection: PAGE_PROJECTION, maxTimeMS })
+              .sort({ seq: dir })
+              .limit(o.limit),
+            o.limit,
+            o.maxBytes,
+          ),
+        ),
+      ),
+    );
+    const docs: PageDoc[] = [];
+    let bytes = 0;
+    let cut = false;
+    outer: for (const part of parts) {
+      for (const d of part.docs) {
+        if (docs.length > 0 && bytes >= o.maxBytes) {
+          cut = true;
+          break outer;
+        }
+        docs.push(d);
+        bytes += d.json.length;
+      }
+      if (part.more) {
+        cut = true; // this block's part was cut by its bytes: what follows is read by the next page
+        break;
+      }
+    }
+    const tail = docs[docs.length - 1];
+    if (!tail) return { docs, more: false };
+    const more = cut || (o.descending ? tail.seq > o.lo : tail.seq < o.hi);
+    return { docs, more };
   }
 
   /**
@@ -460,7 +515,7 @@ export class EventsStore {
   async range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number, blocks = false): Promise<{ seq: number; json: string }[]> {
     if (blocks) {
       const hi = untilSeq ?? Number.MAX_SAFE_INTEGER;
-      const { docs } = await this.walkBlocks('range', conversationId, { lo: afterSeq + 1, hi, knownLast: Math.min(hi, afterSeq + 1), descending: false, limit, maxBytes: RANGE_BYTES });
+      const { docs } = await this.readSpan('range', conversationId, { lo: afterSeq + 1, hi, descending: false, limit, maxBytes: RANGE_BYTES });
       return docs.map((d) => ({ seq: d.seq, json: d.json }));
     }
     const seq = untilSeq === undefined ? { $gt: afterSeq } : { $gt: afterSeq, $lte: untilSeq };
