@@ -137,7 +137,9 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     /** Waits until the sandbox runs; answers its agent server URL. */
     async waitForSandbox(a: { userId: string; sandboxId: string; timeoutMs: number }): Promise<string> {
       const deadline = Date.now() + a.timeoutMs;
-      for (;;) {
+      // A sandbox that is starting is usually RUNNING within a few hundred ms: looked at after 10 ms, then
+      // each wait twice the last, up to 200 ms (a lookup by _id), so RUNNING is seen soon after it is written.
+      for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
         const r = await sandboxes.get(a.sandboxId);
         if (!r) throw inputError(`sandbox ${a.sandboxId} does not exist`);
         if (r.status === 'RUNNING') return SandboxRuntime.of(r, box).url;
@@ -148,7 +150,7 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
           throw inputError(`Sandbox ${a.sandboxId} did not run within ${Math.round(a.timeoutMs / 1000)} s (it is ${r.status}); START_SANDBOX_WAIT_MS sets the wait`);
         }
         Context.current().heartbeat();
-        await sleep(200);
+        await sleep(wait);
       }
     },
 

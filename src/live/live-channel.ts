@@ -87,6 +87,12 @@ export class LiveChannel {
   /** Batches waiting for the next slot: what a process publishes meanwhile goes into one slot. */
   private queue: Pending[] = [];
   private flushing = false;
+  /**
+   * Items of the slots this process wrote, by slot number, until its reader reaches them: the reader hands
+   * them on from memory instead of reading them back (one round trip less between a store and its
+   * subscribers here). Slots of other processes are read from the collection as before, in slot order.
+   */
+  private readonly own = new Map<number, LiveDoc[]>();
 
   constructor(
     private readonly db: Db,
@@ -168,6 +174,7 @@ export class LiveChannel {
       try {
         await this.slots.insertOne({ _id: slotId(n), n, items, at: new Date(), by: this.id });
         this.known = Math.max(this.known, n);
+        if (this.reading) this.own.set(n, items);
         this.wake?.();
         return;
       } catch (e) {
@@ -203,6 +210,13 @@ export class LiveChannel {
     let maintainedAt = Date.now();
     while (!this.stopped) {
       try {
+        const mine = this.own.get(next);
+        if (mine) {
+          this.own.delete(next);
+          next++;
+          for (const item of mine) deliver(item);
+          continue;
+        }
         const slot = (await this.slots.findOne({ _id: slotId(next) })) as SlotDoc | null;
         if (slot) {
           this.known = Math.max(this.known, next);
@@ -219,6 +233,7 @@ export class LiveChannel {
             this.log.warn({ from: next, to: floor + 1 }, 'live channel reader fell behind the retained slots; skipping ahead');
             next = floor + 1;
           }
+          for (const n of this.own.keys()) if (n < next) this.own.delete(n); // skipped: never handed on
           await this.cleanup(next - 1);
         }
       } catch (e) {
