@@ -160,6 +160,19 @@ export async function withPostgres<T>(postgresUrl: string, run: (pg: Client) => 
  * ones of a sequential scan.
  */
 export async function requireGinIndexes(postgresUrl: string, db: Db, collections: readonly string[]): Promise<string[]> {
+  // The api makes them in the background once it is ready: looked for during up to 30 s.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await findGinIndexes(postgresUrl, db, collections);
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+async function findGinIndexes(postgresUrl: string, db: Db, collections: readonly string[]): Promise<string[]> {
   return withPostgres(postgresUrl, async (pg) => {
     const lines: string[] = [];
     for (const collection of collections) {
@@ -171,8 +184,8 @@ export async function requireGinIndexes(postgresUrl: string, db: Db, collections
           table,
         ])
       ).rows.map((r) => r.indexname);
-      if (!names.some((n) => n.endsWith('_conversation_id_gin'))) {
-        throw new Error(`${collection} (${table}) has no GIN index on conversation_id (found: ${names.join(', ') || 'none'})`);
+      for (const field of ['conversation_id', 'block']) {
+        if (!names.some((n) => n.endsWith(`_${field}_gin`))) throw new Error(`${collection} (${table}) has no GIN index on ${field} (found: ${names.join(', ') || 'none'})`);
       }
       lines.push(`${collection}: ${names.length} GIN indexes (${names.join(', ')})`);
     }

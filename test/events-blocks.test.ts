@@ -65,13 +65,13 @@ describe('event log in blocks', () => {
   ];
 
   /** Every query of the layout read both ways: the same pages, cursors, counts and catch-up ranges. */
-  async function expectSameAsSorted(conversationId: string, stored: number) {
+  async function expectSameAsSorted(conversationId: string, stored: number, recorded = stored) {
     const layout = (await conversations.layout(conversationId))!;
-    expect(layout).toMatchObject({ blocks: true, lastSeq: stored });
+    expect(layout).toMatchObject({ blocks: true, lastSeq: recorded });
     for (const f of filtersOf(conversationId)) {
       for (const descending of [false, true]) {
         for (const limit of [1, 7, 100]) {
-          if (limit === 1 && stored > 200) continue; // a page of one over hundreds of events says nothing more
+          if (limit === 1 && stored > 100) continue; // a page of one over hundreds of events says nothing more
           const inBlocks = await pages(f, descending, limit, (after) => events.search(f, { descending, limit, after }, layout));
           const sorted = await pages(f, descending, limit, (after) => events.search(f, { descending, limit, after }));
           expect({ f, descending, limit, pages: inBlocks }).toEqual({ f, descending, limit, pages: sorted });
@@ -79,7 +79,7 @@ describe('event log in blocks', () => {
       }
       expect({ f, count: await events.count(f, layout) }).toEqual({ f, count: await events.count(f) });
     }
-    for (const [after, limit, until] of [[0, 500, undefined], [0, 37, undefined], [99, 2, undefined], [150, 100, 260], [stored - 1, 10, undefined], [stored, 10, undefined]] as const) {
+    for (const [after, limit, until] of [[0, 500, undefined], [0, 37, undefined], [99, 2, undefined], [150, 100, 260], [Math.max(0, stored - 1), 10, undefined], [stored, 10, undefined]] as const) {
       expect(await events.range(conversationId, after, limit, until, true)).toEqual(await events.range(conversationId, after, limit, until, false));
     }
   }
@@ -118,12 +118,75 @@ describe('event log in blocks', () => {
     const times = r.body.items.map((e: { timestamp: string }) => Date.parse(e.timestamp));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     expect(r.body.items.map((e: { id: string }) => e.id)).toContain(late.id);
-    // An unordered log is read the sorted way, whatever layout the caller read.
+    // Every page through the api, in time order: the log is read sorted from the batch on.
+    const walked: { id: string; timestamp: string }[] = [];
+    let pageId: string | null = null;
+    do {
+      const p: { body: any } = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=30${pageId ? `&page_id=${pageId}` : ''}`, { key });
+      walked.push(...p.body.items);
+      pageId = p.body.next_page_id;
+    } while (pageId);
+    expect(walked).toHaveLength(161);
+    const walkedTimes = walked.map((e) => Date.parse(e.timestamp));
+    expect([...walkedTimes].sort((a, b) => a - b)).toEqual(walkedTimes);
+  });
+
+  it('a resent batch, which goes back in time by nature, leaves the log ordered', async () => {
+    const c = await t.newConversation(userId);
+    const all = eventsFrom(120, base);
+    expect((await t.ingest(c.conversationId, c.sessionKey, all)).status).toBe(200);
+    // The runtime's outbox resends after a restart: the last 20 again, then 5 new ones.
+    const r = await t.ingest(c.conversationId, c.sessionKey, [...all.slice(100), ...eventsFrom(5, base + 1_000_000)]);
+    expect(r).toMatchObject({ status: 200, body: { stored: 5, already_stored: 20 } });
+    expect(await conversations.layout(c.conversationId)).toEqual({ blocks: true, ordered: true, lastSeq: 125 });
+  });
+
+  it('readers see the events stored past a recorded end that is behind, and pages of sizes at block edges', async () => {
+    for (const size of [0, 1, 100, 200, 250]) {
+      const c = await t.newConversation(userId);
+      const all = eventsFrom(size, base);
+      if (size > 0) expect((await t.ingest(c.conversationId, c.sessionKey, all)).status).toBe(200);
+      await expectSameAsSorted(c.conversationId, size);
+      if (size < 200) continue;
+      // As a writer that died after storing seqs 121.. leaves it: the record says 120.
+      await t.database.db.collection('conversations').updateOne({ _id: c.conversationId } as never, { $set: { last_seq: 120 } });
+      await expectSameAsSorted(c.conversationId, size, 120);
+      expect((await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/count`, { key })).body).toBe(size);
+      const newest = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=1&sort_order=TIMESTAMP_DESC`, { key });
+      expect(newest.body.items[0].id).toBe(all[size - 1]!.id);
+    }
+  }, 240_000);
+
+  it('an event without its block (written by an older api) and forged cursors are answered as the sorted query answers', async () => {
+    const c = await t.newConversation(userId);
+    const all = eventsFrom(250, base);
+    expect((await t.ingest(c.conversationId, c.sessionKey, all)).status).toBe(200);
     const f = { conversationId: c.conversationId };
     const layout = (await conversations.layout(c.conversationId))!;
-    expect(await pages(f, false, 30, (after) => events.search(f, { descending: false, limit: 30, after }, layout))).toEqual(
-      await pages(f, false, 30, (after) => events.search(f, { descending: false, limit: 30, after })),
-    );
+    // Forged cursors: a time that is not their event's, a seq past the end, a seq of 0.
+    const real = all[149]!;
+    const forged: EventCursor[] = [
+      ['9999-01-01T00:00:00.000000Z', 5],
+      ['0001-01-01T00:00:00.000000Z', 150],
+      [normalizeEventTime(real.timestamp as string)!, 151],
+      [normalizeEventTime(real.timestamp as string)!, 999],
+      [normalizeEventTime(real.timestamp as string)!, 0],
+    ];
+    for (const after of forged) {
+      for (const descending of [false, true]) {
+        for (const g of [f, { ...f, timestampGte: at(10) }, { ...f, timestampLt: at(60) }]) {
+          expect({ after, descending, g, page: await events.search(g, { descending, limit: 20, after }, layout) }).toEqual({
+            after,
+            descending,
+            g,
+            page: await events.search(g, { descending, limit: 20, after }),
+          });
+        }
+      }
+    }
+    // One event in the middle of block 1 without its block field.
+    await t.database.db.collection('events').updateOne({ _id: eventKey(c.conversationId, all[149]!.id as string) } as never, { $unset: { block: '' } });
+    await expectSameAsSorted(c.conversationId, 250);
   });
 
   it('a recorded end behind the log (a writer died between its insert and its record) is found from the blocks past it', async () => {
@@ -228,6 +291,17 @@ describe('event log in blocks', () => {
     expect((await seen(ordered)).asc).toEqual([...before.ordered.asc, later.id]);
     expect((await t.ingest(ordered, legacy.sessionKey, [sample('MessageEvent', { timestamp: at(100) })])).status).toBe(200);
     expect(await conversations.layout(ordered)).toEqual({ blocks: true, ordered: false, lastSeq: 262 });
+  });
+
+  it('a log stored before with a hole in its seqs stays on the sorted reads, and reads the same', async () => {
+    const legacy = await legacyConversation(Array.from({ length: 150 }, (_, i) => at(i)));
+    await t.database.db.collection('events').deleteOne({ conversation_id: legacy.conversationId, seq: 77 } as never);
+    const before = await seen(legacy.conversationId);
+    const deps = { conversations, events, log: pino({ level: 'silent' }) };
+    expect(await migrateConversationLayout(deps, legacy.conversationId)).toBe(true);
+    expect(await conversations.layout(legacy.conversationId)).toMatchObject({ blocks: false });
+    expect(await seen(legacy.conversationId)).toEqual(before);
+    expect(await conversations.withoutBlocks(10_000)).not.toContain(legacy.conversationId);
   });
 
   it('a conversation whose batch is being stored is left for a later pass, then moved', async () => {

@@ -10,7 +10,7 @@ import type { EventsStore } from '../store/events-store';
 import { DEFAULT_LEASE_TTL_MS } from './ingest';
 
 export interface LayoutMigrationDeps {
-  conversations: Pick<ConversationsStore, 'withoutBlocks' | 'acquireIngestLease' | 'renewIngestLease' | 'releaseIngestLease' | 'markBlocks'>;
+  conversations: Pick<ConversationsStore, 'withoutBlocks' | 'acquireIngestLease' | 'renewIngestLease' | 'releaseIngestLease' | 'markBlocks' | 'markNoBlocks'>;
   events: Pick<EventsStore, 'addBlocks'>;
   log: Logger;
 }
@@ -26,6 +26,12 @@ export async function migrateConversationLayout(deps: LayoutMigrationDeps, conve
   renewal.unref();
   try {
     const facts = await deps.events.addBlocks(conversationId, renew);
+    if (!facts.complete) {
+      // Seqs missing: a page of blocks would stop at the hole. The sorted reads serve it, as before.
+      await conversations.markNoBlocks(conversationId);
+      deps.log.warn({ conversationId, lastSeq: facts.lastSeq }, 'conversation log has a hole in its seqs; it stays on the sorted reads');
+      return true;
+    }
     await conversations.markBlocks(conversationId, facts);
     deps.log.info({ conversationId, updated: facts.updated, ordered: facts.ordered }, 'conversation log moved to the block layout');
     return true;

@@ -82,7 +82,8 @@ export class EventIngest {
     const reading = conversations.appendState(conversationId);
     reading.catch(() => undefined);
     let token = await conversations.tryIngestLease(conversationId, ttlMs);
-    let state = token ? await reading : undefined;
+    let state: AppendState | undefined;
+    const waited = token === null;
     if (!token) {
       token = await conversations.acquireIngestLease(conversationId, ttlMs, this.deps.leaseWaitMs ?? 10_000);
       if (!token) throw new Unavailable('Another batch for this conversation is being stored; retry shortly', 1);
@@ -96,7 +97,8 @@ export class EventIngest {
       const persistent = batch.filter((e) => !isTransient(e));
       const seen = new Set<string>();
       const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
-      state ??= await conversations.appendState(conversationId);
+      // Read together with the lease when it was free at once; else now that it is held.
+      state = waited ? await conversations.appendState(conversationId) : await reading;
       const { stored, last, lastTimestamp, ordered } = await this.store(conversationId, unique, state);
       const storedAt = Date.now();
       const seqById = new Map(stored.map((d) => [d.id, d]));
@@ -113,11 +115,14 @@ export class EventIngest {
         this.deps.log.warn({ err: e, conversationId }, 'publishing to the live channel failed');
       });
       // The last seq is recorded while the batch goes out live: one round trip instead of two.
-      await Promise.all([
+      // All of them settled before the lease goes back: an update still under way could otherwise land
+      // after the next writer's (and on FerretDB an update rewrites the whole record).
+      const settled = await Promise.allSettled([
         publishing,
         stored.length > 0 ? conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered) : undefined,
         latest && this.deps.states ? this.deps.states.record(conversationId, latest) : undefined,
       ]);
+      for (const r of settled) if (r.status === 'rejected') throw r.reason;
       return {
         stored: stored.length,
         already_stored: persistent.length - stored.length,
@@ -182,8 +187,15 @@ export class EventIngest {
         block: blockKey(conversationId, blockOf(last + 1 + i)),
         json: JSON.stringify(e),
       }));
-      const highest = highestIfOrdered(lastTimestamp, docs, last);
-      if (ordered && highest === undefined) {
+      // A log not in blocks is always read sorted; its move to blocks finds its order itself.
+      if (ordered && state.layout.blocks && highestIfOrdered(lastTimestamp, docs, last) === undefined) {
+        if (!checkedDuplicates) {
+          // A resent batch goes back in time by nature: judge only what is not stored yet.
+          const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
+          pending = pending.filter((e) => !existing.has(e.id));
+          checkedDuplicates = true;
+          continue;
+        }
         // Recorded before the append: no reader takes the log for ordered while it is not.
         await conversations.markUnordered(conversationId);
         ordered = false;
@@ -198,10 +210,15 @@ export class EventIngest {
       if (state.layout.blocks) {
         // A seq that is taken means the recorded end is behind the log (a writer died between the two, or
         // the end was read while another batch was stored): the blocks past it tell the real one.
-        const end = await log.endAfter(conversationId, last);
+        const end = await log.endAfter(conversationId, last, undefined, lastTimestamp);
         if (end.seq > last) {
           last = end.seq;
-          if (end.timestamp !== null && (lastTimestamp === null || end.timestamp > lastTimestamp)) lastTimestamp = end.timestamp;
+          lastTimestamp = end.highest;
+          if (end.backwards && ordered) {
+            // What another writer stored past the recorded end goes back in time, unmarked (a mark lost).
+            await conversations.markUnordered(conversationId);
+            ordered = false;
+          }
           await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
           continue;
         }

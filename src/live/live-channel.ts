@@ -174,7 +174,7 @@ export class LiveChannel {
       try {
         await this.slots.insertOne({ _id: slotId(n), n, items, at: new Date(), by: this.id });
         this.known = Math.max(this.known, n);
-        if (this.reading) this.own.set(n, items);
+        if (this.reading && !this.stopped) this.own.set(n, items);
         this.wake?.();
         return;
       } catch (e) {
@@ -206,6 +206,7 @@ export class LiveChannel {
   private async read(deliver: (doc: LiveDoc) => void, listening: () => boolean, positioned: () => void): Promise<void> {
     let next = (await this.headWithRetry()) + 1;
     this.known = Math.max(this.known, next - 1);
+    for (const n of this.own.keys()) if (n < next) this.own.delete(n); // written before the reader's start
     positioned();
     let maintainedAt = Date.now();
     while (!this.stopped) {
@@ -221,6 +222,8 @@ export class LiveChannel {
         if (slot) {
           this.known = Math.max(this.known, next);
           next++;
+          // Own slots this reader read from the collection (it got there before their insert returned).
+          for (const n of this.own.keys()) if (n < next) this.own.delete(n);
           if (slot.by !== this.id) this.opts.onRemoteSlot?.(Math.max(0, Date.now() - slot.at.getTime()));
           for (const item of slot.items) deliver(item);
           continue;
@@ -277,6 +280,7 @@ export class LiveChannel {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.own.clear();
     this.wake?.();
     await this.reading?.catch(() => undefined);
   }

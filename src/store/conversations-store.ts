@@ -163,20 +163,28 @@ export class ConversationsStore {
 
   /**
    * After a migration gave every stored event its block, with what it learnt reading the whole log under
-   * the ingest lease: whether it is ordered and its highest time (set, not merged: they are complete).
+   * the ingest lease: where it ends, whether it is ordered, its highest time. Each only moves the way it
+   * may (the end and the time up, the log to unordered), so a late writer's mark is never undone.
    */
-  async markBlocks(id: string, facts: { ordered: boolean; lastTimestamp: string | null }): Promise<void> {
+  async markBlocks(id: string, facts: { lastSeq: number; ordered: boolean; lastTimestamp: string | null }): Promise<void> {
     await this.conversations.updateOne(
       { _id: id },
-      facts.lastTimestamp === null
-        ? { $set: { event_blocks: true, events_unordered: !facts.ordered } }
-        : { $set: { event_blocks: true, events_unordered: !facts.ordered, last_timestamp: facts.lastTimestamp } },
+      {
+        $set: { event_blocks: true, ...(facts.ordered ? {} : { events_unordered: true }) },
+        $max: { last_seq: facts.lastSeq, ...(facts.lastTimestamp !== null ? { last_timestamp: facts.lastTimestamp } : {}) },
+      },
     );
+  }
+
+  /** A log whose seqs have a hole (a FerretDB batch bug of old): left to the sorted reads for good. */
+  async markNoBlocks(id: string): Promise<void> {
+    await this.conversations.updateOne({ _id: id }, { $set: { event_blocks: false } });
   }
 
   /** Conversations whose log predates the block layout (a scan; start-up migration only). */
   async withoutBlocks(limit: number): Promise<string[]> {
-    const docs = await this.conversations.find({ event_blocks: { $ne: true } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    // `false`: looked at and left on the sorted reads (see markNoBlocks); absent: not looked at yet.
+    const docs = await this.conversations.find({ event_blocks: { $exists: false } }, { projection: { _id: 1 } }).limit(limit).toArray();
     return docs.map((d) => d._id);
   }
 

@@ -164,38 +164,59 @@ export class EventsStore {
 
   /**
    * Gives every event of the conversation that has none its block (a log stored before the block
-   * layout), and tells what the walk learnt: whether timestamps ever go back in seq order, and the highest.
-   * One pass over the conversation (no sort), then updates by `_id` in batches. The caller holds the
-   * ingest lease: nothing is appended meanwhile.
+   * layout), and tells what the walk learnt: the highest seq, whether the seqs 1..highest are all there,
+   * whether timestamps ever go back in seq order, and the highest time. One pass over the conversation
+   * (no sort; seqs and times only, about 60 bytes an event are kept), the updates made meanwhile by `_id`,
+   * at most ADD_BLOCKS_CONCURRENCY at a time. The caller holds the ingest lease: nothing is appended meanwhile.
    */
-  async addBlocks(conversationId: string, onProgress?: () => void): Promise<{ updated: number; ordered: boolean; lastTimestamp: string | null }> {
+  async addBlocks(
+    conversationId: string,
+    onProgress?: () => void,
+  ): Promise<{ updated: number; lastSeq: number; complete: boolean; ordered: boolean; lastTimestamp: string | null }> {
     const times: string[] = [];
-    const missing: { _id: string; block: string }[] = [];
+    let updated = 0;
+    const inFlight = new Set<Promise<void>>();
+    let failed: unknown;
     const cursor = this.events.find({ conversation_id: conversationId }, { projection: { _id: 1, seq: 1, timestamp: 1, block: 1 }, batchSize: 1000 });
-    for await (const d of cursor) {
-      times[d.seq - 1] = d.timestamp;
-      const block = blockKey(conversationId, blockOf(d.seq));
-      if (d.block !== block) missing.push({ _id: d._id, block });
+    try {
+      for await (const d of cursor) {
+        times[d.seq - 1] = d.timestamp;
+        const block = blockKey(conversationId, blockOf(d.seq));
+        if (d.block === block) continue;
+        // One updateOne per event. Measured on FerretDB 1.24 on PostgreSQL: an update by `_id` answers in
+        // about 2 ms, while one update command of 50 such statements (a bulkWrite) ran past the driver's
+        // socket timeout (FerretDB/FerretDB#5549 reports the same slowness of bulk updates).
+        const p = this.events.updateOne({ _id: d._id }, { $set: { block } }).then(
+          () => {
+            if (++updated % 500 === 0) onProgress?.();
+          },
+          (e: unknown) => {
+            failed ??= e;
+          },
+        );
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+        if (inFlight.size >= ADD_BLOCKS_CONCURRENCY) await Promise.race(inFlight);
+        if (failed) throw failed;
+      }
+    } finally {
+      await Promise.all(inFlight);
+      await cursor.close();
     }
+    if (failed) throw failed;
     let ordered = true;
     let highest: string | null = null;
-    for (const t of times) {
-      if (t === undefined) continue;
+    let complete = true;
+    for (let i = 0; i < times.length; i++) {
+      const t = times[i];
+      if (t === undefined) {
+        complete = false;
+        continue;
+      }
       if (highest !== null && t < highest) ordered = false;
       else highest = t;
     }
-    // One updateOne per event, a few at a time. Measured on FerretDB 1.24 on PostgreSQL: an update by
-    // `_id` answers in about 2 ms, while one update command of 50 such statements (a bulkWrite) ran past
-    // the driver's socket timeout (FerretDB/FerretDB#5549 reports the same slowness of bulk updates).
-    let next = 0;
-    const worker = async () => {
-      for (let i = next++; i < missing.length; i = next++) {
-        await this.events.updateOne({ _id: missing[i]!._id }, { $set: { block: missing[i]!.block } });
-        if (i % 500 === 499) onProgress?.();
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(ADD_BLOCKS_CONCURRENCY, missing.length) }, worker));
-    return { updated: missing.length, ordered, lastTimestamp: highest };
+    return { updated, lastSeq: times.length, complete, ordered, lastTimestamp: highest };
   }
 
   /** Removes the conversation's whole log (deleting a conversation). */
@@ -211,21 +232,37 @@ export class EventsStore {
   }
 
   /**
-   * The last event of a log in blocks, looking from `afterSeq` on (where the recorded end says it is):
-   * the blocks after it, seqs and times only, until one that is not full. What a writer reads when the
-   * recorded end fell behind, at the cost of the events stored past it, not of the conversation.
+   * The end of a log in blocks, looking from `afterSeq` on (where the recorded end says it is): the
+   * blocks after it, seqs and times only, until one that is not full. What a reader or a writer reads
+   * when the recorded end may be behind, at the cost of the events stored past it, not of the
+   * conversation. `highest` is the highest time among them and `since`; `backwards` tells that one of
+   * them is below an earlier one (or below `since`).
    */
-  async endAfter(conversationId: string, afterSeq: number): Promise<{ seq: number; timestamp: string | null }> {
-    let end: { seq: number; timestamp: string | null } = { seq: afterSeq, timestamp: null };
+  async endAfter(
+    conversationId: string,
+    afterSeq: number,
+    deadline = Date.now() + this.maxTimeMS,
+    since: string | null = null,
+  ): Promise<{ seq: number; highest: string | null; backwards: boolean }> {
+    let seq = afterSeq;
+    let highest = since;
+    let backwards = false;
     for (let b = blockOf(afterSeq + 1); ; b++) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new DatabaseBusyError('events endAfter', this.maxTimeMS);
       const docs = await this.read('endAfter', (maxTimeMS) =>
         this.events
-          .find({ block: blockKey(conversationId, b), seq: { $gt: end.seq } }, { projection: { _id: 0, seq: 1, timestamp: 1 }, maxTimeMS, batchSize: BLOCK_SIZE + 1 })
+          .find({ block: blockKey(conversationId, b), seq: { $gt: seq } }, { projection: { _id: 0, seq: 1, timestamp: 1 }, maxTimeMS: Math.min(maxTimeMS, left), batchSize: BLOCK_SIZE + 1 })
           .sort({ seq: 1 })
           .toArray(),
       );
-      for (const d of docs) if (d.seq === end.seq + 1) end = { seq: d.seq, timestamp: d.timestamp };
-      if (end.seq !== lastSeqOf(b)) return end;
+      for (const d of docs) {
+        if (d.seq !== seq + 1) break;
+        seq = d.seq;
+        if (highest !== null && d.timestamp < highest) backwards = true;
+        else highest = d.timestamp;
+      }
+      if (seq !== lastSeqOf(b)) return { seq, highest, backwards };
     }
   }
 
@@ -278,15 +315,17 @@ export class EventsStore {
 
   /**
    * One page in (timestamp, seq) order after `after`; `last` is the cursor for the next page, if any.
-   * An ordered log in blocks is read block by block (seq order is then (timestamp, seq) order); any other
-   * log with one query that sorts the conversation.
+   * An ordered log in blocks, without a kind filter, is read from the blocks the page lies in (seq order
+   * is then (timestamp, seq) order); any other query, and any block read whose answer does not hold
+   * together (see `fromBlocks`), with one query that sorts the conversation.
    */
   async search(
     f: EventFilter,
     opts: { descending: boolean; limit: number; after?: EventCursor },
     layout: EventLayout = LEGACY_LAYOUT,
   ): Promise<{ jsons: string[]; last: EventCursor | null }> {
-    const { docs, more } = layout.blocks && layout.ordered ? await this.searchBlocks(f, opts, layout) : await this.searchSorted(f, opts);
+    const inBlocks = layout.blocks && layout.ordered && f.kind === undefined ? await this.searchBlocks(f, opts, layout) : null;
+    const { docs, more } = inBlocks ?? (await this.searchSorted(f, opts));
     const tail = docs[docs.length - 1];
     return { jsons: docs.map((d) => d.json), last: more && tail ? [tail.timestamp, tail.seq] : null };
   }
@@ -311,157 +350,170 @@ export class EventsStore {
     );
   }
 
-  /** The seq window [lo, hi] of an ordered log that the time bounds and the cursor leave. */
-  private async window(f: EventFilter, after: EventCursor | undefined, descending: boolean, lastSeq: number): Promise<{ lo: number; hi: number }> {
+  /**
+   * Where the log ends: the recorded last seq, or past it when events were stored after it (a writer that
+   * died before recording them): one read of the block after it.
+   */
+  private async endOf(conversationId: string, recorded: number, deadline: number): Promise<number> {
+    return (await this.endAfter(conversationId, recorded, deadline)).seq;
+  }
+
+  /** The seq window [lo, hi] of an ordered log ending at `end` that the time bounds and the cursor leave. */
+  private async window(f: EventFilter, after: EventCursor | undefined, descending: boolean, end: number, deadline: number): Promise<{ lo: number; hi: number }> {
     let lo = 1;
-    let hi = lastSeq;
+    let hi = end;
     if (after) {
       if (descending) hi = Math.min(hi, after[1] - 1);
       else lo = Math.max(lo, after[1] + 1);
     }
-    // In an ordered log a time bound is a seq bound; a cursor already past it (its time says so) needs no search.
+    // In an ordered log a time bound is a seq bound. A genuine cursor already past it (its time says so)
+    // needs no search; a forged one is caught by `fromBlocks`.
     const gte = f.timestampGte;
-    if (gte !== undefined && !(after && !descending && after[0] >= gte)) lo = Math.max(lo, await this.firstSeqFrom(f.conversationId, gte, lastSeq));
+    if (gte !== undefined && !(after && !descending && after[0] >= gte)) lo = Math.max(lo, await this.firstSeqFrom(f.conversationId, gte, end, deadline));
     const lt = f.timestampLt;
-    if (lt !== undefined && !(after && descending && after[0] < lt)) hi = Math.min(hi, (await this.firstSeqFrom(f.conversationId, lt, lastSeq)) - 1);
+    if (lt !== undefined && !(after && descending && after[0] < lt)) hi = Math.min(hi, (await this.firstSeqFrom(f.conversationId, lt, end, deadline)) - 1);
     return { lo, hi };
   }
 
-  private async searchBlocks(f: EventFilter, opts: { descending: boolean; limit: number; after?: EventCursor }, layout: EventLayout): Promise<Taken<PageDoc>> {
-    const { lo, hi } = await this.window(f, opts.after, opts.descending, layout.lastSeq);
-    if (lo > hi) return { docs: [], more: false };
-    if (f.kind === undefined) return this.readSpan('search', f.conversationId, { lo, hi, descending: opts.descending, limit: opts.limit, maxBytes: PAGE_BYTES });
-    // Ascending without a time bound, events appended since the layout was read are read too.
-    const open = !opts.descending && f.timestampLt === undefined;
-    return this.walkBlocks('search', f.conversationId, {
-      lo,
-      hi: open ? Number.MAX_SAFE_INTEGER : hi,
-      knownLast: hi,
-      descending: opts.descending,
-      kind: f.kind,
-      limit: opts.limit,
-      maxBytes: PAGE_BYTES,
-    });
+  /** A page of an ordered log in blocks, or null when the blocks' answer does not hold together. */
+  private async searchBlocks(f: EventFilter, opts: { descending: boolean; limit: number; after?: EventCursor }, layout: EventLayout): Promise<Taken<PageDoc> | null> {
+    const deadline = Date.now() + this.maxTimeMS;
+    // Ascending with no time bound needs no end: the page reads on from the cursor (the common case).
+    const bounded = opts.descending || f.timestampGte !== undefined || f.timestampLt !== undefined;
+    const end = bounded ? await this.endOf(f.conversationId, layout.lastSeq, deadline) : Number.MAX_SAFE_INTEGER;
+    const { lo, hi } = await this.window(f, opts.after, opts.descending, end, deadline);
+    if (lo > hi) return opts.after ? null : { docs: [], more: false };
+    // The cursor's own event is read too and must be the one the cursor names (its time and seq): a
+    // forged cursor is then answered by the sorted query, as any cursor would be.
+    const at = opts.after?.[1];
+    const withCursor = at !== undefined && (opts.descending ? at === hi + 1 : at === lo - 1);
+    const span = withCursor ? (opts.descending ? { lo, hi: at } : { lo: at, hi }) : { lo, hi };
+    const read = await this.readSpan('search', f.conversationId, { ...span, descending: opts.descending, limit: opts.limit + (withCursor ? 1 : 0), maxBytes: PAGE_BYTES, deadline });
+    if (!read) return null;
+    if (withCursor) {
+      const own = read.docs.shift();
+      if (!own || own.timestamp !== opts.after![0]) return null;
+    } else if (opts.after) return null; // a cursor outside the window its own bounds make: not one of ours
+    return this.fromBlocks(f, opts, layout, read, { lo, hi, bounded, deadline });
   }
 
   /**
-   * Without a kind filter the seqs of a page are known before reading: from `lo` up (or `hi` down),
-   * `limit` of them. The one or two blocks they lie in are read at once, each for its part of them, and
-   * joined; a page cut short by `maxBytes` (at least one document) says so with `more`. Whether more
-   * follow is known from the window (`hi`, `lo`), without reading the next block.
+   * Checks a page read from blocks against what the sorted query would answer, cheaply, and tells whether
+   * more follow; null sends the request to the sorted query. It does not hold together when its times go
+   * back (the log turned unordered after its layout was read), when its first event is outside the time
+   * bounds, or when it stops short of the recorded end (an event without its block: written by an api
+   * older than the layout).
+   */
+  private async fromBlocks(
+    f: EventFilter,
+    opts: { descending: boolean; limit: number; after?: EventCursor },
+    layout: EventLayout,
+    page: { docs: PageDoc[]; cut: boolean },
+    w: { lo: number; hi: number; bounded: boolean; deadline: number },
+  ): Promise<Taken<PageDoc> | null> {
+    const { docs } = page;
+    const key = (d: { timestamp: string; seq: number }) => [d.timestamp, d.seq] as const;
+    const before = (a: readonly [string, number], b: readonly [string, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+    for (let i = 1; i < docs.length; i++) {
+      const [p, c] = opts.descending ? [docs[i]!, docs[i - 1]!] : [docs[i - 1]!, docs[i]!];
+      if (!before(key(p), key(c))) return null;
+    }
+    const first = docs[0];
+    if (first) {
+      if (f.timestampGte !== undefined && first.timestamp < f.timestampGte && !opts.descending) return null;
+      if (f.timestampLt !== undefined && first.timestamp >= f.timestampLt && opts.descending) return null;
+    }
+    const tail = docs[docs.length - 1];
+    if (page.cut) return { docs, more: true };
+    const wanted = opts.descending ? w.hi - w.lo + 1 : Math.min(w.hi - w.lo + 1, opts.limit);
+    if (docs.length < Math.min(wanted, opts.limit)) {
+      // Short of what the window holds: the end of the log (ascending, unbounded), else a missing event.
+      if (w.bounded || (tail ? tail.seq : w.lo - 1) < layout.lastSeq) return null;
+      return { docs, more: false };
+    }
+    if (!tail) return { docs, more: false };
+    if (opts.descending) return { docs, more: tail.seq > w.lo };
+    if (w.bounded) return { docs, more: tail.seq < w.hi };
+    // Unbounded ascending: more follow when the record says so, else when the next seq is stored.
+    if (tail.seq < layout.lastSeq) return { docs, more: true };
+    return { docs, more: (await this.endAfter(f.conversationId, tail.seq, w.deadline)).seq > tail.seq };
+  }
+
+  /**
+   * Reads seqs `lo`.. up (or `hi`.. down), at most `limit` of them and `maxBytes` of text (at least one
+   * event), from the blocks they lie in: the seqs of a page are known before it is read. At most two
+   * blocks are read at a time (a page of 100 spans at most two: both at once). `cut` tells that the bytes
+   * stopped it. The seqs read are checked to follow one another; null when one is missing.
    */
   private async readSpan(
     operation: string,
     conversationId: string,
-    o: { lo: number; hi: number; descending: boolean; limit: number; maxBytes: number },
-  ): Promise<Taken<PageDoc>> {
+    o: { lo: number; hi: number; descending: boolean; limit: number; maxBytes: number; deadline: number },
+  ): Promise<{ docs: PageDoc[]; cut: boolean } | null> {
     const from = o.descending ? Math.max(o.lo, o.hi - o.limit + 1) : o.lo;
     const to = o.descending ? o.hi : Math.min(o.hi, o.lo + o.limit - 1);
     const blocks: number[] = [];
     for (let b = blockOf(from); b <= blockOf(to); b++) blocks.push(b);
     if (o.descending) blocks.reverse();
     const dir = o.descending ? -1 : 1;
-    const parts = await this.read(operation, (maxTimeMS) =>
-      Promise.all(
-        blocks.map((b) =>
-          takeWithin(
-            this.events
-              .find({ block: blockKey(conversationId, b), seq: { $gte: Math.max(from, firstSeqOf(b)), $lte: Math.min(to, lastSeqOf(b)) } }, { projection: PAGE_PROJECTION, maxTimeMS })
-              .sort({ seq: dir })
-              .limit(o.limit),
-            o.limit,
-            o.maxBytes,
-          ),
+    const readBlock = (b: number) => {
+      const left = o.deadline - Date.now();
+      if (left <= 0) return Promise.reject(new DatabaseBusyError(`events ${operation}`, this.maxTimeMS));
+      const p = this.read(operation, (maxTimeMS) =>
+        takeWithin(
+          this.events
+            .find({ block: blockKey(conversationId, b), seq: { $gte: Math.max(from, firstSeqOf(b)), $lte: Math.min(to, lastSeqOf(b)) } }, { projection: PAGE_PROJECTION, maxTimeMS: Math.min(maxTimeMS, left) })
+            .sort({ seq: dir })
+            .limit(o.limit),
+          o.limit,
+          o.maxBytes,
         ),
-      ),
-    );
+      );
+      p.catch(() => undefined); // one read ahead that is not awaited (the page was cut) fails quietly
+      return p;
+    };
     const docs: PageDoc[] = [];
     let bytes = 0;
-    let cut = false;
-    outer: for (const part of parts) {
+    let expect = o.descending ? to : from;
+    let next = blocks.length > 0 ? readBlock(blocks[0]!) : undefined;
+    for (let i = 0; i < blocks.length; i++) {
+      const part = await next!;
+      next = i + 1 < blocks.length ? readBlock(blocks[i + 1]!) : undefined;
       for (const d of part.docs) {
-        if (docs.length > 0 && bytes >= o.maxBytes) {
-          cut = true;
-          break outer;
-        }
+        if (docs.length > 0 && bytes >= o.maxBytes) return { docs, cut: true };
+        if (d.seq !== expect) return null; // a seq missing inside the block: read it the sorted way
         docs.push(d);
         bytes += d.json.length;
+        expect += dir;
       }
-      if (part.more) {
-        cut = true; // this block's part was cut by its bytes: what follows is read by the next page
-        break;
-      }
+      if (part.more) return { docs, cut: true }; // this block's part was cut by its bytes
+      // A block that holds less than its part: the log ends (or an event is missing) here.
+      const partEnd = o.descending ? Math.max(from, firstSeqOf(blocks[i]!)) : Math.min(to, lastSeqOf(blocks[i]!));
+      if (expect !== partEnd + dir) return { docs, cut: false };
     }
-    const tail = docs[docs.length - 1];
-    if (!tail) return { docs, more: false };
-    const more = cut || (o.descending ? tail.seq > o.lo : tail.seq < o.hi);
-    return { docs, more };
+    return { docs, cut: false };
   }
 
   /**
-   * Reads the blocks of [lo, hi] in seq order (reverse when descending), at most `limit` documents or
-   * `maxBytes` of text (at least one document); `more` tells whether a further document was met.
-   * Ascending, blocks past the one holding `knownLast` are read while they are full (events appended
-   * since the caller's snapshot); with a kind filter fullness cannot be seen, so the walk stops there.
-   * Each read has the time budget's rest; a walk that outlasts the budget throws DatabaseBusyError.
+   * The first seq whose timestamp is at or after `ts` in an ordered log ending at `end` (end + 1 when
+   * none): a binary search over the blocks' first events, then one read of the block found.
    */
-  private async walkBlocks(
-    operation: string,
-    conversationId: string,
-    o: { lo: number; hi: number; knownLast: number; descending: boolean; kind?: EventKind; limit: number; maxBytes: number },
-  ): Promise<Taken<PageDoc>> {
-    const docs: PageDoc[] = [];
-    let bytes = 0;
-    const deadline = Date.now() + this.maxTimeMS;
-    const step = o.descending ? -1 : 1;
-    const lastKnownBlock = blockOf(Math.max(1, o.knownLast));
-    for (let b = blockOf(o.descending ? o.hi : o.lo); ; b += step) {
-      const from = Math.max(o.lo, firstSeqOf(b));
-      const to = Math.min(o.hi, lastSeqOf(b));
-      if (b < 0 || from > to) return { docs, more: false };
+  private async firstSeqFrom(conversationId: string, ts: string, end: number, deadline: number): Promise<number> {
+    if (end === 0) return 1;
+    const within = <T>(run: (maxTimeMS: number) => Promise<T>) => {
       const left = deadline - Date.now();
-      if (left <= 0) throw new DatabaseBusyError(`events ${operation}`, this.maxTimeMS);
-      const filter: Filter<StoredEvent> = { block: blockKey(conversationId, b), seq: { $gte: from, $lte: to } };
-      if (o.kind) filter.kind = o.kind;
-      let lastRead = 0;
-      const stop = await this.read(operation, async (maxTimeMS) => {
-        const cursor = this.events
-          .find(filter, { projection: PAGE_PROJECTION, maxTimeMS: Math.min(maxTimeMS, left) })
-          .sort({ seq: step })
-          .limit(o.limit + 1 - docs.length)
-          .batchSize(Math.min(o.limit + 1 - docs.length, TAKE_BATCH));
-        try {
-          for (let d = await cursor.next(); d; d = await cursor.next()) {
-            if (docs.length >= o.limit || (docs.length > 0 && bytes >= o.maxBytes)) return true;
-            docs.push(d);
-            bytes += d.json.length;
-            lastRead = d.seq;
-          }
-          return false;
-        } finally {
-          await cursor.close();
-        }
-      });
-      if (stop) return { docs, more: true };
-      if (!o.descending && b >= lastKnownBlock && (o.kind !== undefined || lastRead !== lastSeqOf(b))) return { docs, more: false };
-    }
-  }
-
-  /**
-   * The first seq whose timestamp is at or after `ts` in an ordered log (lastSeq + 1 when none): a binary
-   * search over the blocks' first events, then one read of the block found (seqs and times, no text).
-   */
-  private async firstSeqFrom(conversationId: string, ts: string, lastSeq: number): Promise<number> {
-    if (lastSeq === 0) return 1;
+      if (left <= 0) throw new DatabaseBusyError('events search', this.maxTimeMS);
+      return this.read('search', (maxTimeMS) => run(Math.min(maxTimeMS, left)));
+    };
     const firstTime = async (b: number) => {
-      const [d] = await this.read('search', (maxTimeMS) =>
+      const [d] = await within((maxTimeMS) =>
         this.events.find({ block: blockKey(conversationId, b) }, { projection: { _id: 0, timestamp: 1 }, maxTimeMS }).sort({ seq: 1 }).limit(1).toArray(),
       );
       return d?.timestamp;
     };
     // The last block whose first event is before `ts`; none: the log starts at or after it.
     let lo = 0;
-    let hi = blockOf(lastSeq);
+    let hi = blockOf(end);
     let found = -1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
@@ -472,22 +524,27 @@ export class EventsStore {
       } else hi = mid - 1;
     }
     if (found < 0) return 1;
-    const times = await this.read('search', (maxTimeMS) =>
+    const times = await within((maxTimeMS) =>
       this.events
         .find({ block: blockKey(conversationId, found) }, { projection: { _id: 0, seq: 1, timestamp: 1 }, maxTimeMS, batchSize: BLOCK_SIZE + 1 })
         .sort({ seq: 1 })
         .toArray(),
     );
-    const at = times.find((d) => d.timestamp >= ts);
-    return at ? at.seq : (times[times.length - 1]?.seq ?? firstSeqOf(found)) + 1;
+    const at = times.find((d) => d.timestamp >= ts && d.seq <= end);
+    return at ? at.seq : Math.min(end, lastSeqOf(found)) + 1;
   }
 
-  /** How many events match; in an ordered log in blocks, without a kind filter, from seq bounds alone. */
+  /**
+   * How many events match. In an ordered log in blocks, without a kind filter, from seq bounds alone:
+   * the end of the log (the recorded one, checked past), or the difference of two time bounds.
+   */
   async count(f: EventFilter, layout: EventLayout = LEGACY_LAYOUT): Promise<number> {
     if (layout.blocks && f.kind === undefined) {
-      if (f.timestampGte === undefined && f.timestampLt === undefined) return layout.lastSeq;
+      const deadline = Date.now() + this.maxTimeMS;
+      if (f.timestampGte === undefined && f.timestampLt === undefined) return this.endOf(f.conversationId, layout.lastSeq, deadline);
       if (layout.ordered) {
-        const { lo, hi } = await this.window(f, undefined, false, layout.lastSeq);
+        const end = await this.endOf(f.conversationId, layout.lastSeq, deadline);
+        const { lo, hi } = await this.window(f, undefined, false, end, deadline);
         return Math.max(0, hi - lo + 1);
       }
     }
@@ -515,8 +572,9 @@ export class EventsStore {
   async range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number, blocks = false): Promise<{ seq: number; json: string }[]> {
     if (blocks) {
       const hi = untilSeq ?? Number.MAX_SAFE_INTEGER;
-      const { docs } = await this.readSpan('range', conversationId, { lo: afterSeq + 1, hi, descending: false, limit, maxBytes: RANGE_BYTES });
-      return docs.map((d) => ({ seq: d.seq, json: d.json }));
+      const read = await this.readSpan('range', conversationId, { lo: afterSeq + 1, hi, descending: false, limit, maxBytes: RANGE_BYTES, deadline: Date.now() + this.maxTimeMS });
+      // A seq missing inside a block (an event written without its block): read the range the sorted way.
+      if (read) return read.docs.map((d) => ({ seq: d.seq, json: d.json }));
     }
     const seq = untilSeq === undefined ? { $gt: afterSeq } : { $gt: afterSeq, $lte: untilSeq };
     const { docs } = await this.read('range', (maxTimeMS) =>
