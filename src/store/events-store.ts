@@ -56,6 +56,9 @@ export const eventKey = (conversationId: string, eventId: string) => `${conversa
  */
 const APPEND_CHUNK = 100;
 
+/** Block reads in flight for one page or range: a page with its cursor's event and the seq after it spans three. */
+const READS_IN_FLIGHT = 3;
+
 /** Updates in flight while a migration gives a log's events their blocks. */
 const ADD_BLOCKS_CONCURRENCY = 8;
 
@@ -388,13 +391,17 @@ export class EventsStore {
     const at = opts.after?.[1];
     const withCursor = at !== undefined && (opts.descending ? at === hi + 1 : at === lo - 1);
     const span = withCursor ? (opts.descending ? { lo, hi: at } : { lo: at, hi }) : { lo, hi };
-    const read = await this.readSpan('search', f.conversationId, { ...span, descending: opts.descending, limit: opts.limit + (withCursor ? 1 : 0), maxBytes: PAGE_BYTES, deadline });
+    // Ascending with no bound, a page that may reach the recorded end is read with one seq more: whether
+    // it exists says whether more follow, in the same reads (events stored past the record included).
+    const lookahead = !bounded && lo + opts.limit - 1 >= layout.lastSeq ? 1 : 0;
+    const limit = opts.limit + (withCursor ? 1 : 0) + lookahead;
+    const read = await this.readSpan('search', f.conversationId, { ...span, descending: opts.descending, limit, maxBytes: PAGE_BYTES, deadline });
     if (!read) return null;
     if (withCursor) {
       const own = read.docs.shift();
       if (!own || own.timestamp !== opts.after![0]) return null;
     } else if (opts.after) return null; // a cursor outside the window its own bounds make: not one of ours
-    return this.fromBlocks(f, opts, layout, read, { lo, hi, bounded, deadline });
+    return this.fromBlocks(f, opts, layout, read, { lo, hi, bounded, lookahead });
   }
 
   /**
@@ -404,13 +411,13 @@ export class EventsStore {
    * bounds, or when it stops short of the recorded end (an event without its block: written by an api
    * older than the layout).
    */
-  private async fromBlocks(
+  private fromBlocks(
     f: EventFilter,
     opts: { descending: boolean; limit: number; after?: EventCursor },
     layout: EventLayout,
     page: { docs: PageDoc[]; cut: boolean },
-    w: { lo: number; hi: number; bounded: boolean; deadline: number },
-  ): Promise<Taken<PageDoc> | null> {
+    w: { lo: number; hi: number; bounded: boolean; lookahead: number },
+  ): Taken<PageDoc> | null {
     const { docs } = page;
     const key = (d: { timestamp: string; seq: number }) => [d.timestamp, d.seq] as const;
     const before = (a: readonly [string, number], b: readonly [string, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
@@ -423,26 +430,25 @@ export class EventsStore {
       if (f.timestampGte !== undefined && first.timestamp < f.timestampGte && !opts.descending) return null;
       if (f.timestampLt !== undefined && first.timestamp >= f.timestampLt && opts.descending) return null;
     }
-    const tail = docs[docs.length - 1];
-    if (page.cut) return { docs, more: true };
-    const wanted = opts.descending ? w.hi - w.lo + 1 : Math.min(w.hi - w.lo + 1, opts.limit);
-    if (docs.length < Math.min(wanted, opts.limit)) {
-      // Short of what the window holds: the end of the log (ascending, unbounded), else a missing event.
-      if (w.bounded || (tail ? tail.seq : w.lo - 1) < layout.lastSeq) return null;
-      return { docs, more: false };
+    if (page.cut) return { docs: docs.slice(0, opts.limit), more: true };
+    if (opts.descending || w.bounded) {
+      // The window lies within the end of the log: a page short of it misses an event.
+      if (docs.length < Math.min(w.hi - w.lo + 1, opts.limit)) return null;
+      const tail = docs[docs.length - 1];
+      return { docs, more: !!tail && (opts.descending ? tail.seq > w.lo : tail.seq < w.hi) };
     }
-    if (!tail) return { docs, more: false };
-    if (opts.descending) return { docs, more: tail.seq > w.lo };
-    if (w.bounded) return { docs, more: tail.seq < w.hi };
-    // Unbounded ascending: more follow when the record says so, else when the next seq is stored.
-    if (tail.seq < layout.lastSeq) return { docs, more: true };
-    return { docs, more: (await this.endAfter(f.conversationId, tail.seq, w.deadline)).seq > tail.seq };
+    // Unbounded ascending: the seq after the page was read when the page could reach the recorded end.
+    if (docs.length > opts.limit) return { docs: docs.slice(0, opts.limit), more: true };
+    if (docs.length === opts.limit) return { docs, more: w.lookahead === 0 };
+    // Short: the end of the log, unless the record says more were stored (an event without its block).
+    const tail = docs[docs.length - 1];
+    return (tail ? tail.seq : w.lo - 1) < layout.lastSeq ? null : { docs, more: false };
   }
 
   /**
    * Reads seqs `lo`.. up (or `hi`.. down), at most `limit` of them and `maxBytes` of text (at least one
-   * event), from the blocks they lie in: the seqs of a page are known before it is read. At most two
-   * blocks are read at a time (a page of 100 spans at most two: both at once). `cut` tells that the bytes
+   * event), from the blocks they lie in: the seqs of a page are known before it is read. At most
+   * READS_IN_FLIGHT blocks are read at a time (all of a page's at once). `cut` tells that the bytes
    * stopped it. The seqs read are checked to follow one another; null when one is missing.
    */
   private async readSpan(
@@ -475,10 +481,11 @@ export class EventsStore {
     const docs: PageDoc[] = [];
     let bytes = 0;
     let expect = o.descending ? to : from;
-    let next = blocks.length > 0 ? readBlock(blocks[0]!) : undefined;
+    // A page spans at most three blocks (its cursor's, its own, the one after it): read together.
+    const reads = blocks.slice(0, READS_IN_FLIGHT).map(readBlock);
     for (let i = 0; i < blocks.length; i++) {
-      const part = await next!;
-      next = i + 1 < blocks.length ? readBlock(blocks[i + 1]!) : undefined;
+      const part = await reads[i]!;
+      if (i + READS_IN_FLIGHT < blocks.length) reads.push(readBlock(blocks[i + READS_IN_FLIGHT]!));
       for (const d of part.docs) {
         if (docs.length > 0 && bytes >= o.maxBytes) return { docs, cut: true };
         if (d.seq !== expect) return null; // a seq missing inside the block: read it the sorted way
