@@ -90,7 +90,7 @@ describe('event log in blocks', () => {
     for (let i = 0; i < all.length; i += 50) expect((await t.ingest(c.conversationId, c.sessionKey, all.slice(i, i + 50))).status).toBe(200);
     const docs = await t.database.db.collection<StoredEvent>('events').find({ conversation_id: c.conversationId }).sort({ seq: 1 }).toArray();
     expect(docs.map((d) => d.block)).toEqual(docs.map((d) => `${c.conversationId}/${Math.floor((d.seq - 1) / BLOCK_SIZE)}`));
-    expect(await conversations.layout(c.conversationId)).toEqual({ blocks: true, ordered: true, lastSeq: all.length });
+    expect(await conversations.layout(c.conversationId)).toMatchObject({ blocks: true, ordered: true, lastSeq: all.length });
     await expectSameAsSorted(c.conversationId, all.length);
 
     // Through the api: the walk of pages and the count are the log as stored.
@@ -113,7 +113,7 @@ describe('event log in blocks', () => {
     expect((await conversations.layout(c.conversationId))!.ordered).toBe(true);
     const late = sample('MessageEvent', { timestamp: at(3) }); // older than most of the log
     expect((await t.ingest(c.conversationId, c.sessionKey, [late, ...eventsFrom(10, base + 100_000)])).status).toBe(200);
-    expect(await conversations.layout(c.conversationId)).toEqual({ blocks: true, ordered: false, lastSeq: 161 });
+    expect(await conversations.layout(c.conversationId)).toMatchObject({ blocks: true, ordered: false, lastSeq: 161 });
     const r = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=20`, { key });
     const times = r.body.items.map((e: { timestamp: string }) => Date.parse(e.timestamp));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
@@ -138,7 +138,7 @@ describe('event log in blocks', () => {
     // The runtime's outbox resends after a restart: the last 20 again, then 5 new ones.
     const r = await t.ingest(c.conversationId, c.sessionKey, [...all.slice(100), ...eventsFrom(5, base + 1_000_000)]);
     expect(r).toMatchObject({ status: 200, body: { stored: 5, already_stored: 20 } });
-    expect(await conversations.layout(c.conversationId)).toEqual({ blocks: true, ordered: true, lastSeq: 125 });
+    expect(await conversations.layout(c.conversationId)).toMatchObject({ blocks: true, ordered: true, lastSeq: 125 });
   });
 
   it('readers see the events stored past a recorded end that is behind, and pages of sizes at block edges', async () => {
@@ -156,6 +156,42 @@ describe('event log in blocks', () => {
       expect(newest.body.items[0].id).toBe(all[size - 1]!.id);
     }
   }, 240_000);
+
+  it('events past the recorded end whose times go back, unmarked (a mark that did not land), are answered as the sorted query answers', async () => {
+    const c = await t.newConversation(userId);
+    const all = eventsFrom(100, base + 100_000);
+    expect((await t.ingest(c.conversationId, c.sessionKey, all)).status).toBe(200);
+    // Stored straight into the log past the record, earlier than everything: the record still says ordered, 100.
+    const late = eventsFrom(5, base);
+    const docs: StoredEvent[] = late.map((e, i) => ({
+      _id: eventKey(c.conversationId, e.id as string),
+      conversation_id: c.conversationId,
+      id: e.id as string,
+      kind: e.kind as StoredEvent['kind'],
+      source: 'agent',
+      timestamp: normalizeEventTime(e.timestamp as string)!,
+      seq: 101 + i,
+      block: `${c.conversationId}/1`,
+      json: JSON.stringify(e),
+    }));
+    expect(await events.append(docs)).toEqual({ inserted: 5 });
+    expect(await conversations.layout(c.conversationId)).toMatchObject({ ordered: true, lastSeq: 100 });
+    // What reads the end of the log sees them: descending pages, time bounds, counts, a page after the
+    // last recorded event. (An ascending page from the start trusts the record's mark.)
+    const f = { conversationId: c.conversationId };
+    const layout = (await conversations.layout(c.conversationId))!;
+    for (const g of filtersOf(c.conversationId).filter((x) => x.kind === undefined)) {
+      const bounded = g.timestampGte !== undefined || g.timestampLt !== undefined;
+      for (const descending of bounded ? [false, true] : [true]) {
+        const inBlocks = await pages(g, descending, 7, (after) => events.search(g, { descending, limit: 7, after }, layout));
+        expect({ g, descending, pages: inBlocks }).toEqual({ g, descending, pages: await pages(g, descending, 7, (after) => events.search(g, { descending, limit: 7, after })) });
+      }
+      expect({ g, count: await events.count(g, layout) }).toEqual({ g, count: await events.count(g) });
+    }
+    const last = all[99]!;
+    const after: EventCursor = [normalizeEventTime(last.timestamp as string)!, 100];
+    expect(await events.search(f, { descending: false, limit: 10, after }, layout)).toEqual(await events.search(f, { descending: false, limit: 10, after }));
+  });
 
   it('an event without its block (written by an older api) and forged cursors are answered as the sorted query answers', async () => {
     const c = await t.newConversation(userId);
@@ -202,7 +238,7 @@ describe('event log in blocks', () => {
     const docs = await t.database.db.collection<StoredEvent>('events').find({ conversation_id: c.conversationId }).sort({ seq: 1 }).toArray();
     expect(docs.map((d) => d.seq)).toEqual(Array.from({ length: 255 }, (_, i) => i + 1));
     expect(docs[250]!.id).toBe(back.id);
-    expect(await conversations.layout(c.conversationId)).toEqual({ blocks: true, ordered: false, lastSeq: 255 });
+    expect(await conversations.layout(c.conversationId)).toMatchObject({ blocks: true, ordered: false, lastSeq: 255 });
   });
 
   it('concurrent batches of one conversation are stored whole, numbered without a gap or a repeat', async () => {
@@ -276,8 +312,8 @@ describe('event log in blocks', () => {
     const log = pino({ level: 'silent' });
     const deps = { conversations, events, log };
     expect(await migrateEventLayouts(deps, { passes: 3, pauseMs: 10 })).toBeGreaterThanOrEqual(2);
-    expect(await conversations.layout(ordered)).toEqual({ blocks: true, ordered: true, lastSeq: 260 });
-    expect(await conversations.layout(unordered)).toEqual({ blocks: true, ordered: false, lastSeq: 140 });
+    expect(await conversations.layout(ordered)).toMatchObject({ blocks: true, ordered: true, lastSeq: 260 });
+    expect(await conversations.layout(unordered)).toMatchObject({ blocks: true, ordered: false, lastSeq: 140 });
     const missing = await t.database.db.collection('events').countDocuments({ conversation_id: { $in: [ordered, unordered] }, block: { $exists: false } });
     expect(missing).toBe(0);
     expect({ ordered: await seen(ordered), unordered: await seen(unordered) }).toEqual(before);
@@ -287,10 +323,10 @@ describe('event log in blocks', () => {
     // Appends after the move go on in blocks; a time that goes back is still caught.
     const later = sample('MessageEvent', { timestamp: at(200) });
     expect((await t.ingest(ordered, legacy.sessionKey, [later])).status).toBe(200);
-    expect(await conversations.layout(ordered)).toEqual({ blocks: true, ordered: true, lastSeq: 261 });
+    expect(await conversations.layout(ordered)).toMatchObject({ blocks: true, ordered: true, lastSeq: 261 });
     expect((await seen(ordered)).asc).toEqual([...before.ordered.asc, later.id]);
     expect((await t.ingest(ordered, legacy.sessionKey, [sample('MessageEvent', { timestamp: at(100) })])).status).toBe(200);
-    expect(await conversations.layout(ordered)).toEqual({ blocks: true, ordered: false, lastSeq: 262 });
+    expect(await conversations.layout(ordered)).toMatchObject({ blocks: true, ordered: false, lastSeq: 262 });
   });
 
   it('a log stored before with a hole in its seqs stays on the sorted reads, and reads the same', async () => {
@@ -313,6 +349,6 @@ describe('event log in blocks', () => {
     expect(await conversations.layout(id)).toMatchObject({ blocks: false });
     await conversations.releaseIngestLease(id, token!);
     expect(await migrateConversationLayout(deps, id)).toBe(true);
-    expect(await conversations.layout(id)).toEqual({ blocks: true, ordered: true, lastSeq: 30 });
+    expect(await conversations.layout(id)).toMatchObject({ blocks: true, ordered: true, lastSeq: 30 });
   });
 });

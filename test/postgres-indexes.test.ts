@@ -138,7 +138,7 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
     // The real queries, many times each (a cached generic plan would have dropped the index after five).
     const before = await indexScans(db, events);
     const runs = 8;
-    const layout = { blocks: true, ordered: true, lastSeq: PER_CONVERSATION };
+    const layout = { blocks: true, ordered: true, lastSeq: PER_CONVERSATION, lastTimestamp: null };
     for (let i = 0; i < runs; i++) {
       const page = await store.search({ conversationId: 'conv7' }, { descending: false, limit: 10 });
       expect(page.jsons).toHaveLength(10);

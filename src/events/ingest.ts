@@ -99,6 +99,8 @@ export class EventIngest {
       const unique = persistent.filter((e) => !seen.has(e.id) && seen.add(e.id)); // an id twice in a batch: once
       // Read together with the lease when it was free at once; else now that it is held.
       state = waited ? await conversations.appendState(conversationId) : await reading;
+      // A log not in blocks when read may have been moved onto them before the lease was taken: read again.
+      if (!state.layout.blocks && !waited) state = await conversations.appendState(conversationId);
       const { stored, last, lastTimestamp, ordered } = await this.store(conversationId, unique, state);
       const storedAt = Date.now();
       const seqById = new Map(stored.map((d) => [d.id, d]));

@@ -62,10 +62,11 @@ export const conversationsIndexes: CollectionIndexes = {
   ],
 };
 
-const layoutOf = (d: Pick<ConversationDoc, 'last_seq' | 'event_blocks' | 'events_unordered'>): EventLayout => ({
+const layoutOf = (d: Pick<ConversationDoc, 'last_seq' | 'event_blocks' | 'events_unordered' | 'last_timestamp'>): EventLayout => ({
   blocks: d.event_blocks === true,
   ordered: d.events_unordered !== true,
   lastSeq: d.last_seq ?? 0,
+  lastTimestamp: d.last_timestamp ?? null,
 });
 
 const toConversation = (d: ConversationDoc): Conversation => ({

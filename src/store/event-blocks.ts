@@ -29,7 +29,9 @@ export interface EventLayout {
   ordered: boolean;
   /** Seq of the last stored event when the record was read (events appended since may exist). */
   lastSeq: number;
+  /** Highest time stored when the record was read; null when not known. */
+  lastTimestamp: string | null;
 }
 
 /** The layout of a log read with the older one-scan queries only. */
-export const LEGACY_LAYOUT: EventLayout = { blocks: false, ordered: false, lastSeq: 0 };
+export const LEGACY_LAYOUT: EventLayout = { blocks: false, ordered: false, lastSeq: 0, lastTimestamp: null };

@@ -56,6 +56,10 @@ export const eventKey = (conversationId: string, eventId: string) => `${conversa
  */
 const APPEND_CHUNK = 100;
 
+/** The (timestamp, seq) order of the log. */
+const key = (d: { timestamp: string; seq: number }) => [d.timestamp, d.seq] as const;
+const before = (a: readonly [string, number], b: readonly [string, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+
 /** Block reads in flight for one page or range: a page with its cursor's event and the seq after it spans three. */
 const READS_IN_FLIGHT = 3;
 
@@ -355,10 +359,12 @@ export class EventsStore {
 
   /**
    * Where the log ends: the recorded last seq, or past it when events were stored after it (a writer that
-   * died before recording them): one read of the block after it.
+   * died before recording them): one read of the block after it. Null when those go back in time.
    */
-  private async endOf(conversationId: string, recorded: number, deadline: number): Promise<number> {
-    return (await this.endAfter(conversationId, recorded, deadline)).seq;
+  private async endOf(conversationId: string, layout: EventLayout, deadline: number): Promise<number | null> {
+    const end = await this.endAfter(conversationId, layout.lastSeq, deadline, layout.lastTimestamp);
+    // Past the record, times going back (a mark that did not land yet, or was lost): not ordered.
+    return end.backwards ? null : end.seq;
   }
 
   /** The seq window [lo, hi] of an ordered log ending at `end` that the time bounds and the cursor leave. */
@@ -383,7 +389,8 @@ export class EventsStore {
     const deadline = Date.now() + this.maxTimeMS;
     // Ascending with no time bound needs no end: the page reads on from the cursor (the common case).
     const bounded = opts.descending || f.timestampGte !== undefined || f.timestampLt !== undefined;
-    const end = bounded ? await this.endOf(f.conversationId, layout.lastSeq, deadline) : Number.MAX_SAFE_INTEGER;
+    const end = bounded ? await this.endOf(f.conversationId, layout, deadline) : Number.MAX_SAFE_INTEGER;
+    if (end === null) return null;
     const { lo, hi } = await this.window(f, opts.after, opts.descending, end, deadline);
     if (lo > hi) return opts.after ? null : { docs: [], more: false };
     // The cursor's own event is read too and must be the one the cursor names (its time and seq): a
@@ -400,6 +407,10 @@ export class EventsStore {
     if (withCursor) {
       const own = read.docs.shift();
       if (!own || own.timestamp !== opts.after![0]) return null;
+      // The cursor's event took the page's bytes (a very large one): the sorted query answers this one.
+      if (read.docs.length === 0 && read.cut) return null;
+      const next = read.docs[0];
+      if (next && !(opts.descending ? before(key(next), key(own)) : before(key(own), key(next)))) return null;
     } else if (opts.after) return null; // a cursor outside the window its own bounds make: not one of ours
     return this.fromBlocks(f, opts, layout, read, { lo, hi, bounded, lookahead });
   }
@@ -419,8 +430,6 @@ export class EventsStore {
     w: { lo: number; hi: number; bounded: boolean; lookahead: number },
   ): Taken<PageDoc> | null {
     const { docs } = page;
-    const key = (d: { timestamp: string; seq: number }) => [d.timestamp, d.seq] as const;
-    const before = (a: readonly [string, number], b: readonly [string, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
     for (let i = 1; i < docs.length; i++) {
       const [p, c] = opts.descending ? [docs[i]!, docs[i - 1]!] : [docs[i - 1]!, docs[i]!];
       if (!before(key(p), key(c))) return null;
@@ -464,18 +473,20 @@ export class EventsStore {
     const dir = o.descending ? -1 : 1;
     const readBlock = (b: number) => {
       const left = o.deadline - Date.now();
-      if (left <= 0) return Promise.reject(new DatabaseBusyError(`events ${operation}`, this.maxTimeMS));
-      const p = this.read(operation, (maxTimeMS) =>
+      const p =
+        left <= 0
+          ? Promise.reject(new DatabaseBusyError(`events ${operation}`, this.maxTimeMS))
+          : this.read(operation, (maxTimeMS) =>
         takeWithin(
           this.events
             .find({ block: blockKey(conversationId, b), seq: { $gte: Math.max(from, firstSeqOf(b)), $lte: Math.min(to, lastSeqOf(b)) } }, { projection: PAGE_PROJECTION, maxTimeMS: Math.min(maxTimeMS, left) })
             .sort({ seq: dir })
             .limit(o.limit),
-          o.limit,
-          o.maxBytes,
-        ),
-      );
-      p.catch(() => undefined); // one read ahead that is not awaited (the page was cut) fails quietly
+              o.limit,
+              o.maxBytes,
+            ),
+          );
+      p.catch(() => undefined); // a read ahead that is not awaited (the page was cut) fails quietly
       return p;
     };
     const docs: PageDoc[] = [];
@@ -548,9 +559,9 @@ export class EventsStore {
   async count(f: EventFilter, layout: EventLayout = LEGACY_LAYOUT): Promise<number> {
     if (layout.blocks && f.kind === undefined) {
       const deadline = Date.now() + this.maxTimeMS;
-      if (f.timestampGte === undefined && f.timestampLt === undefined) return this.endOf(f.conversationId, layout.lastSeq, deadline);
-      if (layout.ordered) {
-        const end = await this.endOf(f.conversationId, layout.lastSeq, deadline);
+      if (f.timestampGte === undefined && f.timestampLt === undefined) return (await this.endAfter(f.conversationId, layout.lastSeq, deadline)).seq;
+      const end = layout.ordered ? await this.endOf(f.conversationId, layout, deadline) : null;
+      if (end !== null) {
         const { lo, hi } = await this.window(f, undefined, false, end, deadline);
         return Math.max(0, hi - lo + 1);
       }
