@@ -9,6 +9,7 @@ import { migrateConversationLayout, migrateEventLayouts } from '../src/events/ev
 import { ConversationsStore } from '../src/store/conversations-store';
 import { BLOCK_SIZE } from '../src/store/event-blocks';
 import { EventsStore, eventKey, type EventCursor, type EventFilter, type StoredEvent } from '../src/store/events-store';
+import { DatabaseBusyError } from '../src/store/errors';
 import { normalizeEventTime } from '../src/schemas/event-time';
 import { startTestApi, type TestApi } from './helpers/api';
 import { sample } from './helpers/event-samples';
@@ -255,6 +256,27 @@ describe('event log in blocks', () => {
       expect(seqs).toEqual(Array.from({ length: 30 }, (_, i) => seqs[0]! + i));
     }
     expect((await conversations.layout(c.conversationId))!.lastSeq).toBe(240);
+  });
+
+  it('a read that runs out of its time budget fails with DatabaseBusyError, and leaves no rejection unhandled', async () => {
+    const c = await t.newConversation(userId);
+    expect((await t.ingest(c.conversationId, c.sessionKey, eventsFrom(250, base))).status).toBe(200);
+    const layout = (await conversations.layout(c.conversationId))!;
+    const unhandled: unknown[] = [];
+    const note = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', note);
+    try {
+      const tight = new EventsStore(t.database.db, { queryTimeoutMs: 1 });
+      const f = { conversationId: c.conversationId, timestampGte: at(5) };
+      for (let i = 0; i < 5; i++) {
+        await expect(tight.search(f, { descending: true, limit: 100 }, layout)).rejects.toBeInstanceOf(DatabaseBusyError);
+        await expect(tight.range(c.conversationId, 0, 500, undefined, true)).rejects.toBeInstanceOf(DatabaseBusyError);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', note);
+    }
   });
 
   /** A conversation as stored before the block layout: no block on its events, no mark on its record. */

@@ -207,5 +207,21 @@ describe('event ingest', () => {
       expect((await stored(c.conversationId)).map((d) => d.seq)).toEqual([1, 2, 3, 4, 5]);
       expect((await stored(c.conversationId)).slice(0, 3).map((d) => JSON.parse(d.json as string).llm_message.content[0].text)).toEqual(['m0', 'm1', 'm2']);
     });
+
+    it('a batch whose read of the conversation record fails gives the lease back (no 5 s block of the conversation)', async () => {
+      const c = await t.newConversation(userId);
+      // The real store, with the record's read failing once (the database dropped the connection).
+      const failing = Object.assign(Object.create(t.conversations) as typeof t.conversations, {
+        appendState: async () => {
+          throw new Error('connection closed');
+        },
+      });
+      const ingest = new EventIngest({ events: t.stores.events, conversations: failing, live: { publish: async () => undefined }, log: pino({ level: 'silent' }), maxEventsPerConversation: 100 });
+      await expect(ingest.ingest(c.conversationId, messages(2).map((e) => EventSchema.parse(e) as Event))).rejects.toThrow('connection closed');
+      expect(await leases().countDocuments({ _id: c.conversationId })).toBe(0);
+      const started = Date.now();
+      expect((await t.ingest(c.conversationId, c.sessionKey, messages(2))).body).toMatchObject({ stored: 2 });
+      expect(Date.now() - started).toBeLessThan(3000);
+    });
   });
 });
