@@ -8,12 +8,12 @@ import { Conflict, Unavailable } from '../errors';
 import type { LiveChannel, LiveItem } from '../live/live-channel';
 import type { Logger } from '../logger';
 import { isTransient, type Event } from '../schemas/events';
-import type { AppendState, ConversationsStore } from '../store/conversations-store';
+import type { ConversationsStore } from '../store/conversations-store';
 import { metricsFromStats } from './usage';
 import { TRACKED_STATE_KEYS, type ConversationStatesStore, type TrackedStateKey } from '../store/conversation-states-store';
 import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
 import { normalizeEventTime } from '../schemas/event-time';
-import { blockKey, blockOf } from '../store/event-blocks';
+import { blockKey, blockOf, type EventLayout } from '../store/event-blocks';
 
 /**
  * The highest timestamp once these documents follow a log whose highest is `before`, or undefined when
@@ -82,7 +82,7 @@ export class EventIngest {
     const reading = conversations.appendState(conversationId);
     reading.catch(() => undefined);
     let token = await conversations.tryIngestLease(conversationId, ttlMs);
-    let state: AppendState | undefined;
+    let state: EventLayout | undefined;
     const waited = token === null;
     if (!token) {
       token = await conversations.acquireIngestLease(conversationId, ttlMs, this.deps.leaseWaitMs ?? 10_000);
@@ -100,7 +100,7 @@ export class EventIngest {
       // Read together with the lease when it was free at once; else now that it is held.
       state = waited ? await conversations.appendState(conversationId) : await reading;
       // A log not in blocks when read may have been moved onto them before the lease was taken: read again.
-      if (!state.layout.blocks && !waited) state = await conversations.appendState(conversationId);
+      if (!state.blocks && !waited) state = await conversations.appendState(conversationId);
       const { stored, last, lastTimestamp, ordered } = await this.store(conversationId, unique, state);
       const storedAt = Date.now();
       const seqById = new Map(stored.map((d) => [d.id, d]));
@@ -155,12 +155,12 @@ export class EventIngest {
    * ordered insert; an event that exists already (a retry) or a seq that exists (the recorded last seq
    * fell behind after a crash) stops it, and the rest is sorted out and inserted again.
    */
-  private async store(conversationId: string, events: readonly Event[], state: AppendState): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null; ordered: boolean }> {
+  private async store(conversationId: string, events: readonly Event[], state: EventLayout): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null; ordered: boolean }> {
     const { events: log, conversations } = this.deps;
     let last = state.lastSeq;
     let lastTimestamp = state.lastTimestamp;
     // Whether the log may still be read in seq order: known for a log whose highest time is recorded.
-    let ordered = state.layout.ordered;
+    let ordered = state.ordered;
     let pending = [...events];
     const stored: StoredEvent[] = [];
     const cap = this.deps.maxEventsPerConversation;
@@ -190,7 +190,7 @@ export class EventIngest {
         json: JSON.stringify(e),
       }));
       // A log not in blocks is always read sorted; its move to blocks finds its order itself.
-      if (ordered && state.layout.blocks && highestIfOrdered(lastTimestamp, docs, last) === undefined) {
+      if (ordered && state.blocks && highestIfOrdered(lastTimestamp, docs, last) === undefined) {
         if (!checkedDuplicates) {
           // A resent batch goes back in time by nature: judge only what is not stored yet.
           const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
@@ -209,7 +209,7 @@ export class EventIngest {
       if (r.conflictAt === undefined) break;
       if (r.inserted > 0) await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
       pending = pending.slice(r.conflictAt);
-      if (state.layout.blocks) {
+      if (state.blocks) {
         // A seq that is taken means the recorded end is behind the log (a writer died between the two, or
         // the end was read while another batch was stored): the blocks past it tell the real one.
         const end = await log.endAfter(conversationId, last, undefined, lastTimestamp);

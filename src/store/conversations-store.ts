@@ -19,14 +19,6 @@ export interface Conversation {
   layout: EventLayout;
 }
 
-/** What an append needs to know of the log before it writes: where it ends and how it is laid out. */
-export interface AppendState {
-  lastSeq: number;
-  /** Highest timestamp key stored; null when unknown (nothing stored, or stored before it was kept). */
-  lastTimestamp: string | null;
-  layout: EventLayout;
-}
-
 interface ConversationDoc {
   _id: string;
   created_by_user_id: string;
@@ -129,10 +121,10 @@ export class ConversationsStore {
     return d?.last_seq ?? 0;
   }
 
-  /** Last seq, last timestamp and layout, in one read by `_id`: what an append reads under the lease. */
-  async appendState(id: string): Promise<AppendState> {
+  /** The log's layout (its end, highest time and marks) in one read by `_id`: what an append reads under the lease. */
+  async appendState(id: string): Promise<EventLayout> {
     const d = await this.conversations.findOne({ _id: id }, { projection: APPEND_STATE_FIELDS });
-    return { lastSeq: d?.last_seq ?? 0, lastTimestamp: d?.last_timestamp ?? null, layout: layoutOf(d ?? { last_seq: 0 }) };
+    return layoutOf(d ?? { last_seq: 0 });
   }
 
   /** The conversation's layout, or null when it does not exist. */
@@ -224,15 +216,10 @@ export class ConversationsStore {
    * (conversation_id, seq) index refuses the second one's events.
    */
   async acquireIngestLease(id: string, ttlMs: number, waitMs: number): Promise<string | null> {
-    const token = randomUUID();
     const deadline = Date.now() + waitMs;
     for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
-      try {
-        await this.leases.insertOne({ _id: id, token, expires_at: new Date(Date.now() + ttlMs) });
-        return token;
-      } catch (e) {
-        if (!isDuplicateKey(e)) throw e;
-      }
+      const token = await this.tryIngestLease(id, ttlMs);
+      if (token) return token;
       const held = await this.leases.findOne({ _id: id });
       if (held && held.expires_at.getTime() < Date.now()) {
         // Only the lease as read: one its holder renewed meanwhile (a new expires_at) stays.
