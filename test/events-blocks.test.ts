@@ -4,6 +4,7 @@
  * batch whose times go back turns the log to sorted reads before it is stored; a log stored before the
  * layout reads the same before and after it is moved onto it.
  */
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import pino from 'pino';
 import { migrateConversationLayout, migrateEventLayouts } from '../src/events/event-layout-migration';
 import { ConversationsStore } from '../src/store/conversations-store';
@@ -105,6 +106,37 @@ describe('event log in blocks', () => {
     } while (pageId);
     expect(walked).toEqual(all.map((e) => e.id));
     expect((await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/count`, { key })).body).toBe(all.length);
+  });
+
+  it('block reads are on where the database answers the block equality from an index, off where it scans (FerretDB on SQLite); off, every read is the sorted one', async () => {
+    const backend = process.env.FERRETDB_BACKEND || 'postgresql';
+    const probed = new EventsStore(t.database.db);
+    expect(await probed.probeBlockReads()).toBe(backend !== 'sqlite');
+
+    const c = await t.newConversation(userId);
+    const all = eventsFrom(2 * BLOCK_SIZE + 10, base);
+    expect((await t.ingest(c.conversationId, c.sessionKey, all)).status).toBe(200);
+    const layout = (await conversations.layout(c.conversationId))!;
+    expect(layout).toMatchObject({ blocks: true, ordered: true });
+    const client = new MongoClient(t.config.mongo.uri!, { monitorCommands: true });
+    const filters: Record<string, unknown>[] = [];
+    client.on('commandStarted', (e: CommandStartedEvent) => {
+      if (e.commandName === 'find' || e.commandName === 'count' || e.commandName === 'aggregate') filters.push((e.command.filter ?? e.command.query ?? e.command.pipeline) as Record<string, unknown>);
+    });
+    try {
+      await client.connect();
+      // What `probeBlockReads` learns from FerretDB on SQLite: a database that answers a filter from a scan.
+      const off = new EventsStore(client.db(t.database.db.databaseName), { blockReads: false });
+      const f: EventFilter = { conversationId: c.conversationId };
+      const walk = await pages(f, false, 100, (after) => off.search(f, { descending: false, limit: 100, after }, layout));
+      expect(walk.flatMap((p) => p.ids)).toEqual(all.map((e) => e.id));
+      expect(await off.count(f, layout)).toBe(all.length);
+      expect((await off.range(c.conversationId, 0, 500, undefined, true)).map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+      expect(filters.length).toBeGreaterThan(0);
+      expect(filters.filter((q) => JSON.stringify(q).includes('"block"'))).toEqual([]);
+    } finally {
+      await client.close();
+    }
   });
 
   it('a batch whose times go back turns the log to sorted reads before it is stored, and pages stay in time order', async () => {

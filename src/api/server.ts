@@ -70,6 +70,7 @@ export async function startApiServer(
     for (let attempt = 1; !closing; attempt++) {
       try {
         await ensureIndexes(database.db, ALL_INDEXES);
+        if (!(await stores.events.probeBlockReads())) logger.warn('the database scans the event log for every query but one by _id (FerretDB on SQLite): pages and catch-ups read it sorted, not by blocks');
         await sandboxSpecs.upsert(specs);
         await live.start((doc) => hub.dispatch(doc), () => hub.hasSubscribers); // ready once it reads from the head
         prepared = true;

@@ -130,18 +130,39 @@ export interface EventsStoreOptions {
    * @default 15000
    */
   queryTimeoutMs?: number;
+  /**
+   * Whether pages and ranges read blocks (one equality query per block). Off where the database scans
+   * the collection for every query but one by `_id` (FerretDB on SQLite): there one sorted query a page
+   * costs one scan, where the blocks of a page cost one each. `probeBlockReads` sets it from the database.
+   * @default true
+   */
+  blockReads?: boolean;
 }
 
-export const defaultEventsStoreOptions = (): Required<EventsStoreOptions> => ({ queryTimeoutMs: 15_000 });
+export const defaultEventsStoreOptions = (): Required<EventsStoreOptions> => ({ queryTimeoutMs: 15_000, blockReads: true });
 
 export class EventsStore {
   private readonly maxTimeMS: number;
+  /** See EventsStoreOptions.blockReads. */
+  private blockReads: boolean;
 
   constructor(
     private readonly db: Db,
     options: EventsStoreOptions = {},
   ) {
     this.maxTimeMS = options.queryTimeoutMs ?? defaultEventsStoreOptions().queryTimeoutMs;
+    this.blockReads = options.blockReads ?? defaultEventsStoreOptions().blockReads;
+  }
+
+  /**
+   * Asks the database how it would answer a block read: FerretDB's `explain` tells whether the filter
+   * reaches the backend (`filterPushdown`); MongoDB's has no such field and answers from the index. Block
+   * reads stay on unless the answer says the filter is applied to a scan. Answers whether they are on.
+   */
+  async probeBlockReads(): Promise<boolean> {
+    const plan = await this.db.command({ explain: { find: 'events', filter: { block: '' }, limit: 1 } });
+    this.blockReads = plan.filterPushdown !== false;
+    return this.blockReads;
   }
 
   private get events() {
@@ -331,7 +352,7 @@ export class EventsStore {
     opts: { descending: boolean; limit: number; after?: EventCursor },
     layout: EventLayout = LEGACY_LAYOUT,
   ): Promise<{ jsons: string[]; last: EventCursor | null }> {
-    const inBlocks = layout.blocks && layout.ordered && f.kind === undefined ? await this.searchBlocks(f, opts, layout) : null;
+    const inBlocks = this.blockReads && layout.blocks && layout.ordered && f.kind === undefined ? await this.searchBlocks(f, opts, layout) : null;
     const { docs, more } = inBlocks ?? (await this.searchSorted(f, opts));
     const tail = docs[docs.length - 1];
     return { jsons: docs.map((d) => d.json), last: more && tail ? [tail.timestamp, tail.seq] : null };
@@ -557,7 +578,7 @@ export class EventsStore {
    * the end of the log (the recorded one, checked past), or the difference of two time bounds.
    */
   async count(f: EventFilter, layout: EventLayout = LEGACY_LAYOUT): Promise<number> {
-    if (layout.blocks && f.kind === undefined) {
+    if (this.blockReads && layout.blocks && f.kind === undefined) {
       const deadline = Date.now() + this.maxTimeMS;
       if (f.timestampGte === undefined && f.timestampLt === undefined) return (await this.endAfter(f.conversationId, layout.lastSeq, deadline)).seq;
       const end = layout.ordered ? await this.endOf(f.conversationId, layout, deadline) : null;
@@ -588,7 +609,7 @@ export class EventsStore {
    * text. With `blocks` (the conversation's layout says every event has its block), read block by block.
    */
   async range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number, blocks = false): Promise<{ seq: number; json: string }[]> {
-    if (blocks) {
+    if (blocks && this.blockReads) {
       const hi = untilSeq ?? Number.MAX_SAFE_INTEGER;
       const read = await this.readSpan('range', conversationId, { lo: afterSeq + 1, hi, descending: false, limit, maxBytes: RANGE_BYTES, deadline: Date.now() + this.maxTimeMS });
       // A seq missing inside a block (an event written without its block): read the range the sorted way.

@@ -412,6 +412,9 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     for (let i = 0; i < 2; i++) ids.push(await startOne());
     const acceptedAfterMs = Date.now() - killedAt;
     await ingest.goesOn(3, 120_000, 'ingest goes on through the gateway');
+    // Shown to go on: stopped now, so the log's length does not grow with how long the starts take under
+    // load (the document store of this project's image scans a collection for every query but by _id).
+    await ingest.stop();
 
     const done = await Promise.all(ids.map((id) => ended(id)));
     expect(done.map((t) => [t.id, t.status, t.detail])).toEqual(ids.map((id) => [id, 'READY', null]));
@@ -432,7 +435,6 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     await expectStatusesOnceInOrder(client, ids);
 
     // The log, read from the document store (published for the test): every acknowledged event once, seq without a hole.
-    await ingest.stop();
     const mongo = await MongoClient.connect(`mongodb://${await published('mongodb', 27017)}/?directConnection=true`);
     running.push(() => mongo.close());
     const log = await expectStoredLogIntact(mongo.db('agent_control'), taskId, ingest.acknowledged);
@@ -444,13 +446,41 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     first.ws.terminate();
     const had = first.messages.map((e) => e.id as string);
     expect(had.length).toBeGreaterThan(0);
-    const resumed = connect(socket(`?after_id=${had.at(-1)}`), { 'X-Access-Token': key });
-    running.push(() => resumed.ws.terminate());
-    await eventually(() => expect(resumed.messages.at(-1)?.id ?? had.at(-1)).toBe(stored.at(-1)), { timeoutMs: 60_000, intervalMs: 200, what: 'the resumed subscriber at the end of the log' });
-    await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+    // A client resumes after its last event; told to come back later (1013: the log busy under the load of
+    // the whole suite), it does so the same way, at most 5 times. Any other close fails the test, named.
+    const resumedIds: string[] = [];
+    const closes: { code: number; reason: string }[] = [];
+    const deadline = Date.now() + 60_000;
+    while ((resumedIds.at(-1) ?? had.at(-1)) !== stored.at(-1) && Date.now() < deadline && closes.length <= 5) {
+      const resumed = connect(socket(`?after_id=${resumedIds.at(-1) ?? had.at(-1)}`), { 'X-Access-Token': key });
+      running.push(() => resumed.ws.terminate());
+      let over = false; // the wait below stops with this connection
+      const closed = await Promise.race([
+        resumed.closed,
+        eventually(() => over || resumed.messages.at(-1)?.id === stored.at(-1), { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 200 }).then(
+          async () => {
+            await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+            return null;
+          },
+          () => null,
+        ),
+      ]);
+      over = true;
+      resumedIds.push(...resumed.messages.map((e) => e.id as string));
+      resumed.ws.close();
+      if (closed) closes.push(closed);
+    }
+    const told = closes.map((c) => `${c.code} ${c.reason}`).join('; ');
+    expect({ at: resumedIds.at(-1) ?? had.at(-1), resumed: resumedIds.length, closes: closes.filter((c) => c.code !== 1013) }).toEqual({
+      at: stored.at(-1),
+      resumed: stored.length - had.length,
+      closes: [],
+    });
+    const got = [...had, ...resumedIds];
+    console.log(
+      `compose: the subscriber had ${had.length} events when its api was killed (closed ${(await first.closed).code}), ${resumedIds.length} more resumed${told ? ` (told to come back: ${told})` : ''}; ${stored.length} stored`,
+    );
     // Said as what is missing, what is extra, and what is out of order (the lists are long).
-    const got = [...had, ...resumed.messages.map((e) => e.id as string)];
-    console.log(`compose: the subscriber had ${had.length} events when its api was killed (closed ${(await first.closed).code}), ${resumed.messages.length} more resumed; ${stored.length} stored`);
     const where = (id: string) => `${id}@${stored.indexOf(id) + 1}`;
     expect({
       missing: stored.filter((id) => !got.includes(id)).map(where),
@@ -459,7 +489,6 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
       resumedAfter: had.length,
     }).toEqual({ missing: [], extra: [], doubled: [], resumedAfter: had.length });
     expect(got).toEqual(stored);
-    resumed.ws.close();
 
     // The starts' sandboxes are acted on after the kill: one paused and resumed.
     const one = done[0]!.sandbox_id as string;
