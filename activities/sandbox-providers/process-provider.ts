@@ -39,6 +39,9 @@ export interface ProcessProviderOptions {
   disks?: SandboxDisks;
 }
 
+/** Freeze, stop, thaw: how many times before falling back to rounds of SIGSTOP. */
+const FREEZE_ATTEMPTS = 10;
+
 /**
  * Variables a runtime needs from the worker's environment; nothing else (no credentials) is passed on.
  * Not PATH: a runtime gets the fixed, root-owned one (trustedPath), whatever the worker was started with.
@@ -283,9 +286,12 @@ export class ProcessProvider implements SandboxProvider {
     const h = asProcess(handle);
     if (!this.tree(h)) throw new Error(`the runtime process (pid ${h.pid}) is gone`);
     const stopped = (pids: number[]) => pids.every((pid) => ['T', 't', 'Z'].includes(readStat(pid)?.state ?? 'X'));
-    if (await this.opts.cgroups?.whileFrozen(path.basename(h.dir), (pids) => signalAll(pids, 'SIGSTOP'))) {
+    // A process frozen in the middle of a fork can leave a child that no SIGSTOP reached (it was not in
+    // the listing yet): the next freeze finds it, while the ones already stopped stay so. A few attempts.
+    for (let attempt = 0; attempt < FREEZE_ATTEMPTS && this.opts.cgroups; attempt++) {
+      if (!(await this.opts.cgroups.whileFrozen(path.basename(h.dir), (pids) => signalAll(pids, 'SIGSTOP')))) break;
       // Thawed, each handles its SIGSTOP when next scheduled: done once every one shows stopped.
-      for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 5))) {
+      for (const deadline = Date.now() + 1000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 5))) {
         if (stopped(await this.members(h))) return;
       }
     }
