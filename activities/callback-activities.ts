@@ -10,6 +10,9 @@ import type { ConversationsStore } from '../src/store/conversations-store';
 import type { CallbackRange } from '../src/temporal/shared';
 import { processorFor, type CallbackProcessorDeps } from './callback-processors';
 
+/** How often a processor's round tells Temporal it is alive (its heartbeatTimeout is 10 s). */
+const HEARTBEAT_MS = 2000;
+
 export interface CallbackActivityDeps extends CallbackProcessorDeps {
   conversations: ConversationsStore;
 }
@@ -37,15 +40,18 @@ export function createCallbackActivities(deps: CallbackActivityDeps) {
       const base = { conversation_id: conversationId, processor_index: index, kind, from_seq: fromSeq, to_seq: toSeq };
       const context = Context.current();
       const attempt = context.info.attempt;
+      const beat = setInterval(() => context.heartbeat(), HEARTBEAT_MS);
       try {
         const events = (await deps.events.range(conversationId, fromSeq, 100_000, toSeq)).map((r) => JSON.parse(r.json) as Event);
-        const run = { conversationId, app, index, processor, events, log: context.log };
+        const run = { conversationId, app, index, processor, events, log: context.log, signal: context.cancellationSignal };
         const actions = (await processorFor(kind)?.process(run, deps)) ?? [];
         // Only what was done is kept (a round that asked for nothing leaves no record: no unbounded growth).
         if (actions.length > 0) await callbacks.record({ ...base, status: 'ok', actions, detail: null, attempts: attempt });
       } catch (e) {
         await callbacks.record({ ...base, status: 'failed', actions: [], detail: (e as Error).message, attempts: attempt });
         throw e;
+      } finally {
+        clearInterval(beat);
       }
     },
   };

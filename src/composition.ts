@@ -15,6 +15,8 @@ import { StartTaskService } from './app-conversations/start-task-service';
 import type { SecretBox } from './auth/secret-box';
 import type { Config } from './config';
 import { EventIngest } from './events/ingest';
+import { GitHostA } from './git/git-host-a';
+import { GitSearchService } from './git/git-search-service';
 import type { LiveChannel } from './live/live-channel';
 import type { Logger } from './logger';
 import { OrganizationQuotas } from './orgs/organization-quotas';
@@ -114,6 +116,11 @@ export function createServices(stores: SealingStores, deps: { box: SecretBox }):
   };
 }
 
+/** The git searches, over the hosts this service reaches (git host A at GIT_HOST_A_API_URL). */
+export function createGitSearchService(stores: Pick<SealingStores, 'userSecrets'>, config: Pick<Config, 'starts' | 'gitHosts'>): GitSearchService {
+  return new GitSearchService({ userSecrets: stores.userSecrets, hosts: [new GitHostA(config.starts.gitHostAApiUrl)], timeoutMs: config.gitHosts.timeoutMs });
+}
+
 export interface SandboxServiceOptions {
   box: SecretBox;
   temporal: Client;
@@ -182,7 +189,7 @@ export interface ApiServicesDeps {
   box: SecretBox;
   /** The api's client: workflows it starts carry the trace context of the request. */
   temporal: Client;
-  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks' | 'quotas' | 'organizationQuotas'>;
+  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks' | 'callbackHosts' | 'quotas' | 'organizationQuotas'>;
   live: Pick<LiveChannel, 'publish'>;
   log: Logger;
 }
@@ -222,7 +229,7 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
     ingest: new EventIngest({ events: stores.events, conversations, states: stores.conversationStates, live, log, maxEventsPerConversation: config.limits.maxEventsPerConversation }),
     sandboxService,
     reconciler,
-    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler, follow: config.starts.streamFollow, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxPending: config.quotas.pendingStarts, maxConversations: config.quotas.conversations, appConversations }),
+    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler, follow: config.starts.streamFollow, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxPending: config.quotas.pendingStarts, maxConversations: config.quotas.conversations, appConversations, issueTrackerBOrigins: config.callbackHosts.issueTrackerBOrigins }),
     callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log, idleMs: config.callbacks.idleMs }),
   };
 }

@@ -285,8 +285,36 @@ export const envSchema = z.object({
   OTEL_TRACES_EXPORTER: z.enum(['none', 'console', 'otlp']).default('none'),
   /** The OTLP traces endpoint (otlp exporter); default the exporter's own (http://localhost:4318/v1/traces). */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ error: 'an absolute URL' }).optional(),
-  /** REST API of git host A, where GitHostAV1CallbackProcessor posts its summary comments. */
+  /** REST API of git host A: GitHostAV1CallbackProcessor posts its summary comments there, the git searches read it. */
   GIT_HOST_A_API_URL: z.url({ error: 'an absolute URL' }).default('https://api.github.com'),
+  /** Bound of all the calls to a git host's API one git search makes (ms). */
+  GIT_HOST_API_TIMEOUT_MS: positiveInt('milliseconds').default(10_000),
+  /** REST API of git host B, where GitHostBV1CallbackProcessor posts its merge request notes. */
+  GIT_HOST_B_API_URL: z.url({ error: 'an absolute URL' }).default('https://gitlab.com/api/v4'),
+  /** REST API of git host C, where GitHostCV1CallbackProcessor posts its pull request comments. */
+  GIT_HOST_C_API_URL: z.url({ error: 'an absolute URL' }).default('https://api.bitbucket.org/2.0'),
+  /** API gateway of issue tracker A's cloud sites, where IssueTrackerAV1CallbackProcessor posts its issue comments. */
+  ISSUE_TRACKER_A_API_URL: z.url({ error: 'an absolute URL' }).default('https://api.atlassian.com'),
+  /**
+   * The servers of issue tracker B (self-hosted) an IssueTrackerBV1CallbackProcessor's `base_api_url` may
+   * name: comma-separated origins (https://jira.example.com). Empty: none, so the processor is refused.
+   */
+  ISSUE_TRACKER_B_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const origins: string[] = [];
+      for (const x of v.split(',').map((o) => o.trim()).filter(Boolean)) {
+        const u = URL.canParse(x) ? new URL(x) : null;
+        // Written as people write them (any case, a default port, a trailing slash), kept as the URL's origin.
+        if (!u || !/^https?:$/.test(u.protocol) || u.username || u.password || u.pathname !== '/' || u.search || u.hash) {
+          ctx.addIssue({ code: 'custom', message: `origins (http(s)://host[:port], nothing after), not ${x}` });
+        } else origins.push(u.origin);
+      }
+      return origins;
+    }),
+  /** Web API of the chat service, where ChatV1CallbackProcessor replies in the originating thread. */
+  CHAT_API_URL: z.url({ error: 'an absolute URL' }).default('https://slack.com/api'),
   /** Where a start clones `owner/repo` repositories from. */
   GIT_CLONE_BASE_URL: z.url({ error: 'an absolute URL' }).default('https://github.com'),
   /** A sandbox workflow continues as new past this many history events; 0: when Temporal suggests it. */
@@ -366,6 +394,10 @@ export interface Config {
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
   /** Where the model catalogue comes from (LLM_MODELS_FILE, LLM_MODELS_FROM_ENDPOINT). */
   models: { file: string | undefined; fromEndpoint: boolean };
+  /** The git searches' calls to git hosts (GIT_HOST_API_TIMEOUT_MS); the hosts' URLs are the starts'. */
+  gitHosts: { timeoutMs: number };
+  /** Where the callback processors post (the API of each host they reach; GIT_HOST_A_API_URL is starts.gitHostAApiUrl). */
+  callbackHosts: { gitHostBApiUrl: string; gitHostCApiUrl: string; issueTrackerAApiUrl: string; issueTrackerBOrigins: string[]; chatApiUrl: string };
   /** host:port of each process's Prometheus listener, when it has one. */
   metrics: { apiAddress: string | undefined; workerAddress: string | undefined };
   sandboxes: {
@@ -473,6 +505,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
     models: { file: e.LLM_MODELS_FILE && path.resolve(e.LLM_MODELS_FILE), fromEndpoint: e.LLM_MODELS_FROM_ENDPOINT === 'true' },
+    gitHosts: { timeoutMs: e.GIT_HOST_API_TIMEOUT_MS },
+    callbackHosts: {
+      gitHostBApiUrl: e.GIT_HOST_B_API_URL.replace(/\/+$/, ''),
+      gitHostCApiUrl: e.GIT_HOST_C_API_URL.replace(/\/+$/, ''),
+      issueTrackerAApiUrl: e.ISSUE_TRACKER_A_API_URL.replace(/\/+$/, ''),
+      issueTrackerBOrigins: e.ISSUE_TRACKER_B_ORIGINS,
+      chatApiUrl: e.CHAT_API_URL.replace(/\/+$/, ''),
+    },
     metrics: { apiAddress: e.METRICS_ADDRESS, workerAddress: e.WORKER_METRICS_ADDRESS },
     starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, queueWaitMs: e.START_QUEUE_WAIT_MS, queuePollMs: e.START_QUEUE_POLL_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, streamFollow: e.START_STREAM_FOLLOW, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
     sandboxes: {

@@ -1,5 +1,7 @@
 /** Unit tests of the app-conversation schemas (SPEC 2.3, 2.4, 3.1): enums, the closed start request, its echo, queries. */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { z } from 'zod';
 import { encodeCursor } from '../src/schemas/page-cursor';
 import { toValidationDetail } from '../src/schemas/validation-detail';
@@ -25,6 +27,9 @@ import {
 } from '../src/schemas/app-conversations';
 
 const UUID = '7f3e2a10-4b5c-4d6e-8f90-a1b2c3d4e5f6';
+
+/** The published OpenHands Cloud API 0.0.1 document (the reference where SPEC.md is silent). */
+const publishedDocument = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures/published/openhands-cloud.json'), 'utf8')) as { components: { schemas: Record<string, unknown> } };
 
 const detail = (schema: z.ZodType, input: unknown, part: 'body' | 'query' = 'body') => {
   const r = schema.safeParse(input);
@@ -84,7 +89,7 @@ describe('start request', () => {
     expect(req.conversation_id).toBe(UUID);
     // run: false unless asked, as the published SendMessageRequest says.
     expect(req.initial_message).toEqual({ role: 'user', content: [{ text: 'Fix the failing test', type: 'text', cache_prompt: false }], run: false });
-    expect(req.processors[0]).toEqual({ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: {}, should_request_summary: true });
+    expect(req.processors[0]).toEqual({ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: {}, should_request_summary: true, inline_pr_comment: false });
     expect(req.plugins).toEqual([{ source: 'github:org/plugin', ref: 'v1', parameters: {} }]);
   });
 
@@ -100,7 +105,7 @@ describe('start request', () => {
       { initial_message: { content: [{ text: 'x' }], extra: true } },
       { suggested_task: { extra: true } },
       { plugins: [{ source: 's', extra: true }] },
-      { processors: [{ kind: 'ChatV1CallbackProcessor', extra: true }] },
+      { processors: [{ kind: 'ChatV1CallbackProcessor', chat_view_data: { channel_id: 'C1', thread_ts: '1.2' }, extra: true }] },
       { processors: [{ kind: 'LoggingCallbackProcessor', level: 'info', extra: true }] },
     ]) {
       expect(detail(StartRequestSchema, bad).map((d) => d.type)).toEqual(['extra_forbidden']);
@@ -218,23 +223,90 @@ describe('initial_message: the published SendMessageRequest', () => {
 });
 
 describe('callback processors', () => {
+  /** The fields each kind cannot do without (the issue trackers': where to post). */
+  const REQUIRED: Record<string, object> = {
+    IssueTrackerAV1CallbackProcessor: { svc_acc_email: 'bot@acme.example', issue_key: 'WID-1', issue_tracker_a_cloud_id: 'cloud-1' },
+    IssueTrackerBV1CallbackProcessor: { issue_key: 'OPS-2', workspace_name: 'acme', base_api_url: 'https://jira.acme.example' },
+    ChatV1CallbackProcessor: { chat_view_data: { channel_id: 'C0123', thread_ts: '1700000000.000100' } },
+  };
+
   it('are discriminated by kind; an unknown or missing kind is refused', () => {
-    for (const kind of CALLBACK_PROCESSOR_KINDS) expect(CallbackProcessorSchema.parse({ kind }).kind).toBe(kind);
+    for (const kind of CALLBACK_PROCESSOR_KINDS) expect(CallbackProcessorSchema.parse({ kind, ...REQUIRED[kind] }).kind).toBe(kind);
     expect(detail(StartRequestSchema, { processors: [{ kind: 'WebhookProcessor' }] })).toEqual([
       expect.objectContaining({ loc: ['body', 'processors', 0], type: 'union_tag_invalid' }),
     ]);
     expect(detail(StartRequestSchema, { processors: [{}] })[0]).toMatchObject({ loc: ['body', 'processors', 0], type: 'union_tag_not_found' });
   });
 
-  it('GitHostAV1 has its defaults; Logging takes a level; the others take nothing but kind', () => {
+  it('each kind has its defaults; Logging takes a level; SetTitle nothing but kind', () => {
     expect(CallbackProcessorSchema.parse({ kind: 'GitHostAV1CallbackProcessor', should_request_summary: false })).toEqual({
       kind: 'GitHostAV1CallbackProcessor',
       git_host_a_view_data: {},
       should_request_summary: false,
+      inline_pr_comment: false,
     });
+    expect(CallbackProcessorSchema.parse({ kind: 'GitHostBV1CallbackProcessor' })).toEqual({ kind: 'GitHostBV1CallbackProcessor', git_host_b_view_data: {}, should_request_summary: true, inline_mr_comment: false });
+    expect(CallbackProcessorSchema.parse({ kind: 'GitHostCV1CallbackProcessor' })).toEqual({ kind: 'GitHostCV1CallbackProcessor', git_host_c_view_data: {}, should_request_summary: true });
+    expect(CallbackProcessorSchema.parse({ kind: 'ChatV1CallbackProcessor', ...REQUIRED.ChatV1CallbackProcessor })).toEqual({ kind: 'ChatV1CallbackProcessor', ...REQUIRED.ChatV1CallbackProcessor });
+  });
+
+  it('refuses at the start what a post would need and lacks, naming the field', () => {
+    const refused = (processor: object) => detail(StartRequestSchema, { processors: [processor] });
+    expect(refused({ kind: 'ChatV1CallbackProcessor', chat_view_data: { channel_id: 'C1' } })).toEqual([
+      expect.objectContaining({ loc: ['body', 'processors', 0, 'chat_view_data', 'thread_ts'], msg: expect.stringMatching(/thread_ts is needed/) }),
+    ]);
+    expect(refused({ kind: 'GitHostAV1CallbackProcessor', inline_pr_comment: true, git_host_a_view_data: { repo: 'acme/w', pr_number: 1 } })[0]).toMatchObject({
+      loc: ['body', 'processors', 0, 'git_host_a_view_data', 'comment_id'],
+    });
+    expect(refused({ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: { repo: 'acme/..', pr_number: 1 } })[0]).toMatchObject({ loc: ['body', 'processors', 0, 'git_host_a_view_data', 'repo'] });
+    expect(refused({ kind: 'GitHostBV1CallbackProcessor', git_host_b_view_data: { project_id: { $ne: 1 } } })[0]).toMatchObject({ loc: ['body', 'processors', 0, 'git_host_b_view_data', 'project_id'] });
+    expect(refused({ kind: 'GitHostBV1CallbackProcessor', inline_mr_comment: true })[0]).toMatchObject({ loc: ['body', 'processors', 0, 'git_host_b_view_data', 'discussion_id'] });
+    expect(refused({ kind: 'GitHostCV1CallbackProcessor', git_host_c_view_data: { pr_id: -1 } })[0]).toMatchObject({ loc: ['body', 'processors', 0, 'git_host_c_view_data', 'pr_id'] });
+    expect(detail(StartRequestSchema, { processors: Array.from({ length: 21 }, () => ({ kind: 'LoggingCallbackProcessor' })) })[0]).toMatchObject({ loc: ['body', 'processors'], type: 'too_long' });
     expect(CallbackProcessorSchema.parse({ kind: 'LoggingCallbackProcessor' })).toEqual({ kind: 'LoggingCallbackProcessor', level: 'info' });
     expect(CallbackProcessorSchema.safeParse({ kind: 'LoggingCallbackProcessor', level: 'trace' }).success).toBe(false);
     expect(CallbackProcessorSchema.safeParse({ kind: 'SetTitleCallbackProcessor', level: 'info' }).success).toBe(false);
+  });
+
+  // The published processors (OpenHands Cloud API 0.0.1), their product words replaced by SPEC.md's.
+  const PUBLISHED: [published: string, ours: string, renames: Record<string, string>][] = [
+    ['GithubV1CallbackProcessor-Input', 'GitHostAV1CallbackProcessor', { github_view_data: 'git_host_a_view_data' }],
+    ['GitlabV1CallbackProcessor-Input', 'GitHostBV1CallbackProcessor', { gitlab_view_data: 'git_host_b_view_data' }],
+    ['BitbucketV1CallbackProcessor-Input', 'GitHostCV1CallbackProcessor', { bitbucket_view_data: 'git_host_c_view_data' }],
+    ['JiraV1CallbackProcessor-Input', 'IssueTrackerAV1CallbackProcessor', { jira_cloud_id: 'issue_tracker_a_cloud_id' }],
+    ['JiraDcV1CallbackProcessor-Input', 'IssueTrackerBV1CallbackProcessor', {}],
+    ['SlackV1CallbackProcessor-Input', 'ChatV1CallbackProcessor', { slack_view_data: 'chat_view_data' }],
+  ];
+  const VIEW_DATA: Record<string, object> = {
+    git_host_a_view_data: { repo: 'acme/widgets', pr_number: 7, comment_id: 9 }, // inline_pr_comment is sent true
+    git_host_b_view_data: { project_id: 'acme/widgets', mr_iid: 7, discussion_id: 'abc1' },
+    git_host_c_view_data: { repo: 'acme/widgets', pr_id: 7 },
+    chat_view_data: { channel_id: 'C0123', thread_ts: '1700000000.000100' },
+  };
+  const SAMPLES: Record<string, unknown> = {
+    svc_acc_email: 'bot@acme.example',
+    issue_key: 'WID-7',
+    jira_cloud_id: 'cloud-1',
+    workspace_name: 'acme',
+    base_api_url: 'https://jira.acme.example',
+    decrypted_api_key: 'atat-in-clear',
+  };
+
+  it.each(PUBLISHED)('%s: every published field is taken under its neutral name, but a credential in clear', (published, ours, renames) => {
+    const schema = (publishedDocument.components.schemas as Record<string, { properties: Record<string, { type?: string; default?: unknown }> }>)[published]!;
+    const body: Record<string, unknown> = { kind: ours };
+    for (const [field, spec] of Object.entries(schema.properties)) {
+      if (field === 'kind' || field === 'decrypted_api_key') continue;
+      const name = renames[field] ?? field;
+      body[name] = field in SAMPLES ? SAMPLES[field] : spec.type === 'boolean' ? !spec.default : spec.type === 'object' ? VIEW_DATA[name] : 'x';
+    }
+    expect(Object.keys(CallbackProcessorSchema.parse(body)).sort()).toEqual(Object.keys(body).sort());
+    if ('decrypted_api_key' in schema.properties) {
+      const [d, ...more] = detail(StartRequestSchema, { processors: [{ ...body, decrypted_api_key: SAMPLES.decrypted_api_key }] });
+      expect(more).toEqual([]);
+      expect(d).toMatchObject({ loc: ['body', 'processors', 0, 'decrypted_api_key'], type: 'value_error', msg: expect.stringMatching(/ISSUE_TRACKER_A_API_KEY/) });
+      expect(d).not.toHaveProperty('input');
+    }
   });
 });
 

@@ -360,11 +360,14 @@ describe('app conversation starts', () => {
 
   it('callback processors run on ingested events: a title is set, a failing git host is retried until the summary comment is posted once', async () => {
     gitHost.failNext = 2;
-    llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'Fixed the flaky test in widgets.' } }] }, { content: 'Still fixed.' }]);
+    // The processor posts with the stored provider token, never with one that came in the start's request.
+    expect((await t.request('POST', '/api/v1/secrets/git-providers', { key: user.key, body: { provider_tokens: { git_host_a: { token: 'ghs-test-token' } } } })).status).toBe(200);
+    // The agent finishes, is asked for its summary (once, though the host fails twice), and later answers again.
+    llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }, { content: 'Fixed the flaky test in widgets.' }, { content: 'Still fixed.' }]);
     const started = await streamStart({
       initial_message: { content: [{ text: 'Fix the flaky test\nIt fails one run in ten.' }], run: true },
       processors: [{ kind: 'GitHostAV1CallbackProcessor', git_host_a_view_data: { repo: 'acme/widgets', pr_number: 7 } }, { kind: 'LoggingCallbackProcessor' }],
-      secrets: { GIT_HOST_A_TOKEN: 'ghs-test-token' },
+      secrets: { GIT_HOST_A_TOKEN: 'ghs-from-the-request' },
     });
     const ready = started.body.at(-1);
     expect(ready.status).toBe('READY');
@@ -380,6 +383,8 @@ describe('app conversation starts', () => {
     }, 'the recorded callback');
     const comment = recorded.find((x) => x.actions.includes('comment-posted'))!;
     expect(comment.attempts).toBe(3); // two 500s, then posted
+    // The agent was asked for its summary once: the tries after a failed post reuse its answer.
+    expect(llm.requests.filter((r) => JSON.stringify(r.body.messages?.at(-1) ?? null).includes('summarize your work'))).toHaveLength(1);
     expect(recorded.filter((x) => x.kind === 'LoggingCallbackProcessor').every((x) => x.status === 'ok')).toBe(true);
     expect(recorded.map((x) => x.kind)).toContain('SetTitleCallbackProcessor'); // always registered
     // Its callbacks workflow and its start are found by the conversation.
@@ -410,7 +415,7 @@ describe('app conversation starts', () => {
       });
       const id = started.body.at(-1).app_conversation_id;
       const failed = await found(async () => (await results(id)).find((x) => x.kind === 'GitHostAV1CallbackProcessor' && x.status === 'failed'), 'the recorded failure');
-      expect(failed.detail).toMatch(/refused the comment on acme\/refused#1 \(403\)/);
+      expect(failed.detail).toMatch(/^git host A refused the summary on acme\/refused#1 \(403\)/);
       expect(failed.attempts).toBe(1); // a refusal is not retried
       const log = await loggedEvents(t, user.key, id);
       expect(states(log).at(-1)).toBe('finished');

@@ -1,7 +1,11 @@
 /** Callback processors without servers: the registry against the schema, and the pure parts of each kind. */
 import type { Logger } from '@temporalio/common';
 import { CALLBACK_PROCESSORS, processorFor, type CallbackProcessorDeps, type CallbackRun } from '../activities/callback-processors';
-import { commentBody, commentMarker, isFinished, pullRequestTarget, summaryOf } from '../activities/callback-processors/git-host-a-v1-processor';
+import { chatFailure } from '../activities/callback-processors/chat-v1-processor';
+import { pullRequestTarget } from '../activities/callback-processors/git-host-a-v1-processor';
+import { mergeRequestTarget } from '../activities/callback-processors/git-host-b-v1-processor';
+import { commentMarker, hostFailure, isFinished, linkNext, MAX_SUMMARY_CHARS, postable, summaryOf, summaryText, viewField } from '../activities/callback-processors/summary-post';
+import { issueTrackerBServerRefusal } from '../src/app-conversations/issue-tracker-b-servers';
 import { titleFrom } from '../activities/callback-processors/set-title-processor';
 import { CALLBACK_PROCESSOR_KINDS, CallbackProcessorSchema } from '../src/schemas/app-conversations';
 import { EventSchema, type Event, type EventKind } from '../src/schemas/events';
@@ -81,11 +85,14 @@ describe('processors that need nothing but their events', () => {
     await expect(CALLBACK_PROCESSORS.LoggingCallbackProcessor.process(run([], log), noDeps)).resolves.toEqual([]);
   });
 
-  it.each(['GitHostBV1CallbackProcessor', 'GitHostCV1CallbackProcessor', 'IssueTrackerAV1CallbackProcessor', 'IssueTrackerBV1CallbackProcessor', 'ChatV1CallbackProcessor'] as const)(
-    '%s does nothing yet',
+  it.each(['GitHostAV1CallbackProcessor', 'GitHostBV1CallbackProcessor', 'GitHostCV1CallbackProcessor', 'IssueTrackerAV1CallbackProcessor', 'IssueTrackerBV1CallbackProcessor', 'ChatV1CallbackProcessor'] as const)(
+    '%s does nothing before the agent finished, nor when asked for no summary (no store, no host reached)',
     async (kind) => {
       const { log, lines } = collectingLogger();
-      await expect(CALLBACK_PROCESSORS[kind].process(run([message('user', 'hi')], log), noDeps)).resolves.toEqual([]);
+      const processor = (extra: object) => ({ ...run([message('user', 'hi'), state('execution_status', 'running')], log), processor: { kind, ...extra } });
+      await expect(CALLBACK_PROCESSORS[kind].process(processor({}), noDeps)).resolves.toEqual([]);
+      const finished = { ...processor({ should_request_summary: false }), events: [state('execution_status', 'finished')] };
+      await expect(CALLBACK_PROCESSORS[kind].process(finished, noDeps)).resolves.toEqual([]);
       expect(lines).toEqual([]);
     },
   );
@@ -114,7 +121,7 @@ describe('SetTitleCallbackProcessor: titleFrom', () => {
   });
 });
 
-describe('GitHostAV1CallbackProcessor: its pure parts', () => {
+describe('the host processors: their pure parts', () => {
   it('is finished only on execution_status finished', () => {
     expect(isFinished([state('execution_status', 'running')])).toBe(false);
     expect(isFinished([state('other', 'finished')])).toBe(false);
@@ -138,11 +145,73 @@ describe('GitHostAV1CallbackProcessor: its pure parts', () => {
     expect(pullRequestTarget({ pr_number: 1 }, 'https://git.example/acme/widgets')).toBeNull();
     expect(pullRequestTarget({ pr_number: 1 }, '/local/path')).toBeNull();
     expect(pullRequestTarget({ pr_number: 1 }, null)).toBeNull();
+    expect(pullRequestTarget({ repo: 'acme/..', pr_number: 1 }, null)).toBeNull();
+    expect(pullRequestTarget({ repo: 'acme/w?x=1', pr_number: 1 }, null)).toBeNull();
   });
 
-  it('ends the comment with the marker a retry looks for', () => {
-    expect(commentBody('c1', 'all green')).toBe(`The agent finished:\n\nall green\n\n${commentMarker('c1')}`);
-    expect(commentBody('c1', null)).toBe(`The agent finished.\n\n${commentMarker('c1')}`);
+  it('says the summary, or a plain line without one; git hosts mark the comment for a retry to find', () => {
+    expect(summaryText('all green')).toBe('The agent finished:\n\nall green');
+    expect(summaryText(null)).toBe('The agent finished.');
     expect(commentMarker('c1')).toBe('<!-- agent-control:conversation=c1 -->');
+  });
+
+  it('finds the merge request of git host B by id or path, and its iid', () => {
+    expect(mergeRequestTarget({ project_id: 42, mr_iid: 7 }, null)).toEqual({ project: '42', iid: 7 });
+    expect(mergeRequestTarget({ full_path: 'group/sub/project', merge_request_iid: '3' }, null)).toEqual({ project: 'group/sub/project', iid: 3 });
+    expect(mergeRequestTarget({}, 'acme/widgets', [5])).toEqual({ project: 'acme/widgets', iid: 5 });
+    expect(mergeRequestTarget({ mr_iid: 'x' }, 'acme/widgets')).toBeNull();
+    expect(mergeRequestTarget({ mr_iid: 1 }, 'no-slash')).toBeNull();
+    expect(mergeRequestTarget({ project_id: '../../admin', mr_iid: 1 }, null)).toEqual({ project: '../../admin', iid: 1 }); // encoded as one path segment
+  });
+
+  it('reads view fields as text: strings and finite numbers only', () => {
+    expect(viewField({ a: ' x ', b: 2 }, 'a')).toBe('x');
+    expect(viewField({ a: '', b: 2 }, 'a', 'b')).toBe('2');
+    expect(viewField({ a: { toString: () => 'evil' }, b: Infinity, c: null }, 'a', 'b', 'c')).toBeUndefined();
+  });
+
+  it('refuses for good what a host refuses (a redirect, 4xx but 408 and 429), retries the rest, and masks what it echoes of a credential', () => {
+    const refused = hostFailure('h', 'the post', 403, 'bad token tok-123 here', ['tok-123']);
+    expect(refused).toMatchObject({ nonRetryable: true, message: 'h refused the post (403): bad token *** here' });
+    expect(hostFailure('h', 'x', 302, '')).toMatchObject({ nonRetryable: true });
+    for (const status of [408, 429, 500, 503]) expect((hostFailure('h', 'x', status, 'later') as { nonRetryable?: boolean }).nonRetryable).toBeUndefined();
+  });
+
+  it("takes the chat service's ok: false as a refusal, but for the errors that pass", () => {
+    const answer = (json: unknown) => ({ status: 200, link: null, text: JSON.stringify(json), json: () => json });
+    expect(chatFailure(answer({ ok: true }), 'x')).toBeNull();
+    expect(chatFailure(answer({ ok: false, error: 'channel_not_found' }), 'x')).toMatchObject({ nonRetryable: true, message: 'the chat service refused x: channel_not_found' });
+    expect((chatFailure(answer({ ok: false, error: 'ratelimited' }), 'x') as { nonRetryable?: boolean }).nonRetryable).toBeUndefined();
+    expect(chatFailure(answer('not an object'), 'x')).toMatchObject({ nonRetryable: true });
+  });
+
+  it("masks every secret value in the agent's summary and cuts it to what every host takes", () => {
+    expect(postable('token ghp_abcdef and ghp_abcdef again; key sk-1', ['ghp_abcdef', 'sk-1', 'ab'])).toBe('token *** and *** again; key ***');
+    expect(postable('ab stays: too short to mask', ['ab'])).toBe('ab stays: too short to mask');
+    expect(postable('x'.repeat(MAX_SUMMARY_CHARS + 5), [])).toBe(`${'x'.repeat(MAX_SUMMARY_CHARS)}\n\n(cut at ${MAX_SUMMARY_CHARS} characters)`);
+    expect(postable(null, ['x'])).toBeNull();
+  });
+
+  it("reads a Link header's next page", () => {
+    const a = (link: string | null) => ({ status: 200, link, text: '', json: () => null });
+    expect(linkNext(a('<https://h/x?page=2>; rel="next", <https://h/x?page=9>; rel="last"'))).toBe('https://h/x?page=2');
+    expect(linkNext(a('<https://h/x?page=1>; rel="prev"'))).toBeNull();
+    expect(linkNext(a(null))).toBeNull();
+  });
+
+  it('masks a credential the host echoes, also where the answer is cut and in its escaped forms', () => {
+    const token = 'tok-"123"';
+    const long = `${'x'.repeat(295)}${token} and ${JSON.stringify(token)} and ${encodeURIComponent(token)}`;
+    expect(hostFailure('h', 'x', 403, long, [token]).message).not.toMatch(/tok/);
+  });
+
+  it('posts to an issue tracker B server only under an allowed origin', () => {
+    const allowed = ['https://jira.acme.example'];
+    expect(issueTrackerBServerRefusal('https://jira.acme.example/jira', allowed)).toBeNull();
+    expect(issueTrackerBServerRefusal('https://jira.acme.example.evil.example', allowed)).toMatch(/not among/);
+    expect(issueTrackerBServerRefusal('http://jira.acme.example', allowed)).toMatch(/not among/);
+    expect(issueTrackerBServerRefusal('https://user:pw@jira.acme.example', allowed)).toMatch(/no credentials/);
+    expect(issueTrackerBServerRefusal('https://jira.acme.example', [])).toMatch(/ISSUE_TRACKER_B_ORIGINS/);
+    expect(issueTrackerBServerRefusal('not a url', allowed)).toMatch(/not an absolute URL/);
   });
 });

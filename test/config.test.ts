@@ -68,6 +68,21 @@ describe('config', () => {
     const pg = problems({ POSTGRES_URL: 'postgres://u:pa#ss word@host:5432/db' })[0]!;
     expect(pg).toMatch(/^POSTGRES_URL=<redacted> is invalid: expected a postgres:\/\/ connection string/);
     expect(pg).not.toContain('pa#ss');
+    expect(problems({ ISSUE_TRACKER_B_ORIGINS: 'https://jira.acme.example, https://jira.acme.example/rest' })[0]).toMatch(
+      /^ISSUE_TRACKER_B_ORIGINS=.* is invalid: expected origins \(http\(s\):\/\/host\[:port\], nothing after\), not https:\/\/jira\.acme\.example\/rest$/,
+    );
+    expect(problems({ ISSUE_TRACKER_B_ORIGINS: 'ftp://files.acme.example' })[0]).toMatch(/not ftp:\/\/files\.acme\.example$/);
+    expect(loadConfig({ ISSUE_TRACKER_B_ORIGINS: ' https://Jira.Acme.example:443/ ,http://10.0.0.5:8080' }, false).callbackHosts.issueTrackerBOrigins).toEqual([
+      'https://jira.acme.example',
+      'http://10.0.0.5:8080',
+    ]);
+    expect(loadConfig({}, false).callbackHosts).toEqual({
+      gitHostBApiUrl: 'https://gitlab.com/api/v4',
+      gitHostCApiUrl: 'https://api.bitbucket.org/2.0',
+      issueTrackerAApiUrl: 'https://api.atlassian.com',
+      issueTrackerBOrigins: [],
+      chatApiUrl: 'https://slack.com/api',
+    });
     expect(problems({ FERRETDB_BACKEND: 'mysql' })[0]).toMatch(/^FERRETDB_BACKEND="mysql" is invalid: expected postgresql or sqlite/);
     expect(problems({ TEMPORAL_ADDRESS: 'temporal' })[0]).toMatch(/^TEMPORAL_ADDRESS="temporal" is invalid: expected host:port/);
     expect(problems({ LOG_LEVEL: 'loud' })[0]).toBe(

@@ -30,7 +30,7 @@ export interface WorkerDeps {
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
   /** Where sandboxes live and how providers reach their backends; `temporal.workerHost`: this host (workerHost). */
-  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'quotas' | 'organizationQuotas'> & { temporal: Pick<Config['temporal'], 'workerHost'> };
+  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'callbackHosts' | 'quotas' | 'organizationQuotas'> & { temporal: Pick<Config['temporal'], 'workerHost'> };
   secretsKey: string;
   /** Where workflow and activity spans go (installTracing); without it spans are dropped. */
   tracing?: Pick<Tracing, 'exporter' | 'resource'>;
@@ -112,7 +112,7 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
   const settings = createServices(stores, { box }).startSettings;
   // Without the api's operation timeout: the default (60 s), as before.
   const sandboxService = createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes, quotas: deps.config });
-  const { pendingMessages } = createConversationServices(stores, { box, temporal: deps.client, sandboxService, sandboxWaitMs: deps.config.starts.sandboxWaitMs });
+  const { pendingMessages, conversationService } = createConversationServices(stores, { box, temporal: deps.client, sandboxService, sandboxWaitMs: deps.config.starts.sandboxWaitMs });
   const activities = createActivities({
     db: deps.db,
     identity,
@@ -146,6 +146,8 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
       settings,
       box,
       gitHostAApiUrl: deps.config.starts.gitHostAApiUrl,
+      hosts: deps.config.callbackHosts,
+      agents: conversationService,
     },
     pendingMessages: { pendingMessages },
     admission: { temporal: deps.client, taskQueue: deps.taskQueue, sandboxes, startTasks, organizationQuotas: createOrganizationQuotas(stores, deps.config) },

@@ -79,7 +79,10 @@ export const CALLBACK_ACTIVITY_OPTIONS = {
     retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
   },
   target: {
-    startToCloseTimeout: '1 minute',
+    // A round may ask the agent for its summary (one LLM call, up to 2 minutes) and then post it.
+    startToCloseTimeout: '5 minutes',
+    // It beats while it runs: a worker that died in the middle of a post is retried in seconds.
+    heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
   },
 } as const satisfies Record<string, ActivityOptions>;

@@ -1,7 +1,11 @@
 /** The processor of each kind the spec names; the mapped type makes a kind without one a compile error. */
 import type { CallbackProcessorKind } from '../../src/schemas/app-conversations';
 import { gitHostAV1Processor } from './git-host-a-v1-processor';
-import { chatV1Processor, gitHostBV1Processor, gitHostCV1Processor, issueTrackerAV1Processor, issueTrackerBV1Processor } from './inert-processors';
+import { chatV1Processor } from './chat-v1-processor';
+import { gitHostBV1Processor } from './git-host-b-v1-processor';
+import { gitHostCV1Processor } from './git-host-c-v1-processor';
+import { issueTrackerAV1Processor } from './issue-tracker-a-v1-processor';
+import { issueTrackerBV1Processor } from './issue-tracker-b-v1-processor';
 import { loggingProcessor } from './logging-processor';
 import type { CallbackProcessorImpl } from './processor';
 import { setTitleProcessor } from './set-title-processor';

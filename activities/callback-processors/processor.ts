@@ -4,7 +4,9 @@
  * new range of its events, through the runCallback activity, which records what the processor did.
  */
 import type { Logger } from '@temporalio/common';
+import type { ConversationService } from '../../src/app-conversations/conversation-service';
 import type { SecretBox } from '../../src/auth/secret-box';
+import type { Config } from '../../src/config';
 import type { StartSettingsResolver } from '../../src/orgs/start-settings';
 import type { CallbackProcessorKind } from '../../src/schemas/app-conversations';
 import type { Event } from '../../src/schemas/events';
@@ -21,8 +23,12 @@ export interface CallbackProcessorDeps {
   startTasks: StartTasksStore;
   settings: StartSettingsResolver;
   box: SecretBox;
+  /** Asks a conversation's agent (the summary a processor posts). */
+  agents: Pick<ConversationService, 'askAgent'>;
   /** REST API of git host A (GIT_HOST_A_API_URL). */
   gitHostAApiUrl: string;
+  /** Where the other processors post (GIT_HOST_B_API_URL, ...). */
+  hosts: Config['callbackHosts'];
 }
 
 /** One round of one processor. */
@@ -36,6 +42,8 @@ export interface CallbackRun {
   /** The events of this round, oldest first. */
   events: Event[];
   log: Logger;
+  /** Aborted when Temporal gives the attempt up (a heartbeat it did not get, a cancellation). */
+  signal?: AbortSignal;
 }
 
 export interface CallbackProcessorImpl<K extends CallbackProcessorKind = CallbackProcessorKind> {

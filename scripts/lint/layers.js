@@ -10,7 +10,7 @@ const path = require('node:path');
 /** Pure building blocks: schemas and the contract types, errors, configuration, crypto, processes, logs. */
 const BASE = ['src/schemas', 'src/errors', 'src/config', 'src/temporal', 'src/process', 'src/llm', 'src/auth', 'src/logger', 'src/observability'];
 /** Services and the live feed: what the product does, over the stores; no transport. */
-const DOMAIN = ['src/live', 'src/events', 'src/orgs', 'src/sandboxes', 'src/app-conversations'];
+const DOMAIN = ['src/live', 'src/events', 'src/orgs', 'src/sandboxes', 'src/app-conversations', 'src/git'];
 
 const LAYERS = {
   'src/schemas': [],

@@ -20,7 +20,7 @@ import { ensurePostgresIndexes } from '../store/postgres-indexes';
 import { migrateEventLayouts } from '../events/event-layout-migration';
 import { boundedConnection } from '../temporal/call-bounds';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
-import { createApiServices, createStores } from '../composition';
+import { createApiServices, createGitSearchService, createStores } from '../composition';
 import { loadSandboxSpecs } from '../sandboxes/spec-file';
 import { ModelCatalog } from '../orgs/model-catalog';
 import { webClientConfig } from '../orgs/web-client-config';
@@ -147,6 +147,7 @@ export async function startApiServer(
     userSettings: services.userSettings,
     models,
     webClient: webClientConfig(config),
+    gitSearches: createGitSearchService(stores, config),
     conversationService: services.conversationService,
     pendingMessages: services.pendingMessages,
     conversationViews: services.conversationViews,

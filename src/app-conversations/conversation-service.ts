@@ -55,6 +55,8 @@ export interface SendMessageResult {
   message: string | null;
 }
 
+/** The bound of one ask_agent call (one LLM call in the sandbox). */
+const ASK_AGENT_TIMEOUT_MS = 120_000;
 
 /** Files larger than this are not read through the control plane. */
 export const MAX_FILE_BYTES = 5 * 1024 * 1024;
@@ -154,6 +156,20 @@ export class ConversationService {
     if (first !== null && (await runtime.eventLog.hasUserMessage(conversationId, textOf(message.content), new Date(first.getTime() - 5000), this.timeoutMs))) return true;
     if (first === null) await this.deps.pendingMessages.recordFirstAttempt(conversationId, message.id, new Date());
     return false;
+  }
+
+  /**
+   * The agent's reply to a question about conversation `c`, nothing added to it (a callback asks it for
+   * a summary). Its sandbox must be running: a paused one is not resumed for this.
+   */
+  async askAgent(c: AppConversationRecord, question: string): Promise<string> {
+    const { runtime } = await this.runtimeOf(c.created_by_user_id, c, false);
+    // One LLM call: as long as an agent step may take, not as long as a runtime call.
+    const a = await runtime.askAgent(c.id, question, Math.max(this.timeoutMs, ASK_AGENT_TIMEOUT_MS));
+    if (a.status !== 200) throw this.refusal(c, a);
+    const response = (a.body as { response?: unknown } | null)?.response;
+    if (typeof response !== 'string') throw new UpstreamFailed(`The sandbox's agent server answered ask_agent without a response text`);
+    return response;
   }
 
   /** Pause, run or interrupt the agent; answers the runtime's execution status after it. */

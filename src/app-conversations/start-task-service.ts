@@ -7,7 +7,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateStage, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
-import { Conflict, TooMany, Unavailable } from '../errors';
+import { Conflict, InvalidInput, TooMany, Unavailable } from '../errors';
 import { inStartSpan } from '../observability/tracing';
 import { echoRequest, type StartRequest } from '../schemas/app-conversations';
 import type { ConversationsStore } from '../store/conversations-store';
@@ -27,6 +27,7 @@ import { isTemporalUnreachable } from '../temporal/call-bounds';
 import { askWorkflow, isCancelled, NoWorkerAnswered, withinBound } from '../temporal/workflow-answer';
 import type { AppConversationsStore } from '../store/app-conversations-store';
 import type { StartTaskReconciler } from './start-task-reconciler';
+import { issueTrackerBServerRefusal } from './issue-tracker-b-servers';
 
 export interface StartTaskServiceDeps {
   startTasks: StartTasksStore;
@@ -55,6 +56,8 @@ export interface StartTaskServiceDeps {
   maxConversations?: number | null;
   /** Read to count the user's conversations (needed with maxConversations). */
   appConversations?: Pick<AppConversationsStore, 'count'>;
+  /** The issue tracker B servers a processor may name (ISSUE_TRACKER_B_ORIGINS); none when absent. */
+  issueTrackerBOrigins?: readonly string[];
 }
 
 /** The first bound on a worker's acceptance of the Update before the record is read (ms); it doubles up to WORKFLOW_ANSWER_TIMEOUT_MS. */
@@ -88,9 +91,20 @@ export class StartTaskService {
    * sent again joins the first start instead of starting a second conversation.
    */
   async start(userId: string, request: StartRequest): Promise<string> {
+    this.refuseUnknownServers(request);
     const id = request.conversation_id ?? randomUUID();
     // The span's context travels to the workflow in its headers (Temporal's OpenTelemetry interceptor).
     return inStartSpan(request, { taskId: id, userId }, () => this.accept(id, userId, request));
+  }
+
+  /** A processor that names a server the operator does not allow is refused before anything starts. */
+  private refuseUnknownServers(request: StartRequest): void {
+    const details = request.processors.flatMap((p, i) => {
+      if (p.kind !== 'IssueTrackerBV1CallbackProcessor' || !('base_api_url' in p)) return [];
+      const refused = issueTrackerBServerRefusal(p.base_api_url, this.deps.issueTrackerBOrigins ?? []);
+      return refused ? [{ loc: ['body', 'processors', i, 'base_api_url'], msg: refused, type: 'value_error', input: p.base_api_url }] : [];
+    });
+    if (details.length > 0) throw new InvalidInput(details);
   }
 
   private async accept(id: string, userId: string, request: StartRequest): Promise<string> {

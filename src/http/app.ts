@@ -52,6 +52,9 @@ import { secretsRoutes } from './routers/secrets.router';
 import { settingsRoutes } from './routers/settings.router';
 import { configRoutes } from './routers/config.router';
 import { webClientRoutes } from './routers/web-client.router';
+import { gitRoutes } from './routers/git.router';
+import { userGitRoutes } from './routers/user-git.router';
+import type { GitSearchService } from '../git/git-search-service';
 import type { UserSettingsService } from '../orgs/user-settings-service';
 import type { ModelCatalog } from '../orgs/model-catalog';
 import type { WebClientConfig } from '../schemas/settings';
@@ -82,6 +85,8 @@ export interface AppDeps {
   userSettings: UserSettingsService;
   models: ModelCatalog;
   webClient: WebClientConfig;
+  /** The caller's repositories, branches, installations, suggested tasks and account on their git host. */
+  gitSearches: GitSearchService;
   /** Counts requests, ingest and streams when the api serves metrics (METRICS_ADDRESS). */
   metrics?: ApiMetrics;
 }
@@ -132,6 +137,8 @@ export function createApp(deps: AppDeps): App {
   const routers: ApiRouter[] = [
     healthRoutes(router('', 'health'), deps.readiness),
     usersRoutes(router('/api/v1/users', 'users'), deps.userSettings),
+    userGitRoutes(router('/api/v1/users', 'users'), deps.gitSearches),
+    gitRoutes(router('/api/v1/git', 'git'), deps.gitSearches),
     secretsRoutes(router('/api/v1/secrets', 'secrets'), deps.userSettings),
     settingsRoutes(router('/api/v1/settings', 'settings'), deps.userSettings),
     configRoutes(router('/api/v1/config', 'config'), { settings: deps.userSettings, catalog: deps.models }),

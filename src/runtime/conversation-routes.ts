@@ -1,6 +1,6 @@
 /**
  * The runtime's conversation API (behind the session key): create a conversation, read it, delete it, send
- * a message, run, pause, interrupt, ask for a condensation and answer a confirmation. A call the conversation's state does not
+ * a message, ask the agent a question, run, pause, interrupt, ask for a condensation and answer a confirmation. A call the conversation's state does not
  * allow answers 409 with the reason; an unknown conversation 404.
  */
 import { z } from 'zod';
@@ -9,7 +9,10 @@ import type { ApiRouter } from '../web/route';
 import { ErrorResponseSchema } from '../schemas/errors';
 import { ConversationConflict, type Conversation } from './agent/conversation';
 import type { ConversationRegistry } from './agent/conversation-registry';
+import { LlmError } from './agent/llm-client';
 import {
+  AskAgentRequestSchema,
+  AskAgentResponseSchema,
   ConfirmationResponseSchema,
   ConversationInfoSchema,
   ConversationPathSchema,
@@ -19,6 +22,8 @@ import {
 
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 const info = { description: 'The conversation', schema: ConversationInfoSchema };
+/** The longest an ask_agent call runs its LLM call (the control plane gives up after as long). */
+const ASK_AGENT_TIMEOUT_MS = 120_000;
 const SuccessSchema = z.object({ success: z.boolean() }).meta({ id: 'RuntimeSuccess' });
 
 async function conflictsAs409<T>(f: () => T | Promise<T>): Promise<T> {
@@ -144,6 +149,31 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
         ctx.body = c.info();
       },
     );
+  router.route(
+    {
+      method: 'post',
+      path: '/api/conversations/:conversation_id/ask_agent',
+      operationId: 'askAgent',
+      summary: 'Ask the agent a question about the conversation without adding to it; answers its reply',
+      description: 'One LLM call on the conversation so far and the question, no tools; the conversation and its log are unchanged. 502 when the LLM endpoint fails.',
+      security: 'SessionAPIKeyHeader',
+      params: ConversationPathSchema,
+      body: AskAgentRequestSchema,
+      responses: { 200: { description: 'The agent answered', schema: AskAgentResponseSchema }, 404: error('No such conversation'), 502: error('The LLM endpoint failed') },
+    },
+    async (ctx, { params, body }) => {
+      const c = registry.get(params.conversation_id);
+      // The LLM call ends with the request: a caller that gave up (or ASK_AGENT_TIMEOUT_MS) stops it.
+      const gone = new AbortController();
+      ctx.res.once('close', () => gone.abort());
+      try {
+        ctx.body = { response: await c.ask(body.question, AbortSignal.any([gone.signal, AbortSignal.timeout(ASK_AGENT_TIMEOUT_MS)])) };
+      } catch (e) {
+        if (e instanceof LlmError || (e as Error).name === 'TimeoutError') throw new HttpError(502, `The LLM endpoint failed: ${(e as Error).message}`);
+        throw e;
+      }
+    },
+  );
   action('run', 'Run the agent until it finishes, is paused or needs a confirmation', (c) => c.run());
   action('pause', 'Pause after the current step (PauseEvent now, PAUSED when the step ends)', (c) => c.pause());
   action('interrupt', 'Cancel the current step at once (InterruptEvent, then PAUSED)', (c) => c.interrupt());

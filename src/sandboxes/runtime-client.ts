@@ -106,6 +106,14 @@ export abstract class RuntimeClient {
 
   abstract deleteConversation(conversationId: string, timeoutMs: number): Promise<RuntimeAnswer>;
 
+  /**
+   * The agent's answer to a question about the conversation, nothing added to it: the agent server's
+   * `ask_agent` (the built-in runtime serves the same route). 200 carries `{response}`.
+   */
+  askAgent(conversationId: string, question: string, timeoutMs: number): Promise<RuntimeAnswer> {
+    return this.call('POST', `/api/conversations/${encodeURIComponent(conversationId)}/ask_agent`, { question }, timeoutMs);
+  }
+
   /** A git view (changes of a repository, diff of a file) of `target`, relative to the runtime's working directory. */
   abstract git(view: 'changes' | 'diff', target: string, ref: string | undefined, timeoutMs: number): Promise<RuntimeAnswer>;
 

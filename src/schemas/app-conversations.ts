@@ -71,30 +71,140 @@ export const CALLBACK_PROCESSOR_KINDS = [
 ] as const;
 export type CallbackProcessorKind = (typeof CALLBACK_PROCESSOR_KINDS)[number];
 
-/** A processor whose fields the spec omits: its kind alone. */
-const bareProcessor = <K extends CallbackProcessorKind>(kind: K) => z.strictObject({ kind: z.literal(kind) }).meta({ id: kind });
+/** The most processors one start may register (each may reach a host when the agent finishes). */
+export const MAX_PROCESSORS = 20;
+
+/** What identifies the place a processor posts to (free-form, as published). */
+const viewData = (description: string) => z.record(z.string(), z.unknown()).default({}).meta({ description });
+const shouldRequestSummary = z
+  .boolean()
+  .default(true)
+  .meta({ description: 'When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.' });
+const issueKey = z.string().regex(/^[A-Z][A-Z0-9_]*-\d+$/, { error: 'an issue key: a project key, a dash and a number (PROJ-123)' });
+const processor = <K extends CallbackProcessorKind, S extends z.core.$ZodLooseShape>(kind: K, shape: S, description: string, check?: (p: Record<string, unknown>) => ViewProblem | null) =>
+  z
+    .strictObject({ kind: z.literal(kind), ...shape })
+    .superRefine((p, ctx) => {
+      // What a post needs is checked when the start is asked for, not when the agent has finished.
+      const problem = check?.(p as Record<string, unknown>);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+    })
+    .meta({ id: kind, description });
+
+type ViewProblem = { path: string[]; message: string };
+
+/** owner/name (git host A, C) as the hosts write them: no path step such as `..`. */
+export const REPOSITORY_NAME = /^(?!\.\.?\/)[A-Za-z0-9_.-]+\/(?!\.\.?$)[A-Za-z0-9_.-]+$/;
+
+/** A view data field, when given, that is not what `test` wants: the problem. */
+function viewProblem(view: unknown, field: string, test: (v: string) => boolean, what: string, required = false): ViewProblem | null {
+  const v = (view as Record<string, unknown> | undefined)?.[field];
+  if (v === undefined || v === null) return required ? { path: [field], message: `${field} is needed: ${what}` } : null;
+  return (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) && test(String(v)) ? null : { path: [field], message: `${field} must be ${what}` };
+}
+
+const firstProblem = (view: string, ...problems: (ViewProblem | null)[]): ViewProblem | null => {
+  const p = problems.find((x) => x !== null);
+  return p ? { path: [view, ...p.path], message: p.message } : null;
+};
+const positiveInt = (v: string) => /^[1-9]\d{0,15}$/.test(v);
 
 export const CallbackProcessorSchema = z
   .discriminatedUnion('kind', [
-    z
-      .strictObject({
-        kind: z.literal('GitHostAV1CallbackProcessor'),
-        git_host_a_view_data: z.record(z.string(), z.unknown()).default({}).meta({ description: 'What identifies the originating pull request.' }),
-        should_request_summary: z.boolean().default(true),
-      })
-      .meta({ id: 'GitHostAV1CallbackProcessor', description: 'Posts a summary comment to the originating pull request when the agent finishes successfully.' }),
-    bareProcessor('GitHostBV1CallbackProcessor'),
-    bareProcessor('GitHostCV1CallbackProcessor'),
-    bareProcessor('IssueTrackerAV1CallbackProcessor'),
-    bareProcessor('IssueTrackerBV1CallbackProcessor'),
-    bareProcessor('ChatV1CallbackProcessor'),
+    processor(
+      'GitHostAV1CallbackProcessor',
+      {
+        git_host_a_view_data: viewData('The pull request: repo (owner/name) and pr_number; with inline_pr_comment, the review comment_id to reply to. Default: the start\'s repository and first pr_number.'),
+        should_request_summary: shouldRequestSummary,
+        inline_pr_comment: z.boolean().default(false).meta({ description: 'Reply in the review comment thread (comment_id) instead of on the pull request.' }),
+      },
+      "Posts the agent's summary to the originating pull request of git host A when the agent finishes.",
+      (p) =>
+        firstProblem(
+          'git_host_a_view_data',
+          viewProblem(p.git_host_a_view_data, 'repo', (v) => REPOSITORY_NAME.test(v), 'owner/name'),
+          viewProblem(p.git_host_a_view_data, 'full_name', (v) => REPOSITORY_NAME.test(v), 'owner/name'),
+          viewProblem(p.git_host_a_view_data, 'pr_number', positiveInt, 'a pull request number'),
+          viewProblem(p.git_host_a_view_data, 'comment_id', positiveInt, 'the id of the review comment to reply to (inline_pr_comment)', p.inline_pr_comment === true),
+        ),
+    ),
+    processor(
+      'GitHostBV1CallbackProcessor',
+      {
+        git_host_b_view_data: viewData('The merge request: project_id (id or group/project path) and mr_iid; with inline_mr_comment, the discussion_id to reply in. Default: the start\'s repository and first pr_number.'),
+        should_request_summary: shouldRequestSummary,
+        inline_mr_comment: z.boolean().default(false).meta({ description: 'Reply in the merge request discussion (discussion_id) instead of as a note on the merge request.' }),
+      },
+      "Posts the agent's summary as a note on the originating merge request of git host B when the agent finishes.",
+      (p) =>
+        firstProblem(
+          'git_host_b_view_data',
+          viewProblem(p.git_host_b_view_data, 'project_id', (v) => positiveInt(v) || /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/.test(v), 'a project id or group/project path'),
+          viewProblem(p.git_host_b_view_data, 'mr_iid', positiveInt, 'a merge request iid'),
+          viewProblem(p.git_host_b_view_data, 'discussion_id', (v) => /^[0-9a-f]{1,64}$/i.test(v), 'the id of the discussion to reply in (inline_mr_comment)', p.inline_mr_comment === true),
+        ),
+    ),
+    processor(
+      'GitHostCV1CallbackProcessor',
+      {
+        git_host_c_view_data: viewData('The pull request: repo (workspace/repo_slug) and pr_id. Default: the start\'s repository and first pr_number.'),
+        should_request_summary: shouldRequestSummary,
+      },
+      "Posts the agent's summary as a comment on the originating pull request of git host C when the agent finishes.",
+      (p) =>
+        firstProblem(
+          'git_host_c_view_data',
+          viewProblem(p.git_host_c_view_data, 'repo', (v) => REPOSITORY_NAME.test(v), 'workspace/repo_slug'),
+          viewProblem(p.git_host_c_view_data, 'pr_id', positiveInt, 'a pull request id'),
+        ),
+    ),
+    processor(
+      'IssueTrackerAV1CallbackProcessor',
+      {
+        should_request_summary: shouldRequestSummary,
+        svc_acc_email: z.email({ error: 'the service account\'s email address' }),
+        issue_key: issueKey,
+        issue_tracker_a_cloud_id: z.string().regex(/^[A-Za-z0-9-]{1,100}$/, { error: 'the cloud site id (letters, digits and dashes)' }),
+        decrypted_api_key: z
+          .string()
+          .optional()
+          .superRefine((v, ctx) => {
+            if (v === undefined) return;
+            const message = "credentials are not taken in a request: store the service account's API key as the secret ISSUE_TRACKER_A_API_KEY (POST /api/v1/secrets)";
+            ctx.addIssue({ code: 'custom', message, params: { withheld: true } });
+          })
+          .meta({ description: 'Refused: the API key is the stored secret ISSUE_TRACKER_A_API_KEY.' }),
+      },
+      "Posts the agent's summary as a comment on the originating issue of issue tracker A's cloud site when the agent finishes.",
+    ),
+    processor(
+      'IssueTrackerBV1CallbackProcessor',
+      {
+        should_request_summary: shouldRequestSummary,
+        issue_key: issueKey,
+        workspace_name: z.string().min(1).max(200),
+        base_api_url: z.url({ protocol: /^https?$/, error: 'an absolute http(s) URL of the server' }),
+      },
+      "Posts the agent's summary as a comment on the originating issue of a self-hosted issue tracker B server (one of ISSUE_TRACKER_B_ORIGINS) when the agent finishes.",
+    ),
+    processor(
+      'ChatV1CallbackProcessor',
+      { chat_view_data: z.record(z.string(), z.string().nullable()).default({}).meta({ description: 'The thread: channel_id and thread_ts.' }) },
+      "Replies in the originating chat thread with the agent's summary when the agent finishes.",
+      (p) =>
+        firstProblem(
+          'chat_view_data',
+          viewProblem(p.chat_view_data, 'channel_id', (v) => /^[A-Z0-9]{1,40}$/i.test(v), 'the channel id', true),
+          viewProblem(p.chat_view_data, 'thread_ts', (v) => /^\d{1,12}(\.\d{1,9})?$/.test(v), 'the timestamp of the thread\'s first message', true),
+        ),
+    ),
     z
       .strictObject({
         kind: z.literal('LoggingCallbackProcessor'),
         level: z.enum(['debug', 'info', 'warning', 'error']).default('info'),
       })
       .meta({ id: 'LoggingCallbackProcessor' }),
-    bareProcessor('SetTitleCallbackProcessor'),
+    z.strictObject({ kind: z.literal('SetTitleCallbackProcessor') }).meta({ id: 'SetTitleCallbackProcessor' }),
   ])
   .meta({ id: 'CallbackProcessor' });
 export type CallbackProcessor = z.output<typeof CallbackProcessorSchema>;
@@ -195,7 +305,7 @@ const startRequestShape = {
   conversation_id: optional(uuidString()),
   initial_message: optional(InitialMessageSchema),
   system_message_suffix: optional(z.string()),
-  processors: withDefault(z.array(CallbackProcessorSchema), () => []),
+  processors: withDefault(z.array(CallbackProcessorSchema).max(MAX_PROCESSORS), () => []),
   llm_model: optional(z.string()),
   agent_profile_id: optional(z.string()),
   selected_repository: optional(repositoryRef('owner/repo, a URL or a local path.')),

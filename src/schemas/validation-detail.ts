@@ -4,7 +4,8 @@
  * (`missing`, `greater_than`, `less_than_equal`, `enum`, `uuid_parsing`, `extra_forbidden`, ...).
  *
  * A schema can name its own type through a custom issue: `ctx.addIssue({ code: 'custom', message,
- * params: { type: 'int_parsing', ctx: {...} } })`.
+ * params: { type: 'int_parsing', ctx: {...} } })`; `params: { withheld: true }` leaves the value out of
+ * the answer (a credential refused in a request is not echoed).
  */
 import type { z } from 'zod';
 
@@ -189,9 +190,13 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
     case 'invalid_element':
       return issue.issues.flatMap((i) => mapIssue(i, root, path, prefix));
     case 'custom': {
-      const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown> };
-      if (params.type) return [detail({ type: params.type, msg: issue.message, ctx: params.ctx })];
-      return [detail({ type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: issue.message } })];
+      const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown>; withheld?: boolean };
+      // A value refused because it must not be sent (a credential) is not sent back either.
+      const found = params.type
+        ? detail({ type: params.type, msg: issue.message, ctx: params.ctx })
+        : detail({ type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: issue.message } });
+      if (params.withheld) delete found.input;
+      return [found];
     }
     default:
       return [detail({ type: 'value_error', msg: (issue as Issue).message })];

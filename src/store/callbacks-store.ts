@@ -60,9 +60,31 @@ export class CallbacksStore {
     return (await this.results.countDocuments({ conversation_id: conversationId, processor_index: processorIndex, status: 'ok', actions: action }, { limit: 1 })) > 0;
   }
 
+  private get summaries() {
+    return this.db.collection<{ _id: string; conversation_id: string; summary: string | null; at: Date }>('callback_summaries');
+  }
+
+  /**
+   * The summary the conversation's agent gave a processor, kept so that a round tried again posts the
+   * same text and the agent is asked once however many processors post it; undefined when none is kept
+   * (null: it had none to give).
+   */
+  async keptSummary(conversationId: string): Promise<string | null | undefined> {
+    const d = await this.summaries.findOne({ _id: conversationId });
+    return d ? d.summary : undefined;
+  }
+
+  async keepSummary(conversationId: string, summary: string | null): Promise<void> {
+    await this.summaries.replaceOne({ _id: conversationId }, { conversation_id: conversationId, summary, at: new Date() }, { upsert: true });
+  }
+
   /** Forgets what the processors did for the conversation (deleting it). */
   async deleteConversation(conversationId: string): Promise<void> {
-    await Promise.all([this.state.deleteOne({ _id: conversationId }), this.results.deleteMany({ conversation_id: conversationId })]);
+    await Promise.all([
+      this.state.deleteOne({ _id: conversationId }),
+      this.results.deleteMany({ conversation_id: conversationId }),
+      this.summaries.deleteMany({ conversation_id: conversationId }),
+    ]);
   }
 
   async list(conversationId: string): Promise<CallbackResult[]> {

@@ -94,7 +94,7 @@ export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Re
  * Worker processes a test starts, kills with SIGKILL and replaces: `start()` answers a ready one,
  * `kill(w)` returns once it is gone, `killAll()` (afterAll) ends those still running.
  */
-export function workerProcesses(config: () => Config, dataDir: () => string) {
+export function workerProcesses(config: () => Config, dataDir: () => string, extraEnv: () => Record<string, string> = () => ({})) {
   const all: ChildProcess[] = [];
   const kill = async (w: ChildProcess) => {
     if (w.exitCode !== null || w.signalCode !== null) return;
@@ -105,7 +105,7 @@ export function workerProcesses(config: () => Config, dataDir: () => string) {
   return {
     all,
     async start(): Promise<ChildProcess> {
-      const w = startWorkerProcess(config(), dataDir());
+      const w = startWorkerProcess(config(), dataDir(), extraEnv());
       all.push(w.child);
       await w.ready;
       return w.child;

@@ -54,6 +54,120 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/git-info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's account on their git host
+         * @description On the first served provider the caller stored a token for.
+         */
+        get: operations["getCurrentUserGitInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/git-organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organizations the caller belongs to on their git host
+         * @description On the first served provider the caller stored a token for (at most 1000).
+         */
+        get: operations["getCurrentUserGitOrganizations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/git/repositories/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search repositories on a git host, or list the caller's own
+         * @description With query: the host's repository search (with installation_id: that installation's repositories whose name contains it). Without: the installation's repositories, or the caller's own.
+         */
+        get: operations["searchGitRepositories"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/git/branches/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Branches of a repository whose name contains the query */
+        get: operations["searchGitBranches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/git/installations/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Ids of the app installations the caller can reach */
+        get: operations["searchGitInstallations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/git/suggested-tasks/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's open pull requests, then the open issues assigned to them
+         * @description On the first served provider the caller stored a token for.
+         */
+        get: operations["searchGitSuggestedTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/secrets/search": {
         parameters: {
             query?: never;
@@ -1001,19 +1115,36 @@ export interface components {
         ErrorResponse: {
             detail: string;
         };
-        /** @description Paginated response for custom secrets search. */
-        CustomSecretPage: {
-            items: components["schemas"]["CustomSecretView"][];
+        UserGitInfo: {
+            id: string;
+            login: string;
+            avatar_url: string;
+            company: string | null;
+            name: string | null;
+            email: string | null;
+        };
+        GitOrganizationsResponse: {
+            provider: components["schemas"]["GitProvider"];
+            organizations: string[];
+        };
+        /** @enum {string} */
+        GitProvider: "git_host_a" | "git_host_b" | "git_host_c" | "git_host_d" | "git_host_e" | "git_host_f" | "enterprise_sso";
+        GitRepositoryPage: {
+            items: components["schemas"]["GitRepository"][];
+            /** @description Pass as page_id for the next page; null at the end. */
             next_page_id: string | null;
         };
-        /** @description A stored secret as listed: its name, description and dates, never its value. */
-        CustomSecretView: {
-            name: string;
-            description: string | null;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
+        GitRepository: {
+            id: string;
+            full_name: string;
+            git_provider: components["schemas"]["GitProvider"];
+            is_public: boolean;
+            stargazers_count?: number | null;
+            link_header?: string | null;
+            pushed_at?: string | null;
+            /** @enum {string|null} */
+            owner_type?: "user" | "organization" | null;
+            main_branch?: string | null;
         };
         /** @description Invalid path, query or body (422). */
         HTTPValidationError: {
@@ -1027,6 +1158,51 @@ export interface components {
             ctx?: {
                 [key: string]: unknown;
             };
+        };
+        GitBranchPage: {
+            items: components["schemas"]["GitBranch"][];
+            /** @description Pass as page_id for the next page; null at the end. */
+            next_page_id: string | null;
+        };
+        GitBranch: {
+            name: string;
+            commit_sha: string;
+            protected: boolean;
+            last_push_date?: string | null;
+        };
+        GitInstallationPage: {
+            items: string[];
+            /** @description Pass as page_id for the next page; null at the end. */
+            next_page_id: string | null;
+        };
+        GitSuggestedTaskPage: {
+            items: components["schemas"]["GitSuggestedTask"][];
+            /** @description Pass as page_id for the next page; null at the end. */
+            next_page_id: string | null;
+        };
+        /** @description An open pull request of the caller (OPEN_PR) or an open issue assigned to them (OPEN_ISSUE). */
+        GitSuggestedTask: {
+            git_provider: components["schemas"]["GitProvider"];
+            task_type: components["schemas"]["SuggestedTaskType"];
+            repo: string;
+            issue_number: number;
+            title: string;
+        };
+        /** @enum {string} */
+        SuggestedTaskType: "MERGE_CONFLICTS" | "FAILING_CHECKS" | "UNRESOLVED_COMMENTS" | "OPEN_ISSUE" | "OPEN_PR" | "CREATE_MICROAGENT";
+        /** @description Paginated response for custom secrets search. */
+        CustomSecretPage: {
+            items: components["schemas"]["CustomSecretView"][];
+            next_page_id: string | null;
+        };
+        /** @description A stored secret as listed: its name, description and dates, never its value. */
+        CustomSecretView: {
+            name: string;
+            description: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         /** @description General response to an edit operation */
         EditResponse: {
@@ -1210,8 +1386,6 @@ export interface components {
                 page_limit: number;
             };
         };
-        /** @enum {string} */
-        GitProvider: "git_host_a" | "git_host_b" | "git_host_c" | "git_host_d" | "git_host_e" | "git_host_f" | "enterprise_sso";
         ApiKeyPage: {
             items: components["schemas"]["ApiKey"][];
             next_page_id: string | null;
@@ -1992,7 +2166,7 @@ export interface components {
             cache_prompt: boolean;
         };
         CallbackProcessor: components["schemas"]["GitHostAV1CallbackProcessor"] | components["schemas"]["GitHostBV1CallbackProcessor"] | components["schemas"]["GitHostCV1CallbackProcessor"] | components["schemas"]["IssueTrackerAV1CallbackProcessor"] | components["schemas"]["IssueTrackerBV1CallbackProcessor"] | components["schemas"]["ChatV1CallbackProcessor"] | components["schemas"]["LoggingCallbackProcessor"] | components["schemas"]["SetTitleCallbackProcessor"];
-        /** @description Posts a summary comment to the originating pull request when the agent finishes successfully. */
+        /** @description Posts the agent's summary to the originating pull request of git host A when the agent finishes. */
         GitHostAV1CallbackProcessor: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -2000,49 +2174,118 @@ export interface components {
              */
             kind: "GitHostAV1CallbackProcessor";
             /**
-             * @description What identifies the originating pull request.
+             * @description The pull request: repo (owner/name) and pr_number; with inline_pr_comment, the review comment_id to reply to. Default: the start's repository and first pr_number.
              * @default {}
              */
             git_host_a_view_data: {
                 [key: string]: unknown;
             };
-            /** @default true */
+            /**
+             * @description When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.
+             * @default true
+             */
             should_request_summary: boolean;
+            /**
+             * @description Reply in the review comment thread (comment_id) instead of on the pull request.
+             * @default false
+             */
+            inline_pr_comment: boolean;
         };
+        /** @description Posts the agent's summary as a note on the originating merge request of git host B when the agent finishes. */
         GitHostBV1CallbackProcessor: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             kind: "GitHostBV1CallbackProcessor";
+            /**
+             * @description The merge request: project_id (id or group/project path) and mr_iid; with inline_mr_comment, the discussion_id to reply in. Default: the start's repository and first pr_number.
+             * @default {}
+             */
+            git_host_b_view_data: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.
+             * @default true
+             */
+            should_request_summary: boolean;
+            /**
+             * @description Reply in the merge request discussion (discussion_id) instead of as a note on the merge request.
+             * @default false
+             */
+            inline_mr_comment: boolean;
         };
+        /** @description Posts the agent's summary as a comment on the originating pull request of git host C when the agent finishes. */
         GitHostCV1CallbackProcessor: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             kind: "GitHostCV1CallbackProcessor";
+            /**
+             * @description The pull request: repo (workspace/repo_slug) and pr_id. Default: the start's repository and first pr_number.
+             * @default {}
+             */
+            git_host_c_view_data: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.
+             * @default true
+             */
+            should_request_summary: boolean;
         };
+        /** @description Posts the agent's summary as a comment on the originating issue of issue tracker A's cloud site when the agent finishes. */
         IssueTrackerAV1CallbackProcessor: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             kind: "IssueTrackerAV1CallbackProcessor";
+            /**
+             * @description When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.
+             * @default true
+             */
+            should_request_summary: boolean;
+            /** Format: email */
+            svc_acc_email: string;
+            issue_key: string;
+            issue_tracker_a_cloud_id: string;
+            /** @description Refused: the API key is the stored secret ISSUE_TRACKER_A_API_KEY. */
+            decrypted_api_key?: string;
         };
+        /** @description Posts the agent's summary as a comment on the originating issue of a self-hosted issue tracker B server (one of ISSUE_TRACKER_B_ORIGINS) when the agent finishes. */
         IssueTrackerBV1CallbackProcessor: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             kind: "IssueTrackerBV1CallbackProcessor";
+            /**
+             * @description When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.
+             * @default true
+             */
+            should_request_summary: boolean;
+            issue_key: string;
+            workspace_name: string;
+            /** Format: uri */
+            base_api_url: string;
         };
+        /** @description Replies in the originating chat thread with the agent's summary when the agent finishes. */
         ChatV1CallbackProcessor: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             kind: "ChatV1CallbackProcessor";
+            /**
+             * @description The thread: channel_id and thread_ts.
+             * @default {}
+             */
+            chat_view_data: {
+                [key: string]: string | null;
+            };
         };
         LoggingCallbackProcessor: {
             /**
@@ -2063,8 +2306,6 @@ export interface components {
              */
             kind: "SetTitleCallbackProcessor";
         };
-        /** @enum {string} */
-        SuggestedTaskType: "MERGE_CONFLICTS" | "FAILING_CHECKS" | "UNRESOLVED_COMMENTS" | "OPEN_ISSUE" | "OPEN_PR" | "CREATE_MICROAGENT";
         /** @enum {string} */
         ConversationTrigger: "resolver" | "gui" | "suggested_task" | "platform_api" | "chat" | "microagent_management" | "issue_tracker_a" | "issue_tracker_b" | "issue_tracker_c" | "git_host_a" | "automation";
         /** @enum {string} */
@@ -2673,6 +2914,465 @@ export interface operations {
             };
             /** @description The key outlived its user */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getCurrentUserGitInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserGitInfo"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller stored no token for a served provider (the detail names the route that stores one) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host refused the stored token or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host did not answer in time, or its rate limit is reached (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getCurrentUserGitOrganizations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider and its organizations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GitOrganizationsResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller stored no token for a served provider (the detail names the route that stores one) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host refused the stored token or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host did not answer in time, or its rate limit is reached (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    searchGitRepositories: {
+        parameters: {
+            query: {
+                provider: components["schemas"]["GitProvider"];
+                /** @description Search the host for repositories matching this; without it, the caller's own repositories. */
+                query?: string;
+                /** @description Only the repositories of this installation (app). */
+                installation_id?: string;
+                /** @description The next_page_id of the previous page, sent with the same other parameters. */
+                page_id?: string;
+                /** @description Maximum number of results in the page (1..100). */
+                limit?: number;
+                /** @description Sort order of a search (stars, forks, updated); the caller's own listing takes only updated-*. */
+                sort_order?: "stars-desc" | "stars-asc" | "forks-desc" | "forks-asc" | "updated-desc" | "updated-asc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of repositories */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GitRepositoryPage"];
+                };
+            };
+            /** @description A provider this service does not search (the detail names those it does) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such installation for the stored token */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller stored no token for the provider (the detail names the route that stores one) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description The git host refused the stored token or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host did not answer in time, or its rate limit is reached (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    searchGitBranches: {
+        parameters: {
+            query: {
+                provider: components["schemas"]["GitProvider"];
+                /** @description Repository name in format owner/repo. */
+                repository: string;
+                /** @description Branch names containing this (case-insensitive). */
+                query: string;
+                /** @description The next_page_id of the previous page, sent with the same other parameters. */
+                page_id?: string;
+                /** @description Maximum number of results in the page (1..100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of branches */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GitBranchPage"];
+                };
+            };
+            /** @description A provider this service does not search (the detail names those it does) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such repository for the stored token */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller stored no token for the provider (the detail names the route that stores one) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description The git host refused the stored token or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host did not answer in time, or its rate limit is reached (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    searchGitInstallations: {
+        parameters: {
+            query: {
+                provider: components["schemas"]["GitProvider"];
+                /** @description The next_page_id of the previous page, sent with the same other parameters. */
+                page_id?: string;
+                /** @description Maximum number of results in the page (1..100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of installation ids */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GitInstallationPage"];
+                };
+            };
+            /** @description A provider this service does not search (the detail names those it does) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller stored no token for the provider (the detail names the route that stores one) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description The git host refused the stored token or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host did not answer in time, or its rate limit is reached (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    searchGitSuggestedTasks: {
+        parameters: {
+            query?: {
+                /** @description The next_page_id of the previous page, sent with the same other parameters. */
+                page_id?: string;
+                /** @description Maximum number of results in the page (1..100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of suggested tasks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GitSuggestedTaskPage"];
+                };
+            };
+            /** @description A provider this service does not search (the detail names those it does) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller stored no token for the provider (the detail names the route that stores one) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description The git host refused the stored token or failed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The git host did not answer in time, or its rate limit is reached (Retry-After) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

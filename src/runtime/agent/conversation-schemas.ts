@@ -103,6 +103,10 @@ export const ConfirmationResponseSchema = z
   .strictObject({ accept: z.boolean(), reason: z.string().min(1).default('User rejected the action') })
   .meta({ id: 'ConfirmationResponse' });
 
+/** The agent server's `ask_agent` (published AskAgentRequest / AskAgentResponse). */
+export const AskAgentRequestSchema = z.strictObject({ question: z.string().min(1).max(20_000) }).meta({ id: 'AskAgentRequest' });
+export const AskAgentResponseSchema = z.object({ response: z.string() }).meta({ id: 'AskAgentResponse' });
+
 export const ConversationInfoSchema = z
   .object({
     id: z.string(),

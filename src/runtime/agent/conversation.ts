@@ -286,7 +286,7 @@ export class Conversation {
   private async step(): Promise<'continue' | 'finished' | 'waiting' | 'interrupted'> {
     if (!(await this.condenseIfNeeded())) return 'interrupted';
     this.unseenMessage = false;
-    const completion = await this.ask(toMessages(buildView(this.events)), AGENT_TOOL_DEFINITIONS);
+    const completion = await this.askStep(toMessages(buildView(this.events)), AGENT_TOOL_DEFINITIONS);
     if (!completion) return 'interrupted';
     this.iterations++;
     if (completion.tool_calls.length === 0) {
@@ -304,8 +304,19 @@ export class Conversation {
     return this.execute(actions);
   }
 
+  /**
+   * The agent's answer to a question about the conversation so far, without adding to it (the agent
+   * server's `ask_agent`): one LLM call on the history and the question, no tools. Its cost is not in
+   * the conversation's metrics, which count the conversation's own steps.
+   */
+  async ask(question: string, signal?: AbortSignal): Promise<string> {
+    const messages = [...toMessages(buildView(this.events)), { role: 'user' as const, content: question }];
+    const completion = await complete(this.settings.agent.llm, messages, [], { signal });
+    return completion.content ?? '';
+  }
+
   /** The LLM call of a step, cancelled by an interrupt (then null). */
-  private async ask(messages: ReturnType<typeof toMessages>, tools: object[]): Promise<Completion | null> {
+  private async askStep(messages: ReturnType<typeof toMessages>, tools: object[]): Promise<Completion | null> {
     const llm = this.settings.agent.llm;
     const abort = (this.stepAbort = new AbortController());
     try {
@@ -343,7 +354,7 @@ export class Conversation {
       this.condenseRequested = false; // nothing to forget
       return true;
     }
-    const completion = await this.ask(
+    const completion = await this.askStep(
       [
         { role: 'system', content: SUMMARY_INSTRUCTIONS },
         { role: 'user', content: plan.material },

@@ -1,0 +1,69 @@
+/**
+ * One call of a processor to the host it posts to: no redirect followed (the credential stays with the
+ * URL it was given for), the whole answer within a deadline and a size. What the host says is hostile
+ * input: it is read as text up to the bound and parsed by the caller, never trusted for its shape.
+ */
+
+export interface HostAnswer {
+  status: number;
+  /** The Link header (the next page of a listing), null when none. */
+  link: string | null;
+  /** The body as text, at most HOST_ANSWER_MAX_BYTES of it. */
+  text: string;
+  /** The body as JSON, or null when it is not JSON. */
+  json(): unknown;
+}
+
+export const HOST_CALL_TIMEOUT_MS = 30_000;
+export const HOST_ANSWER_MAX_BYTES = 2 << 20;
+
+export async function callHost(
+  host: string,
+  url: string,
+  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: unknown; signal?: AbortSignal },
+): Promise<HostAnswer> {
+  let res: Response;
+  const deadline = AbortSignal.timeout(HOST_CALL_TIMEOUT_MS);
+  const signal = init.signal ? AbortSignal.any([deadline, init.signal]) : deadline;
+  try {
+    res = await fetch(url, {
+      method: init.method,
+      headers: { Accept: 'application/json', ...(init.body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...init.headers },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      redirect: 'manual',
+      signal,
+    });
+  } catch (e) {
+    throw new Error(deadline.aborted ? `${host} did not answer within ${HOST_CALL_TIMEOUT_MS} ms` : `${host} could not be reached: ${(e as Error).message}`, { cause: e });
+  }
+  let text = '';
+  try {
+    text = await readBounded(res);
+  } catch (e) {
+    throw new Error(deadline.aborted ? `${host} did not send its whole answer within ${HOST_CALL_TIMEOUT_MS} ms` : `${host}: ${(e as Error).message}`, { cause: e });
+  }
+  return {
+    status: res.status,
+    link: res.headers.get('link'),
+    text,
+    json: () => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        return null;
+      }
+    },
+  };
+}
+
+async function readBounded(res: Response): Promise<string> {
+  if (!res.body) return '';
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > HOST_ANSWER_MAX_BYTES) throw new Error(`an answer larger than ${HOST_ANSWER_MAX_BYTES} bytes; not read`);
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
