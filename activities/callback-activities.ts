@@ -48,7 +48,8 @@ export function createCallbackActivities(deps: CallbackActivityDeps) {
         // Only what was done is kept (a round that asked for nothing leaves no record: no unbounded growth).
         if (actions.length > 0) await callbacks.record({ ...base, status: 'ok', actions, detail: null, attempts: attempt });
       } catch (e) {
-        await callbacks.record({ ...base, status: 'failed', actions: [], detail: (e as Error).message, attempts: attempt });
+        // An attempt Temporal gave up records nothing: the next one may have done the work meanwhile.
+        if (!context.cancellationSignal.aborted) await callbacks.record({ ...base, status: 'failed', actions: [], detail: (e as Error).message, attempts: attempt });
         throw e;
       } finally {
         clearInterval(beat);

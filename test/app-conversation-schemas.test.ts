@@ -250,6 +250,20 @@ describe('callback processors', () => {
     expect(CallbackProcessorSchema.parse({ kind: 'ChatV1CallbackProcessor', ...REQUIRED.ChatV1CallbackProcessor })).toEqual({ kind: 'ChatV1CallbackProcessor', ...REQUIRED.ChatV1CallbackProcessor });
   });
 
+  it('a credential in a processor is echoed in no 422, whatever else is wrong with the request', () => {
+    const key = 'atat-in-clear';
+    const full = { kind: 'IssueTrackerAV1CallbackProcessor', svc_acc_email: 'a@acme.example', issue_key: 'A-1', issue_tracker_a_cloud_id: 'c', decrypted_api_key: key };
+    for (const body of [
+      { processors: [{ kind: 'IssueTrackerAV1CallbackProcessor', decrypted_api_key: key }] }, // fields missing: their parent is echoed
+      { processors: [{ ...full, kind: 'NoSuchCallbackProcessor' }] }, // no union member
+      { processors: Array.from({ length: 21 }, () => full) }, // the whole list is echoed
+    ]) {
+      const details = detail(StartRequestSchema, body);
+      expect(details.length).toBeGreaterThan(0);
+      expect(JSON.stringify(details)).not.toContain(key);
+    }
+  });
+
   it('refuses at the start what a post would need and lacks, naming the field', () => {
     const refused = (processor: object) => detail(StartRequestSchema, { processors: [processor] });
     expect(refused({ kind: 'ChatV1CallbackProcessor', chat_view_data: { channel_id: 'C1' } })).toEqual([

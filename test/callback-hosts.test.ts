@@ -87,12 +87,12 @@ describe('callback processors that post to their hosts', () => {
   let sandboxId: string | undefined;
 
   /** Starts a conversation whose agent finishes at once (then, asked, gives SUMMARY); answers its id. */
-  async function startFinishing(processor: Record<string, unknown>): Promise<string> {
+  async function startFinishing(processor: Record<string, unknown>, more: Record<string, unknown>[] = []): Promise<string> {
     llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }, { content: SUMMARY }]);
     const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, {
       method: 'POST',
       headers: { 'X-Access-Token': user.key, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ initial_message: { content: [{ text: 'Fix the flaky test' }], run: true }, processors: [processor], ...(sandboxId ? { sandbox_id: sandboxId } : {}) }),
+      body: JSON.stringify({ initial_message: { content: [{ text: 'Fix the flaky test' }], run: true }, processors: [processor, ...more], ...(sandboxId ? { sandbox_id: sandboxId } : {}) }),
     });
     const steps = JSON.parse(await res.text());
     expect(steps.at(-1)).toMatchObject({ status: 'READY' });
@@ -175,6 +175,17 @@ describe('callback processors that post to their hosts', () => {
     expect(c.host().posts.filter((p) => p.place === c.place)).toHaveLength(1);
   }, 120_000);
 
+  it('two processors of one conversation post the same summary', async () => {
+    const id = await startFinishing({ kind: 'GitHostBV1CallbackProcessor', git_host_b_view_data: { project_id: 'acme/both', mr_iid: 4 } }, [
+      { kind: 'ChatV1CallbackProcessor', chat_view_data: { channel_id: 'CBOTH', thread_ts: '1700000000.000200' } },
+    ]);
+    await eventually(async () => (await results(id)).filter((r) => r.status === 'ok' && r.actions.includes('comment-posted')).length === 2, { timeoutMs: 60_000, intervalMs: 200, what: 'both posted' });
+    const [note] = gitB.posts.filter((p) => p.place === 'acme/both!4');
+    const [reply] = chat.posts.filter((p) => p.place === 'CBOTH/1700000000.000200');
+    expect(note!.body.body.split('\n\n<!--')[0]).toBe(reply!.body.text);
+    expect(reply!.body.text).toBe(`The agent finished:\n\n${SUMMARY}`);
+  }, 90_000);
+
   it('should_request_summary false posts nothing', async () => {
     const before = gitB.posts.length;
     const id = await startFinishing({ kind: 'GitHostBV1CallbackProcessor', git_host_b_view_data: { project_id: 'acme/quiet', mr_iid: 1 }, should_request_summary: false });
@@ -206,6 +217,9 @@ describe('callback processors that post to their hosts', () => {
       const id = await startFinishing({ kind: 'GitHostCV1CallbackProcessor', git_host_c_view_data: { repo: 'acme/refused', pr_id: 1 } });
       const [failed] = await recorded(id, 'failed');
       expect(failed).toMatchObject({ attempts: 1, detail: expect.stringMatching(/^git host C refused the summary on acme\/refused#1 \(403\)/) });
+      // The host echoed the credential it was sent: the record says only that it did.
+      expect(failed!.detail).toContain('"authorization":"Bearer ***"');
+      expect(failed!.detail).not.toContain(TOKENS.gitC);
     } finally {
       gitC.refuseWith = null;
     }
@@ -235,6 +249,7 @@ describe('callback processors that post to their hosts', () => {
         { timeoutMs: 90_000, intervalMs: 500, what: 'the sixth and last failed try' },
       );
       expect(failed.detail).toMatch(/^issue tracker A answered 503/);
+      expect(failed.detail).toContain('"authorization":"Basic ***"');
       await new Promise((r) => setTimeout(r, 3000));
       expect(trackerA.postRequests - before).toBe(6); // then no more
     } finally {

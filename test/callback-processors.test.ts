@@ -90,7 +90,10 @@ describe('processors that need nothing but their events', () => {
     async (kind) => {
       const { log, lines } = collectingLogger();
       const processor = (extra: object) => ({ ...run([message('user', 'hi'), state('execution_status', 'running')], log), processor: { kind, ...extra } });
-      await expect(CALLBACK_PROCESSORS[kind].process(processor({}), noDeps)).resolves.toEqual([]);
+      // Not bare (a record of this version), not finished: nothing.
+      await expect(CALLBACK_PROCESSORS[kind].process(processor({ should_request_summary: true }), noDeps)).resolves.toEqual([]);
+      // Finished, but stored bare by the version that did nothing with the kind: nothing.
+      await expect(CALLBACK_PROCESSORS[kind].process({ ...processor({}), events: [state('execution_status', 'finished')] }, noDeps)).resolves.toEqual([]);
       const finished = { ...processor({ should_request_summary: false }), events: [state('execution_status', 'finished')] };
       await expect(CALLBACK_PROCESSORS[kind].process(finished, noDeps)).resolves.toEqual([]);
       expect(lines).toEqual([]);
@@ -213,5 +216,9 @@ describe('the host processors: their pure parts', () => {
     expect(issueTrackerBServerRefusal('https://user:pw@jira.acme.example', allowed)).toMatch(/no credentials/);
     expect(issueTrackerBServerRefusal('https://jira.acme.example', [])).toMatch(/ISSUE_TRACKER_B_ORIGINS/);
     expect(issueTrackerBServerRefusal('not a url', allowed)).toMatch(/not an absolute URL/);
+    // An empty query or fragment parses as none: the comment path would be appended after it.
+    for (const sly of ['https://jira.acme.example/any/path?', 'https://jira.acme.example/any#', 'https://jira.acme.example/a%2F..%2Fb', 'https://jira.acme.example/a\\b']) {
+      expect(issueTrackerBServerRefusal(sly, allowed)).toMatch(/no query, fragment/);
+    }
   });
 });

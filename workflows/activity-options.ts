@@ -79,8 +79,9 @@ export const CALLBACK_ACTIVITY_OPTIONS = {
     retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
   },
   target: {
-    // A round may ask the agent for its summary (one LLM call, up to 2 minutes) and then post it.
-    startToCloseTimeout: '5 minutes',
+    // A round may ask the agent for its summary (one LLM call, up to 2 minutes), read up to 10 pages of
+    // the host's listing and post (30 s a call).
+    startToCloseTimeout: '10 minutes',
     // It beats while it runs: a worker that died in the middle of a post is retried in seconds.
     heartbeatTimeout: '10 seconds',
     retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },

@@ -163,11 +163,7 @@ export async function postSummaryOnce(run: CallbackRun, deps: CallbackProcessorD
   const where = await target();
   // Asked once a conversation: a round tried again (the host failed) posts what the agent said the first time.
   let summary = await deps.callbacks.keptSummary(conversationId);
-  if (summary === undefined) {
-    const secretValues = [...Object.values(await storedSecrets(run.app, deps)), ...Object.values(await startSecrets(run.app, deps))];
-    summary = postable(await requestSummary(run, deps), secretValues);
-    await deps.callbacks.keepSummary(conversationId, summary);
-  }
+  if (summary === undefined) summary = await deps.callbacks.keepSummary(conversationId, postable(await requestSummary(run, deps), await secretValuesOf(run.app, deps)));
   givenUp(run);
   if (await where.posted(conversationId)) return [SUMMARY_POSTED];
   givenUp(run);
@@ -199,6 +195,13 @@ async function requestSummary(run: CallbackRun, deps: CallbackProcessorDeps): Pr
 export async function startSecrets(app: AppConversationRecord, deps: CallbackProcessorDeps): Promise<Record<string, string>> {
   const sealed = app.start_task_id ? await deps.startTasks.sealedSecrets(app.start_task_id) : null;
   return sealed ? (JSON.parse(deps.box.open(sealed)) as Record<string, string>) : {};
+}
+
+/** Every secret value the agent could have seen: the user's stored ones, the start's own, the LLM key. */
+async function secretValuesOf(app: AppConversationRecord, deps: CallbackProcessorDeps): Promise<string[]> {
+  const settings = await deps.settings.resolve(app.created_by_user_id, await startSecrets(app, deps));
+  const llmKey = (settings.agent_settings as { llm?: { api_key?: unknown } }).llm?.api_key;
+  return [...Object.values(settings.secrets), ...(typeof llmKey === 'string' ? [llmKey] : [])];
 }
 
 /**

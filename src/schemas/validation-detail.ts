@@ -107,6 +107,19 @@ function formatDetail(issue: Extract<Issue, { code: 'invalid_format' }>): Omit<V
   }
 }
 
+/**
+ * Fields whose value must not be sent, so is not sent back inside any input a 422 echoes (an object or
+ * list holding one, a union that did not match): a credential put in a request.
+ */
+export const WITHHELD_FIELDS: ReadonlySet<string> = new Set(['decrypted_api_key']);
+
+/** `input` with every withheld field's value replaced (a copy; the input itself is left as it is). */
+function withheld(input: unknown, depth = 0): unknown {
+  if (input === null || typeof input !== 'object' || depth > 20) return input;
+  if (Array.isArray(input)) return input.map((v) => withheld(v, depth + 1));
+  return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, WITHHELD_FIELDS.has(k) ? '<withheld>' : withheld(v, depth + 1)]));
+}
+
 function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[], prefix: Loc): ValidationDetail[] {
   const path = [...basePath, ...issue.path];
   const loc: Loc = [...prefix, ...path.map((p) => (typeof p === 'number' ? p : String(p)))];
@@ -115,7 +128,7 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
     loc: l,
     msg: d.msg,
     type: d.type,
-    input,
+    input: withheld(input),
     ...(d.ctx ? { ctx: d.ctx } : {}),
   });
 

@@ -74,8 +74,18 @@ export class CallbacksStore {
     return d ? d.summary : undefined;
   }
 
-  async keepSummary(conversationId: string, summary: string | null): Promise<void> {
-    await this.summaries.replaceOne({ _id: conversationId }, { conversation_id: conversationId, summary, at: new Date() }, { upsert: true });
+  /**
+   * Keeps `summary` unless one is kept already (processors of one conversation run at once): answers
+   * the kept one, which every processor then posts.
+   */
+  async keepSummary(conversationId: string, summary: string | null): Promise<string | null> {
+    try {
+      await this.summaries.insertOne({ _id: conversationId, conversation_id: conversationId, summary, at: new Date() });
+      return summary;
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+      return (await this.summaries.findOne({ _id: conversationId }))?.summary ?? null;
+    }
   }
 
   /** Forgets what the processors did for the conversation (deleting it). */
@@ -83,7 +93,7 @@ export class CallbacksStore {
     await Promise.all([
       this.state.deleteOne({ _id: conversationId }),
       this.results.deleteMany({ conversation_id: conversationId }),
-      this.summaries.deleteMany({ conversation_id: conversationId }),
+      this.summaries.deleteOne({ _id: conversationId }),
     ]);
   }
 

@@ -41,9 +41,9 @@ abstract class CommentHostStandIn extends LoopbackServer {
   protected abstract listing(place: string, posts: HostPost[]): unknown;
   /** The answer to a post, in the host's shape. */
   protected abstract posted(post: HostPost, id: number): unknown;
-  /** A refusal in the host's shape (the chat service answers 200 with ok: false). */
-  protected refusal(status: number): { status: number; body: unknown } {
-    return { status, body: { message: status >= 500 ? 'try again' : 'refused' } };
+  /** A refusal in the host's shape (the chat service answers 200 with ok: false); it echoes the credential, as careless hosts do. */
+  protected refusal(status: number, authorization?: string): { status: number; body: unknown } {
+    return { status, body: { message: status >= 500 ? 'try again' : 'refused', authorization } };
   }
 
   protected async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -56,7 +56,7 @@ abstract class CommentHostStandIn extends LoopbackServer {
     this.postRequests++;
     const refused = this.refuseWith ?? (this.failNext > 0 ? (this.failNext--, 500) : null);
     if (refused !== null) {
-      const f = this.refusal(refused);
+      const f = this.refusal(refused, req.headers.authorization);
       return answer(f.status, f.body);
     }
     const post = { place: r.place, body, authorization: req.headers.authorization };
@@ -133,7 +133,7 @@ export class ChatStandIn extends CommentHostStandIn {
   protected posted(post: HostPost) {
     return { ok: true, channel: post.body.channel, ts: '1700000001.000200', message: { text: post.body.text } };
   }
-  protected override refusal(status: number) {
-    return { status: 200, body: { ok: false, error: status >= 500 ? 'service_unavailable' : this.refusalError } };
+  protected override refusal(status: number, authorization?: string) {
+    return { status: 200, body: { ok: false, error: status >= 500 ? 'service_unavailable' : this.refusalError, authorization } };
   }
 }
