@@ -63,7 +63,7 @@ export interface LiveChannelOptions {
   idlePollMs?: number;
   /** Slots kept; older ones are removed by whichever process notices first. */
   retainSlots: number;
-  /** How often an idle reader checks the floor and considers cleanup (ms). */
+  /** How often the channel checks the floor and considers cleanup, beside the reader (ms). */
   maintenanceEveryMs?: number;
   /** Least time between two cleanups by one process (ms); 5 s by default. */
   cleanupEveryMs?: number;
@@ -93,6 +93,11 @@ export class LiveChannel {
    * subscribers here). Slots of other processes are read from the collection as before, in slot order.
    */
   private readonly own = new Map<number, LiveDoc[]>();
+  /** The next slot the reader waits for, and the floor as maintenance last read it (see `maintain`). */
+  private readerAt = 0;
+  private floorSeen = 0;
+  private maintaining: Promise<void> | undefined;
+  private stopMaintenance: (() => void) | undefined;
 
   constructor(
     private readonly db: Db,
@@ -199,6 +204,7 @@ export class LiveChannel {
       let positioned!: () => void;
       this.positioned = new Promise<void>((r) => (positioned = r));
       this.reading = this.read(deliver, listening, positioned);
+      this.maintaining = this.maintain();
     }
     return this.positioned!;
   }
@@ -208,8 +214,15 @@ export class LiveChannel {
     this.known = Math.max(this.known, next - 1);
     for (const n of this.own.keys()) if (n < next) this.own.delete(n); // written before the reader's start
     positioned();
-    let maintainedAt = Date.now();
     while (!this.stopped) {
+      this.readerAt = next;
+      // Cleanup moved past this reader (it fell behind): skip ahead (maintenance reads the floor).
+      if (this.floorSeen >= next) {
+        this.log.warn({ from: next, to: this.floorSeen + 1 }, 'live channel reader fell behind the retained slots; skipping ahead');
+        next = this.floorSeen + 1;
+        for (const n of this.own.keys()) if (n < next) this.own.delete(n); // skipped: never handed on
+        continue;
+      }
       try {
         const mine = this.own.get(next);
         if (mine) {
@@ -228,17 +241,6 @@ export class LiveChannel {
           for (const item of slot.items) deliver(item);
           continue;
         }
-        // Every ~2 s without news: has cleanup moved past this reader (it fell behind)? Old slots to remove?
-        if (Date.now() - maintainedAt >= (this.opts.maintenanceEveryMs ?? 2000)) {
-          maintainedAt = Date.now();
-          const floor = await this.floor();
-          if (floor >= next) {
-            this.log.warn({ from: next, to: floor + 1 }, 'live channel reader fell behind the retained slots; skipping ahead');
-            next = floor + 1;
-          }
-          for (const n of this.own.keys()) if (n < next) this.own.delete(n); // skipped: never handed on
-          await this.cleanup(next - 1);
-        }
       } catch (e) {
         if (this.stopped) return;
         this.log.warn({ err: e }, 'live channel read failed; retrying');
@@ -252,6 +254,31 @@ export class LiveChannel {
         };
       });
       this.wake = undefined;
+    }
+  }
+
+  /**
+   * Every `maintenanceEveryMs`, beside the reader (never in its way: a slot this process published is
+   * handed on while maintenance waits on the database): reads the floor, so a reader that fell behind
+   * cleanup skips ahead, and removes old slots.
+   */
+  private async maintain(): Promise<void> {
+    while (!this.stopped) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.opts.maintenanceEveryMs ?? 2000);
+        this.stopMaintenance = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (this.stopped) return;
+      try {
+        this.floorSeen = await this.floor();
+        if (this.readerAt > 0) await this.cleanup(this.readerAt - 1);
+      } catch (e) {
+        if (this.stopped) return;
+        this.log.warn({ err: e }, 'live channel maintenance failed; retrying');
+      }
     }
   }
 
@@ -282,6 +309,7 @@ export class LiveChannel {
     this.stopped = true;
     this.own.clear();
     this.wake?.();
-    await this.reading?.catch(() => undefined);
+    this.stopMaintenance?.();
+    await Promise.all([this.reading?.catch(() => undefined), this.maintaining?.catch(() => undefined)]);
   }
 }
