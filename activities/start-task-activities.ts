@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { SecretBox } from '../src/auth/secret-box';
-import { DomainError, NotFound, TooMany } from '../src/errors';
+import { Conflict, DomainError, NotFound, TooMany } from '../src/errors';
+import { runtimeLlm } from '../src/sandboxes/runtime-client';
 import type { EchoedStartRequest } from '../src/schemas/app-conversations';
 import type { StartSettingsResolver } from '../src/orgs/start-settings';
 import type { SandboxService } from '../src/sandboxes/sandbox-service';
@@ -226,7 +227,11 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     async startConversation(a: { taskId: string; userId: string; sandboxId: string; workingDir: string; skills: RuntimeSkill[] }): Promise<string> {
       const t = await task(a.taskId);
       const req = t.request as EchoedStartRequest; // validated when the task was accepted
-      const effective = await deps.settings.resolve(a.userId, await requestSecrets(a.taskId));
+      const effective = await deps.settings.resolve(a.userId, await requestSecrets(a.taskId), req.agent_profile_id ? { id: req.agent_profile_id } : undefined).catch((e: unknown) => {
+        // The profile was deleted since the start was accepted, or no longer fits the user's agent.
+        if (e instanceof NotFound || e instanceof Conflict) throw inputError(e.message);
+        throw e;
+      });
       const agent = effective.agent_settings;
       if (agent.agent_kind === 'acp') throw inputError('The organization uses an ACP agent, which this runtime cannot run; set agent_settings.agent_kind to platform or llm');
       const llm = agent.llm;
@@ -266,9 +271,11 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         start_task_id: t.id,
         processors,
         llm_model: model,
+        launched_agent_profile: effective.launched_agent_profile,
         public: req.public ?? null,
         pr_number: req.pr_number,
-        tags: req.agent_profile_id ? { agentprofileid: req.agent_profile_id } : {},
+        // The published tags of the profile; launched_agent_profile is their typed projection.
+        tags: effective.launched_agent_profile ? { agentprofileid: effective.launched_agent_profile.agent_profile_id, agentprofilerevision: String(effective.launched_agent_profile.revision) } : {},
         parent_conversation_id: req.parent_conversation_id ?? null,
         skills: a.skills.map((s) => ({ name: s.name, content: s.content, triggers: s.triggers ?? [] })),
         hooks: {},
@@ -278,18 +285,7 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       });
       const created = await rt.createConversation({
         id: t.id,
-        llm: {
-          model,
-          base_url: llm.base_url,
-          api_key: llm.api_key || null,
-          temperature: llm.temperature ?? null,
-          top_p: llm.top_p ?? null,
-          max_output_tokens: llm.max_output_tokens ?? null,
-          stream: llm.stream ?? false,
-          log_completions: llm.log_completions ?? false,
-          ...(llm.timeout ? { timeout_s: Math.min(llm.timeout, 3600) } : {}),
-          ...(llm.usage_id ? { usage_id: llm.usage_id } : {}),
-        },
+        llm: runtimeLlm(llm, model),
         systemMessageSuffix: suffix || null,
         workingDir: a.workingDir,
         // A message without content (the published SendMessageRequest allows it) is no message.

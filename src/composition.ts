@@ -23,6 +23,7 @@ import { OrganizationQuotas } from './orgs/organization-quotas';
 import { OrganizationsService } from './orgs/organizations-service';
 import { StartSettingsResolver } from './orgs/start-settings';
 import { UserSettingsService } from './orgs/user-settings-service';
+import { LlmProfilesService } from './orgs/llm-profiles-service';
 import { SandboxService, sandboxWorkflowSettings } from './sandboxes/sandbox-service';
 import { ApiKeysStore } from './store/api-keys-store';
 import { AppConversationsStore } from './store/app-conversations-store';
@@ -40,6 +41,7 @@ import { StartTasksStore } from './store/start-tasks-store';
 import type { StartTaskSettings } from './temporal/shared';
 import { UserSecretsStore } from './store/user-secrets-store';
 import { UserSettingsStore } from './store/user-settings-store';
+import { LlmProfilesStore } from './store/llm-profiles-store';
 import { UsersStore } from './store/users-store';
 
 export interface StoresOptions {
@@ -69,6 +71,7 @@ export interface Stores {
   startTasks: StartTasksStore;
   users: UsersStore;
   userSettings: UserSettingsStore;
+  llmProfiles: LlmProfilesStore;
 }
 
 /** The stores with the one that needs the secrets box. */
@@ -95,6 +98,7 @@ export function createStores(db: Db, options: StoresOptions = {}): Stores | Seal
     startTasks: new StartTasksStore(db),
     users: new UsersStore(db),
     userSettings: new UserSettingsStore(db),
+    llmProfiles: new LlmProfilesStore(db),
   };
   return options.box ? { ...stores, userSecrets: new UserSecretsStore(db, options.box) } : stores;
 }
@@ -105,14 +109,17 @@ export interface Services {
   startSettings: StartSettingsResolver;
   /** A user's own settings, secrets and provider tokens (the /api/v1/settings and /api/v1/secrets routes). */
   userSettings: UserSettingsService;
+  /** A user's saved LLM profiles (/api/v1/settings/profiles). */
+  llmProfiles: LlmProfilesService;
 }
 
 export function createServices(stores: SealingStores, deps: { box: SecretBox }): Services {
-  const { users, organizations, memberships, userSecrets, userSettings } = stores;
+  const { users, organizations, memberships, userSecrets, userSettings, llmProfiles } = stores;
   return {
     organizations: new OrganizationsService({ users, organizations, memberships, box: deps.box }),
-    startSettings: new StartSettingsResolver({ users, organizations, userSecrets, userSettings, box: deps.box }),
+    startSettings: new StartSettingsResolver({ users, organizations, userSecrets, userSettings, llmProfiles, box: deps.box }),
     userSettings: new UserSettingsService({ users, organizations, memberships, userSecrets, userSettings, box: deps.box }),
+    llmProfiles: new LlmProfilesService({ users, organizations, userSettings, llmProfiles, box: deps.box }),
   };
 }
 
@@ -168,10 +175,11 @@ export interface ConversationServices {
 
 export function createConversationServices(
   stores: Stores,
-  deps: { box: SecretBox; temporal: Client; sandboxService: SandboxService; sandboxWaitMs: number },
+  deps: { box: SecretBox; temporal: Client; sandboxService: SandboxService; sandboxWaitMs: number; startSettings?: StartSettingsResolver },
 ): ConversationServices {
   const conversationService = new ConversationService({
     ...stores,
+    startSettings: deps.startSettings,
     sandboxService: deps.sandboxService,
     box: deps.box,
     temporal: deps.temporal,
@@ -223,13 +231,14 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
   // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
   const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
   const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs, quotas: config });
+  const services = createServices(stores, { box });
   return {
-    ...createServices(stores, { box }),
-    ...createConversationServices(stores, { box, temporal, sandboxService, sandboxWaitMs: config.starts.sandboxWaitMs }),
+    ...services,
+    ...createConversationServices(stores, { box, temporal, sandboxService, sandboxWaitMs: config.starts.sandboxWaitMs, startSettings: services.startSettings }),
     ingest: new EventIngest({ events: stores.events, conversations, states: stores.conversationStates, live, log, maxEventsPerConversation: config.limits.maxEventsPerConversation }),
     sandboxService,
     reconciler,
-    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler, follow: config.starts.streamFollow, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxPending: config.quotas.pendingStarts, maxConversations: config.quotas.conversations, appConversations, issueTrackerBOrigins: config.callbackHosts.issueTrackerBOrigins }),
+    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler, follow: config.starts.streamFollow, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxPending: config.quotas.pendingStarts, maxConversations: config.quotas.conversations, appConversations, issueTrackerBOrigins: config.callbackHosts.issueTrackerBOrigins, llmProfiles: stores.llmProfiles }),
     callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log, idleMs: config.callbacks.idleMs }),
   };
 }

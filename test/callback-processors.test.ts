@@ -20,6 +20,7 @@ const state = (key: string, value: unknown) => event('ConversationStateUpdateEve
 
 const app: AppConversationRecord = {
   llm_model: null,
+  launched_agent_profile: null,
   public: null,
   pr_number: [],
   tags: {},

@@ -86,4 +86,33 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
       await connection.close();
     }
   }, 300_000);
+
+  it("switch_profile hands a saved profile's LLM to the server's switch_llm: the next step calls it with its key, the history along", async () => {
+    const switched = await new ScriptedLlm([{ content: 'answered by the switched LLM' }]).start();
+    try {
+      const saved = await t.request('POST', '/api/v1/settings/profiles/other-llm', { key: user.key, body: { llm: { model: 'switch-model', base_url: switched.url, api_key: 'sk-switched-0123' } } });
+      expect(saved.status).toBe(201);
+      llm.load([{ content: 'answered by the first LLM' }]);
+      const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { initial_message: { content: [{ type: 'text', text: 'First question' }] } } });
+      const ready = await waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000);
+      expect(ready.status).toBe('READY');
+      const id = ready.app_conversation_id as string;
+      await eventually(async () => expect(JSON.stringify(await loggedEvents(t, user.key, id))).toContain('answered by the first LLM'), { timeoutMs: 60_000, intervalMs: 250 });
+
+      const r = await t.request('POST', `/api/v1/app-conversations/${id}/switch_profile`, { key: user.key, body: { profile_name: 'other-llm' } });
+      expect(r).toMatchObject({ status: 200, body: { success: true } });
+      const firstCalls = llm.requests.length;
+      expect((await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Second question' }] } })).status).toBe(200);
+      await eventually(async () => expect(JSON.stringify(await loggedEvents(t, user.key, id))).toContain('answered by the switched LLM'), { timeoutMs: 60_000, intervalMs: 250 });
+      expect(switched.requests[0]).toMatchObject({ authorization: 'Bearer sk-switched-0123', body: { model: expect.stringContaining('switch-model') } });
+      expect(llm.requests.length).toBe(firstCalls);
+      const sent = JSON.stringify(switched.requests[0]!.body.messages);
+      expect(sent).toContain('First question');
+      expect(sent).toContain('Second question');
+      const view = (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key: user.key })).body[0];
+      expect(view).toMatchObject({ llm_model: 'switch-model', launched_agent_profile: null });
+    } finally {
+      await switched.close();
+    }
+  }, 300_000);
 });

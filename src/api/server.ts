@@ -145,6 +145,7 @@ export async function startApiServer(
     appConversations: stores.appConversations,
     callbacks: services.callbacks,
     userSettings: services.userSettings,
+    llmProfiles: services.llmProfiles,
     models,
     webClient: webClientConfig(config),
     gitSearches: createGitSearchService(stores, config),

@@ -13,7 +13,8 @@ import { BadRequest, Conflict, NotFound, Unavailable, UpstreamFailed } from '../
 import { GitChangeSchema, GitDiffSchema, type GitChange, type GitDiff } from '../schemas/git';
 import type { SandboxStatus } from '../schemas/sandboxes';
 import type { SandboxService } from '../sandboxes/sandbox-service';
-import { textOf, type RunControl, type RuntimeAnswer, type RuntimeClient, type RuntimeMessage } from '../sandboxes/runtime-client';
+import type { StartSettingsResolver } from '../orgs/start-settings';
+import { runtimeLlm, textOf, type RunControl, type RuntimeAnswer, type RuntimeClient, type RuntimeMessage } from '../sandboxes/runtime-client';
 import { runtimeClient } from '../sandboxes/runtime-clients';
 import type { AppConversationChange, AppConversationRecord, AppConversationsStore } from '../store/app-conversations-store';
 import type { CallbacksStore } from '../store/callbacks-store';
@@ -45,6 +46,8 @@ export interface ConversationServiceDeps {
   box: SecretBox;
   temporal: Client;
   settings: ConversationServiceSettings;
+  /** Opens a saved LLM profile for a switch (without it, switch_profile is unavailable). */
+  startSettings?: Pick<StartSettingsResolver, 'resolve'>;
 }
 
 export type { RunControl, RuntimeMessage };
@@ -170,6 +173,26 @@ export class ConversationService {
     const response = (a.body as { response?: unknown } | null)?.response;
     if (typeof response !== 'string') throw new UpstreamFailed(`The sandbox's agent server answered ask_agent without a response text`);
     return response;
+  }
+
+  /**
+   * Hands the caller's saved profile `profileName` (its LLM over the organization's) to the agent of
+   * conversation `id`, for its next LLM calls; records the model. The sandbox must be running.
+   */
+  async switchProfile(userId: string, id: string, profileName: string): Promise<void> {
+    const c = await this.owned(userId, id);
+    if (!this.deps.startSettings) throw new Unavailable('This process cannot open saved profiles');
+    const { agent_settings: agent } = await this.deps.startSettings.resolve(userId, {}, { name: profileName });
+    if (agent.agent_kind === 'acp') throw new Conflict('Your agent is an ACP agent, which takes no LLM');
+    const { model, base_url } = agent.llm;
+    if (!model || !base_url) throw new Conflict(`The profile ${profileName} names no model and endpoint (model and base_url), and your organization gives none`);
+    const { runtime } = await this.runtimeOf(userId, c, false);
+    const a = await runtime.switchLlm(c.id, runtimeLlm(agent.llm, model), this.timeoutMs);
+    if (a.status === 404) throw this.refusal(c, a);
+    // A value it takes in no LLM (a base_url that is no URL, top_p 0): the profile's to change.
+    if (a.status === 400 || a.status === 422) throw new Conflict(`The sandbox's agent server refused the LLM of profile ${profileName} (${a.status}): ${detailOf(a)}`);
+    if (a.status !== 200) throw new UpstreamFailed(`The sandbox's agent server did not take the LLM (${a.status}): ${detailOf(a)}`);
+    await this.deps.appConversations.setModel(c.id, model);
   }
 
   /** Pause, run or interrupt the agent; answers the runtime's execution status after it. */

@@ -67,7 +67,7 @@ export class ConversationViews {
         conversation_url: agentServer ? `${agentServer}/api/conversations/${encodeURIComponent(r.id)}` : null,
         session_api_key: agentServer && sandbox ? this.deps.box.open(sandbox.session_key_sealed) : null,
         acp_server: null,
-        launched_agent_profile: null,
+        launched_agent_profile: r.launched_agent_profile,
         created_at: r.created_at.toISOString(),
         updated_at: r.updated_at.toISOString(),
       };

@@ -26,6 +26,7 @@ import {
 import { isTemporalUnreachable } from '../temporal/call-bounds';
 import { askWorkflow, isCancelled, NoWorkerAnswered, withinBound } from '../temporal/workflow-answer';
 import type { AppConversationsStore } from '../store/app-conversations-store';
+import type { LlmProfilesStore } from '../store/llm-profiles-store';
 import type { StartTaskReconciler } from './start-task-reconciler';
 import { issueTrackerBServerRefusal } from './issue-tracker-b-servers';
 
@@ -58,6 +59,8 @@ export interface StartTaskServiceDeps {
   appConversations?: Pick<AppConversationsStore, 'count'>;
   /** The issue tracker B servers a processor may name (ISSUE_TRACKER_B_ORIGINS); none when absent. */
   issueTrackerBOrigins?: readonly string[];
+  /** Read to refuse an agent_profile_id that names none of the caller's saved LLM profiles. */
+  llmProfiles?: Pick<LlmProfilesStore, 'byId'>;
 }
 
 /** The first bound on a worker's acceptance of the Update before the record is read (ms); it doubles up to WORKFLOW_ANSWER_TIMEOUT_MS. */
@@ -109,6 +112,7 @@ export class StartTaskService {
 
   private async accept(id: string, userId: string, request: StartRequest): Promise<string> {
     if (request.conversation_id !== undefined) await this.refuseTakenConversation(id, userId);
+    await this.refuseUnknownProfile(userId, request);
     await this.withinQuota(id, userId, request);
     const secrets = Object.keys(request.secrets).length > 0 ? this.deps.box.seal(JSON.stringify(request.secrets)) : null;
     const echoed = echoRequest(request) as Record<string, unknown>;
@@ -166,6 +170,13 @@ export class StartTaskService {
     throw new TooMany(
       `You keep ${kept} conversations${pending ? ` and ${pending} starts will make ${pending === 1 ? 'one' : 'more'}` : ''}, as many as one user may (USER_MAX_CONVERSATIONS=${maxConversations}): delete some first`,
     );
+  }
+
+  /** An agent_profile_id must name one of the caller's saved LLM profiles (the start uses its LLM). */
+  private async refuseUnknownProfile(userId: string, request: StartRequest): Promise<void> {
+    const id = request.agent_profile_id;
+    if (!id || (this.deps.llmProfiles && (await this.deps.llmProfiles.byId(userId, id)))) return;
+    throw new InvalidInput([{ loc: ['body', 'agent_profile_id'], msg: `You have no LLM profile with id ${id}: GET /api/v1/settings/profiles lists yours`, type: 'value_error', input: id }]);
   }
 
   /**

@@ -50,12 +50,14 @@ import { usersRoutes } from './routers/users.router';
 import { webhooksRoutes } from './routers/webhooks.router';
 import { secretsRoutes } from './routers/secrets.router';
 import { settingsRoutes } from './routers/settings.router';
+import { llmProfilesRoutes } from './routers/llm-profiles.router';
 import { configRoutes } from './routers/config.router';
 import { webClientRoutes } from './routers/web-client.router';
 import { gitRoutes } from './routers/git.router';
 import { userGitRoutes } from './routers/user-git.router';
 import type { GitSearchService } from '../git/git-search-service';
 import type { UserSettingsService } from '../orgs/user-settings-service';
+import type { LlmProfilesService } from '../orgs/llm-profiles-service';
 import type { ModelCatalog } from '../orgs/model-catalog';
 import type { WebClientConfig } from '../schemas/settings';
 import './state';
@@ -83,6 +85,7 @@ export interface AppDeps {
   conversationViews: ConversationViews;
   /** A user's own settings, secrets and provider tokens; the model catalogue; the web client's boot config. */
   userSettings: UserSettingsService;
+  llmProfiles: LlmProfilesService;
   models: ModelCatalog;
   webClient: WebClientConfig;
   /** The caller's repositories, branches, installations, suggested tasks and account on their git host. */
@@ -141,6 +144,7 @@ export function createApp(deps: AppDeps): App {
     gitRoutes(router('/api/v1/git', 'git'), deps.gitSearches),
     secretsRoutes(router('/api/v1/secrets', 'secrets'), deps.userSettings),
     settingsRoutes(router('/api/v1/settings', 'settings'), deps.userSettings),
+    llmProfilesRoutes(router('/api/v1/settings/profiles', 'settings'), deps.llmProfiles),
     configRoutes(router('/api/v1/config', 'config'), { settings: deps.userSettings, catalog: deps.models }),
     webClientRoutes(router('/api/v1/web-client', 'web-client'), deps.webClient),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys, deps.config.quotas?.apiKeys ?? null),

@@ -210,7 +210,7 @@ export class UserSettingsService {
       if (update[k] !== undefined && update[k] !== null) (next as unknown as Json)[k] = update[k];
     }
     if (typeof update.enable_sound_notifications === 'boolean') next.enable_sound_notifications = update.enable_sound_notifications;
-    await this.deps.userSettings.put(next);
+    if (!(await this.deps.userSettings.put(next, s.user_version))) throw new Conflict('Your settings changed while this change was made; send it again');
     return this.load(userId);
   }
 

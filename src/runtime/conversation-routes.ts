@@ -17,6 +17,7 @@ import {
   ConversationInfoSchema,
   ConversationPathSchema,
   CreateConversationSchema,
+  SwitchLlmRequestSchema,
   UserMessageSchema,
 } from './agent/conversation-schemas';
 
@@ -172,6 +173,22 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
         if (e instanceof LlmError || (e as Error).name === 'TimeoutError') throw new HttpError(502, `The LLM endpoint failed: ${(e as Error).message}`);
         throw e;
       }
+    },
+  );
+  router.route(
+    {
+      method: 'post',
+      path: '/api/conversations/:conversation_id/switch_llm',
+      operationId: 'switchConversationLlm',
+      summary: "Swap the conversation's LLM for the next LLM calls (the agent server's switch_llm); its history stays",
+      security: 'SessionAPIKeyHeader',
+      params: ConversationPathSchema,
+      body: SwitchLlmRequestSchema,
+      responses: { 200: { description: 'Switched', schema: SuccessSchema }, 404: error('No such conversation') },
+    },
+    (ctx, { params, body }) => {
+      registry.switchLlm(params.conversation_id, body.llm);
+      ctx.body = { success: true };
     },
   );
   action('run', 'Run the agent until it finishes, is paused or needs a confirmation', (c) => c.run());

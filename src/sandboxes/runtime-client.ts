@@ -8,6 +8,7 @@
 import { Unavailable, UpstreamFailed } from '../errors';
 import { AGENT_SERVER, SESSION_KEY_HEADER } from '../schemas/sandboxes';
 import type { SendMessageRequest } from '../schemas/messages';
+import type { LLMSettings } from '../schemas/organizations';
 import type { SandboxRecord } from '../store/sandboxes-store';
 
 export interface RuntimeAnswer {
@@ -48,6 +49,25 @@ export interface RuntimeLlm {
   log_completions: boolean;
   timeout_s?: number;
   usage_id?: string;
+}
+
+/**
+ * The runtime's LLM from the settings' (a start's, or a saved profile's a conversation switches to), its
+ * key in the clear; `model` is the one to use (a start's llm_model may override the settings').
+ */
+export function runtimeLlm(llm: LLMSettings, model: string): RuntimeLlm {
+  return {
+    model,
+    base_url: llm.base_url,
+    api_key: llm.api_key || null,
+    temperature: llm.temperature ?? null,
+    top_p: llm.top_p ?? null,
+    max_output_tokens: llm.max_output_tokens ?? null,
+    stream: llm.stream ?? false,
+    log_completions: llm.log_completions ?? false,
+    ...(llm.timeout ? { timeout_s: Math.min(llm.timeout, 3600) } : {}),
+    ...(llm.usage_id ? { usage_id: llm.usage_id } : {}),
+  };
 }
 
 /** A conversation as the start creates it in the runtime. */
@@ -113,6 +133,12 @@ export abstract class RuntimeClient {
   askAgent(conversationId: string, question: string, timeoutMs: number): Promise<RuntimeAnswer> {
     return this.call('POST', `/api/conversations/${encodeURIComponent(conversationId)}/ask_agent`, { question }, timeoutMs);
   }
+
+  /**
+   * Swaps the LLM of the conversation's agent for the steps after this call (the agent server's
+   * `switch_llm`; the built-in runtime serves the same route). Its history stays. 200 when it took it.
+   */
+  abstract switchLlm(conversationId: string, llm: RuntimeLlm, timeoutMs: number): Promise<RuntimeAnswer>;
 
   /** A git view (changes of a repository, diff of a file) of `target`, relative to the runtime's working directory. */
   abstract git(view: 'changes' | 'diff', target: string, ref: string | undefined, timeoutMs: number): Promise<RuntimeAnswer>;

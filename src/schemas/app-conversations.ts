@@ -307,7 +307,7 @@ const startRequestShape = {
   system_message_suffix: optional(z.string()),
   processors: withDefault(z.array(CallbackProcessorSchema).max(MAX_PROCESSORS), () => []),
   llm_model: optional(z.string()),
-  agent_profile_id: optional(z.string()),
+  agent_profile_id: optional(z.string()).meta({ description: 'The id of one of your saved LLM profiles (GET /api/v1/settings/profiles): its LLM replaces your agent_settings.llm for this conversation.' }),
   selected_repository: optional(repositoryRef('owner/repo, a URL or a local path.')),
   selected_branch: optional(z.string()),
   git_provider: optional(GitProviderSchema),
@@ -451,7 +451,7 @@ export const AppConversationSchema = z
     session_api_key: nullableString("The sandbox's session key, for calls to conversation_url; only while the sandbox runs."),
     acp_server: nullableString('The ACP provider its agent runs (the published field); null: this service runs no ACP agents.'),
     launched_agent_profile: LaunchedAgentProfileSchema.nullable().meta({
-      description: 'The agent profile that launched it (the published field); null: it was not launched from a profile (this service keeps none yet).',
+      description: 'The saved LLM profile its start named in agent_profile_id (GET /api/v1/settings/profiles), at the revision the start used; null: none.',
     }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),

@@ -253,6 +253,7 @@ export const OrganizationSchema = z
 
 export type Organization = z.output<typeof OrganizationSchema>;
 export type AgentSettings = z.output<typeof AgentSettingsSchema>;
+export type LLMSettings = z.output<typeof LLMSettingsSchema>;
 export type ConversationSettings = z.output<typeof ConversationSettingsSchema>;
 
 export const ROLES = ['owner', 'admin', 'member'] as const;

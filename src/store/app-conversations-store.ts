@@ -23,6 +23,8 @@ export interface AppConversationRecord {
   /** The callback processors registered at the start (SPEC 2.4), as sent. */
   processors: Record<string, unknown>[];
   llm_model: string | null;
+  /** The saved LLM profile the start named (agent_profile_id), at the revision it used; null: none. */
+  launched_agent_profile: { agent_profile_id: string; revision: number } | null;
   public: boolean | null;
   pr_number: number[];
   tags: Record<string, string>;
@@ -47,7 +49,7 @@ export interface StartedSkill {
 export type AppConversationChange = Partial<Pick<AppConversationRecord, 'title' | 'public' | 'selected_repository' | 'selected_branch' | 'git_provider'>>;
 
 /** Fields added after the first records were written: absent from those. */
-type LaterFields = 'llm_model' | 'public' | 'pr_number' | 'tags' | 'parent_conversation_id' | 'skills' | 'hooks' | 'working_dir';
+type LaterFields = 'llm_model' | 'launched_agent_profile' | 'public' | 'pr_number' | 'tags' | 'parent_conversation_id' | 'skills' | 'hooks' | 'working_dir';
 /** A new record: the later fields may be left out (their empty values). */
 export type NewAppConversation = Omit<AppConversationRecord, LaterFields> & Partial<Pick<AppConversationRecord, LaterFields>>;
 type AppConversationDoc = Omit<AppConversationRecord, 'id' | LaterFields> & Partial<Pick<AppConversationRecord, LaterFields>> & { _id: string };
@@ -80,6 +82,7 @@ const toRecord = ({ _id, processors, ...rest }: AppConversationDoc): AppConversa
   ...rest,
   processors: decodeKeys(processors),
   llm_model: rest.llm_model ?? null,
+  launched_agent_profile: rest.launched_agent_profile ?? null,
   public: rest.public ?? null,
   pr_number: rest.pr_number ?? [],
   tags: rest.tags ? decodeKeys(rest.tags) : {},
@@ -113,6 +116,11 @@ export class AppConversationsStore {
   async get(id: string): Promise<AppConversationRecord | null> {
     const d = await this.conversations.findOne({ _id: id });
     return d && toRecord(d);
+  }
+
+  /** The model its agent uses now (after a switch of profile). */
+  async setModel(id: string, llmModel: string): Promise<void> {
+    await this.conversations.updateOne({ _id: id }, { $set: { llm_model: llmModel, updated_at: new Date() } });
   }
 
   async setTitle(id: string, title: string): Promise<void> {

@@ -11,6 +11,7 @@ import { startTasksIndexes } from './start-tasks-store';
 import { appConversationsIndexes } from './app-conversations-store';
 import { callbacksIndexes } from './callbacks-store';
 import { pendingMessagesIndexes } from './pending-messages-store';
+import { llmProfilesIndexes } from './llm-profiles-store';
 
 /** Every index the service relies on, created at start-up. */
 export const ALL_INDEXES: readonly CollectionIndexes[] = [
@@ -26,6 +27,7 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   startTasksIndexes,
   appConversationsIndexes,
   callbacksIndexes,
+  llmProfilesIndexes,
   // Read by _id only: declared so that they exist from the start, with the `_id` index PostgreSQL can
   // use under FerretDB (src/store/postgres-indexes.ts). live_events is src/live/live-channel.ts's.
   { collection: 'ingest_leases', indexes: [] },
@@ -34,5 +36,6 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   { collection: 'live_events', indexes: [] },
   { collection: 'conversation_states', indexes: [] },
   { collection: 'user_settings', indexes: [] },
+  { collection: 'active_llm_profiles', indexes: [] },
   { collection: 'organization_quotas', indexes: [] },
 ];

@@ -1,9 +1,11 @@
 /**
  * A user's own settings: the sparse diffs they laid over their organization's agent and conversation
- * settings (secrets in them sealed), and their personal preferences. One document per user, written
- * only through POST /api/v1/settings (one writer), `user_version` counting the writes.
+ * settings (secrets in them sealed), and their personal preferences. One document per user, written by
+ * POST /api/v1/settings and by activating a saved LLM profile; `user_version` counts the writes, and a
+ * write lands only over the version it read (no lost update between the two).
  */
 import type { Db } from 'mongodb';
+import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
 
 export interface UserSettings {
@@ -62,17 +64,24 @@ export class UserSettingsStore {
     };
   }
 
-  /** Replaces the user's settings with `next` (user_version is the caller's: the read one plus one). */
-  async put(next: UserSettings): Promise<void> {
+  /**
+   * Replaces the user's settings with `next` if they are still at `readVersion` (the user_version read;
+   * 0: none stored); false when another write came first. next.user_version is the caller's.
+   */
+  async put(next: UserSettings, readVersion: number): Promise<boolean> {
     const { user_id, ...rest } = next;
-    await this.settings.replaceOne(
-      { _id: user_id },
-      {
-        ...rest,
-        agent_settings_diff: encodeKeys(rest.agent_settings_diff) as Record<string, unknown>,
-        conversation_settings_diff: encodeKeys(rest.conversation_settings_diff) as Record<string, unknown>,
-      },
-      { upsert: true },
-    );
+    const doc = {
+      ...rest,
+      agent_settings_diff: encodeKeys(rest.agent_settings_diff) as Record<string, unknown>,
+      conversation_settings_diff: encodeKeys(rest.conversation_settings_diff) as Record<string, unknown>,
+    };
+    if (readVersion > 0) return (await this.settings.replaceOne({ _id: user_id, user_version: readVersion }, doc)).matchedCount === 1;
+    try {
+      await this.settings.insertOne({ _id: user_id, ...doc });
+      return true;
+    } catch (e) {
+      if (isDuplicateKey(e)) return false;
+      throw e;
+    }
   }
 }

@@ -296,6 +296,79 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/settings/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your saved LLM profiles (never a key) and the active one */
+        get: operations["listProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/profiles/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A profile's LLM configuration, its secrets null */
+        get: operations["getProfile"];
+        put?: never;
+        /**
+         * Save an LLM configuration under a name (overwrites one of that name)
+         * @description With llm, that LLM (its key sealed); without, a copy of your current agent_settings.llm. At most 50 profiles a user (409 past it).
+         */
+        post: operations["saveProfile"];
+        /** Delete a profile (a name without one is deleted too) */
+        delete: operations["deleteProfile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/profiles/{name}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make the profile's LLM your agent_settings.llm (your organization's fills what it leaves out) */
+        post: operations["activateProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/profiles/{name}/rename": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rename a profile; its id, key and active mark stay */
+        post: operations["renameProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/config/models/search": {
         parameters: {
             query?: never;
@@ -761,6 +834,26 @@ export interface paths {
         get: operations["countAppConversations"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/app-conversations/{conversation_id}/switch_profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Switch the running conversation's LLM to a saved profile
+         * @description The profile's LLM (over your organization's, as activating it would) is handed to the agent server's switch_llm: the agent's next LLM calls use it. What stays: the history, your settings and active profile, launched_agent_profile. The conversation's llm_model becomes the profile's model. Its sandbox must be running (a paused one is not resumed for this).
+         */
+        post: operations["switchConversationProfile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1312,6 +1405,138 @@ export interface components {
         /** @description A JSON Schema (draft 2020-12). */
         JsonSchemaDocument: {
             [key: string]: unknown;
+        };
+        /** @description Your profiles by name, and the one last activated (null: none, or it was deleted). */
+        ProfileListResponse: {
+            profiles: components["schemas"]["ProfileInfo"][];
+            active_profile: string | null;
+        };
+        /** @description A profile as listed: never its key. */
+        ProfileInfo: {
+            name: string;
+            model: string | null;
+            base_url: string | null;
+            api_key_set: boolean;
+            /**
+             * Format: uuid
+             * @description Stable id: what a start names in agent_profile_id; a rename keeps it.
+             */
+            id: string;
+            /** @description Grows with each save under this name. */
+            revision: number;
+        };
+        ProfileDetailResponse: {
+            name: string;
+            /** @description The LLM configuration; api_key and every other secret field are null. */
+            config: {
+                [key: string]: unknown;
+            };
+            api_key_set: boolean;
+            /**
+             * Format: uuid
+             * @description Stable id: what a start names in agent_profile_id; a rename keeps it.
+             */
+            id: string;
+            /** @description Grows with each save under this name. */
+            revision: number;
+        };
+        ProfileMutationResponse: {
+            name: string;
+            message: string;
+        };
+        /** @description Saves an LLM configuration under the name in the path; a profile of that name is overwritten (its id stays, its revision grows). */
+        SaveProfileRequest: {
+            /**
+             * @description false: the profile keeps no key (the organization's applies when it is used).
+             * @default true
+             */
+            include_secrets: boolean;
+            /** @description The profile's LLM; absent or null: a copy of your current agent_settings.llm. */
+            llm?: {
+                is_subscription?: boolean;
+                model?: string;
+                /** @description LLM API key. Secret: encrypted at rest, answered as "**********". */
+                api_key?: string;
+                /** @enum {string} */
+                auth_type?: "api_key" | "subscription";
+                subscription_vendor?: string;
+                base_url?: string;
+                api_version?: string;
+                /** @description Cloud access key id. Secret: encrypted at rest, answered as "**********". */
+                cloud_access_key_id?: string;
+                /** @description Cloud secret access key. Secret: encrypted at rest, answered as "**********". */
+                cloud_secret_access_key?: string;
+                /** @description Cloud session token. Secret: encrypted at rest, answered as "**********". */
+                cloud_session_token?: string;
+                cloud_region_name?: string;
+                cloud_profile_name?: string;
+                cloud_role_name?: string;
+                cloud_session_name?: string;
+                cloud_bedrock_runtime_endpoint?: string;
+                router_site_url?: string;
+                router_app_name?: string;
+                num_retries?: number;
+                retry_multiplier?: number;
+                retry_min_wait?: number;
+                retry_max_wait?: number;
+                timeout?: number;
+                max_message_chars?: number;
+                temperature?: number;
+                top_p?: number;
+                top_k?: number;
+                max_input_tokens?: number;
+                max_output_tokens?: number;
+                model_canonical_name?: string;
+                /** @enum {string} */
+                api_mode?: "auto" | "chat" | "responses";
+                capability_overrides?: {
+                    [key: string]: unknown;
+                };
+                extra_headers?: {
+                    [key: string]: string;
+                };
+                input_cost_per_token?: number;
+                output_cost_per_token?: number;
+                local_model_base_url?: string;
+                stream?: boolean;
+                drop_params?: boolean;
+                modify_params?: boolean;
+                disable_vision?: boolean;
+                disable_stop_word?: boolean;
+                caching_prompt?: boolean;
+                log_completions?: boolean;
+                log_completions_folder?: string;
+                custom_tokenizer?: string;
+                native_tool_calling?: boolean;
+                force_string_serializer?: boolean;
+                inline_image_urls?: boolean;
+                /** @enum {string} */
+                reasoning_effort?: "low" | "medium" | "high" | "xhigh" | "none";
+                /** @enum {string} */
+                reasoning_summary?: "auto" | "concise" | "detailed";
+                enable_encrypted_reasoning?: boolean;
+                prompt_cache_retention?: string;
+                extended_thinking_budget?: number;
+                seed?: number;
+                usage_id?: string;
+                gateway_extra_body?: {
+                    [key: string]: unknown;
+                };
+            } | null;
+            /**
+             * @description Keep the key the profile of this name has when the request gives none.
+             * @default false
+             */
+            preserve_existing_api_key: boolean;
+        } | null;
+        /** @description The profile's LLM is now your agent_settings.llm (over your organization's). */
+        ActivateProfileResponse: {
+            name: string;
+            message: string;
+            model: string | null;
+        };
+        RenameProfileRequest: {
+            new_name: string;
         };
         LLMModelPage: {
             items: components["schemas"]["LLMModel"][];
@@ -2108,6 +2333,7 @@ export interface components {
             system_message_suffix?: string | null;
             processors: components["schemas"]["CallbackProcessor"][];
             llm_model?: string | null;
+            /** @description The id of one of your saved LLM profiles (GET /api/v1/settings/profiles): its LLM replaces your agent_settings.llm for this conversation. */
             agent_profile_id?: string | null;
             selected_repository?: string | null;
             selected_branch?: string | null;
@@ -2330,6 +2556,7 @@ export interface components {
             /** @default [] */
             processors: components["schemas"]["CallbackProcessor"][] | null;
             llm_model?: string | null;
+            /** @description The id of one of your saved LLM profiles (GET /api/v1/settings/profiles): its LLM replaces your agent_settings.llm for this conversation. */
             agent_profile_id?: string | null;
             selected_repository?: string | null;
             selected_branch?: string | null;
@@ -2419,7 +2646,7 @@ export interface components {
             session_api_key: string | null;
             /** @description The ACP provider its agent runs (the published field); null: this service runs no ACP agents. */
             acp_server: string | null;
-            /** @description The agent profile that launched it (the published field); null: it was not launched from a profile (this service keeps none yet). */
+            /** @description The saved LLM profile its start named in agent_profile_id (GET /api/v1/settings/profiles), at the revision the start used; null: none. */
             launched_agent_profile: {
                 /** Format: uuid */
                 agent_profile_id: string;
@@ -2441,6 +2668,14 @@ export interface components {
             per_turn_token: number;
             response_id: string;
         } | null;
+        Success: {
+            success: boolean;
+        };
+        /** @description Switches a running conversation's LLM to a saved profile. */
+        SwitchProfileRequest: {
+            /** @description A profile saved with POST /api/v1/settings/profiles/{name}. */
+            profile_name: string;
+        };
         AppSendMessageResponse: {
             success: boolean;
             sandbox_status: components["schemas"]["SandboxStatus"];
@@ -2468,9 +2703,6 @@ export interface components {
             selected_repository?: string | null;
             selected_branch?: string | null;
             git_provider?: components["schemas"]["GitProvider"] & (string | null);
-        };
-        Success: {
-            success: boolean;
         };
         GitChange: {
             /** @enum {string} */
@@ -3796,6 +4028,297 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    listProfiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profiles */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileListResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileDetailResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No profile of that name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    saveProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SaveProfileRequest"];
+            };
+        };
+        responses: {
+            /** @description Saved */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileMutationResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description You have 50 profiles, or your agent has no LLM to copy */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    deleteProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileMutationResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    activateProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Activated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActivateProfileResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No profile of that name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your agent takes no LLM (an ACP agent), or the profile does not fit your agent settings */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    renameProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RenameProfileRequest"];
+            };
+        };
+        responses: {
+            /** @description Renamed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileMutationResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No profile of that name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Another profile has the new name */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };
@@ -5256,6 +5779,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    switchConversationProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SwitchProfileRequest"];
+            };
+        };
+        responses: {
+            /** @description Switched */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such conversation of the caller, or no profile of that name */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, or your agent takes no LLM */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description The agent server did not take the LLM */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The sandbox is in ERROR, or its agent server did not answer in time (the detail says which); try again */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };

@@ -14,6 +14,7 @@ import {
   SuccessSchema,
 } from '../../schemas/app-conversation-actions';
 import { ErrorResponseSchema } from '../../schemas/errors';
+import { SwitchProfileRequestSchema } from '../../schemas/llm-profiles';
 import type { ApiRouter } from '../../web/route';
 import { callerId } from '../state';
 
@@ -46,6 +47,32 @@ export function appConversationActionsRoutes(router: ApiRouter, deps: { conversa
         ctx.body = await views.one(userId, conversation, { execution_status });
       },
     );
+
+  router.route(
+    {
+      method: 'post',
+      path: '/:conversation_id/switch_profile',
+      operationId: 'switchConversationProfile',
+      summary: "Switch the running conversation's LLM to a saved profile",
+      description:
+        "The profile's LLM (over your organization's, as activating it would) is handed to the agent server's switch_llm: the agent's next LLM calls use it. " +
+        "What stays: the history, your settings and active profile, launched_agent_profile. The conversation's llm_model becomes the profile's model. Its sandbox must be running (a paused one is not resumed for this).",
+      security: 'APIKeyHeader',
+      params: ConversationPathSchema,
+      body: SwitchProfileRequestSchema,
+      responses: {
+        200: { description: 'Switched', schema: SuccessSchema },
+        404: error('No such conversation of the caller, or no profile of that name'),
+        409: error('Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, or your agent takes no LLM'),
+        502: error('The agent server did not take the LLM'),
+        503: unreachable,
+      },
+    },
+    async (ctx, { params, body }) => {
+      await service.switchProfile(callerId(ctx), params.conversation_id, body.profile_name);
+      ctx.body = { success: true };
+    },
+  );
 
   router
     .route(

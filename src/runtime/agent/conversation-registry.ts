@@ -84,6 +84,16 @@ export class ConversationRegistry {
     return c;
   }
 
+  /** Swaps the conversation's LLM, kept in its settings file so that a restarted runtime uses it too. */
+  switchLlm(id: string, llm: CreateConversation['agent']['llm']): Conversation {
+    const c = this.get(id);
+    // The file first: a switch that could not be kept is not made.
+    writeSettings(this.dirOf(id), { id, created_at: c.createdAt, settings: { ...c.settings, agent: { ...c.settings.agent, llm }, conversation_id: id } });
+    c.switchLlm(llm);
+    this.o.logger.info({ conversation_id: id, model: llm.model }, 'conversation LLM switched');
+    return c;
+  }
+
   /**
    * Deletes a conversation: its loop is stopped (the step in flight cancelled), it is forgotten and its
    * directory (settings, events, unsent ones too) removed. Its workspace is left alone: it may be shared.

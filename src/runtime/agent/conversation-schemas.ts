@@ -26,6 +26,8 @@ export const LlmSettingsSchema = z
   })
   .meta({ id: 'RuntimeLlmSettings' });
 
+export const SwitchLlmRequestSchema = z.strictObject({ llm: LlmSettingsSchema }).meta({ id: 'RuntimeSwitchLlmRequest' });
+
 export const CondenserSchema = z
   .strictObject({
     max_size: z.number().int().min(4).describe('Condense when the LLM view holds more events than this.'),

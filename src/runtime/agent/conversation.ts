@@ -305,6 +305,14 @@ export class Conversation {
   }
 
   /**
+   * Uses `llm` from the next LLM call on (a step under way finishes with the one it called); the
+   * history stays as it is.
+   */
+  switchLlm(llm: CreateConversation['agent']['llm']): void {
+    this.settings.agent.llm = llm;
+  }
+
+  /**
    * The agent's answer to a question about the conversation so far, without adding to it (the agent
    * server's `ask_agent`): one LLM call on the history and the question, no tools. Its cost is not in
    * the conversation's metrics, which count the conversation's own steps.

@@ -1,7 +1,7 @@
 /** The built-in runtime (src/runtime/): paths relative to its working directory, ids of messages honoured. */
 import type { SecretBox } from '../../auth/secret-box';
 import type { SandboxRecord } from '../../store/sandboxes-store';
-import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeMessage } from '../runtime-client';
+import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeLlm, type RuntimeMessage } from '../runtime-client';
 
 const conversationPath = (id: string) => `/api/conversations/${encodeURIComponent(id)}`;
 
@@ -50,6 +50,10 @@ export class BuiltInRuntimeClient extends RuntimeClient {
     const a = await this.call('POST', `${conversationPath(conversationId)}/${action}`, {}, timeoutMs);
     const status = (a.body as { execution_status?: unknown } | null)?.execution_status;
     return { ...a, executionStatus: typeof status === 'string' ? status : null };
+  }
+
+  switchLlm(conversationId: string, llm: RuntimeLlm, timeoutMs: number): Promise<RuntimeAnswer> {
+    return this.call('POST', `${conversationPath(conversationId)}/switch_llm`, { llm }, timeoutMs);
   }
 
   deleteConversation(conversationId: string, timeoutMs: number): Promise<RuntimeAnswer> {

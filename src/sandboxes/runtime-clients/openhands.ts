@@ -150,6 +150,14 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
     return { ...a, executionStatus: typeof status === 'string' ? status : null };
   }
 
+  /**
+   * The server keeps its LLMs by usage_id: an LLM of the conversation's id with another configuration
+   * replaces the one it had (and goes on with its metrics), an equal one is reused.
+   */
+  switchLlm(conversationId: string, llm: RuntimeLlm, timeoutMs: number): Promise<RuntimeAnswer> {
+    return this.call('POST', `${conversationPath(conversationId)}/switch_llm`, { llm: agentLlm(llm) }, timeoutMs);
+  }
+
   deleteConversation(conversationId: string, timeoutMs: number): Promise<RuntimeAnswer> {
     return this.call('DELETE', conversationPath(conversationId), undefined, timeoutMs);
   }
