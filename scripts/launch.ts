@@ -206,7 +206,7 @@ async function main(): Promise<void> {
         throw new Error(`POSTGRES_URL: PostgreSQL did not take the login: ${e.message}`);
       });
       if (await postgresIsSuperuser(config.postgres.url).catch(() => false)) {
-        log.warn('POSTGRES_URL logs in as a superuser: the service needs only a role that owns its database (README "The embedded database")');
+        log.warn('POSTGRES_URL logs in as a superuser: the service needs only a role that owns its database (docs/embedded-servers.md, "The embedded database")');
       }
       backend = { kind: 'postgresql', url: config.postgres.url };
       storage = 'FerretDB on the PostgreSQL of POSTGRES_URL';

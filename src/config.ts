@@ -40,7 +40,7 @@ export const LOG_FORMATS = ['json', 'pretty', 'auto'] as const;
 
 /**
  * Environment variables and their defaults. The keys are the variable names: docker-compose.yml and the
- * README use exactly these (a test checks the compose file against this list).
+ * docs/configuration.md use exactly these (a test checks the compose file against this list).
  */
 export const envSchema = z.object({
   /** Interface the api listens on. */

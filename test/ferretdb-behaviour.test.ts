@@ -1,6 +1,6 @@
 /**
  * What FerretDB 1.24 does that real MongoDB does not, on the backend the tests run on (PostgreSQL by
- * default): each case is why a workaround in the code stays (README, "Notes on FerretDB"). A case that
+ * default): each case is why a workaround in the code stays (docs/ferretdb.md). A case that
  * starts failing after an upgrade means its workaround can go.
  */
 import { MongoClient, type Db } from 'mongodb';

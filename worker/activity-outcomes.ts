@@ -2,7 +2,7 @@
  * Counts each activity execution's outcome by activity type, on the worker's Temporal metric meter (served
  * with the SDK's own metrics at WORKER_METRICS_ADDRESS) as agent_control_activity_outcomes_total
  * {activity_type, task_queue, namespace, local, outcome: completed | failed | cancelled, failure_type}. The SDK counts failures alone;
- * this gives the denominator for a failure rate per step (README "Metrics").
+ * this gives the denominator for a failure rate per step (docs/operations.md, "Metrics").
  */
 import type { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';

@@ -75,7 +75,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
 
   const snapshots: StartTaskSnapshot[] = [];
   setHandler(startTaskSnapshotsQuery, () => snapshots);
-  // stream-start waits here for the next status instead of reading MongoDB (SPEC 4.2; README "Starts").
+  // stream-start waits here for the next status instead of reading MongoDB (SPEC 4.2; docs/api.md, "Starting conversations").
   let ended = false;
   setHandler(
     startTaskSnapshotsAfterUpdate,
@@ -98,7 +98,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   /** The lines (their workflow ids) the start holds a place in or waits in: given back when it ends. */
   const lines: string[] = [];
   const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
-  // Operators find starts by owner, conversation, sandbox and status (README: "Finding workflows").
+  // Operators find starts by owner, conversation, sandbox and status (docs/operations.md, "Finding workflows").
   // Runs recorded before these attributes replay without them.
   const searchable = patched(START_TASK_SEARCH_ATTRIBUTES);
   const report = async (status: StartTaskStatus, detail: string | null = null) => {

@@ -172,7 +172,7 @@ export async function postgresLogin(url: string, timeoutMs = 5000): Promise<void
   }
 }
 
-/** Whether the URL's user is a superuser (an operator's POSTGRES_URL should not be: README "The embedded database"). */
+/** Whether the URL's user is a superuser (an operator's POSTGRES_URL should not be: docs/embedded-servers.md, "The embedded database"). */
 export async function postgresIsSuperuser(url: string, timeoutMs = 5000): Promise<boolean> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
   client.on('error', () => undefined);

@@ -9,7 +9,7 @@ import { AgentControlClient, ApiError, ProtocolError, UnreachableError, unwrap, 
 import { eventLine, safeJson, terminalSafe } from './event-lines';
 import { readUserConfig, userConfigPath, writeUserConfig } from './user-config';
 
-/** What scripts can rely on; the same table is in README's "CLI" section. */
+/** What scripts can rely on; the same table is in docs/cli-and-client.md. */
 export const EXIT = {
   OK: 0,
   UNEXPECTED: 1,

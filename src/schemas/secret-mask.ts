@@ -3,7 +3,7 @@
  * neither is ever spelled out again elsewhere:
  *
  * - SECRET_MASK replaces a whole stored secret in API answers. It is part of the API's contract: a client
- *   that sends it back in an update keeps the stored value (see sealSecrets), the README documents it, and
+ *   that sends it back in an update keeps the stored value (see sealSecrets), docs/api.md documents it, and
  *   clients and tests compare answers with it.
  * - AGENT_SECRET_MASK replaces a secret wherever it appears inside what the agent sees and records (tool
  *   output, hook output) in the sandbox runtime. It says in words what happened because the LLM reads it,
