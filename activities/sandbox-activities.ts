@@ -15,6 +15,7 @@ import type { ConversationsStore } from '../src/store/conversations-store';
 import type { SandboxesStore, SandboxRecord } from '../src/store/sandboxes-store';
 import type { ProviderRegistry } from './sandbox-providers';
 import { ProviderConfigError, type SandboxProvider } from './sandbox-providers/provider';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface SandboxActivityDeps {
   sandboxes: SandboxesStore;
@@ -39,8 +40,6 @@ export interface RuntimeCheck {
   detail: string | null;
   lastUsedAtMs: number;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function answersAlive(url: string, timeoutMs: number): Promise<string | null> {
   try {

@@ -36,6 +36,7 @@ import {
   type RuntimeSkill,
 } from './repository-steps';
 import { SandboxRuntime } from './sandbox-runtime';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface StartTaskActivityDeps {
   startTasks: StartTasksStore;
@@ -55,8 +56,6 @@ export interface StartTaskActivityDeps {
 const onLoopback = (url: string) => ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname);
 
 const inputError = (message: string) => ApplicationFailure.nonRetryable(message, START_TASK_FAILURES.input);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Told to the agent when the start asks for a plan (agent_type plan). */
 const PLAN_SUFFIX = 'Plan only: study the task and the repository and write a plan; do not change files.';
 

@@ -28,12 +28,12 @@ import { arg, median, printTable, progress, runBench, wordArg } from './report';
 import { ensureAgentServer } from '../scripts/servers/agent-server';
 import { openHandsCommand, openHandsEnv } from '../activities/sandbox-providers/openhands-launch';
 import { startBenchServers } from './servers';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const STEPS = arg('steps', 200);
 const RUNTIME = wordArg('runtime', ['built-in', 'openhands'] as const, 'built-in');
 const RUNS = arg('runs', 3);
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.now();
 
 const COMMAND = 'true';

@@ -27,6 +27,7 @@ import { eventKey, type StoredEvent } from '../src/store/events-store';
 import { blockKey, blockOf, firstSeqOf, lastSeqOf } from '../src/store/event-blocks';
 import type { Collection } from 'mongodb';
 import { openDatabase, type Database } from '../src/store/mongo';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export type BenchServers = Awaited<ReturnType<typeof startBenchServers>>;
 
@@ -124,7 +125,7 @@ export async function startEventsApi(servers: BenchServers, dbName: string): Pro
       await stop();
       throw new Error('the api was not ready within 60 s');
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   return { base, port, process: child, stop };
 }
@@ -167,7 +168,7 @@ export async function requireGinIndexes(postgresUrl: string, db: Db, collections
       return await findGinIndexes(postgresUrl, db, collections);
     } catch (e) {
       if (Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, 250));
+      await sleep(250);
     }
   }
 }

@@ -25,6 +25,7 @@ import { createStores } from '../src/composition';
 import { eventsIndexes, type StoredEvent } from '../src/store/events-store';
 import { openDatabase } from '../src/store/mongo';
 import { ensurePostgresIndexes } from '../src/store/postgres-indexes';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -220,9 +221,9 @@ async function main(): Promise<void> {
     };
     for (let i = 0; i < 100 && arrivals.some((a) => a.length === 0); i++) {
       await ingestOne({ kind: 'StreamingDeltaEvent', content: 'probe' });
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     const latencies: number[] = [];
     const answers: number[] = [];
     for (let round = 0; round < 5; round++) {
@@ -230,11 +231,11 @@ async function main(): Promise<void> {
       const sent = now();
       await ingestOne(makeEvents(1, Date.now())[0]!);
       answers.push(now() - sent);
-      for (let i = 0; i < 200 && arrivals.some((a, j) => a.length === before[j]); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && arrivals.some((a, j) => a.length === before[j]); i++) await sleep(10);
       arrivals.forEach((a, j) => {
         if (a.length > before[j]!) latencies.push(a[before[j]!]! - sent);
       });
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
     }
     const missed = SUBSCRIBERS * 5 - latencies.length;
     const closed = closedEarly;

@@ -28,6 +28,7 @@ import { ensureDockerEngine, type DockerEngine } from '../scripts/docker/engine'
 import { buildProjectImages, ensureBaseImage } from '../scripts/docker/images';
 import { dockerFromHost } from '../activities/sandbox-providers/docker-provider';
 import type Docker from 'dockerode';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const RUNS = arg('runs', 20);
 const DOCKER = arg('docker', 1) !== 0;
@@ -36,8 +37,6 @@ const LIMITS = wordArg('limits', ['off', 'on'] as const, 'off');
 const POLL_MS = 10;
 
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function directStart(dir: string): Promise<number> {
   const port = await freePort();
   const workspace = fs.mkdtempSync(path.join(dir, 'direct-'));

@@ -39,6 +39,7 @@ import { AgentControlClient } from '../src/client';
 import { arg, median, pct, printTable, progress, runBench, wordArg } from './report';
 import { printHistory, startBenchServers } from './servers';
 import { startTaskWorkflowId } from '../src/temporal/shared';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const STARTS = arg('starts', 200);
 const SINGLE = arg('single', 15);
@@ -48,7 +49,6 @@ const WORKERS = arg('workers', 1);
 /** The bench is one user: its N starts at once are the load, so its start quotas (under way, not ended, conversations kept) are lifted, the first unless --max-starts sets one (each start still passes its line). */
 const CONCURRENT_STARTS = String(arg('max-starts', 0));
 const dist = (...p: string[]) => path.join(__dirname, '..', ...p);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const STATUSES = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
 
 async function main(): Promise<void> {

@@ -18,8 +18,7 @@ import { distPath, runNode } from './helpers/run';
 import { agentUrl, killRuntimesUnder, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 import { connect } from './helpers/ws-client';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('agent runtime through the control plane', () => {
   let t: TestApi;

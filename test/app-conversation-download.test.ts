@@ -10,6 +10,7 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { messages, sample } from './helpers/event-samples';
 import { publishedClient } from './helpers/published-client';
 import { unzip } from './helpers/zip';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const readAll = async (stream: Readable) => {
   const chunks: Buffer[] = [];
@@ -213,11 +214,11 @@ describe('the conversation zip writer', () => {
     let readWhilePaused = -1;
     for (let i = 0; i < 100 && log.state.read !== readWhilePaused; i++) {
       readWhilePaused = log.state.read;
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
     }
     expect(log.state.read).toBe(readWhilePaused);
     expect(readWhilePaused).toBeLessThan(1_000);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(log.state.read).toBe(readWhilePaused);
     expect(log.state.finished).toBe(false);
     // Waiting leaves no listener per entry behind (hundreds of entries went by): nothing piles up.
@@ -225,7 +226,7 @@ describe('the conversation zip writer', () => {
     expect(zip.listenerCount('drain')).toBeLessThan(10);
     // The reader goes away: the log is let go (its `finally` ran) with nothing more read.
     zip.destroy();
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(log.state.finished).toBe(true);
     expect(log.state.read).toBeLessThanOrEqual(readWhilePaused + 1);
   });

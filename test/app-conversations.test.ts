@@ -22,8 +22,8 @@ import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { bareRepo } from './helpers/git-repo';
 import { sample } from './helpers/event-samples';
 import { startTestWorker, type TestWorker } from './helpers/worker';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Every status before READY, in order. */
 const STATUSES = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR');
 

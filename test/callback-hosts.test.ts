@@ -17,6 +17,7 @@ import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { workerProcesses } from './helpers/worker';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const SUMMARY = 'I fixed the flaky test by waiting for the server to listen.';
 const TOKENS = { gitB: 'glpat-b-secret', gitC: 'bbat-c-secret', trackerA: 'atat-a-secret', trackerB: 'pat-b-secret', chat: 'xoxb-chat-secret' };
@@ -193,7 +194,7 @@ describe('callback processors that post to their hosts', () => {
       timeoutMs: 30_000,
       what: 'the agent finished',
     });
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000);
     expect(gitB.posts.length).toBe(before);
     expect((await results(id)).filter((r) => r.processor_index === 0)).toEqual([]);
   }, 60_000);
@@ -250,7 +251,7 @@ describe('callback processors that post to their hosts', () => {
       );
       expect(failed.detail).toMatch(/^issue tracker A answered 503/);
       expect(failed.detail).toContain('"authorization":"Basic ***"');
-      await new Promise((r) => setTimeout(r, 3000));
+      await sleep(3000);
       expect(trackerA.postRequests - before).toBe(6); // then no more
     } finally {
       trackerA.refuseWith = null;

@@ -12,6 +12,7 @@ import { WebSocketServer } from 'ws';
 import { AgentControlClient, ProtocolError, UnreachableError, unwrap } from '../src/client';
 import { eventually } from './helpers/eventually';
 import { distPath, runNode } from './helpers/run';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const CLI = distPath('src', 'cli', 'agent-control.js');
 
@@ -164,7 +165,7 @@ describe('client and CLI against a peer that is not the service', () => {
     const tail = (async () => {
       for await (const _ of quiet.events.tail('silent', { signal: ac.signal, onReconnect: (_n, why) => reasons.push(why) })) void _;
     })();
-    await new Promise((r) => setTimeout(r, 2_000));
+    await sleep(2_000);
     ac.abort();
     await tail;
     expect(silentConnections).toBeGreaterThanOrEqual(2);

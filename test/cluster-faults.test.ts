@@ -29,6 +29,7 @@ import { runningTemporalCluster, type TemporalCluster } from './helpers/temporal
 import { quietTemporalRuntime } from './helpers/temporal-runtime';
 import { startServiceProcess, startWorkerProcess } from './helpers/worker';
 import { connect, type Recorder } from './helpers/ws-client';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const STARTS_PER_WAVE = 4;
 
@@ -139,7 +140,7 @@ describe('the production shape: two hosts, one lost under load', () => {
 
     // Wave 1 through both apis, and host A lost while those starts run.
     const wave1 = await Promise.all(Array.from({ length: STARTS_PER_WAVE }, (_, i) => startVia(i % 2 ? apiB.url : urlA)));
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
     await Promise.all([killed(apiA.child), killed(workerA.child), killed(nodeA.process)]);
     const lostAt = Date.now();
     // Wave 2 through the api that is left, at once.
@@ -173,7 +174,7 @@ describe('the production shape: two hosts, one lost under load', () => {
     running.push(() => resumed.ws.terminate());
     // Catch-up from the log, then live: bounded by what there is to read (20 ms an event, a minute at least).
     await resumed.waitFor(stored.length - had.length, Math.max(60_000, (stored.length - had.length) * 20));
-    await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+    await sleep(300); // nothing more may arrive
     expect([...had, ...resumed.messages.map((e) => e.id as string)]).toEqual(stored);
     resumed.ws.close();
 

@@ -14,6 +14,7 @@ import { DatabaseBusyError } from '../src/store/errors';
 import { normalizeEventTime } from '../src/schemas/event-time';
 import { startTestApi, type TestApi } from './helpers/api';
 import { sample } from './helpers/event-samples';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const KINDS = ['MessageEvent', 'ActionEvent', 'ObservationEvent', 'PauseEvent'] as const;
 
@@ -304,7 +305,7 @@ describe('event log in blocks', () => {
         await expect(tight.search(f, { descending: true, limit: 100 }, layout)).rejects.toBeInstanceOf(DatabaseBusyError);
         await expect(tight.range(c.conversationId, 0, 500, undefined, true)).rejects.toBeInstanceOf(DatabaseBusyError);
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', note);

@@ -9,6 +9,7 @@ import { testConfig } from './helpers/env';
 import { messages, sample } from './helpers/event-samples';
 import { eventually } from './helpers/eventually';
 import { connect } from './helpers/ws-client';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('event ingest', () => {
   let t: TestApi;
@@ -191,7 +192,7 @@ describe('event ingest', () => {
       // The real store, with each append held back for longer than the lease lasts.
       const slow = Object.assign(Object.create(events) as EventsStore, {
         append: async (docs: Parameters<EventsStore['append']>[0]) => {
-          await new Promise((r) => setTimeout(r, 1500));
+          await sleep(1500);
           return events.append(docs);
         },
       });
@@ -199,7 +200,7 @@ describe('event ingest', () => {
         new EventIngest({ events: store, conversations: t.conversations, live: { publish: async () => undefined }, log: pino({ level: 'silent' }), maxEventsPerConversation: 100, leaseTtlMs: 600, leaseWaitMs: 10_000 });
       const parse = (batch: Record<string, unknown>[]) => batch.map((e) => EventSchema.parse(e) as Event);
       const first = ingest(slow).ingest(c.conversationId, parse(messages(3)));
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       const second = await ingest(events).ingest(c.conversationId, parse(messages(2)));
       expect(second.stored).toBe(2);
       expect((await first).stored).toBe(3);

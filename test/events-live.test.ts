@@ -8,6 +8,7 @@ import { messages, sample } from './helpers/event-samples';
 import { eventually } from './helpers/eventually';
 import { distPath } from './helpers/run';
 import { connect } from './helpers/ws-client';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('live events over websockets', () => {
   let t: TestApi;
@@ -75,13 +76,13 @@ describe('live events over websockets', () => {
     const appending = (async () => {
       for (const b of more) {
         await t.ingest(c.conversationId, c.sessionKey, b);
-        await new Promise((r) => setTimeout(r, 5));
+        await sleep(5);
       }
     })();
     await appending;
     const expected = [...initial.slice(100), ...more.flat()].map((e) => e.id);
     const got = await sub.waitFor(expected.length);
-    await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+    await sleep(300); // nothing more may arrive
     expect(got.map((e) => e.id)).toEqual(expected);
     sub.ws.close();
   });
@@ -244,7 +245,7 @@ describe('live events over websockets', () => {
     });
     closed.catch(() => undefined); // the race below reports an early close; the final close is ours
     const got = await Promise.race([sub.waitFor(300, 60_000), closed]);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     expect(closedWith).toBeNull();
     expect(got.map((e) => e.id)).toEqual(big.map((e) => e.id));
     expect(got[299].llm_message.content[0].text).toHaveLength(100_004);

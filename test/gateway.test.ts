@@ -9,6 +9,7 @@
 import net from 'node:net';
 import { freePort } from '../src/process/net';
 import { startGateway, type Gateway, type GatewayOptions } from '../src/gateway/tcp-gateway';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * An upstream that answers `GET /health` as HTTP (200), each other line with `<name>:<line>`, and a
@@ -120,7 +121,7 @@ describe('the gateway', () => {
     stuck = await upstream('a', '127.0.0.3', port);
     closers.push(() => close(stuck));
     const until = Date.now() + 5000;
-    while (g.upstreams().healthy.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    while (g.upstreams().healthy.length < 2 && Date.now() < until) await sleep(50);
     expect(g.upstreams().healthy.sort()).toEqual(['127.0.0.3', '127.0.0.4']);
     const answers = [await ask(g.port, 'x\n'), await ask(g.port, 'y\n')];
     expect(answers.map((x) => x[0]).sort()).toEqual(['a', 'b']);

@@ -10,6 +10,7 @@ import { testConfig } from './helpers/env';
 import { startTestApi, type TestApi } from './helpers/api';
 import { sample } from './helpers/event-samples';
 import { connect } from './helpers/ws-client';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Sends raw bytes on a new connection and collects everything the server writes until it closes. */
 function raw(url: string, bytes: string | Buffer, opts: { timeoutMs?: number; keepSending?: () => Buffer | null } = {}): Promise<{ text: string; closedBy: 'server' | 'timeout'; ms: number }> {
@@ -93,7 +94,7 @@ describe('hostile input at the edge (issue 13)', () => {
           return new Promise((r) => ws.on('close', r));
         }),
       );
-      await new Promise((r) => setTimeout(r, 1000)); // the server's lookups finish after the peers left
+      await sleep(1000); // the server's lookups finish after the peers left
       expect(t.api.hub.subscriberCount).toBe(0);
     });
 
@@ -315,7 +316,7 @@ describe('hostile input at the edge (issue 13)', () => {
       await accepted(id);
       for (const [i, status] of (['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY'] as const).entries()) await startTasks().record(id, i, change(status));
       const streaming = stream(id);
-      await new Promise((r) => setTimeout(r, 500)); // the stream has sent the lost run's three statuses
+      await sleep(500); // the stream has sent the lost run's three statuses
       const task = await startTasks().get(id);
       expect(await startTasks().clearHistoryIfUnchanged(id, task!.updated_at)).toBe(true);
       await startTasks().record(id, 0, change('WORKING'));

@@ -5,6 +5,7 @@ import { LIVE_COLLECTION, LiveChannel, type LiveDoc } from '../src/live/live-cha
 import { openDatabase, type Database } from '../src/store/mongo';
 import { testEnv, uniqueName } from './helpers/env';
 import { eventually } from './helpers/eventually';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('live channel', () => {
   let database: Database;
@@ -33,7 +34,7 @@ describe('live channel', () => {
     const seenB: LiveDoc[] = [];
     await a.start((d) => seenA.push(d));
     await b.start((d) => seenB.push(d));
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     await Promise.all([
       ...Array.from({ length: 40 }, (_, i) => a.publish('conv-a', [{ seq: i + 1, json: `a${i}` }])),
       ...Array.from({ length: 40 }, (_, i) => b.publish('conv-b', [{ seq: null, json: `b${i}` }, { seq: null, json: `b${i}'` }])),
@@ -90,9 +91,9 @@ describe('live channel', () => {
       channels.push(idle);
       const seen: { json: string; at: number }[] = [];
       await idle.start((d) => seen.push({ json: d.json, at: Date.now() }), () => listening);
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       reads = 0;
-      await new Promise((r) => setTimeout(r, 1000));
+      await sleep(1000);
       const idleReads = reads;
       expect(idleReads).toBeLessThanOrEqual(8); // about 5; every 5 ms would be about 200
 
@@ -108,9 +109,9 @@ describe('live channel', () => {
       expect(seen[1]!.at - sent).toBeLessThan(200 + 300);
 
       listening = true;
-      await new Promise((r) => setTimeout(r, 300)); // the idle wait in progress ends
+      await sleep(300); // the idle wait in progress ends
       reads = 0;
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       expect(reads).toBeGreaterThan(idleReads * 2); // listening: every pollMs again
     } finally {
       await Promise.all(channels.splice(0).map((c) => c.stop()));

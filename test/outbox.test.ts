@@ -11,6 +11,7 @@ import { freePort } from '../src/process/net';
 import { EventOutbox } from '../src/runtime/agent/outbox';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const message = (i: number) => ({
   id: `ev-${i}`,
@@ -50,7 +51,7 @@ describe('event outbox', () => {
     // The api goes away: events wait on disk; the sender keeps trying.
     await t.api.close();
     for (let i = 100; i < 160; i++) first.append(message(i));
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect(first.unsent).toBe(60);
     // The runtime restarts too: a new outbox over the same files takes over the unsent events.
     await first.stop();

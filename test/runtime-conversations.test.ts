@@ -14,8 +14,8 @@ import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { agentUrl, killRuntimesUnder, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const IMAGE = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 describe('runtime conversations: delete, messages, metrics', () => {

@@ -7,10 +7,9 @@ import { freePort } from '../src/process/net';
 import { readStat } from '../src/process/process-tree';
 import { eventually } from './helpers/eventually';
 import { distPath } from './helpers/run';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const KEY = 'runtime-test-session-key-0123456789';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 interface Runtime {
   url: string;
   child: ChildProcess;

@@ -11,6 +11,7 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { startWorkerProcess } from './helpers/worker';
 import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForStatus } from './helpers/sandboxes';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('sandboxes across a worker crash', () => {
   let t: TestApi;
@@ -39,7 +40,7 @@ describe('sandboxes across a worker crash', () => {
     const [a, b] = await Promise.all(created.map((r) => waitForStatus(t, u.key, r.body.id, 'RUNNING')));
     // A third one is still starting when the worker dies.
     const c = (await t.request('POST', '/api/v1/sandboxes', { key: u.key })).body;
-    await new Promise((r) => setTimeout(r, 150));
+    await sleep(150);
     first.child.kill('SIGKILL');
     await new Promise((r) => first.child.once('exit', r));
 

@@ -14,8 +14,7 @@ import { testConfig, testEnv } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForSandbox, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('sandboxes', () => {
   let t: TestApi;

@@ -22,8 +22,8 @@ import { eventually } from './helpers/eventually';
 import { waitForStartTask } from './helpers/start-tasks';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const until = (done: () => boolean, timeoutMs: number) => eventually(done, { timeoutMs, intervalMs: 10 });
 const RECONCILE_AFTER_MS = 1000;
 

@@ -11,8 +11,7 @@ import { freePort } from '../src/process/net';
 import { readStat } from '../src/process/process-tree';
 import { Supervisor, describeExit, type SupervisorOptions } from '../scripts/servers/supervisor';
 import { eventually } from './helpers/eventually';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const until = (check: () => boolean, timeoutMs = 10_000) => eventually(check, { timeoutMs, intervalMs: 10 });
 

@@ -21,6 +21,7 @@ import { eventually } from './helpers/eventually';
 import { waitForStartTask } from './helpers/start-tasks';
 import { killRuntimesUnder } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const BOUND_MS = 1500;
 
@@ -102,14 +103,14 @@ describe('bounded Temporal calls', () => {
     process.prependListener('uncaughtException', onUncaught);
     try {
       const call = timed(() => nowhere.workflowService.getSystemInfo({}));
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       await nowhere.close();
       const pending = new Promise<{ ms: number; error: unknown }>((r) => setTimeout(() => r({ ms: Infinity, error: 'still pending' }), 5000));
       const { ms, error } = await Promise.race([call, pending]);
       expect(error).toBeInstanceOf(Error);
       expect((error as ServiceError & { code?: number }).code ?? (error as { cause?: { code?: number } }).cause?.code).toBe(1); // CANCELLED
       expect(ms).toBeLessThan(5000); // settled, not left pending until the 10 s deadline or for ever
-      await new Promise((r) => setTimeout(r, 1000)); // any retry timer still due has fired
+      await sleep(1000); // any retry timer still due has fired
       expect(uncaught).toEqual([]);
     } finally {
       process.removeListener('uncaughtException', onUncaught);

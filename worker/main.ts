@@ -14,6 +14,7 @@ import { boundedConnection } from '../src/temporal/call-bounds';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
 import { installTracing } from '../src/observability/tracing';
 import { createWorker, isHostPollerNotice } from './worker';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 async function connectWithRetry(address: string, log: (msg: string) => void): Promise<NativeConnection> {
   for (let attempt = 1; ; attempt++) {
@@ -22,7 +23,7 @@ async function connectWithRetry(address: string, log: (msg: string) => void): Pr
     } catch (e) {
       if (attempt >= 60) throw e;
       if (attempt === 1 || attempt % 10 === 0) log(`Temporal at ${address} does not answer yet (${(e as Error).message}); retrying`);
-      await new Promise((r) => setTimeout(r, 1000));
+      await sleep(1000);
     }
   }
 }

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { trustedProgram } from '../../src/process/trusted-path';
 import type { SandboxLimits } from './provider';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 
 export type CgroupLayout = { version: 2; root: string } | { version: 1; roots: { memory: string; pids: string; cpu: string; cpuacct?: string; freezer?: string } };
@@ -175,7 +176,7 @@ export class SandboxCgroups {
     try {
       for (const deadline = Date.now() + timeoutMs; !f.frozen(); ) {
         if (Date.now() > deadline) return false;
-        await new Promise((r) => setTimeout(r, 5));
+        await sleep(5);
       }
       act(this.members(sandboxId));
       return true;
@@ -243,7 +244,7 @@ export class SandboxCgroups {
           const code = (e as NodeJS.ErrnoException).code;
           if (code === 'ENOENT') break;
           if (code !== 'EBUSY' || attempt >= 100) throw new Error(`the cgroup ${dir} could not be removed: ${(e as Error).message}`, { cause: e });
-          await new Promise((r) => setTimeout(r, 20));
+          await sleep(20);
         }
       }
     }

@@ -20,6 +20,7 @@ import { SandboxCgroups } from './process-cgroups';
 import type { SandboxDisks } from './process-disks';
 import type { ProcessIsolation } from './process-isolation';
 import { limitsOf, ProviderConfigError, wrongHandle, type SandboxLimits, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ProcessProviderOptions {
   /** Parent of the sandbox directories (DATA_DIR/sandboxes). */
@@ -123,7 +124,7 @@ async function awaitListener(port: number, pid: number, uid: number | undefined,
     if (!stat || stat.state === 'Z') throw new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
     if (Date.now() > deadline) throw new Error(`the runtime (pid ${pid}) did not listen on port ${port} within ${LISTEN_MS / 1000} s${lastWords(logFile)}`);
     progress?.();
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 
@@ -291,7 +292,7 @@ export class ProcessProvider implements SandboxProvider {
     for (let attempt = 0; attempt < FREEZE_ATTEMPTS && this.opts.cgroups; attempt++) {
       if (!(await this.opts.cgroups.whileFrozen(path.basename(h.dir), (pids) => signalAll(pids, 'SIGSTOP')))) break;
       // Thawed, each handles its SIGSTOP when next scheduled: done once every one shows stopped.
-      for (const deadline = Date.now() + 1000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 5))) {
+      for (const deadline = Date.now() + 1000; Date.now() < deadline; await sleep(5)) {
         if (stopped(await this.members(h))) return;
       }
     }
@@ -299,7 +300,7 @@ export class ProcessProvider implements SandboxProvider {
       const listed = await this.members(h);
       if (stopped(listed)) return;
       signalAll(listed, 'SIGSTOP');
-      await new Promise((r) => setTimeout(r, round < 20 ? 2 : 20));
+      await sleep(round < 20 ? 2 : 20);
     }
     signalAll(await this.members(h), 'SIGCONT');
     throw new Error(`the processes of sandbox ${path.basename(h.dir)} could not all be stopped`);
@@ -317,7 +318,7 @@ export class ProcessProvider implements SandboxProvider {
     if (await cgroups.whileFrozen(sandboxId, (pids) => signalAll(pids, 'SIGKILL'))) {
       for (const deadline = Date.now() + 10_000; cgroups.members(sandboxId).some((pid) => readStat(pid)?.state !== 'Z'); ) {
         if (Date.now() > deadline) throw new Error(`processes of sandbox ${sandboxId} survive SIGKILL: ${cgroups.members(sandboxId).join(', ')}`);
-        await new Promise((r) => setTimeout(r, 10));
+        await sleep(10);
       }
       return;
     }
@@ -329,7 +330,7 @@ export class ProcessProvider implements SandboxProvider {
     if (pids) {
       signalAll(pids, 'SIGKILL');
       const pid = asProcess(handle!).pid;
-      for (let i = 0; i < 100 && readStat(pid) && readStat(pid)!.state !== 'Z'; i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 100 && readStat(pid) && readStat(pid)!.state !== 'Z'; i++) await sleep(20);
     }
     const dir = this.dirOf(sandboxId);
     const uid = this.uidOf(dir);

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { startChild, type Child } from '../servers/child';
 import { aptInstall, hasCommand } from '../host-packages';
 import { serversCacheRoot } from '../servers/paths';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const run = promisify(execFile);
 
@@ -175,7 +176,7 @@ async function reapOwnEngine(pidFile: string): Promise<void> {
     } catch {
       return;
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   process.kill(pid, 'SIGKILL');
 }

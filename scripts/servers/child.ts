@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ChildSpec {
   name: string;
@@ -37,8 +38,6 @@ export interface Child {
   /** Its liveness probe, when it has one (ChildSpec.alive). */
   alive?: () => Promise<boolean>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function tail(file: string, lines = 25): string {
   try {

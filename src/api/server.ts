@@ -25,6 +25,7 @@ import { loadSandboxSpecs } from '../sandboxes/spec-file';
 import { ModelCatalog } from '../orgs/model-catalog';
 import { webClientConfig } from '../orgs/web-client-config';
 import { Readiness } from '../http/readiness';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ApiServer {
   url: string;
@@ -80,7 +81,7 @@ export async function startApiServer(
         return;
       } catch (e) {
         if (attempt === 1 || attempt % 10 === 0) logger.warn({ err: e }, 'creating indexes failed; retrying');
-        await new Promise((r) => setTimeout(r, Math.min(5000, 250 * attempt)));
+        await sleep(Math.min(5000, 250 * attempt));
       }
     }
   };

@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { AppConversationsStore } from '../store/app-conversations-store';
 import { callbacksEventsSignal, callbacksWorkflowId, WORKFLOW_TYPES, workflowSummaries, type CallbacksWorkflow, type CallbacksWorkflowInput } from '../temporal/shared';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How long "this conversation has no processors" is believed (an app conversation may be recorded later). */
 const NEGATIVE_TTL_MS = 30_000;
@@ -61,7 +62,7 @@ export class CallbackDispatch {
         return;
       } catch (e) {
         if (attempt >= 3) throw e;
-        await new Promise((r) => setTimeout(r, 200 * attempt));
+        await sleep(200 * attempt);
       }
     }
   }

@@ -25,6 +25,7 @@ import type { PendingMessagesStore } from '../store/pending-messages-store';
 import type { SandboxesStore } from '../store/sandboxes-store';
 import type { StartTasksStore } from '../store/start-tasks-store';
 import { callbacksWorkflowId } from '../temporal/shared';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ConversationServiceSettings {
   /** Deadline of one call to a runtime. */
@@ -104,7 +105,7 @@ export class ConversationService {
       if (Date.now() >= deadline) {
         throw new Unavailable(`The sandbox of conversation ${c.id} did not run within ${Math.round(this.deps.settings.sandboxWaitMs / 1000)} s (it is ${sandbox?.status}); try again shortly`, 5);
       }
-      await new Promise((r) => setTimeout(r, 250));
+      await sleep(250);
     }
     this.deps.sandboxService.touch(c.sandbox_id);
     return { runtime: runtimeClient(sandbox, this.deps.box), resumed };

@@ -29,6 +29,7 @@ import type { AppConversationsStore } from '../store/app-conversations-store';
 import type { LlmProfilesStore } from '../store/llm-profiles-store';
 import type { StartTaskReconciler } from './start-task-reconciler';
 import { issueTrackerBServerRefusal } from './issue-tracker-b-servers';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface StartTaskServiceDeps {
   startTasks: StartTasksStore;
@@ -331,8 +332,6 @@ export interface FollowOptions {
   /** Told of each read, by where it went (the api counts them). */
   onRead?: (source: FollowSource) => void;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** What a follower has written: how many snapshots, the first one's time (to tell a run started again) and the last status. */
 class WrittenSnapshots {

@@ -4,6 +4,7 @@
  * transient events go out as they come.
  */
 import type { LiveDoc } from './live-channel';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** What a subscription reads from the log: a seq range, and the conversation's last seq. */
 export interface EventLogReader {
@@ -165,7 +166,7 @@ export class Subscription {
       } else if (Date.now() - progressAt >= stallMs) {
         return this.close(CLOSE_TRY_AGAIN_LATER, 'subscriber too slow');
       }
-      await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      await sleep(DRAIN_POLL_MS);
     }
   }
 }

@@ -20,6 +20,7 @@ import type { Db } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger';
 import { isDuplicateKey } from '../store/errors';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const LIVE_COLLECTION = 'live_events';
 const FLOOR_ID = 'floor';
@@ -244,7 +245,7 @@ export class LiveChannel {
       } catch (e) {
         if (this.stopped) return;
         this.log.warn({ err: e }, 'live channel read failed; retrying');
-        await new Promise((r) => setTimeout(r, 500));
+        await sleep(500);
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, listening() ? this.opts.pollMs : Math.max(this.opts.pollMs, this.opts.idlePollMs ?? this.opts.pollMs));
@@ -289,7 +290,7 @@ export class LiveChannel {
       } catch (e) {
         if (this.stopped) return 0;
         this.log.warn({ err: e }, 'live channel head lookup failed; retrying');
-        await new Promise((r) => setTimeout(r, 500));
+        await sleep(500);
       }
     }
   }

@@ -4,6 +4,7 @@
  * their own, so signalling the runtime's process group alone would miss them).
  */
 import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ProcStat {
   pid: number;
@@ -152,7 +153,7 @@ export async function stopThenKill(list: () => number[] | Promise<number[]>, wha
     const pids = listed.filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
     if (round >= 20 || pids.every((pid) => ['T', 't'].includes(readStat(pid)?.state ?? 'X'))) signalAll(pids, 'SIGKILL');
     else signalAll(pids, 'SIGSTOP');
-    await new Promise((r) => setTimeout(r, round < 20 ? 2 : 20));
+    await sleep(round < 20 ? 2 : 20);
   }
   const left = await live();
   if (left.length > 0) throw new Error(`${what} survive SIGKILL: ${left.join(', ')}`);

@@ -1,6 +1,7 @@
 import type { NativeConnection } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const TYPES = temporal.api.enums.v1.IndexedValueType;
 const TYPE_OF: Record<string, temporal.api.enums.v1.IndexedValueType> = {
@@ -51,7 +52,7 @@ export async function ensureSearchAttributes(connection: NativeConnection, names
     } catch (e) {
       if (!notYet(e) || (options.giveUpMs !== undefined && Date.now() - started > options.giveUpMs)) throw e;
       if (attempt === 1 || attempt % 10 === 0) options.log?.(`search attributes of namespace ${namespace} not registered yet (${(e as Error).message}); trying again`);
-      await new Promise((r) => setTimeout(r, Math.min(options.maxWaitMs ?? 5000, 250 * attempt)));
+      await sleep(Math.min(options.maxWaitMs ?? 5000, 250 * attempt));
     }
   }
 }

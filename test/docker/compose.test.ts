@@ -29,6 +29,7 @@ import { eventually } from '../helpers/eventually';
 import { expectStatusesOnceInOrder } from '../helpers/start-tasks';
 import { expectStoredLogIntact, steadyIngest } from '../helpers/service-under-faults';
 import { connect } from '../helpers/ws-client';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = path.resolve(__dirname, '..', '..');
 const project = `${COMPOSE_PROJECT_PREFIX}${randomBytes(4).toString('hex')}`;
@@ -390,7 +391,7 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     let resent = 0;
     const ids: string[] = [];
     for (let i = 0; i < STARTS_UNDER_FAULTS; i++) ids.push(await startOne());
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000);
     // The api killed is the one the subscriber is on (each api says how many it holds), so it must resume.
     const subscribersOn = async (index: number) =>
       Number(
@@ -459,7 +460,7 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
         resumed.closed,
         eventually(() => over || resumed.messages.at(-1)?.id === stored.at(-1), { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 200 }).then(
           async () => {
-            await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+            await sleep(300); // nothing more may arrive
             return null;
           },
           () => null,

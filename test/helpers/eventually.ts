@@ -1,4 +1,5 @@
 /** Retrying an assertion or a predicate until it passes, for tests that wait on something asynchronous. */
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface EventuallyOptions {
   /**
@@ -17,8 +18,6 @@ export interface EventuallyOptions {
 
 /** The default options of `eventually`. */
 export const defaultEventuallyOptions = (): Required<Omit<EventuallyOptions, 'what'>> => ({ timeoutMs: 10_000, intervalMs: 50 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Runs `check` until it passes: it passes when it neither throws (an `expect` that fails throws) nor

@@ -7,6 +7,9 @@ import path from 'node:path';
 import { freePort } from '../../src/process/net';
 import { eventually } from './eventually';
 import { distPath, runNode } from './run';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export { sleep };
 
 export interface Launch {
   child: ChildProcess;
@@ -24,8 +27,6 @@ export interface LauncherPorts {
 
 /** The pid file of each supervised child, relative to the data directory. */
 export const PID_FILES = { api: 'api', worker: 'worker', ferretdb: 'ferretdb/ferretdb', postgres: 'postgres/postgres', temporal: 'temporal/temporal', temporalServer: 'temporal-server/temporal' } as const;
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function alive(pid: number): boolean {
   try {

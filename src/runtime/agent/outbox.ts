@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface OutboxOptions {
   /** Directory that holds this conversation's outbox files. */
@@ -193,7 +194,7 @@ export class EventOutbox {
     for (const line of batch) {
       let status = await this.post(`[${line}]`).catch(() => 0);
       for (let backoff = 100; status !== 200 && !PERMANENT.has(status) && !this.stopped; backoff = Math.min(backoff * 2, 5000)) {
-        await new Promise((r) => setTimeout(r, backoff));
+        await sleep(backoff);
         status = await this.post(`[${line}]`).catch(() => 0);
       }
       if (status !== 200 && !PERMANENT.has(status)) return settled; // stopped: the rest stays unsent
