@@ -4,6 +4,7 @@
  * starts failing after an upgrade means its workaround can go.
  */
 import { MongoClient, type Db } from 'mongodb';
+import { isDuplicateKey } from '../src/store/errors';
 import { testEnv, uniqueName } from './helpers/env';
 
 const WRITERS = 6;
@@ -37,6 +38,20 @@ describe(`FerretDB (${process.env.FERRETDB_BACKEND || 'postgresql'} backend) beh
     // On MongoDB exactly one writer wins each round.
     expect(roundsWithSeveralWinners).toBeGreaterThan(0);
   }, 60_000);
+
+  it('an update that would break a unique index fails with InternalError (code 1) and SQLSTATE 23505, not E11000 (isDuplicateKey knows both)', async () => {
+    const c = dbs[0]!.collection('unique_names');
+    await c.createIndex({ owner: 1, name: 1 }, { unique: true, name: 'owner_name' });
+    await c.insertMany([{ owner: 'u', name: 'a' }, { owner: 'u', name: 'b' }]);
+    const e = await c.updateOne({ owner: 'u', name: 'a' }, { $set: { name: 'b' } }).then(() => null, (err: unknown) => err);
+    // MongoDB answers code 11000 (DuplicateKey).
+    expect(e).toMatchObject({ code: 1, codeName: 'InternalError' });
+    expect((e as Error).message).toMatch(/SQLSTATE 23505/);
+    expect(isDuplicateKey(e)).toBe(true);
+    // An insert that breaks it is E11000, as on MongoDB.
+    const inserted = await c.insertOne({ owner: 'u', name: 'b' }).then(() => null, (err: unknown) => err);
+    expect(inserted).toMatchObject({ code: 11000 });
+  });
 
   it("an update rewrites the whole document: concurrent updates of different fields undo each other's (one writer per document)", async () => {
     let lost = 0;

@@ -183,7 +183,7 @@ describe('LLM profiles', () => {
     expect(long.status).toBe(422);
     const typo = await req('POST', '/api/v1/settings/profiles/typo', { key: u.key, body: { llm: { model: 'm', custom_header: 'x' } } });
     expect(typo.status).toBe(422);
-    expect(typo.body.detail[0].loc).toEqual(['body', 'llm']);
+    expect(typo.body.detail[0].loc).toEqual(['body', 'llm', 'custom_header']);
     const rename = await req('POST', '/api/v1/settings/profiles/typo/rename', { key: u.key, body: { new_name: 'a/b' } });
     expect(rename.status).toBe(422);
     expect((await req('GET', '/api/v1/settings/profiles', { key: u.key })).body.profiles).toEqual([]);
@@ -225,7 +225,7 @@ describe('LLM profiles', () => {
     // The organization's endpoint is not called (the user's own LLM, the profile activated above, is
     // the profile endpoint with another model: told apart by the model below).
     const orgBefore = orgLlm.requests.length;
-    const accepted = await me.POST('/api/v1/app-conversations', { body: { agent_profile_id: launch.id, initial_message: { content: [{ type: 'text', text: 'Use the profile.' }] } } as any });
+    const accepted = await me.POST('/api/v1/app-conversations', { body: { agent_profile_id: launch.id, initial_message: { content: [{ type: 'text', text: 'Use the profile.' }], run: true } } as any });
     expect(accepted.response.status).toBe(200);
     const ready = await waitForStartTask(t, user.key, accepted.data!.id!, (s) => s.status === 'READY' || s.status === 'ERROR', 60_000);
     expect(ready).toMatchObject({ status: 'READY' });

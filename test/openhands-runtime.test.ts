@@ -93,7 +93,7 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
       const saved = await t.request('POST', '/api/v1/settings/profiles/other-llm', { key: user.key, body: { llm: { model: 'switch-model', base_url: switched.url, api_key: 'sk-switched-0123' } } });
       expect(saved.status).toBe(201);
       llm.load([{ content: 'answered by the first LLM' }]);
-      const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { initial_message: { content: [{ type: 'text', text: 'First question' }] } } });
+      const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { initial_message: { content: [{ type: 'text', text: 'First question' }], run: true } } });
       const ready = await waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000);
       expect(ready.status).toBe('READY');
       const id = ready.app_conversation_id as string;

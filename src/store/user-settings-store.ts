@@ -2,7 +2,9 @@
  * A user's own settings: the sparse diffs they laid over their organization's agent and conversation
  * settings (secrets in them sealed), and their personal preferences. One document per user, written by
  * POST /api/v1/settings and by activating a saved LLM profile; `user_version` counts the writes, and a
- * write lands only over the version it read (no lost update between the two).
+ * write lands only over the version it read: no lost update between the two on MongoDB; on FerretDB
+ * 1.24, whose conditional updates are not atomic, two writes at the very same time may still both land
+ * (test/ferretdb-behaviour.test.ts).
  */
 import type { Db } from 'mongodb';
 import { isDuplicateKey } from './errors';
