@@ -12,13 +12,13 @@ export interface PendingMessageActivityDeps {
 export function createPendingMessageActivities(deps: PendingMessageActivityDeps) {
   return {
     /** Delivers the waiting messages in order; answers how many went. */
-    async deliverPendingMessages(a: { userId: string; conversationId: string }): Promise<number> {
-      return deps.pendingMessages.deliverQueued(a.userId, a.conversationId);
+    async deliverPendingMessages(input: { userId: string; conversationId: string }): Promise<number> {
+      return deps.pendingMessages.deliverQueued(input.userId, input.conversationId);
     },
 
     /** Marks the waiting messages UNDELIVERED with the reason; answers how many. */
-    async givePendingMessagesUp(a: { conversationId: string; detail: string }): Promise<number> {
-      return deps.pendingMessages.giveUp(a.conversationId, a.detail);
+    async givePendingMessagesUp(input: { conversationId: string; detail: string }): Promise<number> {
+      return deps.pendingMessages.giveUp(input.conversationId, input.detail);
     },
   };
 }

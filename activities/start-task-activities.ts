@@ -108,10 +108,10 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
      * The caller's sandbox (resumed when paused), or a new one with the id the workflow chose, counted in
      * the organization whose line admitted the start (else the user's current one).
      */
-    async acquireSandbox(a: { taskId: string; userId: string; sandboxId?: string; newSandboxId: string; organizationId?: string }): Promise<string> {
-      if (!a.sandboxId) {
+    async acquireSandbox(input: { taskId: string; userId: string; sandboxId?: string; newSandboxId: string; organizationId?: string }): Promise<string> {
+      if (!input.sandboxId) {
         try {
-          return (await deps.sandboxService.create(a.userId, undefined, 'body', a.newSandboxId, a.organizationId)).id;
+          return (await deps.sandboxService.create(input.userId, undefined, 'body', input.newSandboxId, input.organizationId)).id;
         } catch (e) {
           // Over the user's or the organization's quota: retrying soon would not change it; a start in line waits its turn
           // again, one without a line ends saying so.
@@ -119,14 +119,14 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
           throw e;
         }
       }
-      const r = await sandboxes.getOwned(a.sandboxId, a.userId);
-      if (!r) throw inputError(`Sandbox ${a.sandboxId} not found: sandbox_id must name one of your sandboxes`);
-      if (r.status === 'DELETED') throw inputError(`Sandbox ${a.sandboxId} was deleted; start without sandbox_id to get a new one`);
+      const r = await sandboxes.getOwned(input.sandboxId, input.userId);
+      if (!r) throw inputError(`Sandbox ${input.sandboxId} not found: sandbox_id must name one of your sandboxes`);
+      if (r.status === 'DELETED') throw inputError(`Sandbox ${input.sandboxId} was deleted; start without sandbox_id to get a new one`);
       if (r.status !== 'RUNNING' && r.status !== 'STARTING') {
         try {
-          await deps.sandboxService.operate(a.userId, a.sandboxId, 'resume');
+          await deps.sandboxService.operate(input.userId, input.sandboxId, 'resume');
         } catch (e) {
-          const message = `Sandbox ${a.sandboxId} (${r.status}) could not be resumed: ${(e as Error).message}`;
+          const message = `Sandbox ${input.sandboxId} (${r.status}) could not be resumed: ${(e as Error).message}`;
           throw ApplicationFailure.nonRetryable(message, e instanceof TooMany ? START_TASK_FAILURES.overQuota : START_TASK_FAILURES.input);
         }
       }
@@ -135,19 +135,19 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     },
 
     /** Waits until the sandbox runs; answers its agent server URL. */
-    async waitForSandbox(a: { userId: string; sandboxId: string; timeoutMs: number }): Promise<string> {
-      const deadline = Date.now() + a.timeoutMs;
+    async waitForSandbox(input: { userId: string; sandboxId: string; timeoutMs: number }): Promise<string> {
+      const deadline = Date.now() + input.timeoutMs;
       // A sandbox that is starting is usually RUNNING within a few hundred ms: looked at after 10 ms, then
       // each wait twice the last, up to 200 ms (a lookup by _id), so RUNNING is seen soon after it is written.
       for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
-        const r = await sandboxes.get(a.sandboxId);
-        if (!r) throw inputError(`sandbox ${a.sandboxId} does not exist`);
+        const r = await sandboxes.get(input.sandboxId);
+        if (!r) throw inputError(`sandbox ${input.sandboxId} does not exist`);
         if (r.status === 'RUNNING') return SandboxRuntime.of(r, box).url;
         if (r.status === 'ERROR' || r.status === 'DELETED' || r.status === 'MISSING') {
-          throw inputError(`Sandbox ${a.sandboxId} is ${r.status}${r.status_detail ? `: ${r.status_detail}` : ''}`);
+          throw inputError(`Sandbox ${input.sandboxId} is ${r.status}${r.status_detail ? `: ${r.status_detail}` : ''}`);
         }
         if (Date.now() > deadline) {
-          throw inputError(`Sandbox ${a.sandboxId} did not run within ${Math.round(a.timeoutMs / 1000)} s (it is ${r.status}); START_SANDBOX_WAIT_MS sets the wait`);
+          throw inputError(`Sandbox ${input.sandboxId} did not run within ${Math.round(input.timeoutMs / 1000)} s (it is ${r.status}); START_SANDBOX_WAIT_MS sets the wait`);
         }
         Context.current().heartbeat();
         await sleep(wait);
@@ -155,14 +155,14 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     },
 
     /** Clones the repository into the sandbox (or makes an empty git workspace); answers its directory. */
-    async prepareRepository(a: { taskId: string; sandboxId: string; repository?: string; branch?: string; gitProvider: string | null }): Promise<string> {
-      const t = await task(a.taskId);
-      const { secrets } = await deps.settings.resolve(t.created_by_user_id, await requestSecrets(a.taskId));
-      const providerToken = a.gitProvider ? secrets[`${a.gitProvider.toUpperCase()}_TOKEN`] : undefined;
+    async prepareRepository(input: { taskId: string; sandboxId: string; repository?: string; branch?: string; gitProvider: string | null }): Promise<string> {
+      const t = await task(input.taskId);
+      const { secrets } = await deps.settings.resolve(t.created_by_user_id, await requestSecrets(input.taskId));
+      const providerToken = input.gitProvider ? secrets[`${input.gitProvider.toUpperCase()}_TOKEN`] : undefined;
       const token = providerToken ?? secrets.GIT_TOKEN;
-      const dir = repositoryDir(a.repository);
-      const url = a.repository ? cloneUrl(a.repository, deps.gitCloneBaseUrl) : null;
-      const rt = await runtime(a.sandboxId);
+      const dir = repositoryDir(input.repository);
+      const url = input.repository ? cloneUrl(input.repository, deps.gitCloneBaseUrl) : null;
+      const rt = await runtime(input.sandboxId);
       // The token reaches git through a file only the sandbox reads, for this one command (cloneCommand).
       const credentialFile = token && url?.startsWith('https://') ? `${CREDENTIAL_FILE_PREFIX}${randomBytes(12).toString('hex')}` : undefined;
       if (credentialFile) {
@@ -171,50 +171,50 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       }
       let r;
       try {
-        r = await rt.bash(cloneCommand(dir, url, a.branch, credentialFile), { timeoutS: 900 });
+        r = await rt.bash(cloneCommand(dir, url, input.branch, credentialFile), { timeoutS: 900 });
       } finally {
         // The command's own trap does not run when its timeout kills it.
         if (credentialFile) await rt.bash(`rm -f -- ${sh(credentialFile)}`, { timeoutS: 30 }).catch(() => undefined);
       }
       if (r.exit_code !== 0) {
-        const what = a.repository ? `Cloning ${a.repository}${a.branch ? ` at ${a.branch}` : ''} failed` : 'Making the workspace failed';
+        const what = input.repository ? `Cloning ${input.repository}${input.branch ? ` at ${input.branch}` : ''} failed` : 'Making the workspace failed';
         throw inputError(`${what} (exit ${r.exit_code}):\n${masked(lastLines(r.output), secrets)}`);
       }
       return dir;
     },
 
     /** Runs the repository's setup script, if it has one. */
-    async runSetupScript(a: { taskId: string; userId: string; sandboxId: string; workingDir: string; timeoutMs: number }): Promise<boolean> {
-      const rt = await runtime(a.sandboxId);
-      const secrets = await secretsOf(a.taskId, a.userId);
-      const has = await rt.bash(`test -f ${SETUP_SCRIPT}`, { cwd: a.workingDir, timeoutS: 30 });
+    async runSetupScript(input: { taskId: string; userId: string; sandboxId: string; workingDir: string; timeoutMs: number }): Promise<boolean> {
+      const rt = await runtime(input.sandboxId);
+      const secrets = await secretsOf(input.taskId, input.userId);
+      const has = await rt.bash(`test -f ${SETUP_SCRIPT}`, { cwd: input.workingDir, timeoutS: 30 });
       if (has.exit_code !== 0) return false;
-      const timeoutS = Math.max(1, Math.round(a.timeoutMs / 1000));
-      const r = await rt.bash(SETUP_COMMAND, { cwd: a.workingDir, timeoutS });
+      const timeoutS = Math.max(1, Math.round(input.timeoutMs / 1000));
+      const r = await rt.bash(SETUP_COMMAND, { cwd: input.workingDir, timeoutS });
       if (r.timed_out) throw inputError(`The setup script ${SETUP_SCRIPT} did not finish within ${timeoutS} s (START_SETUP_TIMEOUT_MS):\n${masked(lastLines(r.output), secrets)}`);
       if (r.exit_code !== 0) throw inputError(`The setup script ${SETUP_SCRIPT} failed (exit ${r.exit_code}):\n${masked(lastLines(r.output), secrets)}`);
       return true;
     },
 
     /** Installs the repository's pre-commit script as its hook, if it has one. */
-    async setUpGitHooks(a: { sandboxId: string; workingDir: string }): Promise<boolean> {
-      const r = await (await runtime(a.sandboxId)).bash(HOOK_COMMAND, { cwd: a.workingDir, timeoutS: 60 });
+    async setUpGitHooks(input: { sandboxId: string; workingDir: string }): Promise<boolean> {
+      const r = await (await runtime(input.sandboxId)).bash(HOOK_COMMAND, { cwd: input.workingDir, timeoutS: 60 });
       if (r.exit_code !== 0) throw inputError(`Installing the git hook ${PRE_COMMIT_SCRIPT} failed (exit ${r.exit_code}):\n${lastLines(r.output)}`);
       return r.output.includes('installed');
     },
 
     /** The organization's skills, the repository's and the plugins'. */
-    async loadSkills(a: { taskId: string; userId: string; sandboxId: string; workingDir: string; plugins: { source: string; ref?: string; repo_path?: string }[] }): Promise<RuntimeSkill[]> {
-      const { agent_settings } = await deps.settings.resolve(a.userId);
+    async loadSkills(input: { taskId: string; userId: string; sandboxId: string; workingDir: string; plugins: { source: string; ref?: string; repo_path?: string }[] }): Promise<RuntimeSkill[]> {
+      const { agent_settings } = await deps.settings.resolve(input.userId);
       const context = agent_settings.agent_kind === 'platform' ? agent_settings.agent_context : undefined;
       const disabled = new Set(context?.disabled_skills ?? []);
       const skills: RuntimeSkill[] = (context?.skills ?? []).map((s) => ({ name: s.name, content: s.content ?? '', triggers: s.trigger?.keywords ?? [] }));
-      const rt = await runtime(a.sandboxId);
-      skills.push(...(await readSkills(rt, SKILLS_DIR, a.workingDir)));
-      for (const [i, plugin] of a.plugins.entries()) {
+      const rt = await runtime(input.sandboxId);
+      skills.push(...(await readSkills(rt, SKILLS_DIR, input.workingDir)));
+      for (const [i, plugin] of input.plugins.entries()) {
         const dir = `.plugins/${i}`;
         const r = await rt.bash(cloneCommand(dir, plugin.source, plugin.ref), { timeoutS: 300 });
-        if (r.exit_code !== 0) throw inputError(`Loading the plugin ${plugin.source} failed (exit ${r.exit_code}):\n${masked(lastLines(r.output), await secretsOf(a.taskId, a.userId))}`);
+        if (r.exit_code !== 0) throw inputError(`Loading the plugin ${plugin.source} failed (exit ${r.exit_code}):\n${masked(lastLines(r.output), await secretsOf(input.taskId, input.userId))}`);
         skills.push(...(await readSkills(rt, `${plugin.repo_path ?? '.'}/skills`, dir)));
       }
       // A later skill of the same name (the repository's, a plugin's) replaces an earlier one.
@@ -223,10 +223,10 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
     },
 
     /** Records the conversation and creates it in the runtime with the effective settings; answers its id. */
-    async startConversation(a: { taskId: string; userId: string; sandboxId: string; workingDir: string; skills: RuntimeSkill[] }): Promise<string> {
-      const t = await task(a.taskId);
+    async startConversation(input: { taskId: string; userId: string; sandboxId: string; workingDir: string; skills: RuntimeSkill[] }): Promise<string> {
+      const t = await task(input.taskId);
       const req = t.request as EchoedStartRequest; // validated when the task was accepted
-      const effective = await deps.settings.resolve(a.userId, await requestSecrets(a.taskId), req.agent_profile_id ? { id: req.agent_profile_id } : undefined).catch((e: unknown) => {
+      const effective = await deps.settings.resolve(input.userId, await requestSecrets(input.taskId), req.agent_profile_id ? { id: req.agent_profile_id } : undefined).catch((e: unknown) => {
         // The profile was deleted since the start was accepted, or no longer fits the user's agent.
         if (e instanceof NotFound || e instanceof Conflict) throw inputError(e.message);
         throw e;
@@ -241,16 +241,16 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       const contextSuffix = agent.agent_kind === 'platform' ? agent.agent_context.system_message_suffix : agent.system_message_suffix;
       const suffix = [contextSuffix, req.system_message_suffix, req.agent_type === 'plan' ? PLAN_SUFFIX : undefined].filter(Boolean).join('\n\n');
 
-      const rt = await runtime(a.sandboxId);
-      const sandbox = (await sandboxes.get(a.sandboxId))!;
+      const rt = await runtime(input.sandboxId);
+      const sandbox = (await sandboxes.get(input.sandboxId))!;
       const sessionApiKey = box.open(sandbox.session_key_sealed);
       // The event log's record first: the runtime reports events from its first step on.
-      await deps.conversations.create({ id: t.id, userId: a.userId, sandboxId: a.sandboxId, sessionApiKey }).catch(async (e: unknown) => {
+      await deps.conversations.create({ id: t.id, userId: input.userId, sandboxId: input.sandboxId, sessionApiKey }).catch(async (e: unknown) => {
         if (!isDuplicateKey(e)) throw e;
         // The id is taken. A retried step finds its own record (this user, this sandbox); any other
         // conversation (another user's, or one not made by this start) is never taken over.
         const existing = await deps.conversations.get(t.id);
-        if (existing?.created_by_user_id !== a.userId || existing.sandbox_id !== a.sandboxId) {
+        if (existing?.created_by_user_id !== input.userId || existing.sandbox_id !== input.sandboxId) {
           throw inputError(`Conversation ${t.id} already exists and was not made by this start: start again with another conversation_id, or none`);
         }
       });
@@ -259,8 +259,8 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
       const now = new Date();
       await deps.appConversations.create({
         id: t.id,
-        created_by_user_id: a.userId,
-        sandbox_id: a.sandboxId,
+        created_by_user_id: input.userId,
+        sandbox_id: input.sandboxId,
         title: req.title ?? null,
         selected_repository: req.selected_repository ?? null,
         selected_branch: req.selected_branch ?? null,
@@ -276,9 +276,9 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         // The published tags of the profile; launched_agent_profile is their typed projection.
         tags: effective.launched_agent_profile ? { agentprofileid: effective.launched_agent_profile.agent_profile_id, agentprofilerevision: String(effective.launched_agent_profile.revision) } : {},
         parent_conversation_id: req.parent_conversation_id ?? null,
-        skills: a.skills.map((s) => ({ name: s.name, content: s.content, triggers: s.triggers ?? [] })),
+        skills: input.skills.map((s) => ({ name: s.name, content: s.content, triggers: s.triggers ?? [] })),
         hooks: {},
-        working_dir: a.workingDir,
+        working_dir: input.workingDir,
         created_at: now,
         updated_at: now,
       });
@@ -286,13 +286,13 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
         id: t.id,
         llm: runtimeLlm(llm, model),
         systemMessageSuffix: suffix || null,
-        workingDir: a.workingDir,
+        workingDir: input.workingDir,
         // A message without content (the published SendMessageRequest allows it) is no message.
         initialMessage: req.initial_message?.content?.length ? req.initial_message : null,
         maxIterations: effective.conversation_settings.max_iterations,
         confirmationMode: effective.conversation_settings.confirmation_mode,
         secrets: Object.fromEntries(Object.entries(effective.secrets).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))),
-        skills: a.skills,
+        skills: input.skills,
       });
       // A retried step finds the conversation it created.
       if (!created.created && !created.exists) {
@@ -311,16 +311,16 @@ export function createStartTaskActivities(deps: StartTaskActivityDeps) {
      * have named it meanwhile). Answers what became of it, for the ERROR detail. A delete the sandbox's
      * workflow refuses or does not answer is said so, not retried: the start's ERROR waits on this.
      */
-    async deleteStartSandbox(a: { taskId: string; userId: string; sandboxId: string }): Promise<string | null> {
-      const made = `The sandbox ${a.sandboxId} that this start created`;
-      const used = (await deps.appConversations.otherUsesSandbox(a.sandboxId, a.taskId)) || (await startTasks.startingIn(a.sandboxId, a.userId)).some((id) => id !== a.taskId);
+    async deleteStartSandbox(input: { taskId: string; userId: string; sandboxId: string }): Promise<string | null> {
+      const made = `The sandbox ${input.sandboxId} that this start created`;
+      const used = (await deps.appConversations.otherUsesSandbox(input.sandboxId, input.taskId)) || (await startTasks.startingIn(input.sandboxId, input.userId)).some((id) => id !== input.taskId);
       if (used) return `${made} is kept: another conversation uses it.`;
       try {
-        await deps.sandboxService.operate(a.userId, a.sandboxId, 'delete');
+        await deps.sandboxService.operate(input.userId, input.sandboxId, 'delete');
       } catch (e) {
         if (e instanceof NotFound) return null;
         if (!(e instanceof DomainError)) throw e;
-        return `${made} could not be deleted (${e.message}); delete it: DELETE /api/v1/sandboxes/${a.sandboxId}.`;
+        return `${made} could not be deleted (${e.message}); delete it: DELETE /api/v1/sandboxes/${input.sandboxId}.`;
       }
       return `${made} was deleted.`;
     },

@@ -97,7 +97,8 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   setHandler(pendingMessagesSignal, () => void (messagesWaiting = true));
   /** The lines (their workflow ids) the start holds a place in or waits in: given back when it ends. */
   const lines: string[] = [];
-  const where = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
+  /** What the start has made so far (each status carries it). */
+  const made = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
   // Operators find starts by owner, conversation, sandbox and status (docs/operations.md, "Finding workflows").
   // Runs recorded before these attributes replay without them.
   const searchable = patched(START_TASK_SEARCH_ATTRIBUTES);
@@ -105,10 +106,10 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     if (searchable) {
       upsertSearchAttributes([
         { key: SEARCH_ATTRIBUTE_KEYS.StartTaskStatus, value: status },
-        ...(where.sandbox_id ? [{ key: SEARCH_ATTRIBUTE_KEYS.SandboxId, value: where.sandbox_id }] : []),
+        ...(made.sandbox_id ? [{ key: SEARCH_ATTRIBUTE_KEYS.SandboxId, value: made.sandbox_id }] : []),
       ]);
     }
-    snapshots.push(await recordStartTask(taskId, snapshots.length, { status, detail, ...where }));
+    snapshots.push(await recordStartTask(taskId, snapshots.length, { status, detail, ...made }));
   };
   if (searchable) {
     upsertSearchAttributes([
@@ -150,8 +151,8 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
         await waitForTurns();
       }
     }
-    where.sandbox_id = sandboxId;
-    where.agent_server_url = await waitForSandbox.executeWithOptions({ summary: `wait for sandbox ${sandboxId} to run` }, [{ userId, sandboxId, timeoutMs: settings.sandboxWaitMs }]);
+    made.sandbox_id = sandboxId;
+    made.agent_server_url = await waitForSandbox.executeWithOptions({ summary: `wait for sandbox ${sandboxId} to run` }, [{ userId, sandboxId, timeoutMs: settings.sandboxWaitMs }]);
 
     await report('PREPARING_REPOSITORY');
     const repository = request.selected_repository;
@@ -170,7 +171,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     const skills = await loadSkills.executeWithOptions({ summary: `load skills (${plugins.length} plugin${plugins.length === 1 ? '' : 's'})` }, [{ taskId, userId, sandboxId, workingDir, plugins }]);
 
     await report('STARTING_CONVERSATION');
-    where.app_conversation_id = await startConversation.executeWithOptions({ summary: `start the agent in sandbox ${sandboxId}` }, [{ taskId, userId, sandboxId, workingDir, skills }]);
+    made.app_conversation_id = await startConversation.executeWithOptions({ summary: `start the agent in sandbox ${sandboxId}` }, [{ taskId, userId, sandboxId, workingDir, skills }]);
 
     await report('READY');
   } catch (e) {
@@ -178,7 +179,7 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     // A sandbox this start created for itself would run unused until its idle timeout: it goes before
     // the start reports ERROR, through the sandbox's own workflow. One the request named stays as it is.
     // Runs recorded before this replay without it.
-    const ownSandbox = request.sandbox_id ? null : where.sandbox_id;
+    const ownSandbox = request.sandbox_id ? null : made.sandbox_id;
     if (ownSandbox && patched(DELETE_OWN_SANDBOX)) {
       const outcome = await deleteStartSandbox
         .executeWithOptions({ summary: `delete sandbox ${ownSandbox} (the start failed)` }, [{ taskId, userId, sandboxId: ownSandbox }])

@@ -31,7 +31,7 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
       : undefined;
   const { cgroups } = sandboxCgroups(s.cgroups, s.cgroupParent);
   const { disks } = sandboxDisks(s.disks, sandboxesDir);
-  const process = new ProcessProvider({ sandboxesDir, host: s.processHost, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir, cgroups, disks, defaultLimits: s.defaultLimits });
+  const processProvider = new ProcessProvider({ sandboxesDir, host: s.processHost, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir, cgroups, disks, defaultLimits: s.defaultLimits });
   const docker = new DockerProvider({
     docker: dockerFromHost(config.sandboxes.dockerHost),
     publishHost: config.sandboxes.dockerPublishHost,
@@ -45,7 +45,7 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
   return (name) => {
     switch (name) {
       case 'process':
-        return process;
+        return processProvider;
       case 'docker':
         return docker;
       case 'remote':

@@ -1,7 +1,7 @@
 /**
  * The api's side of starts: accepting a start request (its task record, then its workflow), joining a
- * start of the same conversation, and reading the task's snapshots from the workflow's query (every
- * status so far) or, once the workflow is gone, from MongoDB. A record left without its workflow (the
+ * start of the same conversation, and following the task's snapshots: the stored record first, then
+ * each new status as the workflow answers its Update (or from the record). A record left without its workflow (the
  * api or Temporal died between the two) is brought back by the StartTaskReconciler.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateStage, type Client } from '@temporalio/client';
@@ -194,12 +194,6 @@ export class StartTaskService {
         ? `conversation_id ${id} names a conversation that was not made by a start; send another conversation_id, or none`
         : `conversation_id ${id} is already in use`,
     );
-  }
-
-  /** Every snapshot of the task so far, oldest first, from its stored history (the workflow appends each status). */
-  async snapshots(taskId: string): Promise<StartTaskSnapshot[]> {
-    const found = await this.deps.startTasks.withHistory(taskId);
-    return found ? snapshotsOf(found) : [];
   }
 
   /**
