@@ -18,7 +18,10 @@ module.exports = tseslint.config(
       'layers/imports-go-down': 'error',
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/no-non-null-assertion': 'off',
     },
   },
@@ -32,10 +35,29 @@ module.exports = tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.map((name) => ({ name, message: 'Workflows are deterministic: no Node built-ins; use an activity.' })),
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'Workflows are deterministic: no Node built-ins; use an activity.',
+          })),
           patterns: [
-            { group: ['mongodb', 'koa', '@koa/*', 'ws', 'pino*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'Workflows do no I/O: call an activity.' },
-            { group: ['../activities', '../activities/*'], allowTypeImports: true, message: 'Import activities as types only (proxyActivities).' },
+            {
+              group: [
+                'mongodb',
+                'koa',
+                '@koa/*',
+                'ws',
+                'pino*',
+                '@temporalio/client',
+                '@temporalio/worker',
+                '@temporalio/activity',
+              ],
+              message: 'Workflows do no I/O: call an activity.',
+            },
+            {
+              group: ['../activities', '../activities/*'],
+              allowTypeImports: true,
+              message: 'Import activities as types only (proxyActivities).',
+            },
             {
               regex: '^\\.\\./src/(?!temporal/shared$)',
               allowTypeImports: true,
@@ -46,8 +68,16 @@ module.exports = tseslint.config(
       ],
       'no-restricted-properties': [
         'error',
-        { object: 'Date', property: 'now', message: 'Use workflow time (Date in the sandbox is replayed) via workflowInfo or sleep.' },
-        { object: 'Math', property: 'random', message: 'Use uuid4() or the replayed Math.random of the workflow sandbox deliberately.' },
+        {
+          object: 'Date',
+          property: 'now',
+          message: 'Use workflow time (Date in the sandbox is replayed) via workflowInfo or sleep.',
+        },
+        {
+          object: 'Math',
+          property: 'random',
+          message: 'Use uuid4() or the replayed Math.random of the workflow sandbox deliberately.',
+        },
       ],
       'no-restricted-globals': ['error', 'setTimeout', 'setInterval', 'fetch', 'process'],
     },

@@ -34,7 +34,8 @@ export interface AdmissionActivityDeps {
  * Where a start stands after asking: in a line (its workflow id), or with nothing to wait for there;
  * for an organization's line, which organization the start counts in (in line or not).
  */
-export type AdmissionAsked = { inLine: false; organizationId?: string } | { inLine: true; lineId?: string; organizationId?: string };
+export type AdmissionAsked =
+  { inLine: false; organizationId?: string } | { inLine: true; lineId?: string; organizationId?: string };
 
 const ACTIVE = new Set<string>(ACTIVE_SANDBOX_STATUSES);
 
@@ -64,7 +65,9 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
       let roomFor = a.namedSandboxId ? (resumes ? named!.id : null) : a.newSandboxId;
       if (a.line === 'organization') {
         const counted = resumes ? named!.organization_id : null;
-        const org = counted ? await deps.organizationQuotas.limitsOf(counted) : await deps.organizationQuotas.ofUser(a.userId);
+        const org = counted
+          ? await deps.organizationQuotas.limitsOf(counted)
+          : await deps.organizationQuotas.ofUser(a.userId);
         if (!org) return { inLine: false };
         owner = { organizationId: org.organizationId };
         limits = {
@@ -77,18 +80,25 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
       }
       const organizationId = owner.organizationId;
       // No bound on starts, and no room needed or no bound on it: nothing to wait for, so no line.
-      if (limits.maxStarts === null && (roomFor === null || limits.maxRunning === null)) return { inLine: false, ...(organizationId !== undefined ? { organizationId } : {}) };
+      if (limits.maxStarts === null && (roomFor === null || limits.maxRunning === null))
+        return { inLine: false, ...(organizationId !== undefined ? { organizationId } : {}) };
       const request: AdmissionRequest = { taskId: a.taskId, roomFor, limits };
       const input: StartAdmissionInput = { ...owner, limits, pollMs: a.pollMs };
-      const lineId = owner.organizationId !== undefined ? organizationAdmissionWorkflowId(owner.organizationId) : startAdmissionWorkflowId(a.userId);
-      await deps.temporal.workflow.signalWithStart<StartAdmissionWorkflow, [AdmissionRequest]>(WORKFLOW_TYPES.startAdmission, {
-        workflowId: lineId,
-        taskQueue: deps.taskQueue,
-        args: [input],
-        signal: admissionRequestSignal,
-        signalArgs: [request],
-        ...workflowSummaries.startAdmission(input),
-      });
+      const lineId =
+        owner.organizationId !== undefined
+          ? organizationAdmissionWorkflowId(owner.organizationId)
+          : startAdmissionWorkflowId(a.userId);
+      await deps.temporal.workflow.signalWithStart<StartAdmissionWorkflow, [AdmissionRequest]>(
+        WORKFLOW_TYPES.startAdmission,
+        {
+          workflowId: lineId,
+          taskQueue: deps.taskQueue,
+          args: [input],
+          signal: admissionRequestSignal,
+          signalArgs: [request],
+          ...workflowSummaries.startAdmission(input),
+        },
+      );
       return { inLine: true, lineId, ...(organizationId !== undefined ? { organizationId } : {}) };
     },
 
@@ -120,7 +130,9 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
         return !t || TERMINAL_STATUSES.includes(t.status);
       };
       const endedTaskIds = taskIds.filter(ended);
-      const roomPromised = a.admitted.filter((r) => r.roomFor && !ended(r.taskId) && !ACTIVE.has(sandboxes.get(r.roomFor)?.status ?? '')).length;
+      const roomPromised = a.admitted.filter(
+        (r) => r.roomFor && !ended(r.taskId) && !ACTIVE.has(sandboxes.get(r.roomFor)?.status ?? ''),
+      ).length;
       return { runningSandboxes, roomPromised, endedTaskIds };
     },
   };

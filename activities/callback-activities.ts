@@ -23,7 +23,11 @@ export function createCallbackActivities(deps: CallbackActivityDeps) {
   return {
     /** The events not processed yet, and how many processors the conversation has. */
     async callbackRange(conversationId: string): Promise<CallbackRange> {
-      const [app, fromSeq, toSeq] = await Promise.all([appConversations.get(conversationId), callbacks.processedSeq(conversationId), deps.conversations.lastSeq(conversationId)]);
+      const [app, fromSeq, toSeq] = await Promise.all([
+        appConversations.get(conversationId),
+        callbacks.processedSeq(conversationId),
+        deps.conversations.lastSeq(conversationId),
+      ]);
       return { fromSeq, toSeq, processors: app?.processors.length ?? 0 };
     },
 
@@ -42,14 +46,32 @@ export function createCallbackActivities(deps: CallbackActivityDeps) {
       const attempt = context.info.attempt;
       const beat = setInterval(() => context.heartbeat(), HEARTBEAT_MS);
       try {
-        const events = (await deps.events.range(conversationId, fromSeq, 100_000, toSeq)).map((r) => JSON.parse(r.json) as Event);
-        const run = { conversationId, app, index, processor, events, log: context.log, signal: context.cancellationSignal };
+        const events = (await deps.events.range(conversationId, fromSeq, 100_000, toSeq)).map(
+          (r) => JSON.parse(r.json) as Event,
+        );
+        const run = {
+          conversationId,
+          app,
+          index,
+          processor,
+          events,
+          log: context.log,
+          signal: context.cancellationSignal,
+        };
         const actions = (await processorFor(kind)?.process(run, deps)) ?? [];
         // Only what was done is kept (a round that asked for nothing leaves no record: no unbounded growth).
-        if (actions.length > 0) await callbacks.record({ ...base, status: 'ok', actions, detail: null, attempts: attempt });
+        if (actions.length > 0)
+          await callbacks.record({ ...base, status: 'ok', actions, detail: null, attempts: attempt });
       } catch (e) {
         // An attempt Temporal gave up records nothing: the next one may have done the work meanwhile.
-        if (!context.cancellationSignal.aborted) await callbacks.record({ ...base, status: 'failed', actions: [], detail: (e as Error).message, attempts: attempt });
+        if (!context.cancellationSignal.aborted)
+          await callbacks.record({
+            ...base,
+            status: 'failed',
+            actions: [],
+            detail: (e as Error).message,
+            attempts: attempt,
+          });
         throw e;
       } finally {
         clearInterval(beat);

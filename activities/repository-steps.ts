@@ -17,7 +17,11 @@ export const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 /** The directory a repository is cloned into, in the sandbox's working directory; `project` without one. */
 export function repositoryDir(repository: string | undefined): string {
   if (!repository) return 'project';
-  const base = repository.replace(/\/+$/, '').split(/[/:]/).pop()!.replace(/\.git$/, '');
+  const base = repository
+    .replace(/\/+$/, '')
+    .split(/[/:]/)
+    .pop()!
+    .replace(/\.git$/, '');
   return /^[A-Za-z0-9._-]+$/.test(base) && base !== '.' && base !== '..' ? base : 'repository';
 }
 
@@ -44,17 +48,25 @@ const CREDENTIAL_HELPER = `!f() { test "$1" = get || exit 0; printf 'username=x-
  * in the working directory that holds the token), git asks the helper above for it and the file is
  * removed when the command ends, whatever the outcome.
  */
-export function cloneCommand(dir: string, url: string | null, branch: string | undefined, credentialFile?: string): string {
+export function cloneCommand(
+  dir: string,
+  url: string | null,
+  branch: string | undefined,
+  credentialFile?: string,
+): string {
   // Made aside and moved into place (rename is atomic): starts running at once in one sandbox each find
   // either no repository or a whole one (two git inits in one directory fail on each other's files).
-  if (!url) return `mkdir -p ${sh(dir)} && cd ${sh(dir)} && { [ -d .git ] || { t=$(mktemp -d .git-init.XXXXXX) && git init -q "$t" && { mv -T "$t/.git" .git 2>/dev/null || true; } && rm -rf "$t" && [ -d .git ]; }; }`;
+  if (!url)
+    return `mkdir -p ${sh(dir)} && cd ${sh(dir)} && { [ -d .git ] || { t=$(mktemp -d .git-init.XXXXXX) && git init -q "$t" && { mv -T "$t/.git" .git 2>/dev/null || true; } && rm -rf "$t" && [ -d .git ]; }; }`;
   const b = branch ? `--branch ${sh(branch)} ` : '';
   const tmp = `${dir}.cloning`;
   const credential = credentialFile
     ? `export AGENT_CONTROL_CREDENTIAL_FILE="$PWD"/${sh(credentialFile)}; trap 'rm -f -- "$AGENT_CONTROL_CREDENTIAL_FILE"' EXIT; `
     : '';
   // Only for the clone's own host (a redirect or a rewritten URL to another host gets nothing).
-  const helper = credentialFile ? `-c credential.helper= -c ${sh(`credential.${new URL(url).origin}.helper=${CREDENTIAL_HELPER}`)} ` : '';
+  const helper = credentialFile
+    ? `-c credential.helper= -c ${sh(`credential.${new URL(url).origin}.helper=${CREDENTIAL_HELPER}`)} `
+    : '';
   return (
     credential +
     `if [ -d ${sh(`${dir}/.git`)} ]; then echo 'already cloned'; else ` +
@@ -105,7 +117,12 @@ export function parseSkillFiles(output: string): RuntimeSkill[] {
           const [key, ...rest] = line.split(':');
           const value = rest.join(':').trim();
           if (key?.trim() === 'name' && value) name = value;
-          if (key?.trim() === 'triggers') triggers = value.replace(/^\[|\]$/g, '').split(',').map((t) => t.trim().replace(/^["']|["']$/g, '')).filter(Boolean);
+          if (key?.trim() === 'triggers')
+            triggers = value
+              .replace(/^\[|\]$/g, '')
+              .split(',')
+              .map((t) => t.trim().replace(/^["']|["']$/g, ''))
+              .filter(Boolean);
         }
       }
       return { name, content: content.trim(), triggers };

@@ -65,7 +65,10 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
    * Started by a health check and left to run beside it (the check, a local activity inside a workflow
    * task, stays quick); never fails the check; the next check starts another once this one ended.
    */
-  const readBack = (r: SandboxRecord, log: { info: (m: string, a: object) => void; warn: (m: string, a: object) => void }): void => {
+  const readBack = (
+    r: SandboxRecord,
+    log: { info: (m: string, a: object) => void; warn: (m: string, a: object) => void },
+  ): void => {
     const client = runtimeClient(r, box);
     if (!client.eventLog || readingBack.has(r.id)) return;
     readingBack.add(r.id);
@@ -83,8 +86,21 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     };
     void backfill
       .run(client, { conversations: () => deps.conversations.inSandbox(r.id), post }, Date.now() + BACKFILL_BUDGET_MS)
-      .then((done) => done.posted > 0 && log.info('read back events a runtime had not delivered', { sandboxId: r.id, conversations: done.read, posted: done.posted }))
-      .catch((e: Error) => log.warn("reading back a runtime's events failed; the next check tries again", { sandboxId: r.id, error: e.message }))
+      .then(
+        (done) =>
+          done.posted > 0 &&
+          log.info('read back events a runtime had not delivered', {
+            sandboxId: r.id,
+            conversations: done.read,
+            posted: done.posted,
+          }),
+      )
+      .catch((e: Error) =>
+        log.warn("reading back a runtime's events failed; the next check tries again", {
+          sandboxId: r.id,
+          error: e.message,
+        }),
+      )
       .finally(() => readingBack.delete(r.id));
   };
 
@@ -102,7 +118,10 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
   const loadHere = async (sandboxId: string): Promise<SandboxRecord> => {
     const r = await load(sandboxId);
     if (r.host_queue && r.host_queue !== deps.hostQueue) {
-      throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} is on the host of task queue ${r.host_queue}, not on this worker's`, SANDBOX_ACTIVITY_FAILURES.onAnotherHost);
+      throw ApplicationFailure.nonRetryable(
+        `sandbox ${sandboxId} is on the host of task queue ${r.host_queue}, not on this worker's`,
+        SANDBOX_ACTIVITY_FAILURES.onAnotherHost,
+      );
     }
     return r;
   };
@@ -149,8 +168,18 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
   /** Starts a runtime for the sandbox, records where it is and waits until it answers. */
   const startFresh = async (r: SandboxRecord): Promise<void> => {
     const p = provider(r);
-    const started = await unretryable(() => p.start({ sandboxId: r.id, spec: r.spec, sessionApiKey: box.open(r.session_key_sealed), controlPlaneUrl: deps.controlPlaneUrl, progress: () => Context.current().heartbeat() }));
-    const key = started.sessionApiKey ? { sealed: box.seal(started.sessionApiKey), hash: hashApiKey(started.sessionApiKey) } : undefined;
+    const started = await unretryable(() =>
+      p.start({
+        sandboxId: r.id,
+        spec: r.spec,
+        sessionApiKey: box.open(r.session_key_sealed),
+        controlPlaneUrl: deps.controlPlaneUrl,
+        progress: () => Context.current().heartbeat(),
+      }),
+    );
+    const key = started.sessionApiKey
+      ? { sealed: box.seal(started.sessionApiKey), hash: hashApiKey(started.sessionApiKey) }
+      : undefined;
     const next = { ...r, runtime: started.handle, exposed_urls: started.exposedUrls };
     // Recorded while the runtime boots; the wait for /alive needs it only in memory.
     await Promise.all([sandboxes.setRuntime(r.id, started.handle, started.exposedUrls, key), waitAlive(next)]);
@@ -193,7 +222,8 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
       const r = await loadHere(sandboxId);
       if (!r.runtime) throw ApplicationFailure.nonRetryable('the sandbox has no runtime to pause', 'NoRuntime');
       const state = await provider(r).inspect(r.runtime);
-      if (state.state === 'missing') throw ApplicationFailure.nonRetryable(`cannot pause: ${state.detail}`, 'RuntimeMissing');
+      if (state.state === 'missing')
+        throw ApplicationFailure.nonRetryable(`cannot pause: ${state.detail}`, 'RuntimeMissing');
       if (state.state === 'running') await provider(r).pause(r.runtime);
     },
 

@@ -27,7 +27,10 @@ export async function sweepLeftovers(deps: LeftoverDeps): Promise<number> {
       cleared++;
       deps.log.info('removed what a sandbox deleted without its host left here', { sandboxId: r.id });
     } catch (e) {
-      deps.log.warn('could not remove what a deleted sandbox left here; the next sweep tries again', { sandboxId: r.id, error: (e as Error).message });
+      deps.log.warn('could not remove what a deleted sandbox left here; the next sweep tries again', {
+        sandboxId: r.id,
+        error: (e as Error).message,
+      });
     }
   }
   return cleared;
@@ -40,7 +43,9 @@ export function sweepLeftoversWhileRunning(deps: LeftoverDeps, everyMs = SWEEP_E
   let timer: NodeJS.Timeout | undefined;
   const once = () => {
     current = sweepLeftovers(deps)
-      .catch((e: Error) => deps.log.warn('the sweep of deleted sandboxes failed; it runs again later', { error: e.message }))
+      .catch((e: Error) =>
+        deps.log.warn('the sweep of deleted sandboxes failed; it runs again later', { error: e.message }),
+      )
       .finally(() => {
         if (!stopped) timer = setTimeout(once, everyMs).unref();
       });

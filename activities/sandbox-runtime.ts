@@ -4,7 +4,13 @@
  */
 import { Context } from '@temporalio/activity';
 import type { SecretBox } from '../src/auth/secret-box';
-import type { BashResult, ConversationStart, Created, RuntimeAnswer, RuntimeClient } from '../src/sandboxes/runtime-client';
+import type {
+  BashResult,
+  ConversationStart,
+  Created,
+  RuntimeAnswer,
+  RuntimeClient,
+} from '../src/sandboxes/runtime-client';
 import { runtimeClient } from '../src/sandboxes/runtime-clients';
 import type { SandboxRecord } from '../src/store/sandboxes-store';
 

@@ -38,7 +38,10 @@ const now = () => performance.now();
 
 const COMMAND = 'true';
 const script = (): ScriptStep[] => [
-  ...Array.from({ length: STEPS }, (_, i) => ({ content: `Step ${i + 1}.`, tool_calls: [{ name: 'terminal', arguments: { command: COMMAND } }] })),
+  ...Array.from({ length: STEPS }, (_, i) => ({
+    content: `Step ${i + 1}.`,
+    tool_calls: [{ name: 'terminal', arguments: { command: COMMAND } }],
+  })),
   { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
 ];
 
@@ -54,8 +57,18 @@ async function main(): Promise<void> {
   fs.mkdirSync(workspace, { recursive: true });
   fs.mkdirSync(stateDir, { recursive: true });
   const agentServer = RUNTIME === 'openhands' ? await ensureAgentServer(undefined, progress) : null;
-  const launch = agentServer && { env: agentServer, stateDir, workspace, host: '127.0.0.1', port: runtimePort, sessionApiKey: sessionKey, controlPlaneUrl: base };
-  const [runtimeCommand, ...runtimeArgs] = launch ? openHandsCommand(launch) : [process.execPath, dist('src', 'runtime', 'main.js')];
+  const launch = agentServer && {
+    env: agentServer,
+    stateDir,
+    workspace,
+    host: '127.0.0.1',
+    port: runtimePort,
+    sessionApiKey: sessionKey,
+    controlPlaneUrl: base,
+  };
+  const [runtimeCommand, ...runtimeArgs] = launch
+    ? openHandsCommand(launch)
+    : [process.execPath, dist('src', 'runtime', 'main.js')];
   const children = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], {
       env: servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: SecretBox.generateKey() }),
@@ -80,7 +93,11 @@ async function main(): Promise<void> {
   const database = openDatabase(servers.mongoUri, 'bench');
   const llm = await new ScriptedLlm([]).start();
   const rt = (method: string, p: string, body?: unknown) =>
-    fetch(runtime + p, { method, headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }).then(async (r) => {
+    fetch(runtime + p, {
+      method,
+      headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(async (r) => {
       if (!r.ok) throw new Error(`${method} ${p} answered ${r.status}: ${await r.text()}`);
       return r.json() as Promise<never>;
     });
@@ -89,16 +106,26 @@ async function main(): Promise<void> {
     RUNTIME === 'openhands'
       ? {
           conversation_id: id,
-          agent: { kind: 'Agent', llm: { model: 'openai/bench', base_url: llm.url, api_key: 'bench', num_retries: 0 }, tools: [{ name: 'terminal' }] },
+          agent: {
+            kind: 'Agent',
+            llm: { model: 'openai/bench', base_url: llm.url, api_key: 'bench', num_retries: 0 },
+            tools: [{ name: 'terminal' }],
+          },
           workspace: { kind: 'LocalWorkspace', working_dir: workspace },
           initial_message: { role: 'user', content: [{ type: 'text', text: 'Run true many times.' }], run: true },
           max_iterations: STEPS + 5,
           autotitle: false,
         }
-      : { conversation_id: id, agent: { llm: { model: 'bench', base_url: llm.url } }, initial_message: { content: [{ text: 'Run true many times.' }], run: true }, max_iterations: STEPS + 5 };
+      : {
+          conversation_id: id,
+          agent: { llm: { model: 'bench', base_url: llm.url } },
+          initial_message: { content: [{ text: 'Run true many times.' }], run: true },
+          max_iterations: STEPS + 5,
+        };
   /** How many events the runtime has for the conversation, and how many it has still to send. */
   const runtimeEvents = async (id: string): Promise<{ events: number; unsent: number }> => {
-    if (RUNTIME === 'openhands') return { events: (await rt('GET', `/api/conversations/${id}/events/count`)) as number, unsent: 0 };
+    if (RUNTIME === 'openhands')
+      return { events: (await rt('GET', `/api/conversations/${id}/events/count`)) as number, unsent: 0 };
     const info: { events: number; unsent_events: number } = await rt('GET', `/api/conversations/${id}`);
     return { events: info.events, unsent: info.unsent_events };
   };
@@ -106,12 +133,18 @@ async function main(): Promise<void> {
   const runtimeLog = async (id: string): Promise<string[]> => {
     if (RUNTIME === 'built-in') {
       const dir = fs.readdirSync(stateDir).find((d) => Buffer.from(d, 'base64url').toString() === id)!;
-      return fs.readFileSync(path.join(stateDir, dir, 'outbox.jsonl'), 'utf8').trim().split('\n');
+      return fs
+        .readFileSync(path.join(stateDir, dir, 'outbox.jsonl'), 'utf8')
+        .trim()
+        .split('\n');
     }
     const out: string[] = [];
     let page: string | null = null;
     do {
-      const r: { items: unknown[]; next_page_id: string | null } = await rt('GET', `/api/conversations/${id}/events/search?limit=100&sort_order=TIMESTAMP${page ? `&page_id=${page}` : ''}`);
+      const r: { items: unknown[]; next_page_id: string | null } = await rt(
+        'GET',
+        `/api/conversations/${id}/events/search?limit=100&sort_order=TIMESTAMP${page ? `&page_id=${page}` : ''}`,
+      );
       out.push(...r.items.map((e) => JSON.stringify(e)));
       page = r.next_page_id;
     } while (page);
@@ -119,7 +152,10 @@ async function main(): Promise<void> {
   };
   try {
     for (let i = 0; i < 300; i++) {
-      const [a, b] = await Promise.all([fetch(`${base}/ready`).catch(() => null), fetch(`${runtime}/alive`).catch(() => null)]);
+      const [a, b] = await Promise.all([
+        fetch(`${base}/ready`).catch(() => null),
+        fetch(`${runtime}/alive`).catch(() => null),
+      ]);
       if (a?.status === 200 && b?.status === 200) break;
       await sleep(100);
     }
@@ -147,19 +183,37 @@ async function main(): Promise<void> {
       }
       const deliveredMs = now() - t0;
       // Step times from the log: from one ActionEvent to the next (LLM call, command, events).
-      const actions = await events.find({ conversation_id: conv.id, kind: 'ActionEvent' }).sort({ seq: 1 }).project({ timestamp: 1 }).toArray();
+      const actions = await events
+        .find({ conversation_id: conv.id, kind: 'ActionEvent' })
+        .sort({ seq: 1 })
+        .project({ timestamp: 1 })
+        .toArray();
       const times = actions.map((a) => new Date(a.timestamp as string | Date).getTime());
       const gaps = times.slice(1).map((t, i) => t - times[i]!);
-      return { conv, finishedMs, deliveredMs, lagMs: deliveredMs - finishedMs, events: written.events, requests: llm.requests.slice(first).map((r) => r.body), early: median(gaps.slice(0, 20)), late: median(gaps.slice(-20)) };
+      return {
+        conv,
+        finishedMs,
+        deliveredMs,
+        lagMs: deliveredMs - finishedMs,
+        events: written.events,
+        requests: llm.requests.slice(first).map((r) => r.body),
+        early: median(gaps.slice(0, 20)),
+        late: median(gaps.slice(-20)),
+      };
     };
 
     const rawRun = async (requests: unknown[], conversationId: string) => {
       llm.load(script());
       const t0 = now();
       for (let i = 0; i < requests.length; i++) {
-        const r = await fetch(`${llm.url}/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(requests[i]) });
+        const r = await fetch(`${llm.url}/chat/completions`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify(requests[i]),
+        });
         await r.json();
-        if (i < STEPS) await rt('POST', '/api/bash/execute_bash_command', { command: COMMAND, cwd: workspace, timeout: 120 });
+        if (i < STEPS)
+          await rt('POST', '/api/bash/execute_bash_command', { command: COMMAND, cwd: workspace, timeout: 120 });
       }
       const workMs = now() - t0;
       // The same events, straight to ingest under a new conversation id.
@@ -167,7 +221,11 @@ async function main(): Promise<void> {
       const target = await conversations.create({ userId: user.id, sessionApiKey: sessionKey });
       const t1 = now();
       for (let i = 0; i < lines.length; i += 100) {
-        const r = await fetch(`${base}/api/v1/webhooks/events/${target.id}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey }, body: `[${lines.slice(i, i + 100).join(',')}]` });
+        const r = await fetch(`${base}/api/v1/webhooks/events/${target.id}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': sessionKey },
+          body: `[${lines.slice(i, i + 100).join(',')}]`,
+        });
         if (r.status !== 200) throw new Error(`ingest answered ${r.status}: ${await r.text()}`);
       }
       return { workMs, ingestMs: now() - t1 };
@@ -195,13 +253,23 @@ async function main(): Promise<void> {
       ['what', 'total', 'per step'],
       [`agent: POST conversation -> finished (${STEPS} steps + finish)`, f(agentMs), per(agentMs)],
       ['raw: the same LLM requests replayed + the same commands', f(rawMs), per(rawMs)],
-      ['agent: steps 2-21 vs the last 20 (median gap between actions)', `${m(agent.map((a) => a.early)).toFixed(1)} / ${m(agent.map((a) => a.late)).toFixed(1)} ms`, ''],
-      [`agent: ${agent[0]!.events} events written -> all in the log, after finished`, f(m(agent.map((a) => a.lagMs))), ''],
+      [
+        'agent: steps 2-21 vs the last 20 (median gap between actions)',
+        `${m(agent.map((a) => a.early)).toFixed(1)} / ${m(agent.map((a) => a.late)).toFixed(1)} ms`,
+        '',
+      ],
+      [
+        `agent: ${agent[0]!.events} events written -> all in the log, after finished`,
+        f(m(agent.map((a) => a.lagMs))),
+        '',
+      ],
       ['raw: the same events POSTed to ingest, batches of 100', f(m(raw.map((r) => r.ingestMs))), ''],
       ['runtime resident memory after the runs', `${(Number(rss) / 1024).toFixed(0)} MiB`, ''],
     ];
     printTable(`Agent runtime (${RUNTIME}), ${RUNS} runs (medians), scripted LLM on loopback, FerretDB`, rows);
-    console.log(`\nthe agent adds ${((agentMs / rawMs - 1) * 100).toFixed(0)}% over the raw LLM and command calls (events, view, tools, outbox)`);
+    console.log(
+      `\nthe agent adds ${((agentMs / rawMs - 1) * 100).toFixed(0)}% over the raw LLM and command calls (events, view, tools, outbox)`,
+    );
   } finally {
     await llm.close();
     await database.close();

@@ -64,7 +64,12 @@ export function processGroup(name: string, pgid: number): CpuScope {
 }
 
 /** `pid` and its descendants, leaving out the subtrees of the processes `exclude` names (counted in rows of their own). */
-export function processTree(name: string, pid: number, exclude: (procs: Map<number, Proc>) => number[] = () => [], how = `pid ${pid} and descendants`): CpuScope {
+export function processTree(
+  name: string,
+  pid: number,
+  exclude: (procs: Map<number, Proc>) => number[] = () => [],
+  how = `pid ${pid} and descendants`,
+): CpuScope {
   return {
     name,
     how,
@@ -91,7 +96,11 @@ export const detachedChildren = (procs: Map<number, Proc>, parent: number): numb
 
 /** Several roots and their descendants as one row. */
 export function processTrees(name: string, roots: number[]): CpuScope {
-  return { name, how: `pid ${roots.join(', ')} and descendants`, pids: (procs) => descendants(procs, roots, new Set()) };
+  return {
+    name,
+    how: `pid ${roots.join(', ')} and descendants`,
+    pids: (procs) => descendants(procs, roots, new Set()),
+  };
 }
 
 export interface CpuSnapshot {
@@ -122,7 +131,10 @@ export function cpuSnapshot(scopes: CpuScope[]): CpuSnapshot {
     at: performance.now(),
     rows: scopes.map((s) => {
       const pids = s.pids(procs);
-      return { ticks: pids.reduce((sum, pid) => sum + procs.get(pid)!.own + procs.get(pid)!.reaped, 0), processes: pids.length };
+      return {
+        ticks: pids.reduce((sum, pid) => sum + procs.get(pid)!.own + procs.get(pid)!.reaped, 0),
+        processes: pids.length,
+      };
     }),
     self: u.user + u.system,
     machineBusy: m.busy,
@@ -148,11 +160,18 @@ export function cpuRows(scopes: CpuScope[], before: CpuSnapshot, after: CpuSnaps
   const pctOf = (s: number, of: number) => (of > 0 ? `${((s / of) * 100).toFixed(0)}%` : '-');
   return [
     ['process (counted as)', 'CPU s', 'CPU ms / start', 'share'],
-    ...scopes.map((s, i) => row(`${s.name} (${s.how}: ${after.rows[i]!.processes} now)`, secs[i]!, pctOf(secs[i]!, total))),
+    ...scopes.map((s, i) =>
+      row(`${s.name} (${s.how}: ${after.rows[i]!.processes} now)`, secs[i]!, pctOf(secs[i]!, total)),
+    ),
     row('total of the processes above', total, '100%'),
     row('this benchmark process (the load; not in the total)', self, '-'),
     // Other programs on the machine are in it: no per-start figure.
-    [`whole machine, /proc/stat (${after.cores} cores x ${wall.toFixed(1)} s = ${(after.cores * wall).toFixed(1)} CPU s)`, busy.toFixed(2), '-', `${pctOf(busy, after.cores * wall)} busy`],
+    [
+      `whole machine, /proc/stat (${after.cores} cores x ${wall.toFixed(1)} s = ${(after.cores * wall).toFixed(1)} CPU s)`,
+      busy.toFixed(2),
+      '-',
+      `${pctOf(busy, after.cores * wall)} busy`,
+    ],
   ];
 }
 

@@ -48,7 +48,10 @@ export function makeEvents(n: number, start: number): Record<string, unknown>[] 
           llm_response_id: `resp_${i}`,
           action: { kind: 'TerminalAction', command: 'npm test' },
         }
-      : { source: i % 2 ? 'agent' : 'user', llm_message: { role: 'assistant', content: [{ type: 'text', text: `message number ${i} `.repeat(8) }] } }),
+      : {
+          source: i % 2 ? 'agent' : 'user',
+          llm_message: { role: 'assistant', content: [{ type: 'text', text: `message number ${i} `.repeat(8) }] },
+        }),
   }));
 }
 
@@ -57,12 +60,20 @@ export function makeEvents(n: number, start: number): Record<string, unknown>[] 
  * after `afterSeq`, one equality query each, sorted by seq, until `limit` + 1 documents (the one more
  * tells whether a next page exists) or a block that is not full. The floor of the api's page.
  */
-export async function rawBlockPage(events: Collection<StoredEvent>, conversationId: string, afterSeq: number, limit: number): Promise<StoredEvent[]> {
+export async function rawBlockPage(
+  events: Collection<StoredEvent>,
+  conversationId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<StoredEvent[]> {
   const docs: StoredEvent[] = [];
   for (let b = blockOf(afterSeq + 1); docs.length <= limit; b++) {
     const from = Math.max(afterSeq + 1, firstSeqOf(b));
     const got = await events
-      .find({ block: blockKey(conversationId, b), seq: { $gte: from } }, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } })
+      .find(
+        { block: blockKey(conversationId, b), seq: { $gte: from } },
+        { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } },
+      )
       .sort({ seq: 1 })
       .limit(limit + 1 - docs.length)
       .toArray();
@@ -106,7 +117,13 @@ export async function startEventsApi(servers: BenchServers, dbName: string): Pro
   const port = await freePort();
   const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'api', 'main.js')], {
     // One bench user holds the live case's 1,000 websockets: the per-user cap (100 by default) is lifted.
-    env: servers.serviceEnv({ MONGODB_DB: dbName, API_PORT: String(port), MAX_BODY_BYTES: String(50 * 1024 * 1024), SECRETS_KEY: SecretBox.generateKey(), USER_MAX_WEBSOCKETS: '0' }),
+    env: servers.serviceEnv({
+      MONGODB_DB: dbName,
+      API_PORT: String(port),
+      MAX_BODY_BYTES: String(50 * 1024 * 1024),
+      SECRETS_KEY: SecretBox.generateKey(),
+      USER_MAX_WEBSOCKETS: '0',
+    }),
     // Its log lines (warnings) go to stderr with the bench's progress: stdout holds only the table.
     stdio: ['ignore', 2, 2],
   });
@@ -120,7 +137,8 @@ export async function startEventsApi(servers: BenchServers, dbName: string): Pro
   const deadline = Date.now() + 60_000;
   for (;;) {
     if ((await fetch(`${base}/ready`).catch(() => null))?.status === 200) break;
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the api exited (${child.exitCode ?? child.signalCode}) before it was ready`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`the api exited (${child.exitCode ?? child.signalCode}) before it was ready`);
     if (Date.now() > deadline) {
       await stop();
       throw new Error('the api was not ready within 60 s');
@@ -140,7 +158,10 @@ export async function benchCaller(db: Db): Promise<{ userId: string; key: string
 
 /** FerretDB's PostgreSQL table of a collection (FerretDB keeps a database in the schema of its name). */
 async function tableOf(pg: Client, db: Db, collection: string): Promise<string | undefined> {
-  const r = await pg.query<{ t: string }>(`SELECT _jsonb->>'table' AS t FROM "${db.databaseName}"._ferretdb_database_metadata WHERE _jsonb->>'_id' = $1`, [collection]);
+  const r = await pg.query<{ t: string }>(
+    `SELECT _jsonb->>'table' AS t FROM "${db.databaseName}"._ferretdb_database_metadata WHERE _jsonb->>'_id' = $1`,
+    [collection],
+  );
   return r.rows[0]?.t;
 }
 
@@ -160,7 +181,11 @@ export async function withPostgres<T>(postgresUrl: string, run: (pg: Client) => 
  * has none on `conversation_id`: the api (or the bench) did not make them, and the figures would be the
  * ones of a sequential scan.
  */
-export async function requireGinIndexes(postgresUrl: string, db: Db, collections: readonly string[]): Promise<string[]> {
+export async function requireGinIndexes(
+  postgresUrl: string,
+  db: Db,
+  collections: readonly string[],
+): Promise<string[]> {
   // The api makes them in the background once it is ready: looked for during up to 30 s.
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -180,13 +205,16 @@ async function findGinIndexes(postgresUrl: string, db: Db, collections: readonly
       const table = await tableOf(pg, db, collection);
       if (!table) throw new Error(`no PostgreSQL table for the collection ${collection}`);
       const names = (
-        await pg.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 AND indexdef LIKE '%USING gin%' ORDER BY indexname", [
-          db.databaseName,
-          table,
-        ])
+        await pg.query<{ indexname: string }>(
+          "SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 AND indexdef LIKE '%USING gin%' ORDER BY indexname",
+          [db.databaseName, table],
+        )
       ).rows.map((r) => r.indexname);
       for (const field of ['conversation_id', 'block']) {
-        if (!names.some((n) => n.endsWith(`_${field}_gin`))) throw new Error(`${collection} (${table}) has no GIN index on ${field} (found: ${names.join(', ') || 'none'})`);
+        if (!names.some((n) => n.endsWith(`_${field}_gin`)))
+          throw new Error(
+            `${collection} (${table}) has no GIN index on ${field} (found: ${names.join(', ') || 'none'})`,
+          );
       }
       lines.push(`${collection}: ${names.length} GIN indexes (${names.join(', ')})`);
     }
@@ -196,7 +224,10 @@ async function findGinIndexes(postgresUrl: string, db: Db, collections: readonly
 
 /** PostgreSQL's version, for the summary line. */
 export async function postgresVersion(postgresUrl: string): Promise<string> {
-  return withPostgres(postgresUrl, async (pg) => (await pg.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version);
+  return withPostgres(
+    postgresUrl,
+    async (pg) => (await pg.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version,
+  );
 }
 
 export interface ManyConversationsOptions {
@@ -219,7 +250,8 @@ const PAGE = 100;
  */
 export async function manyConversationsCase(servers: BenchServers, o: ManyConversationsOptions): Promise<string[][]> {
   const per = o.perConversation;
-  if (!(per >= 2 * PAGE) || per % PAGE !== 0) throw new Error(`--per-conversation must be a multiple of ${PAGE}, at least ${2 * PAGE}`);
+  if (!(per >= 2 * PAGE) || per % PAGE !== 0)
+    throw new Error(`--per-conversation must be a multiple of ${PAGE}, at least ${2 * PAGE}`);
   const count = Math.max(1, Math.round(o.total / per));
   const total = count * per;
   const api = await startEventsApi(servers, DB_NAME);
@@ -227,7 +259,8 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
   try {
     database = openDatabase(servers.mongoUri, DB_NAME);
     const db = database.db;
-    if (servers.postgresUrl) for (const l of await requireGinIndexes(servers.postgresUrl, db, ['events'])) progress(`api made ${l}`);
+    if (servers.postgresUrl)
+      for (const l of await requireGinIndexes(servers.postgresUrl, db, ['events'])) progress(`api made ${l}`);
     const { userId, key } = await benchCaller(db);
     const { conversations } = createStores(db);
     const events = db.collection<StoredEvent>('events');
@@ -262,9 +295,14 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
     let plan = 'plan not known (SQLite)';
     if (servers.postgresUrl) {
       // What autovacuum would do a minute later: statistics of the filled table, before anything is timed.
-      await withPostgres(servers.postgresUrl, async (pg) => pg.query(`ANALYZE "${DB_NAME}"."${await tableOf(pg, db, 'events')}"`));
+      await withPostgres(servers.postgresUrl, async (pg) =>
+        pg.query(`ANALYZE "${DB_NAME}"."${await tableOf(pg, db, 'events')}"`),
+      );
       // A page's read: one block of the conversation, by equality (src/store/event-blocks.ts).
-      const e = await db.command({ explain: { find: 'events', filter: { block: blockKey(conv, 0) }, sort: { seq: 1 }, limit: PAGE + 1 }, verbosity: 'queryPlanner' });
+      const e = await db.command({
+        explain: { find: 'events', filter: { block: blockKey(conv, 0) }, sort: { seq: 1 }, limit: PAGE + 1 },
+        verbosity: 'queryPlanner',
+      });
       const text = JSON.stringify(e.queryPlanner);
       const index = /Index Name\\?":\\?"([^"\\]+)/.exec(text)?.[1];
       plan = index ? `plan: index ${index}` : text.includes('Seq Scan') ? 'plan: Seq Scan' : 'plan: ?';
@@ -283,15 +321,21 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
     const expectIds = (what: string, got: readonly unknown[], want: readonly StoredEvent[]) => {
       const bad = got.findIndex((g, i) => (g as { id?: string } | null)?.id !== want[i]?.id);
       if (got.length !== want.length || bad >= 0) {
-        throw new Error(`${what}: ${got.length} items (expected ${want.length})${bad >= 0 ? `, item ${bad} is not the expected event` : ''}`);
+        throw new Error(
+          `${what}: ${got.length} items (expected ${want.length})${bad >= 0 ? `, item ${bad} is not the expected event` : ''}`,
+        );
       }
     };
     const get = async (url: string) => {
       const s = now();
-      const r = await fetch(`${api.base}/api/v1/conversation/${conv}${url}`, { headers, signal: AbortSignal.timeout(300_000) });
+      const r = await fetch(`${api.base}/api/v1/conversation/${conv}${url}`, {
+        headers,
+        signal: AbortSignal.timeout(300_000),
+      });
       const body: unknown = await r.json();
       const ms = now() - s;
-      if (r.status !== 200) throw new Error(`GET ${url.slice(0, 80)} answered ${r.status}: ${JSON.stringify(body).slice(0, 300)}`);
+      if (r.status !== 200)
+        throw new Error(`GET ${url.slice(0, 80)} answered ${r.status}: ${JSON.stringify(body).slice(0, 300)}`);
       return { ms, body };
     };
     const firstPage = target.slice(0, PAGE);
@@ -303,14 +347,16 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
       const { ms, body } = await get(`/events/search?limit=${PAGE}${last ? `&page_id=${lastCursor}` : ''}`);
       const page = body as { items: unknown[]; next_page_id: string | null };
       expectIds(`api ${last ? 'last' : 'first'} page`, page.items, last ? lastPage : firstPage);
-      if ((page.next_page_id === null) !== last) throw new Error(`api ${last ? 'last' : 'first'} page: next_page_id ${page.next_page_id}`);
+      if ((page.next_page_id === null) !== last)
+        throw new Error(`api ${last ? 'last' : 'first'} page: next_page_id ${page.next_page_id}`);
       return ms;
     };
     const checkRaw = (what: string, last: boolean, docs: readonly StoredEvent[]) => {
       // One more than a page is asked for, as the api does: the first page has a next one, the last none.
       const items = docs.slice(0, PAGE).map((d) => JSON.parse(d.json) as unknown);
       expectIds(`${what} ${last ? 'last' : 'first'} page`, items, last ? lastPage : firstPage);
-      if ((docs.length === PAGE) !== last) throw new Error(`${what} ${last ? 'last' : 'first'} page: ${docs.length} documents for a limit of ${PAGE + 1}`);
+      if ((docs.length === PAGE) !== last)
+        throw new Error(`${what} ${last ? 'last' : 'first'} page: ${docs.length} documents for a limit of ${PAGE + 1}`);
     };
     /** The same page raw, the way the block layout reads it. */
     const rawPage = async (last: boolean) => {
@@ -324,8 +370,16 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
     const sortedPage = async (last: boolean) => {
       const s = now();
       const f: Record<string, unknown> = { ...filter };
-      if (last) f.$or = [{ timestamp: { $gt: lastCursorDoc.timestamp } }, { timestamp: lastCursorDoc.timestamp, seq: { $gt: lastCursorDoc.seq } }];
-      const docs = await events.find(f, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } }).sort({ timestamp: 1, seq: 1 }).limit(PAGE + 1).toArray();
+      if (last)
+        f.$or = [
+          { timestamp: { $gt: lastCursorDoc.timestamp } },
+          { timestamp: lastCursorDoc.timestamp, seq: { $gt: lastCursorDoc.seq } },
+        ];
+      const docs = await events
+        .find(f, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } })
+        .sort({ timestamp: 1, seq: 1 })
+        .limit(PAGE + 1)
+        .toArray();
       const ms = now() - s;
       checkRaw('sorted', last, docs);
       return ms;
@@ -350,7 +404,10 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
     const rawBatch = async () => {
       const s = now();
       const docs = await events
-        .find({ conversation_id: conv, id: { $in: picked.map((d) => d.id) } }, { projection: { _id: 0, id: 1, json: 1 }, batchSize: PAGE + 1 })
+        .find(
+          { conversation_id: conv, id: { $in: picked.map((d) => d.id) } },
+          { projection: { _id: 0, id: 1, json: 1 }, batchSize: PAGE + 1 },
+        )
         .toArray();
       const ms = now() - s;
       if (docs.length !== PAGE) throw new Error(`raw batch get: ${docs.length} documents, expected ${PAGE}`);
@@ -392,18 +449,57 @@ export async function manyConversationsCase(servers: BenchServers, o: ManyConver
       );
     }
 
-    const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) as Record<keyof typeof times, number>;
+    const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) as Record<
+      keyof typeof times,
+      number
+    >;
     const label = `1 of ${count} conversations of ${per} (${total} events)`;
     const ms = (x: number) => `${x.toFixed(1)} ms`;
     const vs = (a: number, r: number) => `${(a / r).toFixed(2)}x (api/raw time)`;
     return [
-      [`fill: ${total} events, ${count} conversations of ${per}`, '-', `${Math.round((total / fillMs) * 1000)} ev/s`, `${(fillMs / 1000).toFixed(1)} s`, plan],
-      [`${label}: first page of ${PAGE}, p50 of ${o.reps}`, ms(m.apiFirst), ms(m.rawFirst), vs(m.apiFirst, m.rawFirst), '<= 50 ms (api); <= 1.5x'],
-      [`${label}: last page (page_id), p50 of ${o.reps}`, ms(m.apiLast), ms(m.rawLast), vs(m.apiLast, m.rawLast), '<= 50 ms (api); <= 1.5x'],
-      [`${label}: first / last page as one sorted query (before blocks)`, '-', `${ms(m.sortedFirst)} / ${ms(m.sortedLast)}`, `${(m.sortedFirst / m.apiFirst).toFixed(1)}x the api's first page`, '(reference)'],
-      [`${label}: last / first page`, `${(m.apiLast / m.apiFirst).toFixed(2)}x`, `${(m.rawLast / m.rawFirst).toFixed(2)}x`, '(last/first time)', '<= 1.5x (api)'],
+      [
+        `fill: ${total} events, ${count} conversations of ${per}`,
+        '-',
+        `${Math.round((total / fillMs) * 1000)} ev/s`,
+        `${(fillMs / 1000).toFixed(1)} s`,
+        plan,
+      ],
+      [
+        `${label}: first page of ${PAGE}, p50 of ${o.reps}`,
+        ms(m.apiFirst),
+        ms(m.rawFirst),
+        vs(m.apiFirst, m.rawFirst),
+        '<= 50 ms (api); <= 1.5x',
+      ],
+      [
+        `${label}: last page (page_id), p50 of ${o.reps}`,
+        ms(m.apiLast),
+        ms(m.rawLast),
+        vs(m.apiLast, m.rawLast),
+        '<= 50 ms (api); <= 1.5x',
+      ],
+      [
+        `${label}: first / last page as one sorted query (before blocks)`,
+        '-',
+        `${ms(m.sortedFirst)} / ${ms(m.sortedLast)}`,
+        `${(m.sortedFirst / m.apiFirst).toFixed(1)}x the api's first page`,
+        '(reference)',
+      ],
+      [
+        `${label}: last / first page`,
+        `${(m.apiLast / m.apiFirst).toFixed(2)}x`,
+        `${(m.rawLast / m.rawFirst).toFixed(2)}x`,
+        '(last/first time)',
+        '<= 1.5x (api)',
+      ],
       [`${label}: count, p50 of ${o.reps}`, ms(m.apiCount), ms(m.rawCount), vs(m.apiCount, m.rawCount), '<= 1.5x'],
-      [`${label}: batch get of ${PAGE} ids, p50 of ${o.reps}`, ms(m.apiBatch), ms(m.rawBatch), vs(m.apiBatch, m.rawBatch), '<= 1.5x'],
+      [
+        `${label}: batch get of ${PAGE} ids, p50 of ${o.reps}`,
+        ms(m.apiBatch),
+        ms(m.rawBatch),
+        vs(m.apiBatch, m.rawBatch),
+        '<= 1.5x',
+      ],
     ];
   } finally {
     await api.stop();

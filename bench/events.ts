@@ -16,7 +16,17 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import WebSocket from 'ws';
 import { FERRETDB_VERSION } from '../scripts/servers/paths';
-import { benchCaller, makeEvents, manyConversationsCase, postgresVersion, rawBlockPage, requireGinIndexes, startEventsApi, toStoredEvents, type BenchApi } from './events-conversations';
+import {
+  benchCaller,
+  makeEvents,
+  manyConversationsCase,
+  postgresVersion,
+  rawBlockPage,
+  requireGinIndexes,
+  startEventsApi,
+  toStoredEvents,
+  type BenchApi,
+} from './events-conversations';
 import { runBench } from './report';
 import { startBenchServers } from './servers';
 import { encodeCursor } from '../src/schemas/page-cursor';
@@ -58,7 +68,9 @@ async function main(): Promise<void> {
   try {
     if (servers.postgresUrl) backend += ` (PostgreSQL ${await postgresVersion(servers.postgresUrl)})`;
     // ---- the main case, in a database and api process of its own ----
-    rows.push(...(await manyConversationsCase(servers, { total: TOTAL, perConversation: PER_CONVERSATION, reps: REPS })));
+    rows.push(
+      ...(await manyConversationsCase(servers, { total: TOTAL, perConversation: PER_CONVERSATION, reps: REPS })),
+    );
 
     api = await startEventsApi(servers, dbName);
     const { base, port: apiPort } = api;
@@ -86,15 +98,21 @@ async function main(): Promise<void> {
     for (const index of eventsIndexes.indexes) await raw.createIndexes([index]);
     if (servers.postgresUrl) {
       // The indexes the api made for `events` on PostgreSQL, for the raw collection too.
-      await ensurePostgresIndexes(database.db, servers.postgresUrl, [{ collection: 'events_raw', indexes: eventsIndexes.indexes }]);
+      await ensurePostgresIndexes(database.db, servers.postgresUrl, [
+        { collection: 'events_raw', indexes: eventsIndexes.indexes },
+      ]);
       for (const l of await requireGinIndexes(servers.postgresUrl, database.db, ['events', 'events_raw'])) progress(l);
     }
     let rawDocs: StoredEvent[] = toStoredEvents(conv.id, events);
     t0 = now();
-    for (let i = 0; i < rawDocs.length; i += BATCH) await raw.insertMany(rawDocs.slice(i, i + BATCH), { ordered: true });
+    for (let i = 0; i < rawDocs.length; i += BATCH)
+      await raw.insertMany(rawDocs.slice(i, i + BATCH), { ordered: true });
     const rawIngestMs = now() - t0;
 
-    const storedIds = await database.db.collection<StoredEvent>('events').find({ conversation_id: conv.id }, { projection: { _id: 0, id: 1 } }).toArray();
+    const storedIds = await database.db
+      .collection<StoredEvent>('events')
+      .find({ conversation_id: conv.id }, { projection: { _id: 0, id: 1 } })
+      .toArray();
     const unique = new Set(storedIds.map((d) => d.id));
     const lost = events.filter((e) => !unique.has(e.id as string)).length;
     const duplicated = storedIds.length - unique.size;
@@ -112,7 +130,10 @@ async function main(): Promise<void> {
     const headers = { 'X-Access-Token': key };
     const apiPage = async (q: string) => {
       const s = now();
-      const r = await fetch(`${base}/api/v1/conversation/${conv.id}/events/search?limit=100${q}`, { headers, signal: AbortSignal.timeout(900_000) });
+      const r = await fetch(`${base}/api/v1/conversation/${conv.id}/events/search?limit=100${q}`, {
+        headers,
+        signal: AbortSignal.timeout(900_000),
+      });
       const body = (await r.json()) as { items: unknown[]; next_page_id: string | null };
       if (r.status !== 200 || body.items.length !== 100) throw new Error(`search answered ${r.status}`);
       return { ms: now() - s, next: body.next_page_id };
@@ -129,7 +150,11 @@ async function main(): Promise<void> {
       const s = now();
       const filter: Record<string, unknown> = { conversation_id: conv.id };
       if (after) filter.$or = [{ timestamp: { $gt: after[0] } }, { timestamp: after[0], seq: { $gt: after[1] } }];
-      const docs = await raw.find(filter, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } }).sort({ timestamp: 1, seq: 1 }).limit(101).toArray();
+      const docs = await raw
+        .find(filter, { projection: { _id: 0, timestamp: 1, seq: 1, json: 1 } })
+        .sort({ timestamp: 1, seq: 1 })
+        .limit(101)
+        .toArray();
       if (docs.length < 100) throw new Error(`sorted page: ${docs.length} documents`);
       return now() - s;
     };

@@ -15,7 +15,8 @@ export const wordArg = <T extends string>(name: string, choices: readonly T[], f
 };
 
 /** A progress line on stderr, so stdout holds only the table. */
-export const progress = (msg: string): void => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+export const progress = (msg: string): void =>
+  console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
 export const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -32,7 +33,13 @@ export const pct = (xs: number[], p: number): number => {
 export function printTable(title: string, rows: string[][]): void {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   console.log(`\n${title}\n`);
-  for (const r of rows) console.log(r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
+  for (const r of rows)
+    console.log(
+      r
+        .map((cell, c) => cell.padEnd(widths[c]!))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 /** Runs a benchmark's main; a failure prints and exits 1. */

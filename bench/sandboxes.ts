@@ -42,7 +42,12 @@ async function directStart(dir: string): Promise<number> {
   const workspace = fs.mkdtempSync(path.join(dir, 'direct-'));
   const t0 = performance.now();
   const child = spawn(process.execPath, [dist('src', 'runtime', 'main.js')], {
-    env: { PATH: process.env.PATH, RUNTIME_PORT: String(port), SESSION_API_KEY: 'bench-session-key-0123456789', RUNTIME_WORKING_DIR: workspace },
+    env: {
+      PATH: process.env.PATH,
+      RUNTIME_PORT: String(port),
+      SESSION_API_KEY: 'bench-session-key-0123456789',
+      RUNTIME_WORKING_DIR: workspace,
+    },
     stdio: 'ignore',
     detached: true,
   });
@@ -73,7 +78,10 @@ async function serviceStart(base: string, key: string): Promise<number> {
   lastSandboxId = id;
   lastPostMs = postMs;
   for (;;) {
-    const [s] = (await (await fetch(`${base}/api/v1/sandboxes?id=${id}`, { headers })).json()) as { status: string; status_detail: string }[];
+    const [s] = (await (await fetch(`${base}/api/v1/sandboxes?id=${id}`, { headers })).json()) as {
+      status: string;
+      status_detail: string;
+    }[];
     if (s!.status === 'RUNNING') {
       const ms = performance.now() - t0;
       await fetch(`${base}/api/v1/sandboxes/${id}`, { method: 'DELETE', headers });
@@ -92,7 +100,13 @@ interface Lifecycle {
 
 async function untilAlive(url: string): Promise<void> {
   for (;;) {
-    if (await fetch(`${url}/alive`, { signal: AbortSignal.timeout(1000) }).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`${url}/alive`, { signal: AbortSignal.timeout(1000) }).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await sleep(POLL_MS);
   }
 }
@@ -134,7 +148,12 @@ async function engineLifecycle(docker: Docker, image: string, n: number, into: L
   const c = await docker.createContainer({
     name,
     Image: image,
-    Env: ['SESSION_API_KEY=bench-session-key-0123456789', 'RUNTIME_HOST=0.0.0.0', 'RUNTIME_PORT=8000', 'RUNTIME_WORKING_DIR=/workspace'],
+    Env: [
+      'SESSION_API_KEY=bench-session-key-0123456789',
+      'RUNTIME_HOST=0.0.0.0',
+      'RUNTIME_PORT=8000',
+      'RUNTIME_WORKING_DIR=/workspace',
+    ],
     ExposedPorts: { '8000/tcp': {} },
     HostConfig: { Init: true, PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] } },
   });
@@ -178,10 +197,14 @@ async function main(): Promise<void> {
   if (DOCKER) {
     progress('Docker engine and the runtime image');
     engine = await ensureDockerEngine({ say: progress });
-    runtimeImage = (await buildProjectImages(engine.host, await ensureBaseImage(engine.host, progress), progress)).runtime;
+    runtimeImage = (await buildProjectImages(engine.host, await ensureBaseImage(engine.host, progress), progress))
+      .runtime;
   }
   const specsFile = path.join(dir, 'specs.json');
-  fs.writeFileSync(specsFile, JSON.stringify(DOCKER ? [{ id: 'docker-runtime', provider: 'docker', image: runtimeImage }] : []));
+  fs.writeFileSync(
+    specsFile,
+    JSON.stringify(DOCKER ? [{ id: 'docker-runtime', provider: 'docker', image: runtimeImage }] : []),
+  );
   const env = servers.serviceEnv({
     API_PORT: String(apiPort),
     SECRETS_KEY: SecretBox.generateKey(),
@@ -223,11 +246,16 @@ async function main(): Promise<void> {
       ['spawn runtime directly, poll /alive', f(median(direct)), f(pct(direct, 90)), f(Math.min(...direct))],
       ['POST /api/v1/sandboxes -> RUNNING', f(median(service)), f(pct(service, 90)), f(Math.min(...service))],
     ];
-    printTable(`Sandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms; limits ${LIMITS === 'on' ? 'on: a cgroup and a file system each' : 'off'})`, rows);
+    printTable(
+      `Sandbox start, ${RUNS} runs each (poll every ${POLL_MS} ms; limits ${LIMITS === 'on' ? 'on: a cgroup and a file system each' : 'off'})`,
+      rows,
+    );
     const share = median(service) / median(direct) - 1;
     console.log(`\nlast service start: POST answered in ${lastPostMs.toFixed(0)} ms`);
     await printHistory(servers.temporalAddress, sandboxWorkflowId(lastSandboxId), 16);
-    console.log(`\norchestration adds ${(share * 100).toFixed(0)}% to the median (${f(median(service) - median(direct))}); goal <= 20%`);
+    console.log(
+      `\norchestration adds ${(share * 100).toFixed(0)}% to the median (${f(median(service) - median(direct))}); goal <= 20%`,
+    );
 
     const empty = (): Lifecycle => ({ start: [], pause: [], resume: [] });
     const processRuns = empty();
@@ -238,7 +266,11 @@ async function main(): Promise<void> {
     // A process's pause and resume are a signal each: no direct figure worth a column.
     processDirect.pause = processRuns.pause.map(() => NaN);
     processDirect.resume = processRuns.resume.map(() => NaN);
-    lifecycle.push(...lifecycleRows('process', processRuns, processDirect).map((r, i) => (i === 0 ? r : [...r.slice(0, 4), '-', '-'])));
+    lifecycle.push(
+      ...lifecycleRows('process', processRuns, processDirect).map((r, i) =>
+        i === 0 ? r : [...r.slice(0, 4), '-', '-'],
+      ),
+    );
     if (engine) {
       const docker = dockerFromHost(engine.host);
       const dockerRuns = empty();
@@ -255,7 +287,10 @@ async function main(): Promise<void> {
       }
       lifecycle.push(...lifecycleRows('docker', dockerRuns, dockerDirect));
     }
-    printTable(`Sandbox lifecycle through the api, ${RUNS} runs per provider (direct: the provider's own work, no service)`, lifecycle);
+    printTable(
+      `Sandbox lifecycle through the api, ${RUNS} runs per provider (direct: the provider's own work, no service)`,
+      lifecycle,
+    );
   } finally {
     await database.close();
     await servers.stop(children);

@@ -13,25 +13,54 @@ import type { Child } from '../scripts/servers/child';
 import { obtainServers, obtainTemporalServer } from '../scripts/servers/obtain';
 import { postgresSuperuserUrl } from '../scripts/servers/postgres-server';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
-import { ensureNamespace, freeNodePorts, prepareTemporalStore, startTemporalNode } from '../scripts/servers/temporal-server';
+import {
+  ensureNamespace,
+  freeNodePorts,
+  prepareTemporalStore,
+  startTemporalNode,
+} from '../scripts/servers/temporal-server';
 import { freePort } from '../src/process/net';
 import { wordArg } from './report';
 
 /** `--temporal dev` (the CLI's dev server, as `npm start`) or `server` (the real server on the store's PostgreSQL). */
 const TEMPORAL = wordArg('temporal', ['dev', 'server'] as const, 'dev');
 
-async function startTemporal(dir: string, binaries: { temporal: string }, storeDir: string, postgresUrl: string | undefined): Promise<Child & { address: string }> {
+async function startTemporal(
+  dir: string,
+  binaries: { temporal: string },
+  storeDir: string,
+  postgresUrl: string | undefined,
+): Promise<Child & { address: string }> {
   if (TEMPORAL === 'dev') {
-    return startTemporalDevServer({ binary: binaries.temporal, dataDir: path.join(dir, 'temporal'), port: await freePort(), uiPort: await freePort(), namespace: 'default' });
+    return startTemporalDevServer({
+      binary: binaries.temporal,
+      dataDir: path.join(dir, 'temporal'),
+      port: await freePort(),
+      uiPort: await freePort(),
+      namespace: 'default',
+    });
   }
   if (!postgresUrl) throw new Error('--temporal server runs on the PostgreSQL of FERRETDB_BACKEND=postgresql');
   const real = await obtainTemporalServer(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
   const pgDir = path.join(storeDir, 'postgres');
   const pgPort = Number(new URL(postgresUrl).port);
-  const store = { host: '127.0.0.1', port: pgPort, superuserUrl: (db: string) => postgresSuperuserUrl(pgDir, pgPort, db), passwordFile: path.join(pgDir, 'temporal-password') };
+  const store = {
+    host: '127.0.0.1',
+    port: pgPort,
+    superuserUrl: (db: string) => postgresSuperuserUrl(pgDir, pgPort, db),
+    passwordFile: path.join(pgDir, 'temporal-password'),
+  };
   const password = await prepareTemporalStore(real.sqlTool, store);
   const ports = await freeNodePorts();
-  const node = await startTemporalNode({ binary: real.server, dir: path.join(dir, 'temporal-server'), ports, store, password, clusterFrontendPort: ports.frontend, namespace: 'default' });
+  const node = await startTemporalNode({
+    binary: real.server,
+    dir: path.join(dir, 'temporal-server'),
+    ports,
+    store,
+    password,
+    clusterFrontendPort: ports.frontend,
+    namespace: 'default',
+  });
   await ensureNamespace(node.address, 'default');
   return node;
 }
@@ -102,17 +131,22 @@ export async function printHistory(address: string, workflowId: string, max = 20
   try {
     const history = await new Client({ connection }).workflow.getHandle(workflowId).fetchHistory();
     const events = history.events ?? [];
-    const t = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
+    const t = (e: (typeof events)[number]) =>
+      Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
     const start = t(events[0]!);
     console.log(`\n${workflowId}: its history (ms after start)`);
     for (const e of events.slice(0, max)) {
-      const type = (Object.keys(e).find((k) => k.endsWith('Attributes')) ?? String(e.eventType)).replace(/EventAttributes$/, '');
+      const type = (Object.keys(e).find((k) => k.endsWith('Attributes')) ?? String(e.eventType)).replace(
+        /EventAttributes$/,
+        '',
+      );
       const activity = e.activityTaskScheduledEventAttributes?.activityType?.name;
       const marker = e.markerRecordedEventAttributes ? 'local activity' : '';
-      console.log(`  ${String(t(e) - start).padStart(5)}  ${type}${activity ? ` ${activity}` : ''}${marker ? ` (${marker})` : ''}`);
+      console.log(
+        `  ${String(t(e) - start).padStart(5)}  ${type}${activity ? ` ${activity}` : ''}${marker ? ` (${marker})` : ''}`,
+      );
     }
   } finally {
     await connection.close();
   }
 }
-

@@ -24,7 +24,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cloneCommand, HOOK_COMMAND, SETUP_SCRIPT, SKILLS_DIR, skillFilesCommand } from '../activities/repository-steps';
+import {
+  cloneCommand,
+  HOOK_COMMAND,
+  SETUP_SCRIPT,
+  SKILLS_DIR,
+  skillFilesCommand,
+} from '../activities/repository-steps';
 import { SecretBox } from '../src/auth/secret-box';
 import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import type { SandboxView } from '../src/schemas/sandboxes';
@@ -34,7 +40,17 @@ import { freePort } from '../src/process/net';
 import { createServices, createStores } from '../src/composition';
 import { openDatabase } from '../src/store/mongo';
 import { processTree as treeOf, signalAll } from '../src/process/process-tree';
-import { cpuLine, cpuRows, cpuSnapshot, detachedChildren, processGroup, processTree, processTrees, readProcs, type CpuScope } from './cpu';
+import {
+  cpuLine,
+  cpuRows,
+  cpuSnapshot,
+  detachedChildren,
+  processGroup,
+  processTree,
+  processTrees,
+  readProcs,
+  type CpuScope,
+} from './cpu';
 import { AgentControlClient } from '../src/client';
 import { arg, median, pct, printTable, progress, runBench, wordArg } from './report';
 import { printHistory, startBenchServers } from './servers';
@@ -56,13 +72,31 @@ async function main(): Promise<void> {
   const secretsKey = SecretBox.generateKey();
   const apiPort = await freePort();
   const base = `http://127.0.0.1:${apiPort}`;
-  const agentServer = RUNTIME === 'openhands' ? { OPENHANDS_AGENT_SERVER_DIR: (await ensureAgentServer(undefined, progress)).dir } : {};
-  const env = servers.serviceEnv({ API_PORT: String(apiPort), SECRETS_KEY: secretsKey, SANDBOX_IDLE_TIMEOUT_MS: '0', USER_MAX_CONCURRENT_STARTS: CONCURRENT_STARTS, USER_MAX_PENDING_STARTS: '0', USER_MAX_CONVERSATIONS: '0', START_STREAM_FOLLOW: FOLLOW, ...agentServer });
+  const agentServer =
+    RUNTIME === 'openhands' ? { OPENHANDS_AGENT_SERVER_DIR: (await ensureAgentServer(undefined, progress)).dir } : {};
+  const env = servers.serviceEnv({
+    API_PORT: String(apiPort),
+    SECRETS_KEY: secretsKey,
+    SANDBOX_IDLE_TIMEOUT_MS: '0',
+    USER_MAX_CONCURRENT_STARTS: CONCURRENT_STARTS,
+    USER_MAX_PENDING_STARTS: '0',
+    USER_MAX_CONVERSATIONS: '0',
+    START_STREAM_FOLLOW: FOLLOW,
+    ...agentServer,
+  });
   let runtimePids: number[] = [];
   const children: ChildProcess[] = [
     spawn(process.execPath, [dist('src', 'api', 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] }),
     ...Array.from({ length: WORKERS }, (_, i) =>
-      spawn(process.execPath, [dist('worker', 'main.js')], { env: { ...env, WORKER_HOST: `bench-${i}`, DATA_DIR: path.join(servers.dir, `worker-${i}`), ...(WORKERS > 1 ? { SANDBOX_PROCESS_HOST: `127.0.0.${2 + i}` } : {}) }, stdio: ['ignore', 'inherit', 'inherit'] }),
+      spawn(process.execPath, [dist('worker', 'main.js')], {
+        env: {
+          ...env,
+          WORKER_HOST: `bench-${i}`,
+          DATA_DIR: path.join(servers.dir, `worker-${i}`),
+          ...(WORKERS > 1 ? { SANDBOX_PROCESS_HOST: `127.0.0.${2 + i}` } : {}),
+        },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      }),
     ),
   ];
   const database = openDatabase(servers.mongoUri, 'bench');
@@ -83,8 +117,12 @@ async function main(): Promise<void> {
       return r.json() as Promise<T>;
     };
     const me = await api<{ current_org_id: string }>('GET', '/api/v1/users/me');
-    await api('PATCH', `/api/organizations/${me.current_org_id}`, { agent_settings: { agent_kind: 'platform', llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1' } } });
-    let sandbox = await api<SandboxView>('POST', '/api/v1/sandboxes', { sandbox_spec_id: RUNTIME === 'openhands' ? 'local-process-openhands' : 'local-process' });
+    await api('PATCH', `/api/organizations/${me.current_org_id}`, {
+      agent_settings: { agent_kind: 'platform', llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1' } },
+    });
+    let sandbox = await api<SandboxView>('POST', '/api/v1/sandboxes', {
+      sandbox_spec_id: RUNTIME === 'openhands' ? 'local-process-openhands' : 'local-process',
+    });
     while (sandbox.status !== 'RUNNING') {
       await sleep(100);
       [sandbox] = await api<[SandboxView]>('GET', `/api/v1/sandboxes?id=${sandbox.id}`);
@@ -106,7 +144,13 @@ async function main(): Promise<void> {
         delays.push(Date.now() - Date.parse(task.updated_at));
         tasks.push(task);
       }
-      return { id: tasks[0]?.id, ms: performance.now() - t0, statuses: tasks.map((s) => s.status), detail: tasks.at(-1)?.detail, delays };
+      return {
+        id: tasks[0]?.id,
+        ms: performance.now() - t0,
+        statuses: tasks.map((s) => s.status),
+        detail: tasks.at(-1)?.detail,
+        delays,
+      };
     };
 
     /** The same steps made raw: the runtime calls, the status writes and records with the driver. */
@@ -127,12 +171,25 @@ async function main(): Promise<void> {
       await status('SETTING_UP_SKILLS');
       await bash(skillFilesCommand(SKILLS_DIR), 'project', 60);
       await status('STARTING_CONVERSATION');
-      await database.db.collection<{ _id: string; created_at: Date }>('bench_conversations').insertOne({ _id: id, created_at: new Date() });
-      await database.db.collection<{ _id: string; created_at: Date }>('bench_app_conversations').insertOne({ _id: id, created_at: new Date() });
+      await database.db
+        .collection<{ _id: string; created_at: Date }>('bench_conversations')
+        .insertOne({ _id: id, created_at: new Date() });
+      await database.db
+        .collection<{ _id: string; created_at: Date }>('bench_app_conversations')
+        .insertOne({ _id: id, created_at: new Date() });
       const created = await runtime.createConversation(
         {
           id,
-          llm: { model: 'bench', base_url: 'http://127.0.0.1:9/v1', api_key: null, temperature: null, top_p: null, max_output_tokens: null, stream: false, log_completions: false },
+          llm: {
+            model: 'bench',
+            base_url: 'http://127.0.0.1:9/v1',
+            api_key: null,
+            temperature: null,
+            top_p: null,
+            max_output_tokens: null,
+            stream: false,
+            log_completions: false,
+          },
           systemMessageSuffix: null,
           workingDir: 'project',
           initialMessage: null,
@@ -165,15 +222,25 @@ async function main(): Promise<void> {
     const workerPids = children.slice(1).map((c) => c.pid!);
     const runtimesOf = () => workerPids.flatMap((pid) => detachedChildren(readProcs(), pid));
     runtimePids = runtimesOf();
-    if (runtimePids.length === 0) throw new Error(`no runtime process below the workers (pids ${workerPids.join(', ')})`);
+    if (runtimePids.length === 0)
+      throw new Error(`no runtime process below the workers (pids ${workerPids.join(', ')})`);
     const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
     for (const pid of runtimePids) progress(`runtime: pid ${pid}, ${cmdline(pid)}`);
     const serverName: Record<string, string> = { postgres: 'PostgreSQL', ferretdb: 'FerretDB', temporal: 'Temporal' };
     const cpuScopes: CpuScope[] = [
       processTree('api', apiPid),
-      ...workerPids.map((pid, i) => processTree(WORKERS > 1 ? `worker ${i}` : 'worker', pid, (procs) => detachedChildren(procs, pid), `pid ${pid} and descendants but the runtime`)),
+      ...workerPids.map((pid, i) =>
+        processTree(
+          WORKERS > 1 ? `worker ${i}` : 'worker',
+          pid,
+          (procs) => detachedChildren(procs, pid),
+          `pid ${pid} and descendants but the runtime`,
+        ),
+      ),
       processTrees('sandbox runtime', runtimePids),
-      ...servers.processes.map((p) => (p.name === 'postgres' ? processTree : processGroup)(serverName[p.name] ?? p.name, p.pid)),
+      ...servers.processes.map((p) =>
+        (p.name === 'postgres' ? processTree : processGroup)(serverName[p.name] ?? p.name, p.pid),
+      ),
     ];
     const idle0 = cpuSnapshot(cpuScopes);
     await sleep(1000);
@@ -183,13 +250,16 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     let done = 0;
     const ticker = setInterval(() => progress(`${done}/${STARTS} streams ended`), 30_000);
-    const all = await Promise.all(Array.from({ length: STARTS }, () => serviceStart().finally(() => done++))).finally(() => clearInterval(ticker));
+    const all = await Promise.all(Array.from({ length: STARTS }, () => serviceStart().finally(() => done++))).finally(
+      () => clearInterval(ticker),
+    );
     const wallMs = performance.now() - t0;
     const cpuAfter = cpuSnapshot(cpuScopes);
     await sleep(1000);
     const tail = cpuSnapshot(cpuScopes);
     const runtimesAfter = runtimesOf();
-    if (runtimesAfter.join() !== runtimePids.join()) progress(`the runtime processes changed during the phase: ${runtimePids.join()} -> ${runtimesAfter.join()}`);
+    if (runtimesAfter.join() !== runtimePids.join())
+      progress(`the runtime processes changed during the phase: ${runtimePids.join()} -> ${runtimesAfter.join()}`);
     const ready = all.filter((s) => s.statuses.join() === STATUSES.join()).length;
     const failed = all.filter((s) => s.statuses.at(-1) !== 'READY');
     if (failed.length > 0) progress(`not READY: ${failed.length}, e.g. ${JSON.stringify(failed[0])}`);
@@ -211,22 +281,36 @@ async function main(): Promise<void> {
     const f = (ms: number) => `${ms.toFixed(0)} ms`;
     const lat = all.map((s) => s.ms);
     const delays = all.flatMap((s) => s.delays);
-    printTable(`Starts on the ${RUNTIME} runtime, ${WORKERS === 1 ? 'one worker' : `${WORKERS} workers`}, one shared sandbox, FerretDB + ${servers.temporalName}; stream-start follows the ${FOLLOW}`, [
-      ['what', 'value'],
-      [`${STARTS} concurrent stream-starts: READY with every status in order`, `${ready} / ${STARTS} (lost: ${STARTS - ready})`],
-      ['start tasks stored READY', String(tasksStored)],
-      ['starts per second', (STARTS / (wallMs / 1000)).toFixed(1)],
-      ['stream-start -> READY, p50 / p99 (concurrent)', `${f(pct(lat, 50))} / ${f(pct(lat, 99))}`],
-      ['a status written -> at the client, p50 / p99 (concurrent)', `${f(pct(delays, 50))} / ${f(pct(delays, 99))}`],
-      ['a status written -> at the client, p50 / p99 (one start alone)', `${f(pct(singleDelays, 50))} / ${f(pct(singleDelays, 99))}`],
-      [`one start alone, median of ${SINGLE}`, f(median(single))],
-      ['the same steps made raw (runtime calls + driver writes), median', f(median(raw))],
-    ]);
-    printTable(`CPU by process over the ${STARTS} concurrent stream-starts (${(wallMs / 1000).toFixed(1)} s wall, ${(STARTS / (wallMs / 1000)).toFixed(1)} starts/s)`, cpuRows(cpuScopes, cpuBefore, cpuAfter, STARTS));
+    printTable(
+      `Starts on the ${RUNTIME} runtime, ${WORKERS === 1 ? 'one worker' : `${WORKERS} workers`}, one shared sandbox, FerretDB + ${servers.temporalName}; stream-start follows the ${FOLLOW}`,
+      [
+        ['what', 'value'],
+        [
+          `${STARTS} concurrent stream-starts: READY with every status in order`,
+          `${ready} / ${STARTS} (lost: ${STARTS - ready})`,
+        ],
+        ['start tasks stored READY', String(tasksStored)],
+        ['starts per second', (STARTS / (wallMs / 1000)).toFixed(1)],
+        ['stream-start -> READY, p50 / p99 (concurrent)', `${f(pct(lat, 50))} / ${f(pct(lat, 99))}`],
+        ['a status written -> at the client, p50 / p99 (concurrent)', `${f(pct(delays, 50))} / ${f(pct(delays, 99))}`],
+        [
+          'a status written -> at the client, p50 / p99 (one start alone)',
+          `${f(pct(singleDelays, 50))} / ${f(pct(singleDelays, 99))}`,
+        ],
+        [`one start alone, median of ${SINGLE}`, f(median(single))],
+        ['the same steps made raw (runtime calls + driver writes), median', f(median(raw))],
+      ],
+    );
+    printTable(
+      `CPU by process over the ${STARTS} concurrent stream-starts (${(wallMs / 1000).toFixed(1)} s wall, ${(STARTS / (wallMs / 1000)).toFixed(1)} starts/s)`,
+      cpuRows(cpuScopes, cpuBefore, cpuAfter, STARTS),
+    );
     console.log(`\nthe 1 s before the phase (idle): ${cpuLine(cpuScopes, idle0, cpuBefore)}`);
     console.log(`the 1 s after the last stream ended (not in the table): ${cpuLine(cpuScopes, cpuAfter, tail)}`);
     await printHistory(servers.temporalAddress, startTaskWorkflowId(lastId));
-    console.log(`\norchestration adds ${((median(single) / median(raw) - 1) * 100).toFixed(0)}% over the raw steps (${f(median(single) - median(raw))}); goal <= 20%`);
+    console.log(
+      `\norchestration adds ${((median(single) / median(raw) - 1) * 100).toFixed(0)}% over the raw steps (${f(median(single) - median(raw))}); goal <= 20%`,
+    );
   } finally {
     await database.close();
     await servers.stop(children);

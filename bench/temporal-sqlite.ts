@@ -36,15 +36,24 @@ const cpuSeconds = (pid: number) => {
 
 async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 async function measure(label: string, pragmas: Record<string, string>): Promise<string[]> {
   const binaries = await obtainServers(process.env.SERVERS_CACHE_DIR, (l) => console.error(l));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-bench-temporal-'));
-  const options = { binary: binaries.temporal, dataDir: dir, port: await freePort(), uiPort: await freePort(), namespace: 'default', sqlitePragmas: pragmas };
+  const options = {
+    binary: binaries.temporal,
+    dataDir: dir,
+    port: await freePort(),
+    uiPort: await freePort(),
+    namespace: 'default',
+    sqlitePragmas: pragmas,
+  };
   let server = await startTemporalDevServer(options);
   try {
     const connection = await Connection.connect({ address: server.address });
@@ -72,7 +81,12 @@ async function measure(label: string, pragmas: Record<string, string>): Promise<
     }
     await again.close();
     if (found !== WORKFLOWS) throw new Error(`${label}: ${WORKFLOWS - found} workflows lost across a kill -9`);
-    return [label, `${((WORKFLOWS / ms) * 1000).toFixed(0)} wf/s`, `${((cpu / WORKFLOWS) * 1000).toFixed(1)} ms`, `${found}/${WORKFLOWS}`];
+    return [
+      label,
+      `${((WORKFLOWS / ms) * 1000).toFixed(0)} wf/s`,
+      `${((cpu / WORKFLOWS) * 1000).toFixed(1)} ms`,
+      `${found}/${WORKFLOWS}`,
+    ];
   } finally {
     await server.stop();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -85,13 +99,20 @@ async function main(): Promise<void> {
     console.error(`[bench] ${label}`);
     rows.push(await measure(label, pragmas));
   }
-  const header = ['setting', `start + terminate, ${CONCURRENCY} at a time`, 'server CPU per workflow', 'kept after kill -9'];
+  const header = [
+    'setting',
+    `start + terminate, ${CONCURRENCY} at a time`,
+    'server CPU per workflow',
+    'kept after kill -9',
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   console.log(line(header));
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const r of rows) console.log(line(r));
-  console.log(`\n${WORKFLOWS} workflows per setting, Temporal CLI dev server, Node ${process.version}, ${os.cpus().length} cores`);
+  console.log(
+    `\n${WORKFLOWS} workflows per setting, Temporal CLI dev server, Node ${process.version}, ${os.cpus().length} cores`,
+  );
 }
 
 runBench(main);

@@ -13,7 +13,11 @@ export const WORKFLOW_INTERCEPTORS = path.join(repoRoot(), 'workflows', 'interce
 export const DEFAULT_BUNDLE_PATH = path.join(repoRoot(), 'dist', 'workflow-bundle.js');
 
 export async function bundleWorkflows(outFile: string): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_ENTRY, workflowInterceptorModules: [WORKFLOW_INTERCEPTORS], logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_ENTRY,
+    workflowInterceptorModules: [WORKFLOW_INTERCEPTORS],
+    logger: new DefaultLogger('WARN'),
+  });
   fs.mkdirSync(path.dirname(outFile), { recursive: true });
   fs.writeFileSync(outFile, code);
   return outFile;

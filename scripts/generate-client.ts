@@ -20,7 +20,10 @@ function inert(): unknown {
 
 export function buildServiceDocument(): object {
   const deps = inert() as AppDeps;
-  return createApp({ ...deps, config: { api: { publicBaseUrl: 'http://127.0.0.1:8000' }, limits: { maxBodyBytes: 1 << 20 } } } as AppDeps).openapi();
+  return createApp({
+    ...deps,
+    config: { api: { publicBaseUrl: 'http://127.0.0.1:8000' }, limits: { maxBodyBytes: 1 << 20 } },
+  } as AppDeps).openapi();
 }
 
 export async function generateClientTypes(document: object): Promise<string> {

@@ -16,7 +16,8 @@ export async function hasCommand(cmd: string): Promise<boolean> {
 /** Installs Debian packages (after an `apt-get update` when the first attempt finds no lists). */
 export async function aptInstall(packages: string[], say: (l: string) => void): Promise<void> {
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = () => run('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...packages], { env, maxBuffer: 64 << 20 });
+  const install = () =>
+    run('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...packages], { env, maxBuffer: 64 << 20 });
   say(`installing ${packages.join(', ')} with apt-get`);
   try {
     await install();
@@ -30,10 +31,16 @@ export async function aptInstall(packages: string[], say: (l: string) => void): 
  * Makes sure each command exists, installing its package (`{command: package}`) as root with apt-get;
  * otherwise throws naming what is missing and `why` it is needed.
  */
-export async function ensureCommands(wanted: Record<string, string>, why: string, say: (l: string) => void): Promise<void> {
+export async function ensureCommands(
+  wanted: Record<string, string>,
+  why: string,
+  say: (l: string) => void,
+): Promise<void> {
   const missing: string[] = [];
-  for (const [cmd, pkg] of Object.entries(wanted)) if (!(await hasCommand(cmd)) && !missing.includes(pkg)) missing.push(pkg);
+  for (const [cmd, pkg] of Object.entries(wanted))
+    if (!(await hasCommand(cmd)) && !missing.includes(pkg)) missing.push(pkg);
   if (missing.length === 0) return;
-  if (process.getuid?.() !== 0 || !fs.existsSync('/usr/bin/apt-get')) throw new Error(`${why} needs ${missing.join(' and ')}: install them (as root this is done for you on Debian)`);
+  if (process.getuid?.() !== 0 || !fs.existsSync('/usr/bin/apt-get'))
+    throw new Error(`${why} needs ${missing.join(' and ')}: install them (as root this is done for you on Debian)`);
   await aptInstall(missing, say);
 }

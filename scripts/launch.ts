@@ -26,11 +26,23 @@ import { reapStale, startChild, type Child } from './servers/child';
 import { redactUri, startFerretdb, type FerretdbBackend } from './servers/ferretdb-server';
 import { obtainServers, obtainTemporalServer, obtainTemporalUi } from './servers/obtain';
 import { startTemporalUi } from './servers/temporal-ui';
-import { postgresIsSuperuser, postgresLogin, postgresSuperuserUrl, requirePostgresBinDir, startPostgres } from './servers/postgres-server';
+import {
+  postgresIsSuperuser,
+  postgresLogin,
+  postgresSuperuserUrl,
+  requirePostgresBinDir,
+  startPostgres,
+} from './servers/postgres-server';
 import { migrateSqliteData } from './servers/sqlite-migration';
 import { Supervisor, type StartFn, type SuperviseOptions } from './servers/supervisor';
 import { startTemporalDevServer } from './servers/temporal-dev-server';
-import { ensureNamespace, MAX_MEMBERSHIP_PORT, portsAround, prepareTemporalStore, startTemporalNode } from './servers/temporal-server';
+import {
+  ensureNamespace,
+  MAX_MEMBERSHIP_PORT,
+  portsAround,
+  prepareTemporalStore,
+  startTemporalNode,
+} from './servers/temporal-server';
 
 /**
  * As root, every program the launcher and its children find through PATH runs as root: a directory
@@ -64,14 +76,20 @@ async function ensurePortFree(port: number, variable: string): Promise<void> {
 /** Runs an admin command; its JSON answer is returned, or with `show` its text goes to the terminal. */
 function runAdmin(args: string[], env: NodeJS.ProcessEnv, show = false): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'cli', 'admin.js'), ...(show ? [] : ['--json']), ...args], {
-      env,
-      stdio: ['ignore', show ? 'inherit' : 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(__dirname, '..', 'src', 'cli', 'admin.js'), ...(show ? [] : ['--json']), ...args],
+      {
+        env,
+        stdio: ['ignore', show ? 'inherit' : 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`admin ${args.join(' ')} exited with ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`admin ${args.join(' ')} exited with ${code}`)),
+    );
   });
 }
 
@@ -116,7 +134,11 @@ const sizeOf = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size :
 async function agentServerFor(config: Config, say: (line: string) => void): Promise<string | undefined> {
   if (config.sandboxes.agentServerDir) return config.sandboxes.agentServerDir;
   const specs = loadSandboxSpecs(config.sandboxes.specsFile);
-  const needed = specs.some((s) => s.runtime === 'openhands' && (s.id === config.sandboxes.defaultSpecId || !BUILT_IN_SANDBOX_SPECS.some((b) => b.id === s.id)));
+  const needed = specs.some(
+    (s) =>
+      s.runtime === 'openhands' &&
+      (s.id === config.sandboxes.defaultSpecId || !BUILT_IN_SANDBOX_SPECS.some((b) => b.id === s.id)),
+  );
   return needed ? (await ensureAgentServer(config.serversCacheDir, say)).dir : undefined;
 }
 
@@ -127,7 +149,8 @@ async function main(): Promise<void> {
   // A port of the service held by a sandbox (bound while the service's process was down) is taken back.
   const reclaim = async (port: number) => {
     if (config.sandboxes.processIsolation !== 'user') return;
-    for (const uid of await reclaimPort(port, config.sandboxes.uidRange)) log.warn(`port ${port} was held by sandbox uid ${uid}: its processes were stopped`);
+    for (const uid of await reclaimPort(port, config.sandboxes.uidRange))
+      log.warn(`port ${port} was held by sandbox uid ${uid}: its processes were stopped`);
   };
   // Every start of a child on a fixed port, the first and each restart, first takes the port back from a sandbox.
   const reclaiming =
@@ -177,8 +200,13 @@ async function main(): Promise<void> {
 
   const embedded = !config.mongo.uri || !config.temporal.address;
   const realTemporal = !config.temporal.address && config.embedded.temporal === 'server';
-  if (realTemporal && (config.embedded.temporalPort < 301 || config.embedded.temporalPort - 294 > MAX_MEMBERSHIP_PORT)) {
-    throw new ConfigError([`EMBEDDED_TEMPORAL_PORT: with EMBEDDED_TEMPORAL=server its membership ports (300 to 294 below it) must be within 1..${MAX_MEMBERSHIP_PORT}: use 301..${MAX_MEMBERSHIP_PORT + 294}`]);
+  if (
+    realTemporal &&
+    (config.embedded.temporalPort < 301 || config.embedded.temporalPort - 294 > MAX_MEMBERSHIP_PORT)
+  ) {
+    throw new ConfigError([
+      `EMBEDDED_TEMPORAL_PORT: with EMBEDDED_TEMPORAL=server its membership ports (300 to 294 below it) must be within 1..${MAX_MEMBERSHIP_PORT}: use 301..${MAX_MEMBERSHIP_PORT + 294}`,
+    ]);
   }
   if (realTemporal && (config.mongo.uri || config.postgres.url || config.embedded.ferretdbBackend !== 'postgresql')) {
     throw new ConfigError([
@@ -187,7 +215,11 @@ async function main(): Promise<void> {
   }
   if (config.sandboxes.processIsolation === 'user') {
     // Isolated process sandboxes sit behind a firewall chain of their uids.
-    await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'isolating process sandboxes (SANDBOX_PROCESS_ISOLATION=user)', (l) => log.info(l));
+    await ensureCommands(
+      { 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' },
+      'isolating process sandboxes (SANDBOX_PROCESS_ISOLATION=user)',
+      (l) => log.info(l),
+    );
   }
   const binaries = embedded ? await obtainServers(config.serversCacheDir, (l) => log.info(l)) : undefined;
   const agentServerDir = await agentServerFor(config, (l) => log.info(l));
@@ -206,35 +238,62 @@ async function main(): Promise<void> {
         throw new Error(`POSTGRES_URL: PostgreSQL did not take the login: ${e.message}`);
       });
       if (await postgresIsSuperuser(config.postgres.url).catch(() => false)) {
-        log.warn('POSTGRES_URL logs in as a superuser: the service needs only a role that owns its database (docs/embedded-servers.md, "The embedded database")');
+        log.warn(
+          'POSTGRES_URL logs in as a superuser: the service needs only a role that owns its database (docs/embedded-servers.md, "The embedded database")',
+        );
       }
       backend = { kind: 'postgresql', url: config.postgres.url };
       storage = 'FerretDB on the PostgreSQL of POSTGRES_URL';
       postgresUrl = config.postgres.url;
     } else if (config.embedded.ferretdbBackend === 'postgresql') {
       await portFree(config.embedded.postgresPort, 'EMBEDDED_POSTGRES_PORT');
-      const pgOptions = { binDir: requirePostgresBinDir(), dir: path.join(config.dataDir, 'postgres'), port: config.embedded.postgresPort, pidFile: true };
-      const postgres = await supervision.start('postgres', reclaiming([pgOptions.port], (onSpawn) => startPostgres({ ...pgOptions, onSpawn })), {
-        probeFailures: 12, // about 90 s: a checkpoint or an I/O stall is ridden out, not answered with a restart
-        killDescendants: true, // its backends, frozen with it, would keep its shared memory
-      });
+      const pgOptions = {
+        binDir: requirePostgresBinDir(),
+        dir: path.join(config.dataDir, 'postgres'),
+        port: config.embedded.postgresPort,
+        pidFile: true,
+      };
+      const postgres = await supervision.start(
+        'postgres',
+        reclaiming([pgOptions.port], (onSpawn) => startPostgres({ ...pgOptions, onSpawn })),
+        {
+          probeFailures: 12, // about 90 s: a checkpoint or an I/O stall is ridden out, not answered with a restart
+          killDescendants: true, // its backends, frozen with it, would keep its shared memory
+        },
+      );
       backend = { kind: 'postgresql', url: postgres.url };
       postgresUrl = postgres.url;
       storage = `FerretDB on PostgreSQL 127.0.0.1:${config.embedded.postgresPort} as its service role (password in ${path.join(config.dataDir, 'postgres', 'service-password')})`;
       log.info({ port: config.embedded.postgresPort }, 'PostgreSQL is up');
     }
-    const options = { binary: binaries!.ferretdb, backend, dataDir: path.join(config.dataDir, 'ferretdb'), port: config.embedded.mongoPort, pidFile: true };
-    const ferret = await supervision.start('ferretdb', reclaiming([options.port], (onSpawn) => startFerretdb({ ...options, onSpawn })), {
-      // An operator's PostgreSQL (POSTGRES_URL) is watched through its own probe, never restarted from here.
-      dependsOn: postgresDependency(backend, config),
-      // About 90 s: what is stuck for good gets restarted; a long statement (an index built on a big
-      // table holds FerretDB's catalog lock) is given time.
-      probeFailures: 12,
-    });
+    const options = {
+      binary: binaries!.ferretdb,
+      backend,
+      dataDir: path.join(config.dataDir, 'ferretdb'),
+      port: config.embedded.mongoPort,
+      pidFile: true,
+    };
+    const ferret = await supervision.start(
+      'ferretdb',
+      reclaiming([options.port], (onSpawn) => startFerretdb({ ...options, onSpawn })),
+      {
+        // An operator's PostgreSQL (POSTGRES_URL) is watched through its own probe, never restarted from here.
+        dependsOn: postgresDependency(backend, config),
+        // About 90 s: what is stuck for good gets restarted; a long statement (an index built on a big
+        // table holds FerretDB's catalog lock) is given time.
+        probeFailures: 12,
+      },
+    );
     // On PostgreSQL, with the user and password FerretDB logs in to PostgreSQL with: it takes no client without.
     mongoUri = ferret.uri;
     // The data of a start before PostgreSQL became the default, moved once.
-    if (backend.kind === 'postgresql') await migrateSqliteData({ ferretdbBinary: binaries!.ferretdb, dataDir: config.dataDir, targetUri: mongoUri, log });
+    if (backend.kind === 'postgresql')
+      await migrateSqliteData({
+        ferretdbBinary: binaries!.ferretdb,
+        dataDir: config.dataDir,
+        targetUri: mongoUri,
+        log,
+      });
     log.info({ uri: redactUri(mongoUri) }, 'FerretDB (MongoDB wire protocol) is up');
   }
 
@@ -249,15 +308,45 @@ async function main(): Promise<void> {
     const uiBinary = await obtainTemporalUi(config.serversCacheDir, (l) => log.info(l));
     const pgDir = path.join(config.dataDir, 'postgres');
     const pgPort = config.embedded.postgresPort;
-    const store = { host: '127.0.0.1', port: pgPort, superuserUrl: (database: string) => postgresSuperuserUrl(pgDir, pgPort, database), passwordFile: path.join(pgDir, 'temporal-password') };
+    const store = {
+      host: '127.0.0.1',
+      port: pgPort,
+      superuserUrl: (database: string) => postgresSuperuserUrl(pgDir, pgPort, database),
+      passwordFile: path.join(pgDir, 'temporal-password'),
+    };
     const password = await prepareTemporalStore(binaries.sqlTool, store);
-    const options = { binary: binaries.server, dir: path.join(config.dataDir, 'temporal-server'), ports, store, password, clusterFrontendPort: ports.frontend, namespace: config.temporal.namespace, pidFile: true };
-    const temporal = await supervision.start('temporal', reclaiming(all, (onSpawn) => startTemporalNode({ ...options, onSpawn })), { dependsOn: ['postgres'] });
-    if (await ensureNamespace(temporal.address, config.temporal.namespace)) log.info({ namespace: config.temporal.namespace }, 'registered the Temporal namespace');
+    const options = {
+      binary: binaries.server,
+      dir: path.join(config.dataDir, 'temporal-server'),
+      ports,
+      store,
+      password,
+      clusterFrontendPort: ports.frontend,
+      namespace: config.temporal.namespace,
+      pidFile: true,
+    };
+    const temporal = await supervision.start(
+      'temporal',
+      reclaiming(all, (onSpawn) => startTemporalNode({ ...options, onSpawn })),
+      { dependsOn: ['postgres'] },
+    );
+    if (await ensureNamespace(temporal.address, config.temporal.namespace))
+      log.info({ namespace: config.temporal.namespace }, 'registered the Temporal namespace');
     temporalAddress = temporal.address;
     log.info({ address: temporalAddress }, 'Temporal server (on PostgreSQL) is up');
-    const uiOptions = { binary: uiBinary, dir: path.join(config.dataDir, 'temporal-ui'), port: config.embedded.temporalUiPort, temporalAddress, namespace: config.temporal.namespace, pidFile: true };
-    const ui = await supervision.start('temporal-ui', reclaiming([uiOptions.port], (onSpawn) => startTemporalUi({ ...uiOptions, onSpawn })), { dependsOn: ['temporal'] });
+    const uiOptions = {
+      binary: uiBinary,
+      dir: path.join(config.dataDir, 'temporal-ui'),
+      port: config.embedded.temporalUiPort,
+      temporalAddress,
+      namespace: config.temporal.namespace,
+      pidFile: true,
+    };
+    const ui = await supervision.start(
+      'temporal-ui',
+      reclaiming([uiOptions.port], (onSpawn) => startTemporalUi({ ...uiOptions, onSpawn })),
+      { dependsOn: ['temporal'] },
+    );
     temporalUi = ui.url;
   } else if (!temporalAddress) {
     await portFree(config.embedded.temporalPort, 'EMBEDDED_TEMPORAL_PORT');
@@ -270,7 +359,10 @@ async function main(): Promise<void> {
       namespace: config.temporal.namespace,
       pidFile: true,
     };
-    const temporal = await supervision.start('temporal', reclaiming([options.port, options.uiPort], (onSpawn) => startTemporalDevServer({ ...options, onSpawn })));
+    const temporal = await supervision.start(
+      'temporal',
+      reclaiming([options.port, options.uiPort], (onSpawn) => startTemporalDevServer({ ...options, onSpawn })),
+    );
     temporalAddress = temporal.address;
     temporalUi = temporal.uiUrl;
     log.info({ address: temporalAddress }, 'Temporal dev server is up');
@@ -314,26 +406,33 @@ async function main(): Promise<void> {
       alive: async () => heartbeatFresh(heartbeat, 10_000),
     });
   });
-  await supervision.start('api', reclaiming([config.api.port], (onSpawn) =>
-    startChild({
-      onSpawn,
-      name: 'api',
-      command: process.execPath,
-      args: [path.join(dist, 'src', 'api', 'main.js')],
-      env,
-      logFile: path.join(logs, 'api.log'),
-      pidFile: path.join(config.dataDir, 'api.pid'),
-      ready: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`)).ok,
-      // Its own liveness, not its dependencies' (/ready): an api whose database is away answers 503 and
-      // waits for it; restarting it would not help and could not pass /ready meanwhile.
-      alive: async () => (await fetch(`http://${config.api.host}:${config.api.port}/health`, { signal: AbortSignal.timeout(4000) })).ok,
-    }),
-  ));
+  await supervision.start(
+    'api',
+    reclaiming([config.api.port], (onSpawn) =>
+      startChild({
+        onSpawn,
+        name: 'api',
+        command: process.execPath,
+        args: [path.join(dist, 'src', 'api', 'main.js')],
+        env,
+        logFile: path.join(logs, 'api.log'),
+        pidFile: path.join(config.dataDir, 'api.pid'),
+        ready: async () => (await fetch(`http://${config.api.host}:${config.api.port}/ready`)).ok,
+        // Its own liveness, not its dependencies' (/ready): an api whose database is away answers 503 and
+        // waits for it; restarting it would not help and could not pass /ready meanwhile.
+        alive: async () =>
+          (await fetch(`http://${config.api.host}:${config.api.port}/health`, { signal: AbortSignal.timeout(4000) }))
+            .ok,
+      }),
+    ),
+  );
 
   const lines = [
     '',
     `  API          ${config.api.publicBaseUrl}   (docs: ${config.api.publicBaseUrl}/docs)`,
-    temporalUi ? `  Temporal UI  ${temporalUi}${realTemporal ? '   (the Temporal server on PostgreSQL)' : ''}` : `  Temporal     ${temporalAddress}`,
+    temporalUi
+      ? `  Temporal UI  ${temporalUi}${realTemporal ? '   (the Temporal server on PostgreSQL)' : ''}`
+      : `  Temporal     ${temporalAddress}`,
     `  MongoDB      ${redactUri(mongoUri)}   (${storage})`,
     `  Data         ${config.dataDir}   (logs in ${logs})`,
     bootstrap.key
@@ -356,7 +455,10 @@ async function main(): Promise<void> {
 async function demoEnv(config: Config): Promise<NodeJS.ProcessEnv> {
   if (!process.argv.includes('--demo')) return {};
   const port = config.demoLlmPort || (await freePort());
-  return { DEMO_LLM_PORT: String(port), SANDBOX_LOCAL_ALLOW: [...config.sandboxes.localAllow, `127.0.0.1:${port}`].join(',') };
+  return {
+    DEMO_LLM_PORT: String(port),
+    SANDBOX_LOCAL_ALLOW: [...config.sandboxes.localAllow, `127.0.0.1:${port}`].join(','),
+  };
 }
 
 main().catch((e: Error) => {

@@ -117,15 +117,36 @@ export function createServices(stores: SealingStores, deps: { box: SecretBox }):
   const { users, organizations, memberships, userSecrets, userSettings, llmProfiles } = stores;
   return {
     organizations: new OrganizationsService({ users, organizations, memberships, box: deps.box }),
-    startSettings: new StartSettingsResolver({ users, organizations, userSecrets, userSettings, llmProfiles, box: deps.box }),
-    userSettings: new UserSettingsService({ users, organizations, memberships, userSecrets, userSettings, box: deps.box }),
+    startSettings: new StartSettingsResolver({
+      users,
+      organizations,
+      userSecrets,
+      userSettings,
+      llmProfiles,
+      box: deps.box,
+    }),
+    userSettings: new UserSettingsService({
+      users,
+      organizations,
+      memberships,
+      userSecrets,
+      userSettings,
+      box: deps.box,
+    }),
     llmProfiles: new LlmProfilesService({ users, organizations, userSettings, llmProfiles, box: deps.box }),
   };
 }
 
 /** The git searches, over the hosts this service reaches (git host A at GIT_HOST_A_API_URL). */
-export function createGitSearchService(stores: Pick<SealingStores, 'userSecrets'>, config: Pick<Config, 'starts' | 'gitHosts'>): GitSearchService {
-  return new GitSearchService({ userSecrets: stores.userSecrets, hosts: [new GitHostA(config.starts.gitHostAApiUrl)], timeoutMs: config.gitHosts.timeoutMs });
+export function createGitSearchService(
+  stores: Pick<SealingStores, 'userSecrets'>,
+  config: Pick<Config, 'starts' | 'gitHosts'>,
+): GitSearchService {
+  return new GitSearchService({
+    userSecrets: stores.userSecrets,
+    hosts: [new GitHostA(config.starts.gitHostAApiUrl)],
+    timeoutMs: config.gitHosts.timeoutMs,
+  });
 }
 
 export interface SandboxServiceOptions {
@@ -142,8 +163,16 @@ export interface SandboxServiceOptions {
 }
 
 /** What each organization may hold: the operator's overrides over the configuration's defaults. */
-export function createOrganizationQuotas(stores: Pick<Stores, 'users' | 'memberships' | 'organizationQuotas'>, config: Pick<Config, 'organizationQuotas'>): OrganizationQuotas {
-  return new OrganizationQuotas({ users: stores.users, memberships: stores.memberships, quotas: stores.organizationQuotas, defaults: config.organizationQuotas });
+export function createOrganizationQuotas(
+  stores: Pick<Stores, 'users' | 'memberships' | 'organizationQuotas'>,
+  config: Pick<Config, 'organizationQuotas'>,
+): OrganizationQuotas {
+  return new OrganizationQuotas({
+    users: stores.users,
+    memberships: stores.memberships,
+    quotas: stores.organizationQuotas,
+    defaults: config.organizationQuotas,
+  });
 }
 
 /** The sandboxes' service: the api's routes and the worker's start tasks create and resume through it. */
@@ -160,7 +189,10 @@ export function createSandboxService(stores: Stores, options: SandboxServiceOpti
     operationTimeoutMs: options.operationTimeoutMs,
     answerTimeoutMs: options.answerTimeoutMs,
     users: stores.users,
-    processSandboxes: { restricted: options.sandboxes.processIsolation === 'restricted', users: options.sandboxes.processUsers },
+    processSandboxes: {
+      restricted: options.sandboxes.processIsolation === 'restricted',
+      users: options.sandboxes.processUsers,
+    },
     maxRunning: options.quotas?.quotas.runningSandboxes ?? null,
     organizationQuotas: options.quotas && createOrganizationQuotas(stores, options.quotas),
   });
@@ -175,7 +207,13 @@ export interface ConversationServices {
 
 export function createConversationServices(
   stores: Stores,
-  deps: { box: SecretBox; temporal: Client; sandboxService: SandboxService; sandboxWaitMs: number; startSettings?: StartSettingsResolver },
+  deps: {
+    box: SecretBox;
+    temporal: Client;
+    sandboxService: SandboxService;
+    sandboxWaitMs: number;
+    startSettings?: StartSettingsResolver;
+  },
 ): ConversationServices {
   const conversationService = new ConversationService({
     ...stores,
@@ -188,7 +226,11 @@ export function createConversationServices(
   });
   return {
     conversationService,
-    pendingMessages: new PendingMessageService({ ...stores, conversations: conversationService, temporal: deps.temporal }),
+    pendingMessages: new PendingMessageService({
+      ...stores,
+      conversations: conversationService,
+      temporal: deps.temporal,
+    }),
     conversationViews: new ConversationViews({ ...stores, box: deps.box }),
   };
 }
@@ -197,7 +239,18 @@ export interface ApiServicesDeps {
   box: SecretBox;
   /** The api's client: workflows it starts carry the trace context of the request. */
   temporal: Client;
-  config: Pick<Config, 'temporal' | 'sandboxes' | 'starts' | 'limits' | 'workflowAnswerTimeoutMs' | 'callbacks' | 'callbackHosts' | 'quotas' | 'organizationQuotas'>;
+  config: Pick<
+    Config,
+    | 'temporal'
+    | 'sandboxes'
+    | 'starts'
+    | 'limits'
+    | 'workflowAnswerTimeoutMs'
+    | 'callbacks'
+    | 'callbackHosts'
+    | 'quotas'
+    | 'organizationQuotas'
+  >;
   live: Pick<LiveChannel, 'publish'>;
   log: Logger;
 }
@@ -229,16 +282,55 @@ export function createApiServices(stores: SealingStores, deps: ApiServicesDeps):
   const { startTasks, conversations, appConversations } = stores;
   const settings = startTaskSettings(config);
   // Brings back start tasks whose workflow was lost (periodic sweep, and a followed task that stalls).
-  const reconciler = new StartTaskReconciler({ startTasks, temporal, taskQueue, settings, log }, { afterMs: config.starts.reconcileAfterMs });
-  const sandboxService = createSandboxService(stores, { box, temporal, taskQueue, sandboxes: config.sandboxes, operationTimeoutMs: config.sandboxes.operationTimeoutMs, answerTimeoutMs: config.workflowAnswerTimeoutMs, quotas: config });
+  const reconciler = new StartTaskReconciler(
+    { startTasks, temporal, taskQueue, settings, log },
+    { afterMs: config.starts.reconcileAfterMs },
+  );
+  const sandboxService = createSandboxService(stores, {
+    box,
+    temporal,
+    taskQueue,
+    sandboxes: config.sandboxes,
+    operationTimeoutMs: config.sandboxes.operationTimeoutMs,
+    answerTimeoutMs: config.workflowAnswerTimeoutMs,
+    quotas: config,
+  });
   const services = createServices(stores, { box });
   return {
     ...services,
-    ...createConversationServices(stores, { box, temporal, sandboxService, sandboxWaitMs: config.starts.sandboxWaitMs, startSettings: services.startSettings }),
-    ingest: new EventIngest({ events: stores.events, conversations, states: stores.conversationStates, live, log, maxEventsPerConversation: config.limits.maxEventsPerConversation }),
+    ...createConversationServices(stores, {
+      box,
+      temporal,
+      sandboxService,
+      sandboxWaitMs: config.starts.sandboxWaitMs,
+      startSettings: services.startSettings,
+    }),
+    ingest: new EventIngest({
+      events: stores.events,
+      conversations,
+      states: stores.conversationStates,
+      live,
+      log,
+      maxEventsPerConversation: config.limits.maxEventsPerConversation,
+    }),
     sandboxService,
     reconciler,
-    starts: new StartTaskService({ startTasks, conversations, box, temporal, taskQueue, settings, reconciler, follow: config.starts.streamFollow, answerTimeoutMs: config.workflowAnswerTimeoutMs, maxPending: config.quotas.pendingStarts, maxConversations: config.quotas.conversations, appConversations, issueTrackerBOrigins: config.callbackHosts.issueTrackerBOrigins, llmProfiles: stores.llmProfiles }),
+    starts: new StartTaskService({
+      startTasks,
+      conversations,
+      box,
+      temporal,
+      taskQueue,
+      settings,
+      reconciler,
+      follow: config.starts.streamFollow,
+      answerTimeoutMs: config.workflowAnswerTimeoutMs,
+      maxPending: config.quotas.pendingStarts,
+      maxConversations: config.quotas.conversations,
+      appConversations,
+      issueTrackerBOrigins: config.callbackHosts.issueTrackerBOrigins,
+      llmProfiles: stores.llmProfiles,
+    }),
     callbacks: new CallbackDispatch({ temporal, taskQueue, appConversations, log, idleMs: config.callbacks.idleMs }),
   };
 }

@@ -13,16 +13,26 @@ const port = (what: string, min = 1) => {
 };
 
 const positiveInt = (what: string) =>
-  z.coerce.number({ error: `a positive integer (${what})` }).int({ error: `a positive integer (${what})` }).positive({
-    error: `a positive integer (${what})`,
-  });
+  z.coerce
+    .number({ error: `a positive integer (${what})` })
+    .int({ error: `a positive integer (${what})` })
+    .positive({
+      error: `a positive integer (${what})`,
+    });
 
 const nonNegativeInt = (what: string) =>
-  z.coerce.number({ error: `a non-negative integer (${what})` }).int({ error: `a non-negative integer (${what})` }).min(0, {
-    error: `a non-negative integer (${what})`,
-  });
+  z.coerce
+    .number({ error: `a non-negative integer (${what})` })
+    .int({ error: `a non-negative integer (${what})` })
+    .min(0, {
+      error: `a non-negative integer (${what})`,
+    });
 
-const nonEmpty = (what: string) => z.string().trim().min(1, { error: `a non-empty string (${what})` });
+const nonEmpty = (what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1, { error: `a non-empty string (${what})` });
 
 const hostPort = z
   .string()
@@ -32,7 +42,9 @@ const hostPort = z
 const mongoUri = z
   .string()
   .trim()
-  .regex(/^mongodb(\+srv)?:\/\/\S+$/, { error: 'a MongoDB connection string starting with mongodb:// or mongodb+srv://' });
+  .regex(/^mongodb(\+srv)?:\/\/\S+$/, {
+    error: 'a MongoDB connection string starting with mongodb:// or mongodb+srv://',
+  });
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -77,7 +89,9 @@ export const envSchema = z.object({
    */
   POSTGRES_URL: z
     .string()
-    .refine((v) => /^postgres(ql)?:\/\/./.test(v) && URL.canParse(v), { error: 'a postgres:// connection string (special characters of the password %-encoded)' })
+    .refine((v) => /^postgres(ql)?:\/\/./.test(v) && URL.canParse(v), {
+      error: 'a postgres:// connection string (special characters of the password %-encoded)',
+    })
     .optional(),
   /** Temporal frontend address. Unset: the launcher starts the Temporal dev server. */
   TEMPORAL_ADDRESS: hostPort.optional(),
@@ -114,7 +128,9 @@ export const envSchema = z.object({
   WORKER_METRICS_ADDRESS: z
     .string()
     .trim()
-    .regex(/^((\d{1,3}\.){3}\d{1,3}|\[[0-9A-Fa-f:.]+\]):\d{1,5}$/, { error: 'IP:port or [IPv6]:port, such as 127.0.0.1:9464 (the exporter binds no host names)' })
+    .regex(/^((\d{1,3}\.){3}\d{1,3}|\[[0-9A-Fa-f:.]+\]):\d{1,5}$/, {
+      error: 'IP:port or [IPv6]:port, such as 127.0.0.1:9464 (the exporter binds no host names)',
+    })
     .optional(),
   /** Ports of the embedded servers (used only when the launcher starts them). */
   EMBEDDED_MONGODB_PORT: port('the embedded MongoDB-wire server').default(27017),
@@ -175,14 +191,20 @@ export const envSchema = z.object({
   /** How long a runtime may fail its checks before the sandbox turns ERROR (ms); one its provider reports gone: at once. */
   SANDBOX_HEALTH_GRACE_MS: positiveInt('milliseconds').default(30_000),
   /** How long no worker of a sandbox's host may take its calls before the sandbox turns ERROR (ms). */
-  SANDBOX_HOST_LOST_MS: z.coerce.number({ error: 'milliseconds, at least 2000' }).int({ error: 'milliseconds, at least 2000' }).min(2000, { error: 'milliseconds, at least 2000' }).default(5 * 60_000),
+  SANDBOX_HOST_LOST_MS: z.coerce
+    .number({ error: 'milliseconds, at least 2000' })
+    .int({ error: 'milliseconds, at least 2000' })
+    .min(2000, { error: 'milliseconds, at least 2000' })
+    .default(5 * 60_000),
   /**
    * The address process runtimes listen on and are reached at (their exposed URL). 127.0.0.1 keeps them
    * on this machine; with apis or workers on other hosts, this host's address they reach.
    */
   SANDBOX_PROCESS_HOST: z
     .ipv4({ error: 'an IPv4 address of this machine, such as 127.0.0.1' })
-    .refine((a) => a !== '0.0.0.0' && !a.startsWith('255.') && !/^2(2[4-9]|3\d)\./.test(a), { error: 'one address of this machine (not 0.0.0.0, broadcast or multicast)' })
+    .refine((a) => a !== '0.0.0.0' && !a.startsWith('255.') && !/^2(2[4-9]|3\d)\./.test(a), {
+      error: 'one address of this machine (not 0.0.0.0, broadcast or multicast)',
+    })
     .default('127.0.0.1'),
   /** A RUNNING sandbox unused this long is paused (ms); 0 never pauses. */
   SANDBOX_IDLE_TIMEOUT_MS: nonNegativeInt('milliseconds; 0 turns auto-pause off').default(30 * 60_000),
@@ -205,7 +227,12 @@ export const envSchema = z.object({
   SANDBOX_PROCESS_USERS: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((x) => (x.includes('@') ? x.trim().toLowerCase() : x.trim())).filter(Boolean)),
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => (x.includes('@') ? x.trim().toLowerCase() : x.trim()))
+        .filter(Boolean),
+    ),
   /**
    * Where process sandboxes live. Default: DATA_DIR/sandboxes; isolated (`user`), a directory of their
    * own under /var/lib/agent-control, so DATA_DIR stays closed to them (0700) and its parents (a
@@ -232,7 +259,10 @@ export const envSchema = z.object({
     .default('agent-control'),
   /** The limits a sandbox spec leaves null (`0`: none): both providers. */
   SANDBOX_DEFAULT_MEMORY_MB: nonNegativeInt('MiB').default(4096),
-  SANDBOX_DEFAULT_CPUS: z.coerce.number({ error: 'a non-negative number of cores' }).min(0, { error: 'a non-negative number of cores' }).default(1),
+  SANDBOX_DEFAULT_CPUS: z.coerce
+    .number({ error: 'a non-negative number of cores' })
+    .min(0, { error: 'a non-negative number of cores' })
+    .default(1),
   SANDBOX_DEFAULT_PIDS_LIMIT: nonNegativeInt('processes and threads').default(1024),
   SANDBOX_DEFAULT_DISK_MB: nonNegativeInt('MiB').default(10240),
   /**
@@ -245,7 +275,9 @@ export const envSchema = z.object({
     .string()
     .regex(/^\d+-\d+$/, { error: 'first-last, e.g. 3000000-3999999' })
     .transform((v) => v.split('-').map(Number) as [number, number])
-    .refine(([a, b]) => a >= 1000 && b > a && b < 2 ** 32 - 1, { error: 'a range of uids above 999 (first < last < 4294967295)' })
+    .refine(([a, b]) => a >= 1000 && b > a && b < 2 ** 32 - 1, {
+      error: 'a range of uids above 999 (first < last < 4294967295)',
+    })
     .default([3_000_000, 3_999_999]),
   /** Port of the demo's scripted LLM on loopback (0: any free one); `npm start -- --demo` picks one and lets isolated sandboxes reach it. */
   DEMO_LLM_PORT: nonNegativeInt('port').max(65535).default(0),
@@ -253,8 +285,15 @@ export const envSchema = z.object({
   SANDBOX_LOCAL_ALLOW: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
-    .refine((xs) => xs.every((x) => /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/.test(x)), { error: 'host:port pairs, comma-separated' }),
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .refine((xs) => xs.every((x) => /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/.test(x)), {
+      error: 'host:port pairs, comma-separated',
+    }),
   /**
    * Ports on this machine that isolated process sandboxes may bind but never answer on, besides the
    * service's own (api, metrics, database, Temporal, the embedded servers'), comma-separated.
@@ -262,8 +301,15 @@ export const envSchema = z.object({
   SANDBOX_RESERVED_PORTS: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean))
-    .refine((xs) => xs.every((x) => /^\d{1,5}$/.test(x) && Number(x) >= 1 && Number(x) <= 65535), { error: 'port numbers (1-65535), comma-separated' })
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .refine((xs) => xs.every((x) => /^\d{1,5}$/.test(x) && Number(x) >= 1 && Number(x) <= 65535), {
+      error: 'port numbers (1-65535), comma-separated',
+    })
     .transform((xs) => xs.map(Number)),
   /** How long a start waits for its sandbox to run (ms): 10 minutes, not the reference service's fixed 120 s. */
   START_SANDBOX_WAIT_MS: positiveInt('milliseconds').default(10 * 60_000),
@@ -304,10 +350,21 @@ export const envSchema = z.object({
     .default('')
     .transform((v, ctx) => {
       const origins: string[] = [];
-      for (const x of v.split(',').map((o) => o.trim()).filter(Boolean)) {
+      for (const x of v
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean)) {
         const u = URL.canParse(x) ? new URL(x) : null;
         // Written as people write them (any case, a default port, a trailing slash), kept as the URL's origin.
-        if (!u || !/^https?:$/.test(u.protocol) || u.username || u.password || u.pathname !== '/' || u.search || u.hash) {
+        if (
+          !u ||
+          !/^https?:$/.test(u.protocol) ||
+          u.username ||
+          u.password ||
+          u.pathname !== '/' ||
+          u.search ||
+          u.hash
+        ) {
           ctx.addIssue({ code: 'custom', message: `origins (http(s)://host[:port], nothing after), not ${x}` });
         } else origins.push(u.origin);
       }
@@ -323,7 +380,9 @@ export const envSchema = z.object({
   DOCKER_HOST: z
     .string()
     .trim()
-    .regex(/^(unix:\/\/\/\S+|(tcp|http|https):\/\/[^\s/]+\/?)$/, { error: 'unix:///var/run/docker.sock, tcp://host:port or http(s)://host:port' })
+    .regex(/^(unix:\/\/\/\S+|(tcp|http|https):\/\/[^\s/]+\/?)$/, {
+      error: 'unix:///var/run/docker.sock, tcp://host:port or http(s)://host:port',
+    })
     .default('unix:///var/run/docker.sock'),
   /** Host name in a docker sandbox's exposed URLs: where its published ports are reached. */
   DOCKER_PUBLISH_HOST: nonEmpty('host name').default('127.0.0.1'),
@@ -340,7 +399,12 @@ export const envSchema = z.object({
   DOCKER_SANDBOX_PEERS: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((x) => x.trim()).filter(Boolean)),
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
   /** Remote runtime API of the remote provider, and its key (sent as X-API-Key). */
   REMOTE_RUNTIME_API_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   REMOTE_RUNTIME_API_KEY: nonEmpty('API key').optional(),
@@ -378,7 +442,14 @@ export interface Config {
   log: { level: LogLevel; format: 'json' | 'pretty' };
   limits: { maxBodyBytes: number; maxEventsPerConversation: number; requestTimeoutMs: number };
   /** What one user may hold at once (USER_MAX_*); null: no limit. */
-  quotas: { runningSandboxes: number | null; concurrentStarts: number | null; pendingStarts: number | null; conversations: number | null; apiKeys: number | null; websockets: number | null };
+  quotas: {
+    runningSandboxes: number | null;
+    concurrentStarts: number | null;
+    pendingStarts: number | null;
+    conversations: number | null;
+    apiKeys: number | null;
+    websockets: number | null;
+  };
   /** What one organization's members may hold together (ORG_MAX_*), unless the operator set its own; null: no limit. */
   organizationQuotas: { runningSandboxes: number | null; concurrentStarts: number | null };
   live: { pollMs: number; idlePollMs: number; retainSlots: number };
@@ -390,14 +461,29 @@ export interface Config {
   /** Callbacks workflows: how long one waits idle before it ends (CALLBACKS_IDLE_MS). */
   callbacks: { idleMs: number };
   shutdownGraceMs: number;
-  starts: { sandboxWaitMs: number; setupScriptTimeoutMs: number; queueWaitMs: number; queuePollMs: number; reconcileAfterMs: number; streamFollow: 'workflow' | 'record'; gitCloneBaseUrl: string; gitHostAApiUrl: string };
+  starts: {
+    sandboxWaitMs: number;
+    setupScriptTimeoutMs: number;
+    queueWaitMs: number;
+    queuePollMs: number;
+    reconcileAfterMs: number;
+    streamFollow: 'workflow' | 'record';
+    gitCloneBaseUrl: string;
+    gitHostAApiUrl: string;
+  };
   tracing: { exporter: 'none' | 'console' | 'otlp'; otlpEndpoint: string | undefined };
   /** Where the model catalogue comes from (LLM_MODELS_FILE, LLM_MODELS_FROM_ENDPOINT). */
   models: { file: string | undefined; fromEndpoint: boolean };
   /** The git searches' calls to git hosts (GIT_HOST_API_TIMEOUT_MS); the hosts' URLs are the starts'. */
   gitHosts: { timeoutMs: number };
   /** Where the callback processors post (the API of each host they reach; GIT_HOST_A_API_URL is starts.gitHostAApiUrl). */
-  callbackHosts: { gitHostBApiUrl: string; gitHostCApiUrl: string; issueTrackerAApiUrl: string; issueTrackerBOrigins: string[]; chatApiUrl: string };
+  callbackHosts: {
+    gitHostBApiUrl: string;
+    gitHostCApiUrl: string;
+    issueTrackerAApiUrl: string;
+    issueTrackerBOrigins: string[];
+    chatApiUrl: string;
+  };
   /** host:port of each process's Prometheus listener, when it has one. */
   metrics: { apiAddress: string | undefined; workerAddress: string | undefined };
   sandboxes: {
@@ -474,11 +560,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
     },
     gateway: {
-      upstream: e.GATEWAY_UPSTREAM ? { host: e.GATEWAY_UPSTREAM.replace(/:\d+$/, ''), port: Number(/:(\d+)$/.exec(e.GATEWAY_UPSTREAM)![1]) } : undefined,
+      upstream: e.GATEWAY_UPSTREAM
+        ? { host: e.GATEWAY_UPSTREAM.replace(/:\d+$/, ''), port: Number(/:(\d+)$/.exec(e.GATEWAY_UPSTREAM)![1]) }
+        : undefined,
       maxConnections: e.GATEWAY_MAX_CONNECTIONS,
     },
     mongo: { uri: e.MONGODB_URI, db: e.MONGODB_DB, serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS },
-    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, workerHost: e.WORKER_HOST },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      workerHost: e.WORKER_HOST,
+    },
     dataDir: path.resolve(e.DATA_DIR),
     serversCacheDir: e.SERVERS_CACHE_DIR && path.resolve(e.SERVERS_CACHE_DIR),
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH && path.resolve(e.WORKFLOW_BUNDLE_PATH),
@@ -493,9 +586,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     },
     postgres: { url: e.POSTGRES_URL },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT === 'auto' ? (isTty ? 'pretty' : 'json') : e.LOG_FORMAT },
-    limits: { maxBodyBytes: e.MAX_BODY_BYTES, maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION, requestTimeoutMs: e.REQUEST_TIMEOUT_MS },
-    quotas: { runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null, concurrentStarts: e.USER_MAX_CONCURRENT_STARTS || null, pendingStarts: e.USER_MAX_PENDING_STARTS || null, conversations: e.USER_MAX_CONVERSATIONS || null, apiKeys: e.USER_MAX_API_KEYS || null, websockets: e.USER_MAX_WEBSOCKETS || null },
-    organizationQuotas: { runningSandboxes: e.ORG_MAX_RUNNING_SANDBOXES || null, concurrentStarts: e.ORG_MAX_CONCURRENT_STARTS || null },
+    limits: {
+      maxBodyBytes: e.MAX_BODY_BYTES,
+      maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION,
+      requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    },
+    quotas: {
+      runningSandboxes: e.USER_MAX_RUNNING_SANDBOXES || null,
+      concurrentStarts: e.USER_MAX_CONCURRENT_STARTS || null,
+      pendingStarts: e.USER_MAX_PENDING_STARTS || null,
+      conversations: e.USER_MAX_CONVERSATIONS || null,
+      apiKeys: e.USER_MAX_API_KEYS || null,
+      websockets: e.USER_MAX_WEBSOCKETS || null,
+    },
+    organizationQuotas: {
+      runningSandboxes: e.ORG_MAX_RUNNING_SANDBOXES || null,
+      concurrentStarts: e.ORG_MAX_CONCURRENT_STARTS || null,
+    },
     live: { pollMs: e.LIVE_POLL_MS, idlePollMs: e.LIVE_IDLE_POLL_MS, retainSlots: e.LIVE_CHANNEL_RETAIN_SLOTS },
     demoLlmPort: e.DEMO_LLM_PORT,
     readyTimeoutMs: e.READY_TIMEOUT_MS,
@@ -504,7 +611,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
     callbacks: { idleMs: e.CALLBACKS_IDLE_MS },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     tracing: { exporter: e.OTEL_TRACES_EXPORTER, otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT },
-    models: { file: e.LLM_MODELS_FILE && path.resolve(e.LLM_MODELS_FILE), fromEndpoint: e.LLM_MODELS_FROM_ENDPOINT === 'true' },
+    models: {
+      file: e.LLM_MODELS_FILE && path.resolve(e.LLM_MODELS_FILE),
+      fromEndpoint: e.LLM_MODELS_FROM_ENDPOINT === 'true',
+    },
     gitHosts: { timeoutMs: e.GIT_HOST_API_TIMEOUT_MS },
     callbackHosts: {
       gitHostBApiUrl: e.GIT_HOST_B_API_URL.replace(/\/+$/, ''),
@@ -514,7 +624,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       chatApiUrl: e.CHAT_API_URL.replace(/\/+$/, ''),
     },
     metrics: { apiAddress: e.METRICS_ADDRESS, workerAddress: e.WORKER_METRICS_ADDRESS },
-    starts: { sandboxWaitMs: e.START_SANDBOX_WAIT_MS, setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS, queueWaitMs: e.START_QUEUE_WAIT_MS, queuePollMs: e.START_QUEUE_POLL_MS, reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS, streamFollow: e.START_STREAM_FOLLOW, gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''), gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, '') },
+    starts: {
+      sandboxWaitMs: e.START_SANDBOX_WAIT_MS,
+      setupScriptTimeoutMs: e.START_SETUP_TIMEOUT_MS,
+      queueWaitMs: e.START_QUEUE_WAIT_MS,
+      queuePollMs: e.START_QUEUE_POLL_MS,
+      reconcileAfterMs: e.START_TASK_RECONCILE_AFTER_MS,
+      streamFollow: e.START_STREAM_FOLLOW,
+      gitCloneBaseUrl: e.GIT_CLONE_BASE_URL.replace(/\/+$/, ''),
+      gitHostAApiUrl: e.GIT_HOST_A_API_URL.replace(/\/+$/, ''),
+    },
     sandboxes: {
       specsFile: e.SANDBOX_SPECS_FILE && path.resolve(e.SANDBOX_SPECS_FILE),
       defaultSpecId: e.DEFAULT_SANDBOX_SPEC_ID,
@@ -525,12 +644,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       idleTimeoutMs: e.SANDBOX_IDLE_TIMEOUT_MS,
       startTimeoutMs: e.SANDBOX_START_TIMEOUT_MS,
       operationTimeoutMs: e.SANDBOX_OPERATION_TIMEOUT_MS,
-      controlPlaneUrl: (e.SANDBOX_CONTROL_PLANE_URL ?? e.PUBLIC_BASE_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
+      controlPlaneUrl: (
+        e.SANDBOX_CONTROL_PLANE_URL ??
+        e.PUBLIC_BASE_URL ??
+        `http://${e.API_HOST}:${e.API_PORT}`
+      ).replace(/\/+$/, ''),
       processIsolation,
       dir: e.SANDBOXES_DIR
         ? path.resolve(e.SANDBOXES_DIR)
         : processIsolation === 'user'
-          ? path.join('/var/lib/agent-control', createHash('sha256').update(path.resolve(e.DATA_DIR)).digest('hex').slice(0, 12), 'sandboxes')
+          ? path.join(
+              '/var/lib/agent-control',
+              createHash('sha256').update(path.resolve(e.DATA_DIR)).digest('hex').slice(0, 12),
+              'sandboxes',
+            )
           : path.join(path.resolve(e.DATA_DIR), 'sandboxes'),
       processUsers: e.SANDBOX_PROCESS_USERS,
       agentServerDir: e.OPENHANDS_AGENT_SERVER_DIR && path.resolve(e.OPENHANDS_AGENT_SERVER_DIR),
@@ -552,7 +679,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTty = Boolean
       dockerNetwork: e.DOCKER_NETWORK,
       dockerPeers: e.DOCKER_SANDBOX_PEERS,
       remote:
-        e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY } : undefined,
+        e.REMOTE_RUNTIME_API_URL && e.REMOTE_RUNTIME_API_KEY
+          ? { baseUrl: e.REMOTE_RUNTIME_API_URL, apiKey: e.REMOTE_RUNTIME_API_KEY }
+          : undefined,
     },
   };
 }
@@ -596,7 +725,11 @@ function servicePorts(e: Env): number[] {
     e.EMBEDDED_TEMPORAL_PORT,
     e.EMBEDDED_TEMPORAL_UI_PORT,
     // The real server's own services listen around its frontend (scripts/servers/temporal-server.ts portsAround).
-    ...(e.EMBEDDED_TEMPORAL === 'server' ? Object.values(TEMPORAL_SERVER_PORT_OFFSETS).flat().map((d) => e.EMBEDDED_TEMPORAL_PORT + d) : []),
+    ...(e.EMBEDDED_TEMPORAL === 'server'
+      ? Object.values(TEMPORAL_SERVER_PORT_OFFSETS)
+          .flat()
+          .map((d) => e.EMBEDDED_TEMPORAL_PORT + d)
+      : []),
     ...e.SANDBOX_RESERVED_PORTS,
   ];
   return [...new Set(ports.filter((p) => p > 0))].sort((a, b) => a - b);
@@ -606,7 +739,13 @@ function servicePorts(e: Env): number[] {
  * Where the real Temporal server's own services listen, from its frontend's port (EMBEDDED_TEMPORAL_PORT):
  * the usual layout around 7233 (history 7234, matching 7235, worker 7239, HTTP 7243, membership 6933..).
  */
-export const TEMPORAL_SERVER_PORT_OFFSETS = { frontendHttp: 10, history: 1, matching: 2, worker: 6, membership: [-300, -299, -298, -294] } as const;
+export const TEMPORAL_SERVER_PORT_OFFSETS = {
+  frontendHttp: 10,
+  history: 1,
+  matching: 2,
+  worker: 6,
+  membership: [-300, -299, -298, -294],
+} as const;
 
 /** The api and worker need both servers' addresses; only the launcher may leave them unset. */
 export function requireServers(config: Config): { mongoUri: string; temporalAddress: string } {
@@ -623,7 +762,9 @@ export function requireServers(config: Config): { mongoUri: string; temporalAddr
 /** The api and the admin CLI seal secrets; without a key they cannot start. */
 export function requireSecretsKey(config: Config): string {
   if (!config.secretsKey) {
-    throw new ConfigError(['SECRETS_KEY is required: 32 random bytes, base64 (`npm start` keeps one in DATA_DIR/secrets.key)']);
+    throw new ConfigError([
+      'SECRETS_KEY is required: 32 random bytes, base64 (`npm start` keeps one in DATA_DIR/secrets.key)',
+    ]);
   }
   return config.secretsKey;
 }

@@ -7,7 +7,15 @@
  */
 import type { ValidationDetail } from './schemas/validation-detail';
 
-export type DomainErrorKind = 'not_found' | 'forbidden' | 'conflict' | 'invalid_input' | 'bad_request' | 'unavailable' | 'upstream_failed' | 'too_many';
+export type DomainErrorKind =
+  | 'not_found'
+  | 'forbidden'
+  | 'conflict'
+  | 'invalid_input'
+  | 'bad_request'
+  | 'unavailable'
+  | 'upstream_failed'
+  | 'too_many';
 
 export abstract class DomainError extends Error {
   abstract readonly kind: DomainErrorKind;

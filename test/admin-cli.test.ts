@@ -82,7 +82,13 @@ describe('admin CLI', () => {
     expect((await admin('org', 'remove-member', '--org', org.id, '--user', other.id)).code).toBe(0);
     expect(JSON.parse((await admin('org', 'members', '--org', org.id)).stdout)).toHaveLength(1);
 
-    const stored = await runNode(distPath('src', 'cli', 'admin.js'), ['--json', 'secret', 'set', '--user', ownerEmail, '--name', 'GITHUB_TOKEN'], { ...vars, SECRETS_KEY: TEST_SECRETS_KEY }, 60_000, 'ghp_from_stdin\n');
+    const stored = await runNode(
+      distPath('src', 'cli', 'admin.js'),
+      ['--json', 'secret', 'set', '--user', ownerEmail, '--name', 'GITHUB_TOKEN'],
+      { ...vars, SECRETS_KEY: TEST_SECRETS_KEY },
+      60_000,
+      'ghp_from_stdin\n',
+    );
     expect(stored.code).toBe(0);
     const doc = await database.db.collection('user_secrets').findOne({ user_id: owner.id });
     expect(doc).toMatchObject({ name: 'GITHUB_TOKEN', value: expect.stringMatching(/^enc:v1:/) });
@@ -94,7 +100,11 @@ describe('admin CLI', () => {
     expect((await admin('user', 'create', '--email', ownerEmail)).code).toBe(0);
     const org = JSON.parse((await admin('org', 'create', '--name', 'Quota team', '--owner', ownerEmail)).stdout);
     const quotas = async (...args: string[]) => {
-      const r = await runNode(distPath('src', 'cli', 'admin.js'), ['--json', 'org', 'quotas', '--org', org.id, ...args], { ...vars, ORG_MAX_RUNNING_SANDBOXES: '20' });
+      const r = await runNode(
+        distPath('src', 'cli', 'admin.js'),
+        ['--json', 'org', 'quotas', '--org', org.id, ...args],
+        { ...vars, ORG_MAX_RUNNING_SANDBOXES: '20' },
+      );
       expect(r.code).toBe(0);
       return JSON.parse(r.stdout);
     };
@@ -108,9 +118,17 @@ describe('admin CLI', () => {
       concurrent_starts: { max: 2, named: 'its own quota: 2' },
     });
     // One at a time: the other stays; `default` gives the configuration's back; 0 is no limit.
-    expect(await quotas('--running-sandboxes', 'default')).toMatchObject({ running_sandboxes: { max: 20 }, concurrent_starts: { max: 2 } });
-    expect(await quotas('--concurrent-starts', '0')).toMatchObject({ concurrent_starts: { max: null, named: 'its own quota: 0' } });
-    expect(await database.db.collection('organization_quotas').findOne({ _id: org.id })).toMatchObject({ running_sandboxes: null, concurrent_starts: 0 });
+    expect(await quotas('--running-sandboxes', 'default')).toMatchObject({
+      running_sandboxes: { max: 20 },
+      concurrent_starts: { max: 2 },
+    });
+    expect(await quotas('--concurrent-starts', '0')).toMatchObject({
+      concurrent_starts: { max: null, named: 'its own quota: 0' },
+    });
+    expect(await database.db.collection('organization_quotas').findOne({ _id: org.id })).toMatchObject({
+      running_sandboxes: null,
+      concurrent_starts: 0,
+    });
 
     const bad = await admin('org', 'quotas', '--org', org.id, '--running-sandboxes', '-1');
     expect(bad.code).toBe(1);
@@ -133,7 +151,9 @@ describe('admin CLI', () => {
   it('doctor: ok with a worker polling, a clear failure without one', async () => {
     const none = await admin('doctor', '--timeout', '2');
     expect(none.code).toBe(1);
-    expect(none.stderr).toContain(`no worker finished the diagnostics workflow on task queue ${vars.TEMPORAL_TASK_QUEUE}`);
+    expect(none.stderr).toContain(
+      `no worker finished the diagnostics workflow on task queue ${vars.TEMPORAL_TASK_QUEUE}`,
+    );
 
     const connection = await NativeConnection.connect({ address: env.temporalAddress });
     const worker = await createWorker({

@@ -44,7 +44,14 @@ describe('adversarial suite', () => {
   let ops: Operation[];
   const own = { key: '', sessionKey: '', conversationId: '' };
   const other = { key: '', sessionKey: '', ids: [] as string[] };
-  const tally = { requests: 0, operations: new Set<string>(), statuses: new Map<number, number>(), raw: 0, frames: 0, heapGrowthMb: NaN };
+  const tally = {
+    requests: 0,
+    operations: new Set<string>(),
+    statuses: new Map<number, number>(),
+    raw: 0,
+    frames: 0,
+    heapGrowthMb: NaN,
+  };
 
   beforeAll(async () => {
     t = await startTestApi(testConfig({ REQUEST_TIMEOUT_MS: '5000', SANDBOX_OPERATION_TIMEOUT_MS: '2000' }));
@@ -65,7 +72,9 @@ describe('adversarial suite', () => {
     const bKey = (await t.request('POST', '/api/v1/api-keys', { key: b.key, body: { name: 'b' } })).body;
     const bSandbox = (await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} })).body;
     const bStart = (await t.request('POST', '/api/v1/app-conversations', { key: b.key, body: {} })).body;
-    other.ids = [bc.conversationId, bMe.current_org_id, bKey.id, bSandbox.id, bStart.id, own.conversationId].filter(Boolean);
+    other.ids = [bc.conversationId, bMe.current_org_id, bKey.id, bSandbox.id, bStart.id, own.conversationId].filter(
+      Boolean,
+    );
     expect(other.ids.length).toBe(6);
     // "other-user" requests come from a third user who owns none of these ids (an owner's own sandbox
     // operations would rightly wait for a worker, which this suite does not run).
@@ -73,7 +82,10 @@ describe('adversarial suite', () => {
   });
 
   afterAll(async () => {
-    const statuses = [...tally.statuses.entries()].sort(([x], [y]) => x - y).map(([s, n]) => `${s}:${n}`).join(' ');
+    const statuses = [...tally.statuses.entries()]
+      .sort(([x], [y]) => x - y)
+      .map(([s, n]) => `${s}:${n}`)
+      .join(' ');
     console.log(
       `adversarial suite: ${tally.requests} generated requests over ${tally.operations.size} operations (statuses ${statuses}), ` +
         `${tally.raw} raw connections, ${tally.frames} websocket frames; heap kept after them ${tally.heapGrowthMb} MB more`,
@@ -82,7 +94,9 @@ describe('adversarial suite', () => {
   });
 
   const collectionCounts = async (): Promise<Record<string, number>> => {
-    const names = (await t.database.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).filter((n) => !UNTRACKED.has(n));
+    const names = (await t.database.db.listCollections({}, { nameOnly: true }).toArray())
+      .map((c) => c.name)
+      .filter((n) => !UNTRACKED.has(n));
     const counts = await Promise.all(names.map((n) => t.database.db.collection(n).countDocuments()));
     return Object.fromEntries(names.map((n, i) => [n, counts[i]!]));
   };
@@ -91,11 +105,18 @@ describe('adversarial suite', () => {
     const headers: Record<string, string> = { ...req.headers };
     const credential = op.security === 'SessionAPIKeyHeader' ? 'X-Session-API-Key' : 'X-Access-Token';
     if (req.auth === 'own') headers[credential] = op.security === 'SessionAPIKeyHeader' ? own.sessionKey : own.key;
-    if (req.auth === 'other-user') headers[credential] = op.security === 'SessionAPIKeyHeader' ? other.sessionKey : other.key;
+    if (req.auth === 'other-user')
+      headers[credential] = op.security === 'SessionAPIKeyHeader' ? other.sessionKey : other.key;
     if (req.auth === 'wrong') headers[credential] = 'acp_' + 'A'.repeat(43);
     let res: Response;
     try {
-      res = await fetch(t.url + req.url, { method: req.method, headers, body: req.body, redirect: 'manual', signal: AbortSignal.timeout(20_000) });
+      res = await fetch(t.url + req.url, {
+        method: req.method,
+        headers,
+        body: req.body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(20_000),
+      });
     } catch (e) {
       // fetch reports a server that answers and closes while the request is still being written (a 431 for
       // a huge URL) as "other side closed": read that answer over a plain socket instead.
@@ -113,9 +134,19 @@ describe('adversarial suite', () => {
     return { status: res.status, contentType, text: await res.text() };
   }
 
-  async function rawExchange(method: string, url: string, headers: Record<string, string>, body?: string): Promise<Answer> {
+  async function rawExchange(
+    method: string,
+    url: string,
+    headers: Record<string, string>,
+    body?: string,
+  ): Promise<Answer> {
     const { port } = new URL(t.url);
-    const head = [`${method} ${url} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    const head = [
+      `${method} ${url} HTTP/1.1`,
+      'Host: 127.0.0.1',
+      'Connection: close',
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ];
     if (body !== undefined) head.push(`Content-Length: ${Buffer.byteLength(body)}`);
     const text = await new Promise<string>((resolve) => {
       const socket = net.connect(Number(port), '127.0.0.1');
@@ -140,10 +171,14 @@ describe('adversarial suite', () => {
     const where = `${op.operationId}: ${req.method} ${req.url.slice(0, 300)} (${req.auth}) body ${String(req.body).slice(0, 300)}`;
     if (a.status >= 500) throw new Error(`${a.status} for ${where}: ${a.text.slice(0, 500)}`);
     if (a.status < 400) return;
-    if (!a.contentType.startsWith('application/json')) throw new Error(`error ${a.status} is ${a.contentType || 'untyped'}, not JSON, for ${where}`);
+    if (!a.contentType.startsWith('application/json'))
+      throw new Error(`error ${a.status} is ${a.contentType || 'untyped'}, not JSON, for ${where}`);
     const body = JSON.parse(a.text) as { detail?: unknown };
     if (a.status === 422) {
-      const ok = Array.isArray(body.detail) && body.detail.length > 0 && body.detail.every((d: any) => Array.isArray(d.loc) && typeof d.msg === 'string' && typeof d.type === 'string');
+      const ok =
+        Array.isArray(body.detail) &&
+        body.detail.length > 0 &&
+        body.detail.every((d: any) => Array.isArray(d.loc) && typeof d.msg === 'string' && typeof d.type === 'string');
       if (!ok) throw new Error(`malformed 422 body for ${where}: ${a.text.slice(0, 500)}`);
     } else if (typeof body.detail !== 'string' || body.detail === '') {
       throw new Error(`malformed ${a.status} body for ${where}: ${a.text.slice(0, 500)}`);
@@ -158,7 +193,15 @@ describe('adversarial suite', () => {
   it('covers every operation of the OpenAPI document', () => {
     expect(ops.length).toBeGreaterThanOrEqual(30);
     const ids = ops.map((o) => o.operationId);
-    expect(ids).toEqual(expect.arrayContaining(['ingestEvents', 'searchEvents', 'updateOrganization', 'streamStartAppConversation', 'startSandbox']));
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        'ingestEvents',
+        'searchEvents',
+        'updateOrganization',
+        'streamStartAppConversation',
+        'startSandbox',
+      ]),
+    );
   });
 
   it('generated requests on every operation: no 5xx, well-formed errors, refused writes change nothing', async () => {
@@ -176,7 +219,11 @@ describe('adversarial suite', () => {
           tally.statuses.set(a.status, (tally.statuses.get(a.status) ?? 0) + 1);
           checkAnswer(op, req, a);
           if (a.status < 400) counts = undefined;
-          else if (before) expect({ op: op.operationId, counts: await collectionCounts() }).toEqual({ op: op.operationId, counts: before });
+          else if (before)
+            expect({ op: op.operationId, counts: await collectionCounts() }).toEqual({
+              op: op.operationId,
+              counts: before,
+            });
         }),
         { numRuns: RUNS_PER_OPERATION, endOnFailure: true },
       );
@@ -191,7 +238,12 @@ describe('adversarial suite', () => {
 
   it('raw bytes on the HTTP port: each connection is answered (JSON errors) or closed, and the api stays up', async () => {
     const { port } = new URL(t.url);
-    const prefixes = ['', 'GET / HTTP/1.1\r\n', 'POST /api/v1/api-keys HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n', 'GET /health HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'];
+    const prefixes = [
+      '',
+      'GET / HTTP/1.1\r\n',
+      'POST /api/v1/api-keys HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n',
+      'GET /health HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+    ];
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...prefixes), fc.uint8Array({ maxLength: 3000 }), async (prefix, bytes) => {
         tally.raw++;

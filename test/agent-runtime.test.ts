@@ -11,7 +11,18 @@ import path from 'node:path';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
-import { settledLog, loggedEvents, kinds, runtimeCall, startAgentConversation, states, steps, waitForExecution, conversationInfo, type Runtime } from './helpers/agent';
+import {
+  settledLog,
+  loggedEvents,
+  kinds,
+  runtimeCall,
+  startAgentConversation,
+  states,
+  steps,
+  waitForExecution,
+  conversationInfo,
+  type Runtime,
+} from './helpers/agent';
 import { TEST_SECRETS_KEY, testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { distPath, runNode } from './helpers/run';
@@ -32,7 +43,13 @@ describe('agent runtime through the control plane', () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-'));
     const port = await freePort();
     // Quick health checks, so a runtime killed by a test is seen as gone within a second.
-    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(port), SANDBOX_IDLE_TIMEOUT_MS: '0', SANDBOX_HEALTH_INTERVAL_MS: '200', SANDBOX_HEALTH_GRACE_MS: '600' });
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      API_PORT: String(port),
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      SANDBOX_HEALTH_INTERVAL_MS: '200',
+      SANDBOX_HEALTH_GRACE_MS: '600',
+    });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
     user = await t.newUser();
@@ -53,11 +70,19 @@ describe('agent runtime through the control plane', () => {
     fs.mkdirSync(path.join(workspace, 'demo'), { recursive: true });
     fs.writeFileSync(path.join(workspace, 'demo', 'greeting.txt'), 'hello world\n');
     const script = [
-      { content: 'Let me look around first.', tool_calls: [{ name: 'terminal', arguments: { command: 'ls demo' } }], prompt_token_ids: [1, 2, 3], response_token_ids: [4, 5] },
+      {
+        content: 'Let me look around first.',
+        tool_calls: [{ name: 'terminal', arguments: { command: 'ls demo' } }],
+        prompt_token_ids: [1, 2, 3],
+        response_token_ids: [4, 5],
+      },
       {
         content: 'I will change the greeting and note it.',
         tool_calls: [
-          { name: 'file_editor', arguments: { command: 'str_replace', path: 'demo/greeting.txt', old_str: 'world', new_str: 'agents' } },
+          {
+            name: 'file_editor',
+            arguments: { command: 'str_replace', path: 'demo/greeting.txt', old_str: 'world', new_str: 'agents' },
+          },
           { name: 'think', arguments: { thought: 'The greeting is updated.' } },
         ],
       },
@@ -65,12 +90,16 @@ describe('agent runtime through the control plane', () => {
     ];
     // The control-plane record exists first, so a websocket subscriber sees the whole conversation live.
     const c0 = await t.conversations.create({ userId: user.userId, sandboxId: rt.sandboxId, sessionApiKey: rt.key });
-    const socket = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${c0.id}/events/socket`, { 'X-Access-Token': user.key });
+    const socket = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${c0.id}/events/socket`, {
+      'X-Access-Token': user.key,
+    });
     await socket.opened;
     const llm = await new ScriptedLlm(script).start();
     const created = await runtimeCall(rt, 'POST', '/api/conversations', {
       conversation_id: c0.id,
-      agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test', stream: true, log_completions: true } },
+      agent: {
+        llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test', stream: true, log_completions: true },
+      },
       initial_message: { content: [{ text: 'Change the greeting in demo/greeting.txt to hello agents.' }], run: true },
     });
     expect(created.status).toBe(201);
@@ -98,22 +127,60 @@ describe('agent runtime through the control plane', () => {
     expect(fs.readFileSync(path.join(workspace, 'demo', 'greeting.txt'), 'utf8')).toBe('hello agents\n');
 
     const [system, message] = log.filter((e) => e.kind === 'SystemPromptEvent' || e.kind === 'MessageEvent');
-    expect(system.tools.map((d: any) => d.title)).toEqual(['terminal', 'file_editor', 'think', 'task_tracker', 'finish']);
+    expect(system.tools.map((d: any) => d.title)).toEqual([
+      'terminal',
+      'file_editor',
+      'think',
+      'task_tracker',
+      'finish',
+    ]);
     // The published ToolDefinition, as the OpenHands agent server serializes it.
-    expect(system.tools[1]).toEqual({ kind: 'FileEditorTool', title: 'file_editor', description: expect.any(String), action_type: 'FileEditorAction', observation_type: 'FileEditorObservation', annotations: null, meta: null });
-    expect(message).toMatchObject({ source: 'user', llm_message: { role: 'user', content: [{ type: 'text', text: expect.stringContaining('hello agents') }] } });
+    expect(system.tools[1]).toEqual({
+      kind: 'FileEditorTool',
+      title: 'file_editor',
+      description: expect.any(String),
+      action_type: 'FileEditorAction',
+      observation_type: 'FileEditorObservation',
+      annotations: null,
+      meta: null,
+    });
+    expect(message).toMatchObject({
+      source: 'user',
+      llm_message: { role: 'user', content: [{ type: 'text', text: expect.stringContaining('hello agents') }] },
+    });
     const actions = log.filter((e) => e.kind === 'ActionEvent');
-    expect(actions[0]).toMatchObject({ tool_name: 'terminal', action: { kind: 'TerminalAction', command: 'ls demo' }, thought: [{ text: 'Let me look around first.' }] });
-    expect(actions[1]).toMatchObject({ tool_name: 'file_editor', action: { kind: 'FileEditorAction', command: 'str_replace' } });
+    expect(actions[0]).toMatchObject({
+      tool_name: 'terminal',
+      action: { kind: 'TerminalAction', command: 'ls demo' },
+      thought: [{ text: 'Let me look around first.' }],
+    });
+    expect(actions[1]).toMatchObject({
+      tool_name: 'file_editor',
+      action: { kind: 'FileEditorAction', command: 'str_replace' },
+    });
     expect(actions[2]).toMatchObject({ tool_name: 'think', action: { kind: 'ThinkAction' }, thought: [] });
     expect(actions[1].llm_response_id).toBe(actions[2].llm_response_id); // parallel calls share their response id
     expect(actions[0].llm_response_id).not.toBe(actions[1].llm_response_id);
-    expect(actions[3]).toMatchObject({ action: { kind: 'FinishAction', message: 'The greeting now says hello agents.' } });
+    expect(actions[3]).toMatchObject({
+      action: { kind: 'FinishAction', message: 'The greeting now says hello agents.' },
+    });
     const observations = log.filter((e) => e.kind === 'ObservationEvent');
-    expect(observations[0]).toMatchObject({ action_id: actions[0].id, tool_call_id: actions[0].tool_call_id, observation: { kind: 'TerminalObservation', exit_code: 0 } });
+    expect(observations[0]).toMatchObject({
+      action_id: actions[0].id,
+      tool_call_id: actions[0].tool_call_id,
+      observation: { kind: 'TerminalObservation', exit_code: 0 },
+    });
     expect(observations[0].observation.content[0].text).toContain('greeting.txt');
-    expect(observations[1].observation).toMatchObject({ kind: 'FileEditorObservation', is_error: false, new_content: 'hello agents\n' });
-    expect(log.find((e) => e.kind === 'TokenEvent')).toMatchObject({ source: 'agent', prompt_token_ids: [1, 2, 3], response_token_ids: [4, 5] });
+    expect(observations[1].observation).toMatchObject({
+      kind: 'FileEditorObservation',
+      is_error: false,
+      new_content: 'hello agents\n',
+    });
+    expect(log.find((e) => e.kind === 'TokenEvent')).toMatchObject({
+      source: 'agent',
+      prompt_token_ids: [1, 2, 3],
+      response_token_ids: [4, 5],
+    });
     const completionLog = log.find((e) => e.kind === 'LLMCompletionLogEvent');
     expect(completionLog.model_name).toBe('scripted-model');
     expect(JSON.parse(completionLog.log_data).request.model).toBe('scripted-model');
@@ -151,13 +218,23 @@ describe('agent runtime through the control plane', () => {
     const again = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/run`);
     expect(again.status).toBe(409);
     expect(again.body.detail).toMatch(/already running/);
-    const confirm = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events/respond_to_confirmation`, { accept: true });
+    const confirm = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events/respond_to_confirmation`, {
+      accept: true,
+    });
     expect(confirm.status).toBe(409);
-    const dup = await runtimeCall(rt, 'POST', '/api/conversations', { conversation_id: c.id, agent: { llm: { model: 'm', base_url: c.llm.url } } });
+    const dup = await runtimeCall(rt, 'POST', '/api/conversations', {
+      conversation_id: c.id,
+      agent: { llm: { model: 'm', base_url: c.llm.url } },
+    });
     expect(dup.status).toBe(409);
-    const bad = await runtimeCall(rt, 'POST', '/api/conversations', { agent: { llm: { model: '', base_url: 'not a url' } }, max_iterations: 0 });
+    const bad = await runtimeCall(rt, 'POST', '/api/conversations', {
+      agent: { llm: { model: '', base_url: 'not a url' } },
+      max_iterations: 0,
+    });
     expect(bad.status).toBe(422);
-    expect(bad.body.detail.map((d: any) => d.loc.join('.'))).toEqual(expect.arrayContaining(['body.agent.llm.model', 'body.agent.llm.base_url', 'body.max_iterations']));
+    expect(bad.body.detail.map((d: any) => d.loc.join('.'))).toEqual(
+      expect.arrayContaining(['body.agent.llm.model', 'body.agent.llm.base_url', 'body.max_iterations']),
+    );
     expect((await runtimeCall(rt, 'GET', `/api/conversations/${c.id}`, undefined, '')).status).toBe(401);
     await waitForExecution(c, 'finished');
     const after = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/pause`);
@@ -188,7 +265,14 @@ describe('agent runtime through the control plane', () => {
     expect(errors[1].error).toMatch(/Unknown tool "fly"/);
     expect(errors[2].error).toMatch(/not valid JSON/);
     const actions = log.filter((e) => e.kind === 'ActionEvent');
-    expect(actions.slice(0, 6).map((a) => a.action?.kind ?? null)).toEqual(['ThinkAction', null, null, 'ThinkAction', null, 'FileEditorAction']);
+    expect(actions.slice(0, 6).map((a) => a.action?.kind ?? null)).toEqual([
+      'ThinkAction',
+      null,
+      null,
+      'ThinkAction',
+      null,
+      'FileEditorAction',
+    ]);
     // Every call of the answer is recorded before any result, so the LLM gets one assistant message with six calls.
     expect(steps(log).slice(2, 8)).toEqual(Array(6).fill('ActionEvent'));
     const failed = log.find((e) => e.kind === 'ObservationEvent' && e.tool_name === 'file_editor');
@@ -196,9 +280,21 @@ describe('agent runtime through the control plane', () => {
     expect(failed.observation.content[0].text).toMatch(/file_editor tool failed: ENOTDIR/);
     // The LLM was told about each error and went on.
     const messages = c.llm.requests[1]!.body.messages as any[];
-    expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'tool', 'tool', 'tool', 'tool']);
+    expect(messages.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'tool',
+      'tool',
+      'tool',
+      'tool',
+    ]);
     expect(messages[2].tool_calls).toHaveLength(6);
-    expect(new Set(messages.slice(3).map((m) => m.tool_call_id))).toEqual(new Set(messages[2].tool_calls.map((tc: any) => tc.id)));
+    expect(new Set(messages.slice(3).map((m) => m.tool_call_id))).toEqual(
+      new Set(messages[2].tool_calls.map((tc: any) => tc.id)),
+    );
     expect(messages.filter((m) => m.role === 'tool' && m.content.startsWith('Error: ')).map((m) => m.content)).toEqual([
       expect.stringMatching(/^Error: Invalid arguments/),
       expect.stringMatching(/^Error: Unknown tool/),
@@ -243,7 +339,10 @@ describe('agent runtime through the control plane', () => {
   });
 
   it('interrupt cancels a slow LLM call at once, then PAUSED', async () => {
-    const c = await startAgentConversation(t, user, rt, [{ content: 'too late', delay_ms: 30_000 }, { content: 'Back again.' }]);
+    const c = await startAgentConversation(t, user, rt, [
+      { content: 'too late', delay_ms: 30_000 },
+      { content: 'Back again.' },
+    ]);
     await waitForExecution(c, 'running');
     await eventually(() => c.llm.requests.length > 0, { what: 'an LLM request', timeoutMs: 60_000, intervalMs: 20 }); // the test's own bound
     const started = Date.now();
@@ -254,10 +353,16 @@ describe('agent runtime through the control plane', () => {
     expect(steps(log)).toEqual(['SystemPromptEvent', 'MessageEvent', 'InterruptEvent']);
     expect(states(log)).toEqual(['idle', 'running', 'paused']);
     // Resumable later: a new message runs it again.
-    expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'Go on.' }] })).status).toBe(200);
+    expect(
+      (await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'Go on.' }] })).status,
+    ).toBe(200);
     await waitForExecution(c, 'finished');
     log = await settledLog(t, user.key, c);
-    expect(log.at(-2)).toMatchObject({ kind: 'MessageEvent', source: 'agent', llm_message: { content: [{ text: 'Back again.' }] } });
+    expect(log.at(-2)).toMatchObject({
+      kind: 'MessageEvent',
+      source: 'agent',
+      llm_message: { content: [{ text: 'Back again.' }] },
+    });
     await c.llm.close();
   });
 
@@ -298,18 +403,37 @@ describe('agent runtime through the control plane', () => {
     expect(info.pending_actions).toHaveLength(1);
     expect(fs.existsSync(path.join(workspace, 'confirmed.txt'))).toBe(false);
     expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/run`)).status).toBe(409);
-    expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events/respond_to_confirmation`, { accept: true })).status).toBe(200);
+    expect(
+      (await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events/respond_to_confirmation`, { accept: true }))
+        .status,
+    ).toBe(200);
     await waitForExecution(c, 'waiting_for_confirmation');
     expect(fs.existsSync(path.join(workspace, 'confirmed.txt'))).toBe(true);
-    const rejected = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events/respond_to_confirmation`, { accept: false, reason: 'Not that file.' });
+    const rejected = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events/respond_to_confirmation`, {
+      accept: false,
+      reason: 'Not that file.',
+    });
     expect(rejected.status).toBe(200);
     expect(rejected.body.execution_status).toBe('idle');
     const log = await settledLog(t, user.key, c);
     expect(fs.existsSync(path.join(workspace, 'rejected.txt'))).toBe(false);
     const reject = log.find((e) => e.kind === 'UserRejectObservation');
     const lastAction = log.filter((e) => e.kind === 'ActionEvent').at(-1);
-    expect(reject).toMatchObject({ source: 'environment', rejection_source: 'user', rejection_reason: 'Not that file.', action_id: lastAction.id, tool_name: 'terminal' });
-    expect(states(log)).toEqual(['idle', 'running', 'waiting_for_confirmation', 'running', 'waiting_for_confirmation', 'idle']);
+    expect(reject).toMatchObject({
+      source: 'environment',
+      rejection_source: 'user',
+      rejection_reason: 'Not that file.',
+      action_id: lastAction.id,
+      tool_name: 'terminal',
+    });
+    expect(states(log)).toEqual([
+      'idle',
+      'running',
+      'waiting_for_confirmation',
+      'running',
+      'waiting_for_confirmation',
+      'idle',
+    ]);
     await c.llm.close();
   });
 
@@ -325,7 +449,14 @@ describe('agent runtime through the control plane', () => {
       ],
       {
         secrets: { DEPLOY_TOKEN: 'tok-very-secret-123' },
-        hooks: { PreToolUse: [{ matcher: 'terminal', command: 'cat >/dev/null; echo "terminal is not allowed here (token $DEPLOY_TOKEN)" >&2; exit 2' }] },
+        hooks: {
+          PreToolUse: [
+            {
+              matcher: 'terminal',
+              command: 'cat >/dev/null; echo "terminal is not allowed here (token $DEPLOY_TOKEN)" >&2; exit 2',
+            },
+          ],
+        },
       },
     );
     await waitForExecution(c, 'finished');
@@ -334,10 +465,26 @@ describe('agent runtime through the control plane', () => {
     const hook = log.filter((e) => e.kind === 'HookExecutionEvent');
     expect(hook).toHaveLength(1); // the matcher leaves think and finish alone
     const action = log.find((e) => e.kind === 'ActionEvent');
-    expect(hook[0]).toMatchObject({ source: 'hook', hook_event_type: 'PreToolUse', tool_name: 'terminal', blocked: true, exit_code: 2, success: true, action_id: action.id });
-    expect(hook[0].hook_input).toMatchObject({ hook_event_name: 'PreToolUse', tool_name: 'terminal', tool_input: { command: 'touch hooked.txt' } });
+    expect(hook[0]).toMatchObject({
+      source: 'hook',
+      hook_event_type: 'PreToolUse',
+      tool_name: 'terminal',
+      blocked: true,
+      exit_code: 2,
+      success: true,
+      action_id: action.id,
+    });
+    expect(hook[0].hook_input).toMatchObject({
+      hook_event_name: 'PreToolUse',
+      tool_name: 'terminal',
+      tool_input: { command: 'touch hooked.txt' },
+    });
     const reject = log.find((e) => e.kind === 'UserRejectObservation');
-    expect(reject).toMatchObject({ rejection_source: 'hook', rejection_reason: 'terminal is not allowed here (token <secret-hidden>)', action_id: action.id });
+    expect(reject).toMatchObject({
+      rejection_source: 'hook',
+      rejection_reason: 'terminal is not allowed here (token <secret-hidden>)',
+      action_id: action.id,
+    });
     expect(JSON.stringify(log)).not.toContain('tok-very-secret-123'); // the hook's output is masked like a tool's
     expect(JSON.stringify(c.llm.requests)).not.toContain('tok-very-secret-123');
     expect(steps(log).indexOf('HookExecutionEvent')).toBeLessThan(steps(log).indexOf('UserRejectObservation'));
@@ -367,37 +514,78 @@ describe('agent runtime through the control plane', () => {
 
   it('condenses history past max_size: Condensation and CondensationSummaryEvent, and the LLM sees the summary', async () => {
     const think = (n: number) => ({ tool_calls: [{ name: 'think', arguments: { thought: `step ${n}` } }] });
-    const script = [think(1), think(2), think(3), { content: 'Summary: the agent thought three times.' }, { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }];
-    const conv = await startAgentConversation(t, user, rt, script, { agent: { condenser: { max_size: 6, keep_first: 2 } } }, 'Think a lot.');
+    const script = [
+      think(1),
+      think(2),
+      think(3),
+      { content: 'Summary: the agent thought three times.' },
+      { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
+    ];
+    const conv = await startAgentConversation(
+      t,
+      user,
+      rt,
+      script,
+      { agent: { condenser: { max_size: 6, keep_first: 2 } } },
+      'Think a lot.',
+    );
     expect(conv.created.status).toBe(201);
     const llm = conv.llm;
     await waitForExecution(conv, 'finished');
     const log = await settledLog(t, user.key, conv);
     const condensation = log.find((e) => e.kind === 'Condensation');
-    expect(condensation).toMatchObject({ summary: 'Summary: the agent thought three times.', summary_offset: 2, llm_response_id: 'chatcmpl-scripted-4' });
+    expect(condensation).toMatchObject({
+      summary: 'Summary: the agent thought three times.',
+      summary_offset: 2,
+      llm_response_id: 'chatcmpl-scripted-4',
+    });
     expect(condensation.forgotten_event_ids.length).toBeGreaterThan(0);
     const ids = new Set(log.map((e) => e.id));
     for (const id of condensation.forgotten_event_ids) expect(ids.has(id)).toBe(true);
-    expect(log[log.indexOf(condensation) + 1]).toMatchObject({ kind: 'CondensationSummaryEvent', summary: 'Summary: the agent thought three times.' });
+    expect(log[log.indexOf(condensation) + 1]).toMatchObject({
+      kind: 'CondensationSummaryEvent',
+      summary: 'Summary: the agent thought three times.',
+    });
     // The summarizing call had no tools; the call after it got the summary instead of the forgotten events.
     expect(llm.requests[3]!.body.tools).toBeUndefined();
     const after = llm.requests[4]!.body.messages as any[];
-    expect(after[2]).toMatchObject({ role: 'user', content: expect.stringContaining('Summary: the agent thought three times.') });
+    expect(after[2]).toMatchObject({
+      role: 'user',
+      content: expect.stringContaining('Summary: the agent thought three times.'),
+    });
     expect(after.length).toBeLessThan((llm.requests[2]!.body.messages as any[]).length + 2);
     await llm.close();
   });
 
   /** Restarts the api in this test process (the runtime reports to the same port). */
   const restartApi = async () => {
-    t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    t.api = await startApiServer(
+      t.config,
+      { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
+      pino({ level: 'silent' }),
+    );
   };
 
   it('keeps every event when the api stops mid-run and comes back: all arrive, none doubled', async () => {
     const step = (i: number) => ({ tool_calls: [{ name: 'terminal', arguments: { command: `echo step ${i}` } }] });
     // Step 5 is a slow answer: the api is stopped while the agent waits for it, so what follows has nowhere to go.
-    const script = [step(1), step(2), step(3), step(4), { ...step(5), delay_ms: 3000 }, step(6), step(7), step(8), { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }];
+    const script = [
+      step(1),
+      step(2),
+      step(3),
+      step(4),
+      { ...step(5), delay_ms: 3000 },
+      step(6),
+      step(7),
+      step(8),
+      { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
+    ];
     const c = await startAgentConversation(t, user, rt, script);
-    await eventually(() => c.llm.requests.length >= 5, { what: 'five LLM requests', timeoutMs: 60_000, intervalMs: 20 }); // the test's own bound
+    await eventually(() => c.llm.requests.length >= 5, {
+      what: 'five LLM requests',
+      timeoutMs: 60_000,
+      intervalMs: 20,
+    }); // the test's own bound
     let info: any;
     try {
       await t.api.close(); // the control plane goes away mid-run
@@ -428,11 +616,19 @@ describe('agent runtime through the control plane', () => {
     await waitForExecution(c, 'finished');
     const requested = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/condense`);
     expect(requested.status).toBe(200);
-    expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'And now?' }] })).status).toBe(200);
+    expect(
+      (await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'And now?' }] })).status,
+    ).toBe(200);
     await waitForExecution(c, 'finished');
     const log = await settledLog(t, user.key, c);
     const tail = steps(log).slice(steps(log).indexOf('CondensationRequest'));
-    expect(tail).toEqual(['CondensationRequest', 'MessageEvent', 'Condensation', 'CondensationSummaryEvent', 'MessageEvent']);
+    expect(tail).toEqual([
+      'CondensationRequest',
+      'MessageEvent',
+      'Condensation',
+      'CondensationSummaryEvent',
+      'MessageEvent',
+    ]);
     const condensation = log.find((e) => e.kind === 'Condensation');
     expect(condensation).toMatchObject({ summary: 'Summary: two thoughts and an answer.', summary_offset: 2 });
     // Forgotten: the middle of the history; kept: the system prompt, the first message and the newest half.
@@ -451,7 +647,13 @@ describe('agent runtime through the control plane', () => {
     const r = await runNode(
       distPath('src', 'cli', 'admin.js'),
       ['demo', '--user', user.userId],
-      { MONGODB_URI: t.config.mongo.uri!, MONGODB_DB: t.config.mongo.db, API_PORT: String(t.config.api.port), SECRETS_KEY: TEST_SECRETS_KEY, LOG_LEVEL: 'silent' },
+      {
+        MONGODB_URI: t.config.mongo.uri!,
+        MONGODB_DB: t.config.mongo.db,
+        API_PORT: String(t.config.api.port),
+        SECRETS_KEY: TEST_SECRETS_KEY,
+        LOG_LEVEL: 'silent',
+      },
       60_000,
     );
     expect(r.stderr).toBe('');
@@ -465,7 +667,9 @@ describe('agent runtime through the control plane', () => {
     expect(lines.at(-2)).toContain(`finished: ${log.length} events`);
     const first = log.find((e) => e.kind === 'MessageEvent');
     expect(first.llm_message.content[0].text).toMatch(/^\[DEMO: /);
-    const outputs = log.filter((e) => e.kind === 'ObservationEvent' && e.tool_name === 'terminal').map((e) => e.observation.content[0].text);
+    const outputs = log
+      .filter((e) => e.kind === 'ObservationEvent' && e.tool_name === 'terminal')
+      .map((e) => e.observation.content[0].text);
     expect(outputs.at(-1)).toContain('Hello, world');
     expect(outputs.at(-1)).toContain('Hello, Ada');
     expect(states(log).at(-1)).toBe('finished');
@@ -475,8 +679,13 @@ describe('agent runtime through the control plane', () => {
   }, 90_000);
 
   it('a runtime killed with -9 mid-run, then resumed: the outbox delivers every event once, and the conversation is PAUSED with a ServerErrorEvent', async () => {
-    const script = Array.from({ length: 30 }, (_, i) => ({ tool_calls: [{ name: 'terminal', arguments: { command: `echo step ${i}; sleep 0.1` } }] }));
-    const c = await startAgentConversation(t, user, rt, [...script, { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }]);
+    const script = Array.from({ length: 30 }, (_, i) => ({
+      tool_calls: [{ name: 'terminal', arguments: { command: `echo step ${i}; sleep 0.1` } }],
+    }));
+    const c = await startAgentConversation(t, user, rt, [
+      ...script,
+      { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
+    ]);
     await sleep(400);
     const sandboxDir = path.join(dataDir, 'sandboxes', rt.sandboxId);
     try {
@@ -501,15 +710,23 @@ describe('agent runtime through the control plane', () => {
     const info = await waitForExecution(again, 'paused');
     const log = await settledLog(t, user.key, again, 30_000);
     // The log holds exactly what the runtime wrote to its outbox, in that order.
-    const outboxDir = fs.readdirSync(path.join(sandboxDir, 'conversations')).find((d) => Buffer.from(d, 'base64url').toString() === c.id)!;
-    const written = fs.readFileSync(path.join(sandboxDir, 'conversations', outboxDir, 'outbox.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).id);
+    const outboxDir = fs
+      .readdirSync(path.join(sandboxDir, 'conversations'))
+      .find((d) => Buffer.from(d, 'base64url').toString() === c.id)!;
+    const written = fs
+      .readFileSync(path.join(sandboxDir, 'conversations', outboxDir, 'outbox.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).id);
     expect(log.map((e) => e.id)).toEqual(written);
     expect(info.events).toBe(written.length);
     const restartError = log.find((e) => e.kind === 'ServerErrorEvent');
     expect(restartError).toMatchObject({ source: 'environment', code: 'RuntimeRestarted' });
     expect(states(log).slice(-1)).toEqual(['paused']);
     // Every action has its answer (an observation, or an AgentErrorEvent for the one the kill cut short).
-    const answered = new Set(log.filter((e) => e.kind === 'ObservationEvent' || e.kind === 'AgentErrorEvent').map((e) => e.tool_call_id));
+    const answered = new Set(
+      log.filter((e) => e.kind === 'ObservationEvent' || e.kind === 'AgentErrorEvent').map((e) => e.tool_call_id),
+    );
     expect(log.filter((e) => e.kind === 'ActionEvent').every((a) => answered.has(a.tool_call_id))).toBe(true);
 
     // It goes on where it stopped.

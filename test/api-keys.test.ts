@@ -33,7 +33,11 @@ describe('API keys', () => {
     const seen: string[] = [];
     let pageId: string | null = null;
     do {
-      const r: { status: number; body: any } = await t.request('GET', `/api/v1/api-keys/search?limit=2${pageId ? `&page_id=${pageId}` : ''}`, { key });
+      const r: { status: number; body: any } = await t.request(
+        'GET',
+        `/api/v1/api-keys/search?limit=2${pageId ? `&page_id=${pageId}` : ''}`,
+        { key },
+      );
       expect(r.status).toBe(200);
       expect(r.body.items.length).toBeLessThanOrEqual(2);
       for (const item of r.body.items) {

@@ -20,7 +20,10 @@ import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 
-const userTexts = (log: any[]) => log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.llm_message.content.map((c: any) => c.text).join(''));
+const userTexts = (log: any[]) =>
+  log
+    .filter((e) => e.kind === 'MessageEvent' && e.source === 'user')
+    .map((e) => e.llm_message.content.map((c: any) => c.text).join(''));
 
 describe('acting on started conversations', () => {
   let t: TestApi;
@@ -33,7 +36,12 @@ describe('acting on started conversations', () => {
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'actions-'));
-    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0', START_SETUP_TIMEOUT_MS: '20000' });
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      API_PORT: String(await freePort()),
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      START_SETUP_TIMEOUT_MS: '20000',
+    });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
     llm = await new ScriptedLlm([]).start();
@@ -42,7 +50,10 @@ describe('acting on started conversations', () => {
     for (const u of [user, other]) {
       await t.setOrgLlm(u.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
     }
-    repo = bareRepo(dataDir, 'demo', { 'README.md': '# demo\n', '.agents/skills/testing.md': '---\nname: testing\ntriggers: [tests]\n---\nRun make test.\n' });
+    repo = bareRepo(dataDir, 'demo', {
+      'README.md': '# demo\n',
+      '.agents/skills/testing.md': '---\nname: testing\ntriggers: [tests]\n---\nRun make test.\n',
+    });
   });
 
   afterAll(async () => {
@@ -55,25 +66,41 @@ describe('acting on started conversations', () => {
 
   /** Starts a conversation (no initial message) and waits until it is READY. */
   const startReady = async (body: object = {}) => {
-    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { selected_repository: repo, ...body } });
+    const accepted = await t.request('POST', '/api/v1/app-conversations', {
+      key: user.key,
+      body: { selected_repository: repo, ...body },
+    });
     expect(accepted.status).toBe(200);
     return waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 60_000);
   };
-  const view = async (id: string, key = user.key) => (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body[0];
+  const view = async (id: string, key = user.key) =>
+    (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body[0];
   const settled = (id: string, status = 'finished') => logWhenExecution(t, user.key, id, status);
 
   it('a follow-up message changes what the agent does next; the conversation shows its sandbox, state, metrics and address', async () => {
     const ready = await startReady({ title: 'Follow-ups', pr_number: [7] });
     expect(ready.status).toBe('READY');
     const id = ready.app_conversation_id;
-    llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'echo one > notes.txt' } }] }, { tool_calls: [{ name: 'finish', arguments: { message: 'wrote notes' } }] }]);
-    const first = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Write notes.txt' }] } });
+    llm.load([
+      { tool_calls: [{ name: 'terminal', arguments: { command: 'echo one > notes.txt' } }] },
+      { tool_calls: [{ name: 'finish', arguments: { message: 'wrote notes' } }] },
+    ]);
+    const first = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
+      key: user.key,
+      body: { content: [{ text: 'Write notes.txt' }] },
+    });
     expect(first).toMatchObject({ status: 200, body: { success: true, sandbox_status: 'RUNNING', message: null } });
     await settled(id);
 
-    llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'echo two > second.txt' } }] }, { tool_calls: [{ name: 'finish', arguments: { message: 'wrote second' } }] }]);
+    llm.load([
+      { tool_calls: [{ name: 'terminal', arguments: { command: 'echo two > second.txt' } }] },
+      { tool_calls: [{ name: 'finish', arguments: { message: 'wrote second' } }] },
+    ]);
     const before = llm.requests.length;
-    const second = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Now write second.txt' }] } });
+    const second = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
+      key: user.key,
+      body: { content: [{ text: 'Now write second.txt' }] },
+    });
     expect(second.status).toBe(200);
     const log = await eventually(
       async () => {
@@ -87,7 +114,9 @@ describe('acting on started conversations', () => {
     );
     expect(JSON.stringify(llm.requests[before]!.body.messages)).toContain('Now write second.txt');
     // Each run: its terminal command's observation, then finish's.
-    expect(log.filter((e) => e.kind === 'ObservationEvent').map((e) => (e as { tool_name?: string }).tool_name)).toEqual(['terminal', 'finish', 'terminal', 'finish']);
+    expect(
+      log.filter((e) => e.kind === 'ObservationEvent').map((e) => (e as { tool_name?: string }).tool_name),
+    ).toEqual(['terminal', 'finish', 'terminal', 'finish']);
 
     const c = await view(id);
     expect(c).toMatchObject({
@@ -103,7 +132,10 @@ describe('acting on started conversations', () => {
       parent_conversation_id: null,
       conversation_url: `${ready.agent_server_url}/api/conversations/${id}`,
     });
-    expect(c.metrics).toMatchObject({ model_name: 'scripted-model', accumulated_token_usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) } });
+    expect(c.metrics).toMatchObject({
+      model_name: 'scripted-model',
+      accumulated_token_usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) },
+    });
     expect(c.metrics.accumulated_token_usage.prompt_tokens).toBeGreaterThan(0);
     // The address and key reach the conversation on its agent server.
     const direct = await fetch(c.conversation_url, { headers: { 'X-Session-API-Key': c.session_api_key } });
@@ -111,42 +143,82 @@ describe('acting on started conversations', () => {
     expect(await view(id, other.key)).toBeNull();
 
     // The workspace through the control plane: a file, the git changes and a diff, the skills.
-    expect((await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=second.txt`, { key: user.key })).body).toBe('two\n');
-    expect((await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=absent.txt`, { key: user.key })).body).toBe('');
-    const escape = await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=${encodeURIComponent('../../../../etc/passwd')}`, { key: user.key });
+    expect(
+      (await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=second.txt`, { key: user.key })).body,
+    ).toBe('two\n');
+    expect(
+      (await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=absent.txt`, { key: user.key })).body,
+    ).toBe('');
+    const escape = await t.request(
+      'GET',
+      `/api/v1/app-conversations/${id}/file?file_path=${encodeURIComponent('../../../../etc/passwd')}`,
+      { key: user.key },
+    );
     expect(escape.status).toBe(400);
     const changes = await t.request('GET', `/api/v1/app-conversations/${id}/git/changes?path=.`, { key: user.key });
     expect(changes.status).toBe(200);
-    expect(changes.body).toEqual(expect.arrayContaining([{ status: 'ADDED', path: 'notes.txt' }, { status: 'ADDED', path: 'second.txt' }]));
+    expect(changes.body).toEqual(
+      expect.arrayContaining([
+        { status: 'ADDED', path: 'notes.txt' },
+        { status: 'ADDED', path: 'second.txt' },
+      ]),
+    );
     for (const outside of ['../..', '../../etc', '/etc']) {
-      const r = await t.request('GET', `/api/v1/app-conversations/${id}/git/changes?path=${encodeURIComponent(outside)}`, { key: user.key });
+      const r = await t.request(
+        'GET',
+        `/api/v1/app-conversations/${id}/git/changes?path=${encodeURIComponent(outside)}`,
+        { key: user.key },
+      );
       expect([outside, r.status]).toEqual([outside, 400]);
     }
-    const missing = await t.request('GET', `/api/v1/app-conversations/${id}/git/diff?path=nowhere.txt`, { key: user.key });
+    const missing = await t.request('GET', `/api/v1/app-conversations/${id}/git/diff?path=nowhere.txt`, {
+      key: user.key,
+    });
     expect(missing.status).toBe(400); // about the path, not the conversation
     const diff = await t.request('GET', `/api/v1/app-conversations/${id}/git/diff?path=README.md`, { key: user.key });
     expect(diff).toMatchObject({ status: 200, body: { original: '# demo\n', modified: '# demo\n' } });
     const skills = await t.request('GET', `/api/v1/app-conversations/${id}/skills`, { key: user.key });
-    expect(skills.body.skills).toEqual([expect.objectContaining({ name: 'testing', type: 'knowledge', triggers: ['tests'] })]);
-    expect((await t.request('GET', `/api/v1/app-conversations/${id}/hooks`, { key: user.key })).body).toEqual({ hooks: [] });
+    expect(skills.body.skills).toEqual([
+      expect.objectContaining({ name: 'testing', type: 'knowledge', triggers: ['tests'] }),
+    ]);
+    expect((await t.request('GET', `/api/v1/app-conversations/${id}/hooks`, { key: user.key })).body).toEqual({
+      hooks: [],
+    });
   }, 120_000);
 
   it('a message to a paused sandbox resumes it first; pause, run and interrupt control the agent; a sandbox that is gone is a 409', async () => {
     const ready = await startReady();
     const id = ready.app_conversation_id;
-    expect((await t.request('POST', `/api/v1/sandboxes/${ready.sandbox_id}/pause`, { key: user.key })).body.status).toBe('PAUSED');
+    expect(
+      (await t.request('POST', `/api/v1/sandboxes/${ready.sandbox_id}/pause`, { key: user.key })).body.status,
+    ).toBe('PAUSED');
     expect((await view(id)).sandbox_status).toBe('PAUSED');
     expect((await view(id)).session_api_key).toBeNull();
     // Reading the workspace does not resume it; a message does.
-    expect((await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=README.md`, { key: user.key })).status).toBe(409);
+    expect(
+      (await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=README.md`, { key: user.key })).status,
+    ).toBe(409);
     llm.load([{ content: 'Hello back.' }]);
-    const sent = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Hello' }] } });
-    expect(sent).toMatchObject({ status: 200, body: { success: true, sandbox_status: 'RUNNING', message: expect.stringContaining('resumed') } });
+    const sent = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
+      key: user.key,
+      body: { content: [{ text: 'Hello' }] },
+    });
+    expect(sent).toMatchObject({
+      status: 200,
+      body: { success: true, sandbox_status: 'RUNNING', message: expect.stringContaining('resumed') },
+    });
     await settled(id);
 
     // A slow step: interrupt cancels it at once, run goes on, pause waits for the step.
     llm.load([{ content: 'slow', delay_ms: 30_000 }, { content: 'done' }]);
-    expect((await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Take your time' }] } })).status).toBe(200);
+    expect(
+      (
+        await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
+          key: user.key,
+          body: { content: [{ text: 'Take your time' }] },
+        })
+      ).status,
+    ).toBe(200);
     await settled(id, 'running');
     const interrupted = await t.request('POST', `/api/v1/app-conversations/${id}/interrupt`, { key: user.key });
     expect(interrupted).toMatchObject({ status: 200, body: { id } });
@@ -161,7 +233,10 @@ describe('acting on started conversations', () => {
 
     // Its sandbox deleted from under it: a clear 409, not a hang.
     expect((await t.request('DELETE', `/api/v1/sandboxes/${ready.sandbox_id}`, { key: user.key })).status).toBe(200);
-    const gone = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'anyone?' }] } });
+    const gone = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
+      key: user.key,
+      body: { content: [{ text: 'anyone?' }] },
+    });
     expect(gone.status).toBe(409);
     expect(gone.body.detail).toMatch(/gone/);
     expect((await view(id)).sandbox_status).toBe('MISSING');
@@ -171,17 +246,36 @@ describe('acting on started conversations', () => {
     const a = await startReady({ title: 'First' });
     const b = await startReady({ sandbox_id: a.sandbox_id, title: 'Second' });
     expect(b.sandbox_id).toBe(a.sandbox_id);
-    const renamed = await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, { key: user.key, body: { title: 'Renamed', public: true } });
+    const renamed = await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, {
+      key: user.key,
+      body: { title: 'Renamed', public: true },
+    });
     expect(renamed).toMatchObject({ status: 200, body: { id: a.id, title: 'Renamed', public: true } });
-    const kept = await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, { key: user.key, body: { title: null, public: null } });
+    const kept = await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, {
+      key: user.key,
+      body: { title: null, public: null },
+    });
     expect(kept.body).toMatchObject({ title: 'Renamed', public: true });
-    expect((await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, { key: user.key, body: { title: 'x', color: 'red' } })).status).toBe(422);
-    expect((await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, { key: other.key, body: { title: 'mine now' } })).status).toBe(404);
+    expect(
+      (
+        await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, {
+          key: user.key,
+          body: { title: 'x', color: 'red' },
+        })
+      ).status,
+    ).toBe(422);
+    expect(
+      (await t.request('PATCH', `/api/v1/app-conversations/${a.id}`, { key: other.key, body: { title: 'mine now' } }))
+        .status,
+    ).toBe(404);
     expect((await view(a.id)).title).toBe('Renamed');
 
     expect((await loggedEvents(t, user.key, a.id)).length).toBeGreaterThan(0);
     expect((await t.request('DELETE', `/api/v1/app-conversations/${a.id}`, { key: other.key })).status).toBe(404);
-    expect(await t.request('DELETE', `/api/v1/app-conversations/${a.id}`, { key: user.key })).toMatchObject({ status: 200, body: { success: true } });
+    expect(await t.request('DELETE', `/api/v1/app-conversations/${a.id}`, { key: user.key })).toMatchObject({
+      status: 200,
+      body: { success: true },
+    });
     expect((await t.request('DELETE', `/api/v1/app-conversations/${a.id}`, { key: user.key })).status).toBe(404);
     expect(await view(a.id)).toBeNull();
     expect((await t.request('GET', `/api/v1/conversation/${a.id}/events/search`, { key: user.key })).status).toBe(404);
@@ -189,7 +283,14 @@ describe('acting on started conversations', () => {
     // The other conversation still runs in the shared sandbox.
     expect((await view(b.id)).sandbox_status).toBe('RUNNING');
     llm.load([{ content: 'still here' }]);
-    expect((await t.request('POST', `/api/v1/app-conversations/${b.id}/send-message`, { key: user.key, body: { content: [{ text: 'ping' }] } })).status).toBe(200);
+    expect(
+      (
+        await t.request('POST', `/api/v1/app-conversations/${b.id}/send-message`, {
+          key: user.key,
+          body: { content: [{ text: 'ping' }] },
+        })
+      ).status,
+    ).toBe(200);
 
     expect((await t.request('DELETE', `/api/v1/app-conversations/${b.id}`, { key: user.key })).status).toBe(200);
     await waitForStatus(t, user.key, a.sandbox_id, 'DELETED');
@@ -199,15 +300,34 @@ describe('acting on started conversations', () => {
     const slow = bareRepo(dataDir, 'slow', { 'README.md': '# slow\n', '.agents/setup.sh': 'sleep 3\n' });
     const id = randomUUID();
     llm.load([{ content: 'got both' }, { content: 'got both' }]);
-    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: id, selected_repository: slow } });
+    const accepted = await t.request('POST', '/api/v1/app-conversations', {
+      key: user.key,
+      body: { conversation_id: id, selected_repository: slow },
+    });
     expect(accepted.status).toBe(200);
-    const q1 = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: user.key, body: { id: 'm-1', content: [{ text: 'first queued' }] } });
+    const q1 = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+      key: user.key,
+      body: { id: 'm-1', content: [{ text: 'first queued' }] },
+    });
     expect(q1).toMatchObject({ status: 201, body: { id: 'm-1', queued: true, position: 1, conversation_id: id } });
-    const q2 = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: user.key, body: { id: 'm-2', content: [{ text: 'second queued' }] } });
+    const q2 = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+      key: user.key,
+      body: { id: 'm-2', content: [{ text: 'second queued' }] },
+    });
     expect(q2.body).toMatchObject({ queued: true, position: 2 });
-    const again = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: user.key, body: { id: 'm-1', content: [{ text: 'first queued' }] } });
+    const again = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+      key: user.key,
+      body: { id: 'm-1', content: [{ text: 'first queued' }] },
+    });
     expect(again.body).toMatchObject({ id: 'm-1', position: 1 });
-    expect((await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: other.key, body: { content: [{ text: 'x' }] } })).status).toBe(404);
+    expect(
+      (
+        await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+          key: other.key,
+          body: { content: [{ text: 'x' }] },
+        })
+      ).status,
+    ).toBe(404);
 
     await waitForStartTask(t, user.key, id, (s) => s.status === 'READY', 60_000);
     const listed = await eventually(
@@ -230,37 +350,83 @@ describe('acting on started conversations', () => {
       },
       { timeoutMs: 20_000, intervalMs: 200 },
     );
-    expect(log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.id)).toEqual(['m-1', 'm-2']);
+    expect(log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.id)).toEqual([
+      'm-1',
+      'm-2',
+    ]);
     // Once READY, a message goes at once.
-    const now = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: user.key, body: { content: [{ text: 'after ready' }] } });
+    const now = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+      key: user.key,
+      body: { content: [{ text: 'after ready' }] },
+    });
     expect(now.body).toMatchObject({ queued: false, position: 0 });
 
-    const failing = bareRepo(dataDir, 'failing', { 'README.md': '# failing\n', '.agents/setup.sh': 'sleep 2\nexit 3\n' });
+    const failing = bareRepo(dataDir, 'failing', {
+      'README.md': '# failing\n',
+      '.agents/setup.sh': 'sleep 2\nexit 3\n',
+    });
     const failId = randomUUID();
-    await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: failId, selected_repository: failing } });
-    expect((await t.request('POST', `/api/v1/conversations/${failId}/pending-messages`, { key: user.key, body: { content: [{ text: 'lost?' }] } })).status).toBe(201);
+    await t.request('POST', '/api/v1/app-conversations', {
+      key: user.key,
+      body: { conversation_id: failId, selected_repository: failing },
+    });
+    expect(
+      (
+        await t.request('POST', `/api/v1/conversations/${failId}/pending-messages`, {
+          key: user.key,
+          body: { content: [{ text: 'lost?' }] },
+        })
+      ).status,
+    ).toBe(201);
     await waitForStartTask(t, user.key, failId, (s) => s.status === 'ERROR', 60_000);
     await eventually(
       async () => {
         const l = (await t.request('GET', `/api/v1/conversations/${failId}/pending-messages`, { key: user.key })).body;
-        expect(l).toEqual([expect.objectContaining({ status: 'UNDELIVERED', detail: expect.stringContaining('the start failed') })]);
+        expect(l).toEqual([
+          expect.objectContaining({ status: 'UNDELIVERED', detail: expect.stringContaining('the start failed') }),
+        ]);
       },
       { timeoutMs: 20_000, intervalMs: 200 },
     );
-    expect((await t.request('POST', `/api/v1/conversations/${failId}/pending-messages`, { key: user.key, body: { content: [{ text: 'more' }] } })).status).toBe(409);
+    expect(
+      (
+        await t.request('POST', `/api/v1/conversations/${failId}/pending-messages`, {
+          key: user.key,
+          body: { content: [{ text: 'more' }] },
+        })
+      ).status,
+    ).toBe(409);
   }, 150_000);
 
   it('at most ten messages wait; bad bodies are 422; every route answers 401 without a key, 404 for a foreign or unknown id, 422 for a malformed one', async () => {
     const slow = bareRepo(dataDir, 'slower', { 'README.md': '# slower\n', '.agents/setup.sh': 'sleep 5\n' });
     const id = randomUUID();
-    await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: id, selected_repository: slow } });
+    await t.request('POST', '/api/v1/app-conversations', {
+      key: user.key,
+      body: { conversation_id: id, selected_repository: slow },
+    });
     for (let i = 0; i < 10; i++) {
-      expect((await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: user.key, body: { content: [{ text: `m${i}` }] } })).status).toBe(201);
+      expect(
+        (
+          await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+            key: user.key,
+            body: { content: [{ text: `m${i}` }] },
+          })
+        ).status,
+      ).toBe(201);
     }
-    const eleventh = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: user.key, body: { content: [{ text: 'one too many' }] } });
+    const eleventh = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+      key: user.key,
+      body: { content: [{ text: 'one too many' }] },
+    });
     expect(eleventh.status).toBe(429);
     expect(eleventh.body.detail).toMatch(/10 messages/);
-    for (const body of [{}, { content: [] }, { content: [{ text: 'x' }], role: 'system' }, { content: [{ text: 'x' }], id: 'no spaces allowed' }]) {
+    for (const body of [
+      {},
+      { content: [] },
+      { content: [{ text: 'x' }], role: 'system' },
+      { content: [{ text: 'x' }], id: 'no spaces allowed' },
+    ]) {
       const r = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, { key: user.key, body });
       expect(r.status).toBe(422);
       expect(Array.isArray(r.body.detail)).toBe(true);
@@ -281,14 +447,36 @@ describe('acting on started conversations', () => {
       ['GET', 'hooks'],
     ];
     for (const [method, tail, body] of routes) {
-      const at = (cid: string) => `/api/v1/app-conversations/${cid}${tail ? (tail.startsWith('?') ? tail : `/${tail}`) : ''}`;
+      const at = (cid: string) =>
+        `/api/v1/app-conversations/${cid}${tail ? (tail.startsWith('?') ? tail : `/${tail}`) : ''}`;
       expect([method, tail, (await t.request(method, at(ready.id), { body })).status]).toEqual([method, tail, 401]);
-      expect([method, tail, (await t.request(method, at(ready.id), { key: other.key, body })).status]).toEqual([method, tail, 404]);
-      expect([method, tail, (await t.request(method, at(randomUUID()), { key: user.key, body })).status]).toEqual([method, tail, 404]);
-      expect([method, tail, (await t.request(method, at('not-a-uuid'), { key: user.key, body })).status]).toEqual([method, tail, 422]);
+      expect([method, tail, (await t.request(method, at(ready.id), { key: other.key, body })).status]).toEqual([
+        method,
+        tail,
+        404,
+      ]);
+      expect([method, tail, (await t.request(method, at(randomUUID()), { key: user.key, body })).status]).toEqual([
+        method,
+        tail,
+        404,
+      ]);
+      expect([method, tail, (await t.request(method, at('not-a-uuid'), { key: user.key, body })).status]).toEqual([
+        method,
+        tail,
+        422,
+      ]);
     }
-    expect((await t.request('POST', `/api/v1/app-conversations/${ready.id}/send-message`, { key: user.key, body: { content: 'not a list' } })).status).toBe(422);
-    expect((await t.request('GET', `/api/v1/app-conversations/${ready.id}/git/changes`, { key: user.key })).status).toBe(422);
+    expect(
+      (
+        await t.request('POST', `/api/v1/app-conversations/${ready.id}/send-message`, {
+          key: user.key,
+          body: { content: 'not a list' },
+        })
+      ).status,
+    ).toBe(422);
+    expect(
+      (await t.request('GET', `/api/v1/app-conversations/${ready.id}/git/changes`, { key: user.key })).status,
+    ).toBe(422);
     expect((await view(ready.id)).title).toBeNull(); // nothing changed by any refused call
   }, 150_000);
 
@@ -297,24 +485,63 @@ describe('acting on started conversations', () => {
     const ready = await startReady();
     const id = ready.app_conversation_id;
     llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'echo hi > hi.txt' } }] }, { content: 'done' }]);
-    const sent = await client.POST('/api/v1/app-conversations/{conversation_id}/send-message', { params: { path: { conversation_id: id } }, body: { content: [{ type: 'text', text: 'Say hi in hi.txt', cache_prompt: false }], role: 'user', run: true } });
+    const sent = await client.POST('/api/v1/app-conversations/{conversation_id}/send-message', {
+      params: { path: { conversation_id: id } },
+      body: { content: [{ type: 'text', text: 'Say hi in hi.txt', cache_prompt: false }], role: 'user', run: true },
+    });
     expect(sent.data).toMatchObject({ success: true, sandbox_status: 'RUNNING' });
     await settled(id);
-    const file = await client.GET('/api/v1/app-conversations/{conversation_id}/file', { params: { path: { conversation_id: id }, query: { file_path: 'hi.txt' } } });
+    const file = await client.GET('/api/v1/app-conversations/{conversation_id}/file', {
+      params: { path: { conversation_id: id }, query: { file_path: 'hi.txt' } },
+    });
     expect(file.data).toBe('hi\n');
-    const changes = await client.GET('/api/v1/app-conversations/{conversation_id}/git/changes', { params: { path: { conversation_id: id }, query: { path: '.' } } });
+    const changes = await client.GET('/api/v1/app-conversations/{conversation_id}/git/changes', {
+      params: { path: { conversation_id: id }, query: { path: '.' } },
+    });
     expect(changes.data).toEqual(expect.arrayContaining([{ status: 'ADDED', path: 'hi.txt' }]));
-    const diff = await client.GET('/api/v1/app-conversations/{conversation_id}/git/diff', { params: { path: { conversation_id: id }, query: { path: 'hi.txt', ref: null } } });
+    const diff = await client.GET('/api/v1/app-conversations/{conversation_id}/git/diff', {
+      params: { path: { conversation_id: id }, query: { path: 'hi.txt', ref: null } },
+    });
     expect(diff.data).toEqual({ original: null, modified: 'hi\n' });
-    expect((await client.GET('/api/v1/app-conversations/{conversation_id}/skills', { params: { path: { conversation_id: id } } })).data).toMatchObject({ skills: expect.any(Array) });
-    expect((await client.GET('/api/v1/app-conversations/{conversation_id}/hooks', { params: { path: { conversation_id: id } } })).data).toEqual({ hooks: [] });
-    const patched = await client.PATCH('/api/v1/app-conversations/{conversation_id}', { params: { path: { conversation_id: id } }, body: { title: 'Published', public: null, selected_branch: null } });
-    expect(patched.data).toMatchObject({ id, title: 'Published', sandbox_id: ready.sandbox_id, sandbox_status: 'RUNNING', execution_status: 'finished', pr_number: [], sub_conversation_ids: [] });
-    const queued = await client.POST('/api/v1/conversations/{conversation_id}/pending-messages', { params: { path: { conversation_id: id } }, body: { content: [{ type: 'text', text: 'after ready' }] } as never });
+    expect(
+      (
+        await client.GET('/api/v1/app-conversations/{conversation_id}/skills', {
+          params: { path: { conversation_id: id } },
+        })
+      ).data,
+    ).toMatchObject({ skills: expect.any(Array) });
+    expect(
+      (
+        await client.GET('/api/v1/app-conversations/{conversation_id}/hooks', {
+          params: { path: { conversation_id: id } },
+        })
+      ).data,
+    ).toEqual({ hooks: [] });
+    const patched = await client.PATCH('/api/v1/app-conversations/{conversation_id}', {
+      params: { path: { conversation_id: id } },
+      body: { title: 'Published', public: null, selected_branch: null },
+    });
+    expect(patched.data).toMatchObject({
+      id,
+      title: 'Published',
+      sandbox_id: ready.sandbox_id,
+      sandbox_status: 'RUNNING',
+      execution_status: 'finished',
+      pr_number: [],
+      sub_conversation_ids: [],
+    });
+    const queued = await client.POST('/api/v1/conversations/{conversation_id}/pending-messages', {
+      params: { path: { conversation_id: id } },
+      body: { content: [{ type: 'text', text: 'after ready' }] } as never,
+    });
     expect(queued.data).toMatchObject({ queued: false, position: 0 });
-    const deleted = await client.DELETE('/api/v1/app-conversations/{conversation_id}', { params: { path: { conversation_id: id } } });
+    const deleted = await client.DELETE('/api/v1/app-conversations/{conversation_id}', {
+      params: { path: { conversation_id: id } },
+    });
     expect(deleted.data).toEqual({ success: true });
-    const again = await client.DELETE('/api/v1/app-conversations/{conversation_id}', { params: { path: { conversation_id: id } } });
+    const again = await client.DELETE('/api/v1/app-conversations/{conversation_id}', {
+      params: { path: { conversation_id: id } },
+    });
     expect(again.response.status).toBe(404);
   }, 120_000);
 });

@@ -26,7 +26,8 @@ describe('conversation download', () => {
   let empty: string;
   const base = Date.parse('2024-05-01T12:00:00Z');
   /** `k` '' sends no key. */
-  const download = (id: string, k = key) => fetch(`${t.url}/api/v1/app-conversations/${id}/download`, { headers: k ? { 'X-Access-Token': k } : {} });
+  const download = (id: string, k = key) =>
+    fetch(`${t.url}/api/v1/app-conversations/${id}/download`, { headers: k ? { 'X-Access-Token': k } : {} });
 
   /** The app conversation record a start would have made, with the log's record beside it. */
   const newAppConversation = async (userId: string) => {
@@ -55,7 +56,11 @@ describe('conversation download', () => {
     const items: any[] = [];
     let pageId: string | null = null;
     do {
-      const r: { status: number; body: any } = await t.request('GET', `/api/v1/conversation/${id}/events/search?limit=100${pageId ? `&page_id=${pageId}` : ''}`, { key });
+      const r: { status: number; body: any } = await t.request(
+        'GET',
+        `/api/v1/conversation/${id}/events/search?limit=100${pageId ? `&page_id=${pageId}` : ''}`,
+        { key },
+      );
       expect(r.status).toBe(200);
       items.push(...r.body.items);
       pageId = r.body.next_page_id;
@@ -74,12 +79,24 @@ describe('conversation download', () => {
     // one event of every other kind, and a large event (deflated in the zip; smaller ones are stored) with unicode.
     const evs = [
       ...messages(1150, base, 10),
-      ...(['PauseEvent', 'ObservationEvent', 'ActionEvent', 'ConversationStateUpdateEvent', 'AgentErrorEvent'] as const).map((k, i) =>
-        sample(k, { timestamp: new Date(base + 20_000 + i).toISOString() }),
-      ),
-      sample('MessageEvent', { timestamp: new Date(base + 30_000).toISOString(), llm_message: { role: 'user', content: [{ type: 'text', text: `ünïcödé ✓ "quoted" \\ back ${'and a long line, deflated in the zip; '.repeat(200)}` }] } }),
+      ...(
+        ['PauseEvent', 'ObservationEvent', 'ActionEvent', 'ConversationStateUpdateEvent', 'AgentErrorEvent'] as const
+      ).map((k, i) => sample(k, { timestamp: new Date(base + 20_000 + i).toISOString() })),
+      sample('MessageEvent', {
+        timestamp: new Date(base + 30_000).toISOString(),
+        llm_message: {
+          role: 'user',
+          content: [
+            {
+              type: 'text',
+              text: `ünïcödé ✓ "quoted" \\ back ${'and a long line, deflated in the zip; '.repeat(200)}`,
+            },
+          ],
+        },
+      }),
     ];
-    for (let i = 0; i < evs.length; i += 200) expect((await t.ingest(conversationId, c.sessionKey, evs.slice(i, i + 200))).status).toBe(200);
+    for (let i = 0; i < evs.length; i += 200)
+      expect((await t.ingest(conversationId, c.sessionKey, evs.slice(i, i + 200))).status).toBe(200);
     empty = (await newAppConversation(userId)).id;
   });
   afterAll(() => t.close());
@@ -98,7 +115,11 @@ describe('conversation download', () => {
     const { session_api_key: _key, conversation_url: _url, ...shareable } = listed;
     expect(JSON.parse(metaText)).toEqual(shareable);
     expect(metaText).not.toContain('session_api_key');
-    expect(JSON.parse(metaText)).toMatchObject({ id: conversationId, title: 'Export me', selected_repository: 'acme/widgets' });
+    expect(JSON.parse(metaText)).toMatchObject({
+      id: conversationId,
+      title: 'Export me',
+      selected_repository: 'acme/widgets',
+    });
 
     const events = entries.slice(1);
     const log = await searchAll(conversationId);
@@ -147,7 +168,10 @@ describe('conversation download', () => {
     for (const bad of ['bad%20id', 'not-a-uuid', '1234']) {
       const r = await download(bad);
       expect(r.status).toBe(422);
-      expect(((await r.json()) as { detail: unknown[] }).detail[0]).toMatchObject({ loc: ['path', 'conversation_id'], type: 'uuid_parsing' });
+      expect(((await r.json()) as { detail: unknown[] }).detail[0]).toMatchObject({
+        loc: ['path', 'conversation_id'],
+        type: 'uuid_parsing',
+      });
     }
     const upper = await download(conversationId.toUpperCase().replace(/-/g, ''));
     expect(upper.status).toBe(200);
@@ -167,13 +191,19 @@ describe('conversation download', () => {
     expect(entries).toHaveLength(1157);
     expect(JSON.parse(entries[1]![1]).id).toBe((await searchAll(conversationId))[0].id);
 
-    const missing = await client.GET('/api/v1/app-conversations/{conversation_id}/download', { params: { path: { conversation_id: randomUUID() } }, parseAs: 'arrayBuffer' });
+    const missing = await client.GET('/api/v1/app-conversations/{conversation_id}/download', {
+      params: { path: { conversation_id: randomUUID() } },
+      parseAs: 'arrayBuffer',
+    });
     expect(missing.response.status).toBe(404);
   });
 
   it('a client that disconnects mid-download: the api stays well and serves the next download whole', async () => {
     const ac = new AbortController();
-    const r = await fetch(`${t.url}/api/v1/app-conversations/${conversationId}/download`, { headers: { 'X-Access-Token': key }, signal: ac.signal });
+    const r = await fetch(`${t.url}/api/v1/app-conversations/${conversationId}/download`, {
+      headers: { 'X-Access-Token': key },
+      signal: ac.signal,
+    });
     expect(r.status).toBe(200);
     const reader = r.body!.getReader();
     const first = await reader.read();
@@ -194,7 +224,10 @@ describe('the conversation zip writer', () => {
       try {
         for (let seq = 1; seq <= n; seq++) {
           state.read++;
-          yield { seq, json: JSON.stringify({ id: `e${seq}`, kind: 'PauseEvent', source: 'user', padding: 'x'.repeat(200) }) };
+          yield {
+            seq,
+            json: JSON.stringify({ id: `e${seq}`, kind: 'PauseEvent', source: 'user', padding: 'x'.repeat(200) }),
+          };
         }
       } finally {
         state.finished = true;

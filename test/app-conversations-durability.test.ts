@@ -21,13 +21,19 @@ describe('starts across process failures', () => {
   let t: TestApi;
   let dataDir: string;
   let user: { userId: string; key: string };
-  const workers = workerProcesses(() => t.config, () => dataDir);
+  const workers = workerProcesses(
+    () => t.config,
+    () => dataDir,
+  );
   const newWorker = workers.start;
-  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) => waitForStartTask(t, user.key, id, done, timeoutMs);
+  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) =>
+    waitForStartTask(t, user.key, id, done, timeoutMs);
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-durable-'));
-    t = await startTestApi(testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' }));
+    t = await startTestApi(
+      testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' }),
+    );
     user = await t.newUser();
     // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
     await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
@@ -42,15 +48,23 @@ describe('starts across process failures', () => {
   });
 
   it('kill -9 of the worker during the setup script: a new worker brings the same task to READY', async () => {
-    const repo = bareRepo(dataDir, 'slow', { '.agents/setup.sh': 'echo started >> setup.log\nsleep 3\necho done >> setup.log\n' });
-    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { selected_repository: repo } });
+    const repo = bareRepo(dataDir, 'slow', {
+      '.agents/setup.sh': 'echo started >> setup.log\nsleep 3\necho done >> setup.log\n',
+    });
+    const accepted = await t.request('POST', '/api/v1/app-conversations', {
+      key: user.key,
+      body: { selected_repository: repo },
+    });
     expect(accepted.status).toBe(200);
     const running = await waitForTask(accepted.body.id, (s) => s.status === 'RUNNING_SETUP_SCRIPT');
     const log = path.join(dataDir, 'sandboxes', running.sandbox_id, 'workspace', 'slow', 'setup.log');
     await eventually(() => fs.existsSync(log), { what: `${log} written`, timeoutMs: 90_000, intervalMs: 50 }); // the test's own bound
     // Messages queued before and after the worker dies go out once, in order, after READY.
     const queue = (id: string, text: string) =>
-      t.request('POST', `/api/v1/conversations/${accepted.body.id}/pending-messages`, { key: user.key, body: { id, content: [{ text }] } });
+      t.request('POST', `/api/v1/conversations/${accepted.body.id}/pending-messages`, {
+        key: user.key,
+        body: { id, content: [{ text }] },
+      });
     expect((await queue('d-1', 'one')).status).toBe(201);
     expect((await queue('d-2', 'two')).status).toBe(201);
     const first = workers.all.at(-1)!;
@@ -60,18 +74,30 @@ describe('starts across process failures', () => {
 
     await newWorker();
     const ready = await waitForTask(accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR');
-    expect(ready).toMatchObject({ status: 'READY', sandbox_id: running.sandbox_id, app_conversation_id: accepted.body.id });
+    expect(ready).toMatchObject({
+      status: 'READY',
+      sandbox_id: running.sandbox_id,
+      app_conversation_id: accepted.body.id,
+    });
     // The interrupted step was run again to its end (the setup script says so twice at most).
     expect(fs.readFileSync(log, 'utf8')).toMatch(/done\n$/);
     await eventually(
       async () => {
-        const listed = (await t.request('GET', `/api/v1/conversations/${accepted.body.id}/pending-messages`, { key: user.key })).body;
+        const listed = (
+          await t.request('GET', `/api/v1/conversations/${accepted.body.id}/pending-messages`, { key: user.key })
+        ).body;
         expect(listed.map((m: any) => [m.id, m.status])).toEqual([
           ['d-1', 'DELIVERED'],
           ['d-2', 'DELIVERED'],
           ['d-3', 'DELIVERED'],
         ]);
-        const events = (await t.request('GET', `/api/v1/conversation/${accepted.body.id}/events/search?kind__eq=MessageEvent&limit=100`, { key: user.key })).body.items;
+        const events = (
+          await t.request(
+            'GET',
+            `/api/v1/conversation/${accepted.body.id}/events/search?kind__eq=MessageEvent&limit=100`,
+            { key: user.key },
+          )
+        ).body.items;
         expect(events.filter((e: any) => e.source === 'user').map((e: any) => e.id)).toEqual(['d-1', 'd-2', 'd-3']);
       },
       { timeoutMs: 30_000, intervalMs: 250, what: 'the queued messages delivered in order' },
@@ -94,11 +120,18 @@ describe('starts across process failures', () => {
     t.api.server.closeAllConnections();
     await t.api.close();
     await reader.read().catch(() => undefined);
-    t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    t.api = await startApiServer(
+      t.config,
+      { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
+      pino({ level: 'silent' }),
+    );
     const ready = await waitForTask(id, (s) => s.status === 'READY' || s.status === 'ERROR');
     expect(ready.status).toBe('READY');
     // Joining the stream again replays every status, in order.
-    const again = await t.request('POST', '/api/v1/app-conversations/stream-start', { key: user.key, body: { conversation_id: id, selected_repository: repo } });
+    const again = await t.request('POST', '/api/v1/app-conversations/stream-start', {
+      key: user.key,
+      body: { conversation_id: id, selected_repository: repo },
+    });
     expect(again.body.map((s: any) => s.status)).toEqual(START_TASK_STATUSES.filter((st) => st !== 'ERROR'));
   }, 90_000);
 
@@ -106,7 +139,9 @@ describe('starts across process failures', () => {
     const sandbox = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
     await waitForStatus(t, user.key, sandbox.id, 'RUNNING');
     const accepted = await Promise.all(
-      Array.from({ length: 50 }, () => t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { sandbox_id: sandbox.id } })),
+      Array.from({ length: 50 }, () =>
+        t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { sandbox_id: sandbox.id } }),
+      ),
     );
     expect(accepted.map((r) => r.status)).toEqual(Array(50).fill(200));
     const ids = accepted.map((r) => r.body.id as string);
@@ -114,14 +149,20 @@ describe('starts across process failures', () => {
     // One request for all of them, four times a second: the test should not be the load.
     const finals: any[] = await eventually(
       async () => {
-        const tasks: any[] = (await t.request('GET', `/api/v1/app-conversations/start-tasks?${ids.map((id) => `ids=${id}`).join('&')}`, { key: user.key })).body;
+        const tasks: any[] = (
+          await t.request('GET', `/api/v1/app-conversations/start-tasks?${ids.map((id) => `ids=${id}`).join('&')}`, {
+            key: user.key,
+          })
+        ).body;
         expect(tasks.map((s) => s.status)).toEqual(Array(50).fill(expect.stringMatching(/^(READY|ERROR)$/)));
         return tasks;
       },
       { timeoutMs: 120_000, intervalMs: 250 },
     );
     // A start that failed says why in the assertion, not only that it failed.
-    expect(finals.map((s) => (s.status === 'READY' ? 'READY' : `${s.status}: ${s.detail}`))).toEqual(Array(50).fill('READY'));
+    expect(finals.map((s) => (s.status === 'READY' ? 'READY' : `${s.status}: ${s.detail}`))).toEqual(
+      Array(50).fill('READY'),
+    );
     expect(await t.database.db.collection('app_conversations').countDocuments({ _id: { $in: ids as any[] } })).toBe(50);
   }, 150_000);
 });

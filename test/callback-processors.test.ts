@@ -1,10 +1,25 @@
 /** Callback processors without servers: the registry against the schema, and the pure parts of each kind. */
 import type { Logger } from '@temporalio/common';
-import { CALLBACK_PROCESSORS, processorFor, type CallbackProcessorDeps, type CallbackRun } from '../activities/callback-processors';
+import {
+  CALLBACK_PROCESSORS,
+  processorFor,
+  type CallbackProcessorDeps,
+  type CallbackRun,
+} from '../activities/callback-processors';
 import { chatFailure } from '../activities/callback-processors/chat-v1-processor';
 import { pullRequestTarget } from '../activities/callback-processors/git-host-a-v1-processor';
 import { mergeRequestTarget } from '../activities/callback-processors/git-host-b-v1-processor';
-import { commentMarker, hostFailure, isFinished, linkNext, MAX_SUMMARY_CHARS, postable, summaryOf, summaryText, viewField } from '../activities/callback-processors/summary-post';
+import {
+  commentMarker,
+  hostFailure,
+  isFinished,
+  linkNext,
+  MAX_SUMMARY_CHARS,
+  postable,
+  summaryOf,
+  summaryText,
+  viewField,
+} from '../activities/callback-processors/summary-post';
 import { issueTrackerBServerRefusal } from '../src/app-conversations/issue-tracker-b-servers';
 import { titleFrom } from '../activities/callback-processors/set-title-processor';
 import { CALLBACK_PROCESSOR_KINDS, CallbackProcessorSchema } from '../src/schemas/app-conversations';
@@ -14,7 +29,13 @@ import { sample } from './helpers/event-samples';
 
 const event = (kind: EventKind, extra: Record<string, unknown> = {}): Event => EventSchema.parse(sample(kind, extra));
 const message = (source: 'user' | 'agent', ...texts: string[]) =>
-  event('MessageEvent', { source, llm_message: { role: source === 'user' ? 'user' : 'assistant', content: texts.map((text) => ({ type: 'text', text })) } });
+  event('MessageEvent', {
+    source,
+    llm_message: {
+      role: source === 'user' ? 'user' : 'assistant',
+      content: texts.map((text) => ({ type: 'text', text })),
+    },
+  });
 const finish = (msg: string) => event('ActionEvent', { action: { kind: 'FinishAction', message: msg } });
 const state = (key: string, value: unknown) => event('ConversationStateUpdateEvent', { key, value });
 
@@ -47,7 +68,14 @@ const app: AppConversationRecord = {
 function collectingLogger() {
   const lines: { message: string; meta?: Record<string, unknown> }[] = [];
   const keep = (message: string, meta?: Record<string, unknown>) => void lines.push({ message, meta });
-  const log: Logger = { log: (_level, message, meta) => keep(message, meta), trace: keep, debug: keep, info: keep, warn: keep, error: keep };
+  const log: Logger = {
+    log: (_level, message, meta) => keep(message, meta),
+    trace: keep,
+    debug: keep,
+    info: keep,
+    warn: keep,
+    error: keep,
+  };
   return { log, lines };
 }
 
@@ -68,34 +96,68 @@ describe('the callback processor registry', () => {
     expect(Object.keys(CALLBACK_PROCESSORS).sort()).toEqual([...schemaKinds].sort());
   });
 
-  it.each(['NoSuchCallbackProcessor', 'constructor', 'toString', '__proto__', ''])('has no processor for %j', (kind) => {
-    expect(processorFor(kind)).toBeUndefined();
-  });
+  it.each(['NoSuchCallbackProcessor', 'constructor', 'toString', '__proto__', ''])(
+    'has no processor for %j',
+    (kind) => {
+      expect(processorFor(kind)).toBeUndefined();
+    },
+  );
 });
 
 describe('processors that need nothing but their events', () => {
   // These two kinds reach no store: the deps are never read.
   const noDeps = {} as CallbackProcessorDeps;
-  const run = (events: Event[], log: Logger): CallbackRun => ({ conversationId: 'c1', app, index: 0, processor: { kind: 'x' }, events, log });
+  const run = (events: Event[], log: Logger): CallbackRun => ({
+    conversationId: 'c1',
+    app,
+    index: 0,
+    processor: { kind: 'x' },
+    events,
+    log,
+  });
 
   it('LoggingCallbackProcessor logs each event and says how many', async () => {
     const { log, lines } = collectingLogger();
     const events = [message('user', 'hi'), state('execution_status', 'running')];
-    await expect(CALLBACK_PROCESSORS.LoggingCallbackProcessor.process(run(events, log), noDeps)).resolves.toEqual(['logged 2']);
-    expect(lines).toEqual(events.map((e) => ({ message: 'conversation event', meta: { conversation_id: 'c1', kind: e.kind, id: e.id } })));
+    await expect(CALLBACK_PROCESSORS.LoggingCallbackProcessor.process(run(events, log), noDeps)).resolves.toEqual([
+      'logged 2',
+    ]);
+    expect(lines).toEqual(
+      events.map((e) => ({ message: 'conversation event', meta: { conversation_id: 'c1', kind: e.kind, id: e.id } })),
+    );
     await expect(CALLBACK_PROCESSORS.LoggingCallbackProcessor.process(run([], log), noDeps)).resolves.toEqual([]);
   });
 
-  it.each(['GitHostAV1CallbackProcessor', 'GitHostBV1CallbackProcessor', 'GitHostCV1CallbackProcessor', 'IssueTrackerAV1CallbackProcessor', 'IssueTrackerBV1CallbackProcessor', 'ChatV1CallbackProcessor'] as const)(
+  it.each([
+    'GitHostAV1CallbackProcessor',
+    'GitHostBV1CallbackProcessor',
+    'GitHostCV1CallbackProcessor',
+    'IssueTrackerAV1CallbackProcessor',
+    'IssueTrackerBV1CallbackProcessor',
+    'ChatV1CallbackProcessor',
+  ] as const)(
     '%s does nothing before the agent finished, nor when asked for no summary (no store, no host reached)',
     async (kind) => {
       const { log, lines } = collectingLogger();
-      const processor = (extra: object) => ({ ...run([message('user', 'hi'), state('execution_status', 'running')], log), processor: { kind, ...extra } });
+      const processor = (extra: object) => ({
+        ...run([message('user', 'hi'), state('execution_status', 'running')], log),
+        processor: { kind, ...extra },
+      });
       // Not bare (a record of this version), not finished: nothing.
-      await expect(CALLBACK_PROCESSORS[kind].process(processor({ should_request_summary: true }), noDeps)).resolves.toEqual([]);
+      await expect(
+        CALLBACK_PROCESSORS[kind].process(processor({ should_request_summary: true }), noDeps),
+      ).resolves.toEqual([]);
       // Finished, but stored bare by the version that did nothing with the kind: nothing.
-      await expect(CALLBACK_PROCESSORS[kind].process({ ...processor({}), events: [state('execution_status', 'finished')] }, noDeps)).resolves.toEqual([]);
-      const finished = { ...processor({ should_request_summary: false }), events: [state('execution_status', 'finished')] };
+      await expect(
+        CALLBACK_PROCESSORS[kind].process(
+          { ...processor({}), events: [state('execution_status', 'finished')] },
+          noDeps,
+        ),
+      ).resolves.toEqual([]);
+      const finished = {
+        ...processor({ should_request_summary: false }),
+        events: [state('execution_status', 'finished')],
+      };
       await expect(CALLBACK_PROCESSORS[kind].process(finished, noDeps)).resolves.toEqual([]);
       expect(lines).toEqual([]);
     },
@@ -104,7 +166,13 @@ describe('processors that need nothing but their events', () => {
 
 describe('SetTitleCallbackProcessor: titleFrom', () => {
   it('takes the first line of the first user message', () => {
-    expect(titleFrom([message('agent', 'hello'), message('user', '  Fix the build\nthen the docs'), message('user', 'later')])).toBe('Fix the build');
+    expect(
+      titleFrom([
+        message('agent', 'hello'),
+        message('user', '  Fix the build\nthen the docs'),
+        message('user', 'later'),
+      ]),
+    ).toBe('Fix the build');
   });
 
   it('drops a leading [tag]', () => {
@@ -139,8 +207,14 @@ describe('the host processors: their pure parts', () => {
   });
 
   it('finds the pull request in the view data, else in the start', () => {
-    expect(pullRequestTarget({ repo: 'acme/widgets', pr_number: 7 }, 'other/repo', [9])).toEqual({ repo: 'acme/widgets', number: 7 });
-    expect(pullRequestTarget({ full_name: 'acme/gadgets', number: 3 }, null)).toEqual({ repo: 'acme/gadgets', number: 3 });
+    expect(pullRequestTarget({ repo: 'acme/widgets', pr_number: 7 }, 'other/repo', [9])).toEqual({
+      repo: 'acme/widgets',
+      number: 7,
+    });
+    expect(pullRequestTarget({ full_name: 'acme/gadgets', number: 3 }, null)).toEqual({
+      repo: 'acme/gadgets',
+      number: 3,
+    });
     expect(pullRequestTarget({}, 'acme/widgets', [9, 10])).toEqual({ repo: 'acme/widgets', number: 9 });
   });
 
@@ -161,11 +235,17 @@ describe('the host processors: their pure parts', () => {
 
   it('finds the merge request of git host B by id or path, and its iid', () => {
     expect(mergeRequestTarget({ project_id: 42, mr_iid: 7 }, null)).toEqual({ project: '42', iid: 7 });
-    expect(mergeRequestTarget({ full_path: 'group/sub/project', merge_request_iid: '3' }, null)).toEqual({ project: 'group/sub/project', iid: 3 });
+    expect(mergeRequestTarget({ full_path: 'group/sub/project', merge_request_iid: '3' }, null)).toEqual({
+      project: 'group/sub/project',
+      iid: 3,
+    });
     expect(mergeRequestTarget({}, 'acme/widgets', [5])).toEqual({ project: 'acme/widgets', iid: 5 });
     expect(mergeRequestTarget({ mr_iid: 'x' }, 'acme/widgets')).toBeNull();
     expect(mergeRequestTarget({ mr_iid: 1 }, 'no-slash')).toBeNull();
-    expect(mergeRequestTarget({ project_id: '../../admin', mr_iid: 1 }, null)).toEqual({ project: '../../admin', iid: 1 }); // encoded as one path segment
+    expect(mergeRequestTarget({ project_id: '../../admin', mr_iid: 1 }, null)).toEqual({
+      project: '../../admin',
+      iid: 1,
+    }); // encoded as one path segment
   });
 
   it('reads view fields as text: strings and finite numbers only', () => {
@@ -178,27 +258,39 @@ describe('the host processors: their pure parts', () => {
     const refused = hostFailure('h', 'the post', 403, 'bad token tok-123 here', ['tok-123']);
     expect(refused).toMatchObject({ nonRetryable: true, message: 'h refused the post (403): bad token *** here' });
     expect(hostFailure('h', 'x', 302, '')).toMatchObject({ nonRetryable: true });
-    for (const status of [408, 429, 500, 503]) expect((hostFailure('h', 'x', status, 'later') as { nonRetryable?: boolean }).nonRetryable).toBeUndefined();
+    for (const status of [408, 429, 500, 503])
+      expect((hostFailure('h', 'x', status, 'later') as { nonRetryable?: boolean }).nonRetryable).toBeUndefined();
   });
 
   it("takes the chat service's ok: false as a refusal, but for the errors that pass", () => {
     const answer = (json: unknown) => ({ status: 200, link: null, text: JSON.stringify(json), json: () => json });
     expect(chatFailure(answer({ ok: true }), 'x')).toBeNull();
-    expect(chatFailure(answer({ ok: false, error: 'channel_not_found' }), 'x')).toMatchObject({ nonRetryable: true, message: 'the chat service refused x: channel_not_found' });
-    expect((chatFailure(answer({ ok: false, error: 'ratelimited' }), 'x') as { nonRetryable?: boolean }).nonRetryable).toBeUndefined();
+    expect(chatFailure(answer({ ok: false, error: 'channel_not_found' }), 'x')).toMatchObject({
+      nonRetryable: true,
+      message: 'the chat service refused x: channel_not_found',
+    });
+    expect(
+      (chatFailure(answer({ ok: false, error: 'ratelimited' }), 'x') as { nonRetryable?: boolean }).nonRetryable,
+    ).toBeUndefined();
     expect(chatFailure(answer('not an object'), 'x')).toMatchObject({ nonRetryable: true });
   });
 
   it("masks every secret value in the agent's summary and cuts it to what every host takes", () => {
-    expect(postable('token ghp_abcdef and ghp_abcdef again; key sk-1', ['ghp_abcdef', 'sk-1', 'ab'])).toBe('token *** and *** again; key ***');
+    expect(postable('token ghp_abcdef and ghp_abcdef again; key sk-1', ['ghp_abcdef', 'sk-1', 'ab'])).toBe(
+      'token *** and *** again; key ***',
+    );
     expect(postable('ab stays: too short to mask', ['ab'])).toBe('ab stays: too short to mask');
-    expect(postable('x'.repeat(MAX_SUMMARY_CHARS + 5), [])).toBe(`${'x'.repeat(MAX_SUMMARY_CHARS)}\n\n(cut at ${MAX_SUMMARY_CHARS} characters)`);
+    expect(postable('x'.repeat(MAX_SUMMARY_CHARS + 5), [])).toBe(
+      `${'x'.repeat(MAX_SUMMARY_CHARS)}\n\n(cut at ${MAX_SUMMARY_CHARS} characters)`,
+    );
     expect(postable(null, ['x'])).toBeNull();
   });
 
   it("reads a Link header's next page", () => {
     const a = (link: string | null) => ({ status: 200, link, text: '', json: () => null });
-    expect(linkNext(a('<https://h/x?page=2>; rel="next", <https://h/x?page=9>; rel="last"'))).toBe('https://h/x?page=2');
+    expect(linkNext(a('<https://h/x?page=2>; rel="next", <https://h/x?page=9>; rel="last"'))).toBe(
+      'https://h/x?page=2',
+    );
     expect(linkNext(a('<https://h/x?page=1>; rel="prev"'))).toBeNull();
     expect(linkNext(a(null))).toBeNull();
   });
@@ -218,7 +310,12 @@ describe('the host processors: their pure parts', () => {
     expect(issueTrackerBServerRefusal('https://jira.acme.example', [])).toMatch(/ISSUE_TRACKER_B_ORIGINS/);
     expect(issueTrackerBServerRefusal('not a url', allowed)).toMatch(/not an absolute URL/);
     // An empty query or fragment parses as none: the comment path would be appended after it.
-    for (const sly of ['https://jira.acme.example/any/path?', 'https://jira.acme.example/any#', 'https://jira.acme.example/a%2F..%2Fb', 'https://jira.acme.example/a\\b']) {
+    for (const sly of [
+      'https://jira.acme.example/any/path?',
+      'https://jira.acme.example/any#',
+      'https://jira.acme.example/a%2F..%2Fb',
+      'https://jira.acme.example/a\\b',
+    ]) {
       expect(issueTrackerBServerRefusal(sly, allowed)).toMatch(/no query, fragment/);
     }
   });

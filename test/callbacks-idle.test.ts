@@ -50,15 +50,32 @@ describe('callbacks workflows end when idle', () => {
       await Promise.all(
         ids.slice(i, i + 100).map((id) =>
           t.stores.appConversations.create({
-            id, created_by_user_id: owner, sandbox_id: null, title: null, selected_repository: null, selected_branch: null, git_provider: null,
-            trigger: null, agent_server_url: null, start_task_id: null, processors: [{ kind: 'bench-noop' }], created_at: now, updated_at: now,
+            id,
+            created_by_user_id: owner,
+            sandbox_id: null,
+            title: null,
+            selected_repository: null,
+            selected_branch: null,
+            git_provider: null,
+            trigger: null,
+            agent_server_url: null,
+            start_task_id: null,
+            processors: [{ kind: 'bench-noop' }],
+            created_at: now,
+            updated_at: now,
           }),
         ),
       );
     }
     const warnings: string[] = [];
     const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
-    const dispatch = new CallbackDispatch({ temporal: client, taskQueue, appConversations: t.stores.appConversations, log, idleMs: IDLE_MS });
+    const dispatch = new CallbackDispatch({
+      temporal: client,
+      taskQueue,
+      appConversations: t.stores.appConversations,
+      log,
+      idleMs: IDLE_MS,
+    });
 
     const open = `WorkflowType = '${WORKFLOW_TYPES.callbacks}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
     const count = async (query: string) => (await client.workflow.count(query)).count;
@@ -72,12 +89,17 @@ describe('callbacks workflows end when idle', () => {
     expect(openBefore).toBe(CONVERSATIONS);
     // Found by their owner (open or already ended: the worker gets through them at its own pace).
     const mine = `WorkflowType = '${WORKFLOW_TYPES.callbacks}' AND TaskQueue = '${taskQueue}' AND OwnerUserId = '${owner}'`;
-    await eventually(async () => expect(await count(mine)).toBe(CONVERSATIONS), { timeoutMs: 120_000, intervalMs: 500 });
+    await eventually(async () => expect(await count(mine)).toBe(CONVERSATIONS), {
+      timeoutMs: 120_000,
+      intervalMs: 500,
+    });
 
     // After the idle bound, none stays open.
     await eventually(async () => expect(await count(open)).toBe(0), { timeoutMs: IDLE_MS + 120_000, intervalMs: 500 });
     const noneOpenMs = Date.now() - startedAt;
-    const completed = await count(`WorkflowType = '${WORKFLOW_TYPES.callbacks}' AND ExecutionStatus = 'Completed' AND TaskQueue = '${taskQueue}'`);
+    const completed = await count(
+      `WorkflowType = '${WORKFLOW_TYPES.callbacks}' AND ExecutionStatus = 'Completed' AND TaskQueue = '${taskQueue}'`,
+    );
     expect(completed).toBe(CONVERSATIONS);
     expect(noneOpenMs).toBeGreaterThanOrEqual(IDLE_MS);
 
@@ -87,17 +109,22 @@ describe('callbacks workflows end when idle', () => {
     expect(timers.map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')))).toEqual([
       `wait for new events; ${IDLE_MS / 1000} s idle ends this run`,
     ]);
-    expect(timers[0]!.timerStartedEventAttributes!.startToFireTimeout!.seconds!.toString()).toBe(String(IDLE_MS / 1000));
+    expect(timers[0]!.timerStartedEventAttributes!.startToFireTimeout!.seconds!.toString()).toBe(
+      String(IDLE_MS / 1000),
+    );
 
     // The next event starts a new run.
     const firstRun = (await client.workflow.getHandle(callbacksWorkflowId(ids[0]!)).describe()).runId;
     dispatch.notify(ids[0]!);
-    await eventually(async () => {
-      const d = await client.workflow.getHandle(callbacksWorkflowId(ids[0]!)).describe();
-      expect(d.status.name).toBe('RUNNING');
-      expect(d.runId).not.toBe(firstRun);
-      expect(d.searchAttributes.OwnerUserId).toEqual([owner]);
-    }, { timeoutMs: 20_000, intervalMs: 200 });
+    await eventually(
+      async () => {
+        const d = await client.workflow.getHandle(callbacksWorkflowId(ids[0]!)).describe();
+        expect(d.status.name).toBe('RUNNING');
+        expect(d.runId).not.toBe(firstRun);
+        expect(d.searchAttributes.OwnerUserId).toEqual([owner]);
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
     expect(await count(open)).toBe(1);
     await client.workflow.getHandle(callbacksWorkflowId(ids[0]!)).terminate('test over');
 

@@ -57,18 +57,30 @@ describe('agent-control client and CLI', () => {
   const restartApi = async () => {
     t.api.server.closeAllConnections();
     await t.api.close();
-    t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    t.api = await startApiServer(
+      t.config,
+      { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
+      pino({ level: 'silent' }),
+    );
   };
 
   it('--help lists every command and the exit codes; a usage error exits 2; no configuration exits 2', async () => {
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
-    for (const c of ['login', 'start', 'send', 'events', 'conversations', 'sandboxes', 'tasks']) expect(help.stdout).toContain(c);
+    for (const c of ['login', 'start', 'send', 'events', 'conversations', 'sandboxes', 'tasks'])
+      expect(help.stdout).toContain(c);
     expect(help.stdout).toMatch(/Exit codes:[\s\S]*3 +the API key was refused[\s\S]*7 +the start ended in ERROR/);
     const sub = await cli(['sandboxes', '--help']);
     expect(sub.stdout).toMatch(/ls[\s\S]*pause[\s\S]*resume[\s\S]*rm/);
     expect((await cli(['frobnicate'])).code).toBe(2);
-    expect((await cli(['conversations', 'ls', '--limit', 'zero'], { AGENT_CONTROL_URL: t.url, AGENT_CONTROL_API_KEY: user.key })).code).toBe(2);
+    expect(
+      (
+        await cli(['conversations', 'ls', '--limit', 'zero'], {
+          AGENT_CONTROL_URL: t.url,
+          AGENT_CONTROL_API_KEY: user.key,
+        })
+      ).code,
+    ).toBe(2);
     const none = await cli(['tasks', 'ls']);
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('agent-control login');
@@ -104,7 +116,15 @@ describe('agent-control client and CLI', () => {
     expect(steps.at(-1)).toBe('READY');
     const order = steps.map((s) => START_TASK_STATUSES.indexOf(s as (typeof START_TASK_STATUSES)[number]));
     expect(order.every((i, k) => i >= 0 && (k === 0 || i > order[k - 1]!))).toBe(true);
-    expect(steps).toEqual(expect.arrayContaining(['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'STARTING_CONVERSATION', 'READY']));
+    expect(steps).toEqual(
+      expect.arrayContaining([
+        'WORKING',
+        'WAITING_FOR_SANDBOX',
+        'PREPARING_REPOSITORY',
+        'STARTING_CONVERSATION',
+        'READY',
+      ]),
+    );
     const conversationId = /^conversation (\S+)/m.exec(run.stdout)![1]!;
     expect(run.stdout).toMatch(/MessageEvent +user: Say done\./);
     expect(run.stdout).toMatch(/ConversationStateUpdateEvent +execution_status = "finished"/);
@@ -113,11 +133,19 @@ describe('agent-control client and CLI', () => {
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: conversationId });
     const listed = await cli(['conversations', 'ls', '--json', '-n', '5']);
-    expect(listed.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id)).toContain(conversationId);
+    expect(
+      listed.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { id: string }).id),
+    ).toContain(conversationId);
     const sandboxId = /\(sandbox (\S+)\)/.exec(run.stdout)![1]!;
     expect((await cli(['sandboxes', 'ls'])).stdout).toMatch(new RegExp(`^${sandboxId} +RUNNING`, 'm'));
     const searched = await cli(['events', 'search', conversationId, '--json', '--kind', 'MessageEvent']);
-    const lines = searched.stdout.trim().split('\n').map((l) => JSON.parse(l) as { kind: string });
+    const lines = searched.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string });
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.every((l) => l.kind === 'MessageEvent')).toBe(true);
 
@@ -130,7 +158,14 @@ describe('agent-control client and CLI', () => {
     expect(conflict.stderr).toContain('409');
     expect(conflict.code).toBe(5);
 
-    const failed = await cli(['start', '--repository', path.join(dataDir, 'no-such-repo.git'), '--message', 'x', '--no-follow']);
+    const failed = await cli([
+      'start',
+      '--repository',
+      path.join(dataDir, 'no-such-repo.git'),
+      '--message',
+      'x',
+      '--no-follow',
+    ]);
     expect(failed.code).toBe(7);
     expect(failed.stdout).toMatch(/✗ ERROR/);
   }, 120_000);
@@ -146,14 +181,22 @@ describe('agent-control client and CLI', () => {
     });
     let cliOut = '';
     cliTail.stdout.on('data', (d: Buffer) => (cliOut += d.toString()));
-    const cliIds = () => cliOut.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { id: string }).id);
+    const cliIds = () =>
+      cliOut
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { id: string }).id);
 
     const client = new AgentControlClient({ baseUrl: t.url, apiKey: user.key });
     const ac = new AbortController();
     const got: string[] = [];
     let reconnects = 0;
     const reading = (async () => {
-      for await (const e of client.events.tail(c.conversationId, { signal: ac.signal, onReconnect: () => reconnects++ })) got.push((e as Event & { id: string }).id);
+      for await (const e of client.events.tail(c.conversationId, {
+        signal: ac.signal,
+        onReconnect: () => reconnects++,
+      }))
+        got.push((e as Event & { id: string }).id);
     })();
     await eventually(() => got.length === 5 && cliIds().length === 5, { timeoutMs: 15_000, intervalMs: 50 });
 
@@ -178,8 +221,12 @@ describe('agent-control client and CLI', () => {
 
   it('text from the agent reaches the terminal with its control characters shown, not acted on; --json keeps the value', async () => {
     const c = await t.newConversation(user.userId);
-    const hostile = 'copy \u001b]52;c;ZXZpbA==\u0007 clear \u001b[2J csi \u009b31m flip \u202egnp.exe\u202c bell \u0007';
-    const event = sample('MessageEvent', { timestamp: new Date().toISOString(), llm_message: { role: 'user', content: [{ type: 'text', text: hostile }] } });
+    const hostile =
+      'copy \u001b]52;c;ZXZpbA==\u0007 clear \u001b[2J csi \u009b31m flip \u202egnp.exe\u202c bell \u0007';
+    const event = sample('MessageEvent', {
+      timestamp: new Date().toISOString(),
+      llm_message: { role: 'user', content: [{ type: 'text', text: hostile }] },
+    });
     expect((await t.ingest(c.conversationId, c.sessionKey, [event])).status).toBeLessThan(300);
     const configured = { AGENT_CONTROL_URL: t.url, AGENT_CONTROL_API_KEY: user.key };
     // eslint-disable-next-line no-control-regex -- control characters are what it finds
@@ -187,9 +234,14 @@ describe('agent-control client and CLI', () => {
     const readable = await cli(['events', 'search', c.conversationId], configured);
     expect(readable.code).toBe(0);
     expect(readable.stdout).not.toMatch(raw);
-    expect(readable.stdout).toContain('copy \\u001b]52;c;ZXZpbA==\\u0007 clear \\u001b[2J csi \\u009b31m flip \\u202egnp.exe');
+    expect(readable.stdout).toContain(
+      'copy \\u001b]52;c;ZXZpbA==\\u0007 clear \\u001b[2J csi \\u009b31m flip \\u202egnp.exe',
+    );
     const asJson = await cli(['events', 'search', c.conversationId, '--json'], configured);
     expect(asJson.stdout).not.toMatch(raw);
-    expect((JSON.parse(asJson.stdout.trim()) as { llm_message: { content: { text: string }[] } }).llm_message.content[0]!.text).toBe(hostile);
+    expect(
+      (JSON.parse(asJson.stdout.trim()) as { llm_message: { content: { text: string }[] } }).llm_message.content[0]!
+        .text,
+    ).toBe(hostile);
   });
 });

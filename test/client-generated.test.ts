@@ -33,6 +33,8 @@ describe('generated client', () => {
   it('refuses a truncated stream, text that is not an array, and an element over the bound', async () => {
     await expect(collect(jsonArrayElements(chunks('[{"a":1},')))).rejects.toThrow(JsonArrayStreamError);
     await expect(collect(jsonArrayElements(chunks('{"a":1}')))).rejects.toThrow(JsonArrayStreamError);
-    await expect(collect(jsonArrayElements(chunks(`[${JSON.stringify({ s: 'x'.repeat(200) })}]`), 100))).rejects.toThrow(/exceeds 100/);
+    await expect(
+      collect(jsonArrayElements(chunks(`[${JSON.stringify({ s: 'x'.repeat(200) })}]`), 100)),
+    ).rejects.toThrow(/exceeds 100/);
   });
 });

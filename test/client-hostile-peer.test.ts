@@ -22,7 +22,10 @@ interface Peer {
   close: () => Promise<void>;
 }
 
-async function peer(answer: (req: http.IncomingMessage, res: http.ServerResponse) => void, ws?: (server: http.Server) => void): Promise<Peer> {
+async function peer(
+  answer: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+  ws?: (server: http.Server) => void,
+): Promise<Peer> {
   const requests: Peer['requests'] = [];
   const server = http.createServer((req, res) => {
     requests.push({ url: req.url ?? '', headers: req.headers });
@@ -54,7 +57,13 @@ describe('client and CLI against a peer that is not the service', () => {
     await Promise.all(peers.map((p) => p.close()));
     fs.rmSync(home, { recursive: true, force: true });
   });
-  const cli = (args: string[], url: string) => runNode(CLI, args, { XDG_CONFIG_HOME: home, AGENT_CONTROL_URL: url, AGENT_CONTROL_API_KEY: 'acp_secret_of_the_user' }, 30_000);
+  const cli = (args: string[], url: string) =>
+    runNode(
+      CLI,
+      args,
+      { XDG_CONFIG_HOME: home, AGENT_CONTROL_URL: url, AGENT_CONTROL_API_KEY: 'acp_secret_of_the_user' },
+      30_000,
+    );
 
   it('a redirect is not followed: the key never reaches the other host; login saves nothing and exits 6', async () => {
     const elsewhere = await open((_req, res) => res.end('{"id":"u"}'));
@@ -91,17 +100,26 @@ describe('client and CLI against a peer that is not the service', () => {
       const drip = setInterval(() => res.write('x'), 50);
       res.on('close', () => clearInterval(drip));
     });
-    const dripped = await unwrap(new AgentControlClient({ baseUrl: dripping.url, apiKey: 'k', requestTimeoutMs: 400 }).api.GET('/api/v1/users/me')).catch((e: unknown) => e);
+    const dripped = await unwrap(
+      new AgentControlClient({ baseUrl: dripping.url, apiKey: 'k', requestTimeoutMs: 400 }).api.GET('/api/v1/users/me'),
+    ).catch((e: unknown) => e);
     expect(dripped).toBeInstanceOf(UnreachableError);
 
     const huge = await open((req, res) => {
-      res.writeHead(200, req.url?.includes('declared') ? { 'content-type': 'application/json', 'content-length': String(10 << 20) } : { 'content-type': 'application/json' });
+      res.writeHead(
+        200,
+        req.url?.includes('declared')
+          ? { 'content-type': 'application/json', 'content-length': String(10 << 20) }
+          : { 'content-type': 'application/json' },
+      );
       if (req.url?.includes('declared')) return void res.end();
       res.end(`{"id":"${'x'.repeat(2 << 20)}"}`); // chunked: the size is only known as it comes
     });
     const small = new AgentControlClient({ baseUrl: huge.url, apiKey: 'k', maxResponseBytes: 1 << 20 });
     for (const query of [{}, { declared: '1' }]) {
-      const tooLarge = await unwrap(small.api.GET('/api/v1/users/me', { params: { query } as never })).catch((e: unknown) => e);
+      const tooLarge = await unwrap(small.api.GET('/api/v1/users/me', { params: { query } as never })).catch(
+        (e: unknown) => e,
+      );
       expect(tooLarge).toBeInstanceOf(ProtocolError);
       expect((tooLarge as Error).message).toContain('larger than 1048576 bytes');
     }
@@ -110,7 +128,9 @@ describe('client and CLI against a peer that is not the service', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('<html>a captive portal</html>');
     });
-    const notJson = await unwrap(new AgentControlClient({ baseUrl: html.url, apiKey: 'k' }).api.GET('/api/v1/users/me')).catch((e: unknown) => e);
+    const notJson = await unwrap(
+      new AgentControlClient({ baseUrl: html.url, apiKey: 'k' }).api.GET('/api/v1/users/me'),
+    ).catch((e: unknown) => e);
     expect(notJson).toBeInstanceOf(ProtocolError);
     const ls = await cli(['conversations', 'ls'], html.url);
     expect(ls.code).toBe(6);
@@ -128,7 +148,12 @@ describe('client and CLI against a peer that is not the service', () => {
     expect(looping.requests.length).toBe(1);
     const repeating = await open((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ items: [{ id: 's', status: 'RUNNING', created_at: '2026-01-01T00:00:00Z' }], next_page_id: 'same' }));
+      res.end(
+        JSON.stringify({
+          items: [{ id: 's', status: 'RUNNING', created_at: '2026-01-01T00:00:00Z' }],
+          next_page_id: 'same',
+        }),
+      );
     });
     const again = await cli(['sandboxes', 'ls', '-n', '1000'], repeating.url);
     expect(again.code).toBe(6);
@@ -153,7 +178,8 @@ describe('client and CLI against a peer that is not the service', () => {
               ws.close(1011, 'junk');
             });
           }
-          if (req.url?.includes('evil')) return void wss.handleUpgrade(req, socket, head, (ws) => ws.close(1011, '\u001b]52;c;ZXZpbA==\u0007'));
+          if (req.url?.includes('evil'))
+            return void wss.handleUpgrade(req, socket, head, (ws) => ws.close(1011, '\u001b]52;c;ZXZpbA==\u0007'));
           wss.handleUpgrade(req, socket, head, (ws) => ws.close(1013, 'try again later'));
         });
       },
@@ -163,7 +189,11 @@ describe('client and CLI against a peer that is not the service', () => {
     const quiet = new AgentControlClient({ baseUrl: p.url, apiKey: 'k', socketLivenessMs: 300 });
     const ac = new AbortController();
     const tail = (async () => {
-      for await (const _ of quiet.events.tail('silent', { signal: ac.signal, onReconnect: (_n, why) => reasons.push(why) })) void _;
+      for await (const _ of quiet.events.tail('silent', {
+        signal: ac.signal,
+        onReconnect: (_n, why) => reasons.push(why),
+      }))
+        void _;
     })();
     await sleep(2_000);
     ac.abort();
@@ -175,7 +205,8 @@ describe('client and CLI against a peer that is not the service', () => {
     const flapping = new AgentControlClient({ baseUrl: p.url, apiKey: 'k' });
     const began = Date.now();
     const err = await (async () => {
-      for await (const _ of flapping.events.tail('flapping', { reconnectForMs: 2_000, onReconnect: () => flaps++ })) void _;
+      for await (const _ of flapping.events.tail('flapping', { reconnectForMs: 2_000, onReconnect: () => flaps++ }))
+        void _;
     })().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UnreachableError);
     expect((err as Error).message).toContain('1013');
@@ -195,7 +226,9 @@ describe('client and CLI against a peer that is not the service', () => {
     expect(junkConnections).toBeLessThanOrEqual(7);
 
     // What the peer says in a close reason reaches the person at the terminal escaped.
-    const cliTail = spawn(process.execPath, [CLI, 'events', 'tail', 'evil'], { env: { ...process.env, XDG_CONFIG_HOME: home, AGENT_CONTROL_URL: p.url, AGENT_CONTROL_API_KEY: 'k' } });
+    const cliTail = spawn(process.execPath, [CLI, 'events', 'tail', 'evil'], {
+      env: { ...process.env, XDG_CONFIG_HOME: home, AGENT_CONTROL_URL: p.url, AGENT_CONTROL_API_KEY: 'k' },
+    });
     let stderr = '';
     cliTail.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     await eventually(() => stderr.includes('reconnecting'), { timeoutMs: 10_000, intervalMs: 50 });

@@ -83,15 +83,33 @@ describe('the production shape: two hosts, one lost under load', () => {
     };
     // Each host's runtimes on an address of its own, as on two machines (what listens on the other
     // host's 127.0.0.1 is not theirs).
-    const hostA = { ...shared, TEMPORAL_ADDRESS: nodeA.address, WORKER_HOST: 'host-a', SANDBOX_PROCESS_HOST: '127.0.0.2', DATA_DIR: path.join(dir, 'host-a') };
-    const hostB = { ...shared, TEMPORAL_ADDRESS: nodeB.address, WORKER_HOST: 'host-b', SANDBOX_PROCESS_HOST: '127.0.0.3', DATA_DIR: path.join(dir, 'host-b') };
+    const hostA = {
+      ...shared,
+      TEMPORAL_ADDRESS: nodeA.address,
+      WORKER_HOST: 'host-a',
+      SANDBOX_PROCESS_HOST: '127.0.0.2',
+      DATA_DIR: path.join(dir, 'host-a'),
+    };
+    const hostB = {
+      ...shared,
+      TEMPORAL_ADDRESS: nodeB.address,
+      WORKER_HOST: 'host-b',
+      SANDBOX_PROCESS_HOST: '127.0.0.3',
+      DATA_DIR: path.join(dir, 'host-b'),
+    };
     // (The processes get what their config says through their environment: the shared settings too.)
-    const hostEnv = (h: typeof hostA) => ({ ...shared, WORKER_HOST: h.WORKER_HOST, SANDBOX_PROCESS_HOST: h.SANDBOX_PROCESS_HOST });
+    const hostEnv = (h: typeof hostA) => ({
+      ...shared,
+      WORKER_HOST: h.WORKER_HOST,
+      SANDBOX_PROCESS_HOST: h.SANDBOX_PROCESS_HOST,
+    });
     const configA = testConfig({ ...hostA, API_PORT: String(await freePort()) });
     const configB = testConfig(hostB);
     const workerA = spawned(startWorkerProcess(configA, hostA.DATA_DIR, hostEnv(hostA)));
     const workerB = spawned(startWorkerProcess(configB, hostB.DATA_DIR, hostEnv(hostB)));
-    const apiA = spawned(startServiceProcess(['src', 'api', 'main.js'], 'api listening', configA, path.join(dir, 'api-a'), shared));
+    const apiA = spawned(
+      startServiceProcess(['src', 'api', 'main.js'], 'api listening', configA, path.join(dir, 'api-a'), shared),
+    );
     apiB = await startTestApi(configB);
     await Promise.all([workerA.ready, workerB.ready, apiA.ready]);
     const urlA = `http://127.0.0.1:${configA.api.port}`;
@@ -113,7 +131,8 @@ describe('the production shape: two hosts, one lost under load', () => {
 
     // The live load: a subscriber on api A, ingest through api B, resent until acknowledged.
     const c = await apiB.newConversation(user.userId);
-    const socket = (base: string, query = '') => `${base.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket${query}`;
+    const socket = (base: string, query = '') =>
+      `${base.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket${query}`;
     const first: Recorder = connect(socket(urlA), { 'X-Access-Token': user.key });
     await first.opened;
     running.push(() => first.ws.terminate());
@@ -126,7 +145,8 @@ describe('the production shape: two hosts, one lost under load', () => {
 
     // A sandbox on each host (a sandbox is placed on the host whose worker runs its workflow first:
     // made until each host has one), to be acted on after the loss, host A's once its worker is back.
-    const recordOf = (id: string) => apiB.database.db.collection<{ _id: string; host_queue?: string | null }>('sandboxes').findOne({ _id: id });
+    const recordOf = (id: string) =>
+      apiB.database.db.collection<{ _id: string; host_queue?: string | null }>('sandboxes').findOne({ _id: id });
     const queueOf = (host: string) => hostTaskQueue(shared.TEMPORAL_TASK_QUEUE, host);
     const placed = new Map<string, string>();
     for (let i = 0; i < 16 && placed.size < 2; i++) {
@@ -139,7 +159,9 @@ describe('the production shape: two hosts, one lost under load', () => {
     expect([...placed.keys()].sort()).toEqual([queueOf('host-a'), queueOf('host-b')]);
 
     // Wave 1 through both apis, and host A lost while those starts run.
-    const wave1 = await Promise.all(Array.from({ length: STARTS_PER_WAVE }, (_, i) => startVia(i % 2 ? apiB.url : urlA)));
+    const wave1 = await Promise.all(
+      Array.from({ length: STARTS_PER_WAVE }, (_, i) => startVia(i % 2 ? apiB.url : urlA)),
+    );
     await sleep(1000);
     await Promise.all([killed(apiA.child), killed(workerA.child), killed(nodeA.process)]);
     const lostAt = Date.now();
@@ -147,13 +169,23 @@ describe('the production shape: two hosts, one lost under load', () => {
     const wave2 = await Promise.all(Array.from({ length: STARTS_PER_WAVE }, () => startVia(apiB.url)));
     const acceptedAfterMs = Date.now() - lostAt;
     // Host A's worker restarted, on the node that is left.
-    const workerA2 = spawned(startWorkerProcess({ ...configA, temporal: { ...configA.temporal, address: nodeB.address } }, hostA.DATA_DIR, hostEnv(hostA)));
+    const workerA2 = spawned(
+      startWorkerProcess(
+        { ...configA, temporal: { ...configA.temporal, address: nodeB.address } },
+        hostA.DATA_DIR,
+        hostEnv(hostA),
+      ),
+    );
     await workerA2.ready;
     await ingest.goesOn(3, 60_000, 'ingest goes on through api B');
 
     // Every start READY, its statuses once each and in order (the workflow's own list).
     const ids = [...wave1, ...wave2];
-    const ended = await Promise.all(ids.map((id) => waitForStartTask(apiB, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000)));
+    const ended = await Promise.all(
+      ids.map((id) =>
+        waitForStartTask(apiB, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000),
+      ),
+    );
     expect(ended.map((s) => [s.id, s.status, s.detail])).toEqual(ids.map((id) => [id, 'READY', null]));
     console.log(
       `host A lost: the next ${STARTS_PER_WAVE} starts accepted by api B within ${acceptedAfterMs} ms, all ${ids.length} READY ${((Date.now() - lostAt) / 1000).toFixed(1)} s after the loss; ingest: ${ingest.counts.batches} batches acknowledged, ${ingest.counts.retries} resent`,
@@ -183,24 +215,39 @@ describe('the production shape: two hosts, one lost under load', () => {
     const sandboxes = await Promise.all(ended.map(async (s) => (await recordOf(s.sandbox_id as string))!));
     expect(sandboxes.every((s) => s.host_queue === queueOf('host-a') || s.host_queue === queueOf('host-b'))).toBe(true);
     for (const id of placed.values()) {
-      for (const [op, status] of [['pause', 'PAUSED'], ['resume', 'RUNNING']] as const) {
+      for (const [op, status] of [
+        ['pause', 'PAUSED'],
+        ['resume', 'RUNNING'],
+      ] as const) {
         const r = await apiB.request('POST', `/api/v1/sandboxes/${id}/${op}`, { key: user.key });
         expect([r.status, r.body.status]).toEqual([200, status]);
       }
     }
-    console.log(`the starts' sandboxes: ${sandboxes.filter((s) => s.host_queue === queueOf('host-a')).length} on host A, ${sandboxes.filter((s) => s.host_queue === queueOf('host-b')).length} on host B`);
+    console.log(
+      `the starts' sandboxes: ${sandboxes.filter((s) => s.host_queue === queueOf('host-a')).length} on host A, ${sandboxes.filter((s) => s.host_queue === queueOf('host-b')).length} on host B`,
+    );
 
     // What the cluster recorded replays with the workflow code: the starts', and their sandboxes'.
     const histories = [];
     for (const id of ids.slice(0, 2)) {
-      histories.push({ workflowId: startTaskWorkflowId(id), history: await client.workflow.getHandle(startTaskWorkflowId(id)).fetchHistory() });
+      histories.push({
+        workflowId: startTaskWorkflowId(id),
+        history: await client.workflow.getHandle(startTaskWorkflowId(id)).fetchHistory(),
+      });
     }
     for (const id of sandboxes.slice(0, 2).map((s) => s._id)) {
-      histories.push({ workflowId: sandboxWorkflowId(id), history: await client.workflow.getHandle(sandboxWorkflowId(id)).fetchHistory() });
+      histories.push({
+        workflowId: sandboxWorkflowId(id),
+        history: await client.workflow.getHandle(sandboxWorkflowId(id)).fetchHistory(),
+      });
     }
     // (The workflows' span exporter sink is the worker's; a replay drops what it is given.)
-    const replay = { workflowBundle: { codePath: testEnv().workflowBundlePath }, sinks: { exporter: { export: { fn: () => undefined } } } };
-    for (const h of histories) await expect(Worker.runReplayHistory(replay, h.history, h.workflowId)).resolves.toBeUndefined();
+    const replay = {
+      workflowBundle: { codePath: testEnv().workflowBundlePath },
+      sinks: { exporter: { export: { fn: () => undefined } } },
+    };
+    for (const h of histories)
+      await expect(Worker.runReplayHistory(replay, h.history, h.workflowId)).resolves.toBeUndefined();
     expect(histories).toHaveLength(4);
     // Host B's processes lived through it all.
     expect([workerB.child.exitCode, workerB.child.signalCode]).toEqual([null, null]);

@@ -28,25 +28,45 @@ const entryOf = (command: string[]) => /\bnode (dist\/\S+\.js)/.exec(command.joi
 
 describe('docker-compose.yml', () => {
   it('runs the production shape: PostgreSQL, the real Temporal server with its jobs and UI, MongoDB 7+, the gateway, the apis and the workers', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'gateway', 'mongodb', 'postgresql', 'temporal', 'temporal-namespace', 'temporal-schema', 'temporal-ui', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'gateway',
+      'mongodb',
+      'postgresql',
+      'temporal',
+      'temporal-namespace',
+      'temporal-schema',
+      'temporal-ui',
+      'worker',
+    ]);
     expect(Number(compose.services.mongodb.image.match(/^mongo:(\d+)/)[1])).toBeGreaterThanOrEqual(7);
     // The registry's images of the versions the project builds (a variable names another).
     expect(compose.services.postgresql.image).toBe('${POSTGRES_IMAGE:-postgres:16}');
-    expect(compose.services.temporal.image).toBe(`\${TEMPORAL_SERVER_IMAGE:-temporalio/server:${TEMPORAL_SERVER_VERSION.slice(1)}}`);
-    expect(compose.services['temporal-ui'].image).toBe(`\${TEMPORAL_UI_IMAGE:-temporalio/ui:${TEMPORAL_UI_VERSION.slice(1)}}`);
+    expect(compose.services.temporal.image).toBe(
+      `\${TEMPORAL_SERVER_IMAGE:-temporalio/server:${TEMPORAL_SERVER_VERSION.slice(1)}}`,
+    );
+    expect(compose.services['temporal-ui'].image).toBe(
+      `\${TEMPORAL_UI_IMAGE:-temporalio/ui:${TEMPORAL_UI_VERSION.slice(1)}}`,
+    );
     for (const job of ['temporal-schema', 'temporal-namespace']) {
-      expect(compose.services[job].image).toBe(`\${TEMPORAL_ADMIN_TOOLS_IMAGE:-temporalio/admin-tools:${TEMPORAL_SERVER_VERSION.slice(1)}}`);
+      expect(compose.services[job].image).toBe(
+        `\${TEMPORAL_ADMIN_TOOLS_IMAGE:-temporalio/admin-tools:${TEMPORAL_SERVER_VERSION.slice(1)}}`,
+      );
       expect(compose.services[job].restart).toBe('no');
     }
     // Loopback only by default: the UI has no login and can terminate workflows.
     expect(byDefault(compose.services['temporal-ui'].ports)).toEqual(['127.0.0.1:8233:8080']);
   });
 
-  it("starts Temporal in order: its schema job after PostgreSQL is healthy, the server after the job succeeded, the apps after the namespace job", () => {
+  it('starts Temporal in order: its schema job after PostgreSQL is healthy, the server after the job succeeded, the apps after the namespace job', () => {
     expect(compose.services['temporal-schema'].depends_on).toEqual({ postgresql: { condition: 'service_healthy' } });
-    expect(compose.services.temporal.depends_on).toEqual({ 'temporal-schema': { condition: 'service_completed_successfully' } });
+    expect(compose.services.temporal.depends_on).toEqual({
+      'temporal-schema': { condition: 'service_completed_successfully' },
+    });
     for (const name of ['api', 'worker', 'temporal-ui']) {
-      expect(compose.services[name].depends_on['temporal-namespace']).toEqual({ condition: 'service_completed_successfully' });
+      expect(compose.services[name].depends_on['temporal-namespace']).toEqual({
+        condition: 'service_completed_successfully',
+      });
     }
     // The server's configuration is the mounted template, which reads the password from the environment.
     const entry = compose.services.temporal.entrypoint.join(' ');
@@ -55,28 +75,34 @@ describe('docker-compose.yml', () => {
     const template = fs.readFileSync(path.join(root, 'deploy/temporal/docker.yaml'), 'utf8');
     expect(template.split('\n')[0]).toBe('# enable-template');
     expect(template).toContain(`password: {{ env "POSTGRES_PASSWORD" | toJson }}`);
-    expect(template.match(/password: .*/g)!.every((l) => l === 'password: {{ env "POSTGRES_PASSWORD" | toJson }}')).toBe(true);
-    for (const script of ['setup-schema.sh', 'create-namespace.sh']) expect(fs.existsSync(path.join(root, 'deploy/temporal', script))).toBe(true);
+    expect(
+      template.match(/password: .*/g)!.every((l) => l === 'password: {{ env "POSTGRES_PASSWORD" | toJson }}'),
+    ).toBe(true);
+    for (const script of ['setup-schema.sh', 'create-namespace.sh'])
+      expect(fs.existsSync(path.join(root, 'deploy/temporal', script))).toBe(true);
   });
 
-  it.each(['api', 'worker', 'gateway'])('%s: built from the Dockerfile, its variables known to the config module and valid', (name) => {
-    const svc = compose.services[name];
-    expect(svc.build).toBe('.');
-    expect(fs.existsSync(path.join(root, 'Dockerfile'))).toBe(true);
-    const env = composeEnv(svc);
-    for (const key of Object.keys(env)) expect(ENV_VARIABLES).toContain(key);
-    const config = loadConfig(env, false);
-    if (name === 'gateway') {
-      expect(config.gateway.upstream).toEqual({ host: 'api', port: 8000 });
-    } else {
-      expect(env.SECRETS_KEY).toBeDefined();
-      expect(config.mongo.uri).toMatch(/^mongodb:\/\/mongodb:27017/);
-      expect(config.temporal.address).toBe('temporal:7233');
-    }
-    const entry = entryOf(svc.command);
-    expect(entry).toBeDefined();
-    expect(fs.existsSync(path.join(root, entry!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
-  });
+  it.each(['api', 'worker', 'gateway'])(
+    '%s: built from the Dockerfile, its variables known to the config module and valid',
+    (name) => {
+      const svc = compose.services[name];
+      expect(svc.build).toBe('.');
+      expect(fs.existsSync(path.join(root, 'Dockerfile'))).toBe(true);
+      const env = composeEnv(svc);
+      for (const key of Object.keys(env)) expect(ENV_VARIABLES).toContain(key);
+      const config = loadConfig(env, false);
+      if (name === 'gateway') {
+        expect(config.gateway.upstream).toEqual({ host: 'api', port: 8000 });
+      } else {
+        expect(env.SECRETS_KEY).toBeDefined();
+        expect(config.mongo.uri).toMatch(/^mongodb:\/\/mongodb:27017/);
+        expect(config.temporal.address).toBe('temporal:7233');
+      }
+      const entry = entryOf(svc.command);
+      expect(entry).toBeDefined();
+      expect(fs.existsSync(path.join(root, entry!.replace(/^dist\//, '').replace(/\.js$/, '.ts')))).toBe(true);
+    },
+  );
 
   it('scales the api and the worker: neither publishes a host port nor has a fixed name; the gateway publishes the port the apis listen on', () => {
     for (const name of ['api', 'worker']) {

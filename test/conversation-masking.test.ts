@@ -3,7 +3,20 @@ import { maskSecrets, secretValues } from '../src/runtime/agent/conversation-mas
 import { SECRET_MASK as ORGANIZATIONS_MASK } from '../src/schemas/organizations';
 import { AGENT_SECRET_MASK, SECRET_MASK } from '../src/schemas/secret-mask';
 
-const settings = (secrets: Record<string, string>, apiKey?: string | null) => ({ secrets, agent: { llm: { model: 'm', base_url: 'http://llm', api_key: apiKey, stream: false, timeout_s: 600, log_completions: false, usage_id: 'default' } } });
+const settings = (secrets: Record<string, string>, apiKey?: string | null) => ({
+  secrets,
+  agent: {
+    llm: {
+      model: 'm',
+      base_url: 'http://llm',
+      api_key: apiKey,
+      stream: false,
+      timeout_s: 600,
+      log_completions: false,
+      usage_id: 'default',
+    },
+  },
+});
 
 describe('secret masks', () => {
   it('keeps the API mask and the agent mask as they were (clients and stored logs rely on them)', () => {
@@ -15,7 +28,11 @@ describe('secret masks', () => {
 
 describe('secretValues', () => {
   it('takes the secrets and the LLM key, leaving out values too short to mask', () => {
-    expect(secretValues(settings({ TOKEN: 'tok-123456', PIN: '123', EMPTY: '', FOUR: 'abcd' }, 'sk-live-9'))).toEqual(['tok-123456', 'abcd', 'sk-live-9']);
+    expect(secretValues(settings({ TOKEN: 'tok-123456', PIN: '123', EMPTY: '', FOUR: 'abcd' }, 'sk-live-9'))).toEqual([
+      'tok-123456',
+      'abcd',
+      'sk-live-9',
+    ]);
     expect(secretValues(settings({}, null))).toEqual([]);
     expect(secretValues(settings({}))).toEqual([]);
   });
@@ -50,7 +67,10 @@ describe('maskSecrets', () => {
   it('sees a secret only whole inside one string: one split across values stays as it is', () => {
     // A limit, not a goal: tools report their output as one string, so a split is rare.
     expect(maskSecrets(['tok-12', '3456'], ['tok-123456'])).toEqual(['tok-12', '3456']);
-    expect(maskSecrets({ stdout: 'tok-12', stderr: '3456' }, ['tok-123456'])).toEqual({ stdout: 'tok-12', stderr: '3456' });
+    expect(maskSecrets({ stdout: 'tok-12', stderr: '3456' }, ['tok-123456'])).toEqual({
+      stdout: 'tok-12',
+      stderr: '3456',
+    });
     expect(maskSecrets({ stdout: 'tok-12\n3456' }, ['tok-123456'])).toEqual({ stdout: 'tok-12\n3456' });
   });
 

@@ -80,7 +80,11 @@ function postgresStartup(port: number, user: string): Promise<{ type: string; co
       const type = String.fromCharCode(got[0]!);
       const body = got.subarray(5, 1 + got.readInt32BE(1));
       socket.destroy();
-      resolve(type === 'R' ? { type, code: body.readInt32BE(0), body: body.subarray(4).toString('latin1') } : { type, body: body.toString('latin1') });
+      resolve(
+        type === 'R'
+          ? { type, code: body.readInt32BE(0), body: body.subarray(4).toString('latin1') }
+          : { type, body: body.toString('latin1') },
+      );
     });
   });
 }
@@ -144,7 +148,8 @@ function listeningSockets(pids: number[]): { address: string; program: string }[
       const f = line.trim().split(/\s+/);
       const [address, port] = f[1]!.split(':');
       const program = inodes.get(f[9]!);
-      if (f[3] === '0A' && program) listening.push({ address: `${procAddress(address!)}:${parseInt(port!, 16)}`, program });
+      if (f[3] === '0A' && program)
+        listening.push({ address: `${procAddress(address!)}:${parseInt(port!, 16)}`, program });
     }
   }
   return listening;
@@ -161,14 +166,21 @@ const environOf = (pid: number) =>
 
 describe("FerretDB's PostgreSQL URL and its clients' MongoDB URI", () => {
   it('moves the user and password (in the URL or its query) to the MongoDB URI, keeps the rest', () => {
-    const split = splitPostgresCredentials('postgres://agent_control:p%40ss%2Fw%3Ard@127.0.0.1:27432/ferretdb?sslmode=disable');
-    expect(split).toEqual({ serverUrl: 'postgres://127.0.0.1:27432/ferretdb?sslmode=disable', credentials: { username: 'agent_control', password: 'p@ss/w:rd' } });
+    const split = splitPostgresCredentials(
+      'postgres://agent_control:p%40ss%2Fw%3Ard@127.0.0.1:27432/ferretdb?sslmode=disable',
+    );
+    expect(split).toEqual({
+      serverUrl: 'postgres://127.0.0.1:27432/ferretdb?sslmode=disable',
+      credentials: { username: 'agent_control', password: 'p@ss/w:rd' },
+    });
     expect(splitPostgresCredentials('postgres://db.example:5432/ferretdb?user=u&password=pw&sslmode=require')).toEqual({
       serverUrl: 'postgres://db.example:5432/ferretdb?sslmode=require',
       credentials: { username: 'u', password: 'pw' },
     });
     // No password to move: the URL as given (that server decides whom it lets in).
-    expect(splitPostgresCredentials('postgres://u@127.0.0.1:5432/ferretdb')).toEqual({ serverUrl: 'postgres://u@127.0.0.1:5432/ferretdb' });
+    expect(splitPostgresCredentials('postgres://u@127.0.0.1:5432/ferretdb')).toEqual({
+      serverUrl: 'postgres://u@127.0.0.1:5432/ferretdb',
+    });
     const uri = ferretdbUri(27017, split.credentials);
     expect(uri).toBe('mongodb://agent_control:p%40ss%2Fw%3Ard@127.0.0.1:27017/?authMechanism=PLAIN');
     expect(redactUri(uri)).toBe('mongodb://agent_control:***@127.0.0.1:27017/?authMechanism=PLAIN');
@@ -195,7 +207,12 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
 
   beforeAll(async () => {
     const env = testEnv();
-    if (!env.postgresUrl) own = await startDocumentStore({ ferretdbBinary: env.binaries.ferretdb, dir: path.join(env.dir, uniqueName('credentials-store')), durable: false });
+    if (!env.postgresUrl)
+      own = await startDocumentStore({
+        ferretdbBinary: env.binaries.ferretdb,
+        dir: path.join(env.dir, uniqueName('credentials-store')),
+        durable: false,
+      });
     postgresUrl = env.postgresUrl ?? own!.postgresUrl!;
     password = decodeURIComponent(new URL(postgresUrl).password);
     port = await freePort();
@@ -240,7 +257,9 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
     expect(decodeURIComponent(uri.password)).toBe(password);
     expect(uri.searchParams.get('authMechanism')).toBe('PLAIN');
     const db = owner.db(dbName);
-    expect((await owner.db('admin').admin().listDatabases({ nameOnly: true })).databases.map((d) => d.name)).toContain(dbName);
+    expect((await owner.db('admin').admin().listDatabases({ nameOnly: true })).databases.map((d) => d.name)).toContain(
+      dbName,
+    );
     await db.collection('written').insertOne({ by: 'owner' });
     expect(await db.collection('written').findOne({}, { projection: { _id: 0 } })).toEqual({ by: 'owner' });
     expect(await db.collection('secrets').countDocuments()).toBe(10);
@@ -250,8 +269,12 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
     if (shared.ferretdbBackend === 'postgresql') {
       expect(new URL(shared.mongoUri).password).not.toBe('');
       const sharedUri = new URL(shared.mongoUri);
-      await expect(client(`mongodb://${sharedUri.host}/`).db('admin').admin().listDatabases()).rejects.toThrow(POSTGRES_REFUSED);
-      await expect(client(shared.mongoUri).db('admin').admin().listDatabases({ nameOnly: true })).resolves.toMatchObject({ ok: 1 });
+      await expect(client(`mongodb://${sharedUri.host}/`).db('admin').admin().listDatabases()).rejects.toThrow(
+        POSTGRES_REFUSED,
+      );
+      await expect(
+        client(shared.mongoUri).db('admin').admin().listDatabases({ nameOnly: true }),
+      ).resolves.toMatchObject({ ok: 1 });
     }
   });
 
@@ -262,20 +285,31 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
     // [msg_listdatabases.go:59 handler.(*Handler).MsgListDatabases] ... failed to connect to `user=root
     // database=ferretdb`: 127.0.0.1:... (127.0.0.1): failed SASL auth: FATAL: password authentication
     // failed for user "root" (SQLSTATE 28P01)
-    await expect(anonymous.db('admin').admin().listDatabases()).rejects.toMatchObject({ code: 1, codeName: 'InternalError', message: expect.stringMatching(POSTGRES_REFUSED) });
+    await expect(anonymous.db('admin').admin().listDatabases()).rejects.toMatchObject({
+      code: 1,
+      codeName: 'InternalError',
+      message: expect.stringMatching(POSTGRES_REFUSED),
+    });
     await expect(db.collection('secrets').find({}).toArray()).rejects.toThrow(POSTGRES_REFUSED);
     await expect(db.collection('secrets').findOne({ _id: 'k1' as never })).rejects.toThrow(POSTGRES_REFUSED);
     await expect(db.collection('secrets').insertOne({ by: 'anonymous' })).rejects.toThrow(POSTGRES_REFUSED);
-    await expect(db.collection('secrets').updateMany({}, { $set: { secret: 'overwritten' } })).rejects.toThrow(POSTGRES_REFUSED);
+    await expect(db.collection('secrets').updateMany({}, { $set: { secret: 'overwritten' } })).rejects.toThrow(
+      POSTGRES_REFUSED,
+    );
     await expect(db.collection('secrets').deleteMany({})).rejects.toThrow(POSTGRES_REFUSED);
     await expect(db.collection('secrets').countDocuments()).rejects.toThrow(POSTGRES_REFUSED);
     await expect(db.collection('secrets').aggregate([]).toArray()).rejects.toThrow(POSTGRES_REFUSED);
     await expect(db.listCollections().toArray()).rejects.toThrow(POSTGRES_REFUSED);
     await expect(db.dropDatabase()).rejects.toThrow(POSTGRES_REFUSED);
-    expect(await owner.db(dbName).collection('secrets').countDocuments({ secret: new RegExp(`^${marker}_`) })).toBe(10);
+    expect(
+      await owner
+        .db(dbName)
+        .collection('secrets')
+        .countDocuments({ secret: new RegExp(`^${marker}_`) }),
+    ).toBe(10);
   });
 
-  it('every command an anonymous client can send is refused, or touches no data; the owner\'s open cursor stays its own', async () => {
+  it("every command an anonymous client can send is refused, or touches no data; the owner's open cursor stays its own", async () => {
     // The owner leaves a cursor open (one connection: FerretDB's cursors belong to a user).
     const ownerSingle = new MongoClient(ferret.uri, { maxPoolSize: 1 });
     clients.push(ownerSingle);
@@ -284,8 +318,12 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
     expect(cursorId.isZero()).toBe(false);
 
     const anonymous = client(anonymousUri());
-    const commands = Object.keys(((await anonymous.db('admin').command({ listCommands: 1 })) as { commands: Document }).commands);
-    expect(commands).toEqual(expect.arrayContaining(['find', 'insert', 'listDatabases', 'getMore', 'aggregate', 'update', 'delete']));
+    const commands = Object.keys(
+      ((await anonymous.db('admin').command({ listCommands: 1 })) as { commands: Document }).commands,
+    );
+    expect(commands).toEqual(
+      expect.arrayContaining(['find', 'insert', 'listDatabases', 'getMore', 'aggregate', 'update', 'delete']),
+    );
     const args: Record<string, Document> = {
       find: { find: 'secrets' },
       aggregate: { aggregate: 'secrets', pipeline: [], cursor: {} },
@@ -324,32 +362,71 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
         continue;
       }
       try {
-        const answer = JSON.stringify(await anonymous.db(ADMIN_COMMANDS.has(name) ? 'admin' : dbName).command(args[name] ?? { [name]: 1 }));
+        const answer = JSON.stringify(
+          await anonymous.db(ADMIN_COMMANDS.has(name) ? 'admin' : dbName).command(args[name] ?? { [name]: 1 }),
+        );
         answered.push(name);
         expect([name, answer.includes(marker) || answer.includes(password)]).toEqual([name, false]);
-        if (name === 'killCursors') expect(JSON.parse(answer)).toMatchObject({ cursorsKilled: [], cursorsNotFound: [cursorId.toNumber()] });
+        if (name === 'killCursors')
+          expect(JSON.parse(answer)).toMatchObject({ cursorsKilled: [], cursorsNotFound: [cursorId.toNumber()] });
       } catch (e) {
         refusals[name] = (e as Error).message;
       }
     }
     expect(answered.filter((n) => !ANSWERED_WITHOUT_LOGIN.has(n))).toEqual([]);
     // Refused for the login, not for a malformed command: the check means something.
-    for (const name of ['find', 'aggregate', 'count', 'distinct', 'insert', 'update', 'delete', 'findAndModify', 'explain', 'listDatabases', 'listCollections', 'listIndexes', 'createIndexes', 'dropIndexes', 'create', 'drop', 'dropDatabase', 'renameCollection', 'validate', 'compact', 'collStats', 'dbStats', 'dataSize', 'serverStatus', 'ping']) {
+    for (const name of [
+      'find',
+      'aggregate',
+      'count',
+      'distinct',
+      'insert',
+      'update',
+      'delete',
+      'findAndModify',
+      'explain',
+      'listDatabases',
+      'listCollections',
+      'listIndexes',
+      'createIndexes',
+      'dropIndexes',
+      'create',
+      'drop',
+      'dropDatabase',
+      'renameCollection',
+      'validate',
+      'compact',
+      'collStats',
+      'dbStats',
+      'dataSize',
+      'serverStatus',
+      'ping',
+    ]) {
       expect([name, refusals[name]]).toEqual([name, expect.stringMatching(POSTGRES_REFUSED)]);
     }
     expect(refusals.getMore).toMatch(/^cursor id \d+ not found$/);
 
     // Nothing changed: the owner's documents and collections are as they were.
     const db = owner.db(dbName);
-    expect(await db.collection('secrets').find({}, { sort: { _id: 1 } }).toArray()).toEqual(Array.from({ length: 10 }, (_, i) => ({ _id: `k${i}`, secret: `${marker}_${i}` })));
-    expect((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort()).toEqual(['secrets', 'written']);
+    expect(
+      await db
+        .collection('secrets')
+        .find({}, { sort: { _id: 1 } })
+        .toArray(),
+    ).toEqual(Array.from({ length: 10 }, (_, i) => ({ _id: `k${i}`, secret: `${marker}_${i}` })));
+    expect((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort()).toEqual([
+      'secrets',
+      'written',
+    ]);
   }, 60_000);
 
   it("known limits of FerretDB 1.24 (README): a refused drop still closes others' cursors; a wrong password can continue its user's cursor", async () => {
     const ownerSingle = new MongoClient(ferret.uri, { maxPoolSize: 1 });
     clients.push(ownerSingle);
-    const openCursor = async () => Long.fromValue((await ownerSingle.db(dbName).command({ find: 'secrets', batchSize: 2 })).cursor.id as number);
-    const getMore = (c: MongoClient, id: Long) => c.db(dbName).command({ getMore: id, collection: 'secrets', batchSize: 2 });
+    const openCursor = async () =>
+      Long.fromValue((await ownerSingle.db(dbName).command({ find: 'secrets', batchSize: 2 })).cursor.id as number);
+    const getMore = (c: MongoClient, id: Long) =>
+      c.db(dbName).command({ getMore: id, collection: 'secrets', batchSize: 2 });
 
     // FerretDB closes the cursors of a collection before it tries to drop it, whoever asks
     // (internal/handler/msg_drop.go, msg_dropdatabase.go): the anonymous drop is refused, the cursor is gone.
@@ -382,7 +459,9 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
       await expect(c.db(dbName).collection('secrets').insertOne({ by: 'wrong' })).rejects.toThrow(POSTGRES_REFUSED);
     }
     // MongoDB's default mechanism (SCRAM) is not FerretDB's on PostgreSQL: a clear refusal, not a login.
-    await expect(client(ferret.uri.replace('?authMechanism=PLAIN', '')).db('admin').admin().listDatabases()).rejects.toThrow(/Unsupported authentication mechanism "SCRAM-SHA-1"/);
+    await expect(
+      client(ferret.uri.replace('?authMechanism=PLAIN', '')).db('admin').admin().listDatabases(),
+    ).rejects.toThrow(/Unsupported authentication mechanism "SCRAM-SHA-1"/);
     expect(await owner.db(dbName).collection('secrets').countDocuments()).toBe(10);
   });
 
@@ -391,13 +470,21 @@ describe('the embedded FerretDB on PostgreSQL takes no client without the creden
     for (const user of [POSTGRES_SERVICE_ROLE, 'agent_control', 'postgres', 'root', 'nobody']) {
       const answer = await postgresStartup(pgPort, user);
       // AuthenticationSASL (10) naming SCRAM-SHA-256: not AuthenticationOk (0), not a cleartext password (3).
-      expect([user, answer.type, answer.code, answer.body.split('\0').filter(Boolean)]).toEqual([user, 'R', 10, ['SCRAM-SHA-256']]);
+      expect([user, answer.type, answer.code, answer.body.split('\0').filter(Boolean)]).toEqual([
+        user,
+        'R',
+        10,
+        ['SCRAM-SHA-256'],
+      ]);
     }
     const wrong = new URL(postgresUrl);
     wrong.password = 'wrong-password';
     const pg = new Client({ connectionString: wrong.toString(), connectionTimeoutMillis: 5000 });
     pg.on('error', () => undefined);
-    await expect(pg.connect()).rejects.toMatchObject({ code: '28P01', message: `password authentication failed for user "${POSTGRES_SERVICE_ROLE}"` });
+    await expect(pg.connect()).rejects.toMatchObject({
+      code: '28P01',
+      message: `password authentication failed for user "${POSTGRES_SERVICE_ROLE}"`,
+    });
     await pg.end().catch(() => undefined);
   });
 });
@@ -423,7 +510,9 @@ describe('npm start: the credentials go to the api and the worker, nowhere else;
     expect(fs.statSync(path.join(dataDir, 'postgres', 'password')).mode & 0o777).toBe(0o600);
     expect(fs.statSync(path.join(dataDir, 'postgres', 'service-password')).mode & 0o777).toBe(0o600);
     const { mongoUri } = JSON.parse(fs.readFileSync(file, 'utf8')) as { mongoUri: string };
-    expect(mongoUri).toBe(`mongodb://${POSTGRES_SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`);
+    expect(mongoUri).toBe(
+      `mongodb://${POSTGRES_SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`,
+    );
 
     // What the api and the worker were started with.
     const api = environOf(launcher.pidOf('api')!);
@@ -431,20 +520,26 @@ describe('npm start: the credentials go to the api and the worker, nowhere else;
     expect(api.MONGODB_URI).toBe(mongoUri);
     expect(worker.MONGODB_URI).toBe(mongoUri);
     expect(worker.POSTGRES_URL).toBe('');
-    expect(environOf(launcher.pidOf('ferretdb')!).FERRETDB_POSTGRESQL_URL).toBe(`postgres://127.0.0.1:${ports.postgres}/ferretdb?sslmode=disable&plan_cache_mode=force_custom_plan`);
+    expect(environOf(launcher.pidOf('ferretdb')!).FERRETDB_POSTGRESQL_URL).toBe(
+      `postgres://127.0.0.1:${ports.postgres}/ferretdb?sslmode=disable&plan_cache_mode=force_custom_plan`,
+    );
 
     // The launcher's FerretDB: anonymous refused, the credentials taken.
     const anonymous = new MongoClient(`mongodb://127.0.0.1:${ports.mongo}/`, { serverSelectionTimeoutMS: 5000 });
     const service = new MongoClient(mongoUri, { serverSelectionTimeoutMS: 5000 });
     try {
       await expect(anonymous.db('agent_control').collection('users').findOne({})).rejects.toThrow(POSTGRES_REFUSED);
-      expect(await service.db('agent_control').collection('users').findOne({ email: 'admin@localhost' })).toMatchObject({ email: 'admin@localhost' });
+      expect(await service.db('agent_control').collection('users').findOne({ email: 'admin@localhost' })).toMatchObject(
+        { email: 'admin@localhost' },
+      );
     } finally {
       await Promise.all([anonymous.close(), service.close()]);
     }
 
     // The password is printed nowhere, and kept only in the two files that hold it.
-    expect(l.output()).toContain(`MongoDB      mongodb://${POSTGRES_SERVICE_ROLE}:***@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`);
+    expect(l.output()).toContain(
+      `MongoDB      mongodb://${POSTGRES_SERVICE_ROLE}:***@127.0.0.1:${ports.mongo}/?authMechanism=PLAIN`,
+    );
     expect(l.output()).not.toContain(password);
     // The superuser's is in its own file only: the service never has it.
     const holding = (secret: string) => {
@@ -461,12 +556,16 @@ describe('npm start: the credentials go to the api and the worker, nowhere else;
     };
     expect(holding(password)).toEqual(['embedded-servers.json', path.join('postgres', 'service-password')]);
     expect(holding(superuserPassword)).toEqual([path.join('postgres', 'password')]);
-    for (const pid of [launcher.pidOf('api')!, launcher.pidOf('worker')!]) expect(JSON.stringify(environOf(pid))).not.toContain(superuserPassword);
+    for (const pid of [launcher.pidOf('api')!, launcher.pidOf('worker')!])
+      expect(JSON.stringify(environOf(pid))).not.toContain(superuserPassword);
 
     // Every TCP socket the launcher's processes listen on is a loopback address.
     const listening = listeningSockets(processTree(l.child.pid!));
-    console.log(`the launcher's processes listen on: ${listening.map((s) => `${s.address} (${s.program})`).join(', ')}`);
-    for (const p of [ports.api, ports.mongo, ports.postgres, ports.temporal, ports.ui]) expect(listening.map((s) => s.address)).toContain(`127.0.0.1:${p}`);
+    console.log(
+      `the launcher's processes listen on: ${listening.map((s) => `${s.address} (${s.program})`).join(', ')}`,
+    );
+    for (const p of [ports.api, ports.mongo, ports.postgres, ports.temporal, ports.ui])
+      expect(listening.map((s) => s.address)).toContain(`127.0.0.1:${p}`);
     expect(listening.filter((s) => !/^(127\.0\.0\.1|::1|::ffff:127\.0\.0\.1):\d+$/.test(s.address))).toEqual([]);
 
     l.child.kill('SIGINT');

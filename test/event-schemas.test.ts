@@ -28,20 +28,21 @@ describe('event schemas', () => {
     ]);
   });
 
-  it.each(EVENT_KINDS.filter((k) => Object.keys(MINIMAL[k]).some((f) => f !== 'source' && f !== 'key' && f !== 'value' && f !== 'action')))(
-    '%s: each required field is required',
-    (kind) => {
-      const required = Object.keys(MINIMAL[kind]).filter((f) => !['key', 'value', 'action', 'content'].includes(f));
-      for (const field of required) {
-        const ev = sample(kind);
-        delete ev[field];
-        const d = errors([ev]);
-        expect(d).toContainEqual(expect.objectContaining({ loc: ['body', 0, field], type: 'missing' }));
-      }
-    },
-  );
+  it.each(
+    EVENT_KINDS.filter((k) =>
+      Object.keys(MINIMAL[k]).some((f) => f !== 'source' && f !== 'key' && f !== 'value' && f !== 'action'),
+    ),
+  )('%s: each required field is required', (kind) => {
+    const required = Object.keys(MINIMAL[kind]).filter((f) => !['key', 'value', 'action', 'content'].includes(f));
+    for (const field of required) {
+      const ev = sample(kind);
+      delete ev[field];
+      const d = errors([ev]);
+      expect(d).toContainEqual(expect.objectContaining({ loc: ['body', 0, field], type: 'missing' }));
+    }
+  });
 
-  it('fills each kind\'s default source; four kinds require one', () => {
+  it("fills each kind's default source; four kinds require one", () => {
     const defaults: Record<string, string> = {
       ACPToolCallEvent: 'agent',
       Condensation: 'environment',
@@ -71,15 +72,35 @@ describe('event schemas', () => {
 
   it('materialises the spec defaults', () => {
     const acp = EventSchema.parse(sample('ACPToolCallEvent')) as any;
-    expect(acp).toMatchObject({ is_error: false, status: null, tool_kind: null, raw_input: null, raw_output: null, content: null });
+    expect(acp).toMatchObject({
+      is_error: false,
+      status: null,
+      tool_kind: null,
+      raw_input: null,
+      raw_output: null,
+      content: null,
+    });
     const hook = EventSchema.parse(sample('HookExecutionEvent')) as any;
-    expect(hook).toMatchObject({ blocked: false, stdout: '', stderr: '', reason: null, hook_input: null, source: 'hook' });
+    expect(hook).toMatchObject({
+      blocked: false,
+      stdout: '',
+      stderr: '',
+      reason: null,
+      hook_input: null,
+      source: 'hook',
+    });
     const reject = EventSchema.parse(sample('UserRejectObservation')) as any;
     expect(reject).toMatchObject({ rejection_reason: 'User rejected the action', rejection_source: 'user' });
     const log = EventSchema.parse(sample('LLMCompletionLogEvent')) as any;
     expect(log).toMatchObject({ model_name: 'unknown', usage_id: 'default' });
     const action = EventSchema.parse(sample('ActionEvent')) as any;
-    expect(action).toMatchObject({ security_risk: 'UNKNOWN', thinking_blocks: [], critic_result: null, summary: null, reasoning_content: null });
+    expect(action).toMatchObject({
+      security_risk: 'UNKNOWN',
+      thinking_blocks: [],
+      critic_result: null,
+      summary: null,
+      reasoning_content: null,
+    });
     expect(action.thought).toEqual([{ text: 'look', type: 'text', cache_prompt: false }]);
     const cond = EventSchema.parse(sample('Condensation')) as any;
     expect(cond).toMatchObject({ forgotten_event_ids: [], summary: null, summary_offset: null });
@@ -101,19 +122,33 @@ describe('event schemas', () => {
       type: 'enum',
       input: 'OnSave',
     });
-    expect(errors([sample('PauseEvent', { source: 'robot' })])[0]).toMatchObject({ loc: ['body', 0, 'source'], type: 'enum' });
-    expect(errors([sample('ActionEvent', { security_risk: 'EXTREME' })])[0]).toMatchObject({ loc: ['body', 0, 'security_risk'], type: 'enum' });
+    expect(errors([sample('PauseEvent', { source: 'robot' })])[0]).toMatchObject({
+      loc: ['body', 0, 'source'],
+      type: 'enum',
+    });
+    expect(errors([sample('ActionEvent', { security_risk: 'EXTREME' })])[0]).toMatchObject({
+      loc: ['body', 0, 'security_risk'],
+      type: 'enum',
+    });
     expect(errors([sample('UserRejectObservation', { rejection_source: 'llm' })])[0]).toMatchObject({ type: 'enum' });
   });
 
   it('an unknown kind is union_tag_invalid at the event', () => {
-    expect(errors([sample('PauseEvent'), { kind: 'NopeEvent' }])[0]).toMatchObject({ loc: ['body', 1], type: 'union_tag_invalid' });
+    expect(errors([sample('PauseEvent'), { kind: 'NopeEvent' }])[0]).toMatchObject({
+      loc: ['body', 1],
+      type: 'union_tag_invalid',
+    });
   });
 
   it('ActionEvent.action has a kind among the 37 action kinds', () => {
-    expect(EventSchema.safeParse(sample('ActionEvent', { action: { kind: 'FinishAction', message: 'done' } })).success).toBe(true);
+    expect(
+      EventSchema.safeParse(sample('ActionEvent', { action: { kind: 'FinishAction', message: 'done' } })).success,
+    ).toBe(true);
     expect(EventSchema.safeParse(sample('ActionEvent', { action: null })).success).toBe(true);
-    expect(errors([sample('ActionEvent', { action: { kind: 'HackAction' } })])[0]).toMatchObject({ loc: ['body', 0, 'action', 'kind'], type: 'enum' });
+    expect(errors([sample('ActionEvent', { action: { kind: 'HackAction' } })])[0]).toMatchObject({
+      loc: ['body', 0, 'action', 'kind'],
+      type: 'enum',
+    });
   });
 
   it('TextContent is closed; thinking blocks of both types', () => {
@@ -122,7 +157,12 @@ describe('event schemas', () => {
       type: 'extra_forbidden',
     });
     const ok = EventSchema.parse(
-      sample('ActionEvent', { thinking_blocks: [{ type: 'thinking', thinking: 'hmm' }, { type: 'redacted_thinking', data: 'xx' }] }),
+      sample('ActionEvent', {
+        thinking_blocks: [
+          { type: 'thinking', thinking: 'hmm' },
+          { type: 'redacted_thinking', data: 'xx' },
+        ],
+      }),
     ) as any;
     expect(ok.thinking_blocks).toEqual([
       { type: 'thinking', thinking: 'hmm', signature: null },
@@ -135,17 +175,23 @@ describe('event schemas', () => {
       loc: ['body', 0, 'forgotten_event_ids'],
       type: 'value_error',
     });
-    expect(errors([sample('Condensation', { summary_offset: -1 })])[0]).toMatchObject({ type: 'greater_than_equal', ctx: { ge: 0 } });
+    expect(errors([sample('Condensation', { summary_offset: -1 })])[0]).toMatchObject({
+      type: 'greater_than_equal',
+      ctx: { ge: 0 },
+    });
   });
 
   it('keeps arbitrary JSON payloads: keys with dots and $, arrays of arrays', () => {
-    const odd = { '$ref': '#/x', 'a.b': [[1, 2], [3]] };
+    const odd = { $ref: '#/x', 'a.b': [[1, 2], [3]] };
     const parsed = EventSchema.parse(sample('ObservationEvent', { observation: odd })) as any;
     expect(parsed.observation).toEqual(odd);
   });
 
   it('timestamps: ISO 8601 with or without zone; garbage refused', () => {
-    expect(errors([sample('PauseEvent', { timestamp: 'yesterday' })])[0]).toMatchObject({ loc: ['body', 0, 'timestamp'], type: 'datetime_from_date_parsing' });
+    expect(errors([sample('PauseEvent', { timestamp: 'yesterday' })])[0]).toMatchObject({
+      loc: ['body', 0, 'timestamp'],
+      type: 'datetime_from_date_parsing',
+    });
     expect(EventSchema.safeParse(sample('PauseEvent', { timestamp: '2024-05-01T12:00:00.123456' })).success).toBe(true);
   });
 });
@@ -163,12 +209,17 @@ describe('event time keys', () => {
     expect(normalizeEventTime(input)).toBe(key);
   });
 
-  it.each(['', 'now', '2024-02-30T00:00:00Z', '2024-13-01', '2024-05-01T25:00:00Z', '2024-05-01T12:00:00+24:00'])('refuses %p', (input) => {
-    expect(normalizeEventTime(input)).toBeNull();
-  });
+  it.each(['', 'now', '2024-02-30T00:00:00Z', '2024-13-01', '2024-05-01T25:00:00Z', '2024-05-01T12:00:00+24:00'])(
+    'refuses %p',
+    (input) => {
+      expect(normalizeEventTime(input)).toBeNull();
+    },
+  );
 
   it('orders as strings in time order', () => {
-    const keys = ['2024-05-01T12:00:00.000002Z', '2024-05-01T12:00:00.000010Z', '2024-05-01T11:59:59.999999+00:00'].map((k) => normalizeEventTime(k)!);
+    const keys = ['2024-05-01T12:00:00.000002Z', '2024-05-01T12:00:00.000010Z', '2024-05-01T11:59:59.999999+00:00'].map(
+      (k) => normalizeEventTime(k)!,
+    );
     expect([...keys].sort()).toEqual([keys[2], keys[0], keys[1]]);
   });
 });

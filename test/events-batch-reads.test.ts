@@ -19,7 +19,10 @@ function monitoredClient(t: TestApi) {
   const client = new MongoClient(t.config.mongo.uri!, { monitorCommands: true });
   const sent: { name: string; collection: unknown }[] = [];
   client.on('commandStarted', (e: CommandStartedEvent) =>
-    sent.push({ name: e.commandName, collection: e.commandName === 'getMore' ? e.command.collection : e.command[e.commandName] }),
+    sent.push({
+      name: e.commandName,
+      collection: e.commandName === 'getMore' ? e.command.collection : e.command[e.commandName],
+    }),
   );
   const onEvents = () => sent.filter((c) => c.collection === 'events').map((c) => c.name);
   return { client, db: client.db(t.config.mongo.db), sent, onEvents, reset: () => void sent.splice(0) };
@@ -54,12 +57,20 @@ describe('batch reads of the event log', () => {
   it('a resent batch of 2,000 stored events costs one query of the log, not one per event', async () => {
     const c = await t.newConversation(userId);
     const batch = messages(2000);
-    expect((await t.ingest(c.conversationId, c.sessionKey, batch)).body).toEqual({ stored: 2000, already_stored: 0, published_only: 0 });
+    expect((await t.ingest(c.conversationId, c.sessionKey, batch)).body).toEqual({
+      stored: 2000,
+      already_stored: 0,
+      published_only: 0,
+    });
     const parsed = EventSchema.array().parse(batch);
     const ingest = ingestVia(m.db);
 
     m.reset();
-    expect(await ingest.ingest(c.conversationId, parsed)).toEqual({ stored: 0, already_stored: 2000, published_only: 0 });
+    expect(await ingest.ingest(c.conversationId, parsed)).toEqual({
+      stored: 0,
+      already_stored: 2000,
+      published_only: 0,
+    });
     // A resent batch goes back in time from the log's end: one query finds which of the 2,000 are stored
     // before anything is inserted (or the log marked unordered).
     expect(m.onEvents()).toEqual(['find']);
@@ -68,7 +79,11 @@ describe('batch reads of the event log', () => {
     // Resent with 10 new events at the end: the new ones are stored after the rest, still one query.
     const more = EventSchema.array().parse(messages(10));
     m.reset();
-    expect(await ingest.ingest(c.conversationId, [...parsed, ...more])).toEqual({ stored: 10, already_stored: 2000, published_only: 0 });
+    expect(await ingest.ingest(c.conversationId, [...parsed, ...more])).toEqual({
+      stored: 10,
+      already_stored: 2000,
+      published_only: 0,
+    });
     expect(m.onEvents()).toEqual(['find', 'insert']);
     const seqs = await t.database.db
       .collection('events')
@@ -86,7 +101,12 @@ describe('batch reads of the event log', () => {
     await t.ingest(c.conversationId, c.sessionKey, evs);
     await t.ingest(other.conversationId, other.sessionKey, foreign);
     // 97 stored ids (one asked twice), an unknown id and another conversation's event.
-    const ids = [...evs.slice(0, 97).map((e) => e.id as string), evs[3]!.id as string, 'no-such-event', foreign[0]!.id as string];
+    const ids = [
+      ...evs.slice(0, 97).map((e) => e.id as string),
+      evs[3]!.id as string,
+      'no-such-event',
+      foreign[0]!.id as string,
+    ];
     expect(ids).toHaveLength(100);
 
     m.reset();
@@ -94,7 +114,11 @@ describe('batch reads of the event log', () => {
     expect(m.onEvents()).toEqual(['find']);
     expect(found.size).toBe(97);
 
-    const r = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events?${ids.map((id) => `id=${id}`).join('&')}`, { key });
+    const r = await t.request(
+      'GET',
+      `/api/v1/conversation/${c.conversationId}/events?${ids.map((id) => `id=${id}`).join('&')}`,
+      { key },
+    );
     expect(r.status).toBe(200);
     expect(r.body.map((e: { id: string } | null) => e?.id ?? null)).toEqual([...ids.slice(0, 98), null, null]);
   });
@@ -113,14 +137,17 @@ describe('time budget of the event log reads', () => {
     conversationId = c.conversationId;
     // Batches in time order (a batch going back would have its stored events looked up, a read under the budget).
     const start = Date.parse('2025-01-01T00:00:00Z');
-    for (let i = 0; i < 2; i++) expect((await t.ingest(c.conversationId, c.sessionKey, messages(2000, start + i * 10_000))).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect((await t.ingest(c.conversationId, c.sessionKey, messages(2000, start + i * 10_000))).status).toBe(200);
   });
   afterAll(() => t.close());
 
   it('the store turns MaxTimeMSExpired into DatabaseBusyError', async () => {
     const store = new EventsStore(t.database.db, { queryTimeoutMs: 1 });
     await expect(store.count({ conversationId })).rejects.toBeInstanceOf(DatabaseBusyError);
-    await expect(store.search({ conversationId }, { descending: false, limit: 10 })).rejects.toBeInstanceOf(DatabaseBusyError);
+    await expect(store.search({ conversationId }, { descending: false, limit: 10 })).rejects.toBeInstanceOf(
+      DatabaseBusyError,
+    );
     await expect(store.getByIds(conversationId, ['a', 'b'])).rejects.toBeInstanceOf(DatabaseBusyError);
     // With the default budget the same reads answer.
     expect(await t.stores.events.count({ conversationId })).toBe(4000);

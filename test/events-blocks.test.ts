@@ -20,7 +20,9 @@ const KINDS = ['MessageEvent', 'ActionEvent', 'ObservationEvent', 'PauseEvent'] 
 
 /** `n` events from `start`, three to a timestamp (ties), kinds in turn. */
 function eventsFrom(n: number, start: number, stepMs = 1000): Record<string, unknown>[] {
-  return Array.from({ length: n }, (_, i) => sample(KINDS[i % KINDS.length]!, { timestamp: new Date(start + Math.floor(i / 3) * stepMs).toISOString() }));
+  return Array.from({ length: n }, (_, i) =>
+    sample(KINDS[i % KINDS.length]!, { timestamp: new Date(start + Math.floor(i / 3) * stepMs).toISOString() }),
+  );
 }
 
 describe('event log in blocks', () => {
@@ -41,7 +43,12 @@ describe('event log in blocks', () => {
   afterAll(() => t.close());
 
   /** Every page of a walk: the ids of each and the cursor after it. */
-  async function pages(filter: EventFilter, descending: boolean, limit: number, read: (after?: EventCursor) => ReturnType<EventsStore['search']>) {
+  async function pages(
+    filter: EventFilter,
+    descending: boolean,
+    limit: number,
+    read: (after?: EventCursor) => ReturnType<EventsStore['search']>,
+  ) {
     const out: { ids: string[]; last: EventCursor | null }[] = [];
     let after: EventCursor | undefined;
     for (let i = 0; i < 1000; i++) {
@@ -75,38 +82,66 @@ describe('event log in blocks', () => {
       for (const descending of [false, true]) {
         for (const limit of [1, 7, 100]) {
           if (limit === 1 && stored > 100) continue; // a page of one over hundreds of events says nothing more
-          const inBlocks = await pages(f, descending, limit, (after) => events.search(f, { descending, limit, after }, layout));
+          const inBlocks = await pages(f, descending, limit, (after) =>
+            events.search(f, { descending, limit, after }, layout),
+          );
           const sorted = await pages(f, descending, limit, (after) => events.search(f, { descending, limit, after }));
           expect({ f, descending, limit, pages: inBlocks }).toEqual({ f, descending, limit, pages: sorted });
         }
       }
       expect({ f, count: await events.count(f, layout) }).toEqual({ f, count: await events.count(f) });
     }
-    for (const [after, limit, until] of [[0, 500, undefined], [0, 37, undefined], [99, 2, undefined], [150, 100, 260], [Math.max(0, stored - 1), 10, undefined], [stored, 10, undefined]] as const) {
-      expect(await events.range(conversationId, after, limit, until, true)).toEqual(await events.range(conversationId, after, limit, until, false));
+    for (const [after, limit, until] of [
+      [0, 500, undefined],
+      [0, 37, undefined],
+      [99, 2, undefined],
+      [150, 100, 260],
+      [Math.max(0, stored - 1), 10, undefined],
+      [stored, 10, undefined],
+    ] as const) {
+      expect(await events.range(conversationId, after, limit, until, true)).toEqual(
+        await events.range(conversationId, after, limit, until, false),
+      );
     }
   }
 
   it('an ordered log in blocks reads exactly as one sorted query reads it, page for page', async () => {
     const c = await t.newConversation(userId);
     const all = eventsFrom(3 * BLOCK_SIZE + 45, base);
-    for (let i = 0; i < all.length; i += 50) expect((await t.ingest(c.conversationId, c.sessionKey, all.slice(i, i + 50))).status).toBe(200);
-    const docs = await t.database.db.collection<StoredEvent>('events').find({ conversation_id: c.conversationId }).sort({ seq: 1 }).toArray();
-    expect(docs.map((d) => d.block)).toEqual(docs.map((d) => `${c.conversationId}/${Math.floor((d.seq - 1) / BLOCK_SIZE)}`));
-    expect(await conversations.layout(c.conversationId)).toMatchObject({ blocks: true, ordered: true, lastSeq: all.length });
+    for (let i = 0; i < all.length; i += 50)
+      expect((await t.ingest(c.conversationId, c.sessionKey, all.slice(i, i + 50))).status).toBe(200);
+    const docs = await t.database.db
+      .collection<StoredEvent>('events')
+      .find({ conversation_id: c.conversationId })
+      .sort({ seq: 1 })
+      .toArray();
+    expect(docs.map((d) => d.block)).toEqual(
+      docs.map((d) => `${c.conversationId}/${Math.floor((d.seq - 1) / BLOCK_SIZE)}`),
+    );
+    expect(await conversations.layout(c.conversationId)).toMatchObject({
+      blocks: true,
+      ordered: true,
+      lastSeq: all.length,
+    });
     await expectSameAsSorted(c.conversationId, all.length);
 
     // Through the api: the walk of pages and the count are the log as stored.
     const walked: string[] = [];
     let pageId: string | null = null;
     do {
-      const r: { status: number; body: any } = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=100${pageId ? `&page_id=${pageId}` : ''}`, { key });
+      const r: { status: number; body: any } = await t.request(
+        'GET',
+        `/api/v1/conversation/${c.conversationId}/events/search?limit=100${pageId ? `&page_id=${pageId}` : ''}`,
+        { key },
+      );
       expect(r.status).toBe(200);
       walked.push(...r.body.items.map((e: { id: string }) => e.id));
       pageId = r.body.next_page_id;
     } while (pageId);
     expect(walked).toEqual(all.map((e) => e.id));
-    expect((await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/count`, { key })).body).toBe(all.length);
+    expect((await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/count`, { key })).body).toBe(
+      all.length,
+    );
   });
 
   it('block reads are on where the database answers the block equality from an index, off where it scans (FerretDB on SQLite); off, every read is the sorted one', async () => {
@@ -122,17 +157,22 @@ describe('event log in blocks', () => {
     const client = new MongoClient(t.config.mongo.uri!, { monitorCommands: true });
     const filters: Record<string, unknown>[] = [];
     client.on('commandStarted', (e: CommandStartedEvent) => {
-      if (e.commandName === 'find' || e.commandName === 'count' || e.commandName === 'aggregate') filters.push((e.command.filter ?? e.command.query ?? e.command.pipeline) as Record<string, unknown>);
+      if (e.commandName === 'find' || e.commandName === 'count' || e.commandName === 'aggregate')
+        filters.push((e.command.filter ?? e.command.query ?? e.command.pipeline) as Record<string, unknown>);
     });
     try {
       await client.connect();
       // What `probeBlockReads` learns from FerretDB on SQLite: a database that answers a filter from a scan.
       const off = new EventsStore(client.db(t.database.db.databaseName), { blockReads: false });
       const f: EventFilter = { conversationId: c.conversationId };
-      const walk = await pages(f, false, 100, (after) => off.search(f, { descending: false, limit: 100, after }, layout));
+      const walk = await pages(f, false, 100, (after) =>
+        off.search(f, { descending: false, limit: 100, after }, layout),
+      );
       expect(walk.flatMap((p) => p.ids)).toEqual(all.map((e) => e.id));
       expect(await off.count(f, layout)).toBe(all.length);
-      expect((await off.range(c.conversationId, 0, 500, undefined, true)).map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+      expect((await off.range(c.conversationId, 0, 500, undefined, true)).map((e) => e.seq)).toEqual(
+        all.map((_, i) => i + 1),
+      );
       expect(filters.length).toBeGreaterThan(0);
       expect(filters.filter((q) => JSON.stringify(q).includes('"block"'))).toEqual([]);
     } finally {
@@ -146,7 +186,9 @@ describe('event log in blocks', () => {
     expect((await t.ingest(c.conversationId, c.sessionKey, first)).status).toBe(200);
     expect((await conversations.layout(c.conversationId))!.ordered).toBe(true);
     const late = sample('MessageEvent', { timestamp: at(3) }); // older than most of the log
-    expect((await t.ingest(c.conversationId, c.sessionKey, [late, ...eventsFrom(10, base + 100_000)])).status).toBe(200);
+    expect((await t.ingest(c.conversationId, c.sessionKey, [late, ...eventsFrom(10, base + 100_000)])).status).toBe(
+      200,
+    );
     expect(await conversations.layout(c.conversationId)).toMatchObject({ blocks: true, ordered: false, lastSeq: 161 });
     const r = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=20`, { key });
     const times = r.body.items.map((e: { timestamp: string }) => Date.parse(e.timestamp));
@@ -156,7 +198,11 @@ describe('event log in blocks', () => {
     const walked: { id: string; timestamp: string }[] = [];
     let pageId: string | null = null;
     do {
-      const p: { body: any } = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=30${pageId ? `&page_id=${pageId}` : ''}`, { key });
+      const p: { body: any } = await t.request(
+        'GET',
+        `/api/v1/conversation/${c.conversationId}/events/search?limit=30${pageId ? `&page_id=${pageId}` : ''}`,
+        { key },
+      );
       walked.push(...p.body.items);
       pageId = p.body.next_page_id;
     } while (pageId);
@@ -183,10 +229,18 @@ describe('event log in blocks', () => {
       await expectSameAsSorted(c.conversationId, size);
       if (size < 200) continue;
       // As a writer that died after storing seqs 121.. leaves it: the record says 120.
-      await t.database.db.collection('conversations').updateOne({ _id: c.conversationId } as never, { $set: { last_seq: 120 } });
+      await t.database.db
+        .collection('conversations')
+        .updateOne({ _id: c.conversationId } as never, { $set: { last_seq: 120 } });
       await expectSameAsSorted(c.conversationId, size, 120);
-      expect((await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/count`, { key })).body).toBe(size);
-      const newest = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=1&sort_order=TIMESTAMP_DESC`, { key });
+      expect((await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/count`, { key })).body).toBe(
+        size,
+      );
+      const newest = await t.request(
+        'GET',
+        `/api/v1/conversation/${c.conversationId}/events/search?limit=1&sort_order=TIMESTAMP_DESC`,
+        { key },
+      );
       expect(newest.body.items[0].id).toBe(all[size - 1]!.id);
     }
   }, 240_000);
@@ -217,14 +271,22 @@ describe('event log in blocks', () => {
     for (const g of filtersOf(c.conversationId).filter((x) => x.kind === undefined)) {
       const bounded = g.timestampGte !== undefined || g.timestampLt !== undefined;
       for (const descending of bounded ? [false, true] : [true]) {
-        const inBlocks = await pages(g, descending, 7, (after) => events.search(g, { descending, limit: 7, after }, layout));
-        expect({ g, descending, pages: inBlocks }).toEqual({ g, descending, pages: await pages(g, descending, 7, (after) => events.search(g, { descending, limit: 7, after })) });
+        const inBlocks = await pages(g, descending, 7, (after) =>
+          events.search(g, { descending, limit: 7, after }, layout),
+        );
+        expect({ g, descending, pages: inBlocks }).toEqual({
+          g,
+          descending,
+          pages: await pages(g, descending, 7, (after) => events.search(g, { descending, limit: 7, after })),
+        });
       }
       expect({ g, count: await events.count(g, layout) }).toEqual({ g, count: await events.count(g) });
     }
     const last = all[99]!;
     const after: EventCursor = [normalizeEventTime(last.timestamp as string)!, 100];
-    expect(await events.search(f, { descending: false, limit: 10, after }, layout)).toEqual(await events.search(f, { descending: false, limit: 10, after }));
+    expect(await events.search(f, { descending: false, limit: 10, after }, layout)).toEqual(
+      await events.search(f, { descending: false, limit: 10, after }),
+    );
   });
 
   it('an event without its block (written by an older api) and forged cursors are answered as the sorted query answers', async () => {
@@ -245,7 +307,12 @@ describe('event log in blocks', () => {
     for (const after of forged) {
       for (const descending of [false, true]) {
         for (const g of [f, { ...f, timestampGte: at(10) }, { ...f, timestampLt: at(60) }]) {
-          expect({ after, descending, g, page: await events.search(g, { descending, limit: 20, after }, layout) }).toEqual({
+          expect({
+            after,
+            descending,
+            g,
+            page: await events.search(g, { descending, limit: 20, after }, layout),
+          }).toEqual({
             after,
             descending,
             g,
@@ -255,7 +322,9 @@ describe('event log in blocks', () => {
       }
     }
     // One event in the middle of block 1 without its block field.
-    await t.database.db.collection('events').updateOne({ _id: eventKey(c.conversationId, all[149]!.id as string) } as never, { $unset: { block: '' } });
+    await t.database.db
+      .collection('events')
+      .updateOne({ _id: eventKey(c.conversationId, all[149]!.id as string) } as never, { $unset: { block: '' } });
     await expectSameAsSorted(c.conversationId, 250);
   });
 
@@ -264,12 +333,20 @@ describe('event log in blocks', () => {
     const first = eventsFrom(250, base);
     expect((await t.ingest(c.conversationId, c.sessionKey, first)).status).toBe(200);
     // As a writer that died after storing seqs 121-250 would leave it: the record says 120, and an older time.
-    await t.database.db.collection('conversations').updateOne({ _id: c.conversationId } as never, { $set: { last_seq: 120, last_timestamp: normalizeEventTime(at(10)) } });
+    await t.database.db
+      .collection('conversations')
+      .updateOne({ _id: c.conversationId } as never, {
+        $set: { last_seq: 120, last_timestamp: normalizeEventTime(at(10)) },
+      });
     // Later than the recorded time, earlier than the log's last: the log's order is off, and must be seen so.
     const back = sample('MessageEvent', { timestamp: at(50) });
     const r = await t.ingest(c.conversationId, c.sessionKey, [back, ...eventsFrom(4, base + 500_000)]);
     expect(r).toMatchObject({ status: 200, body: { stored: 5, already_stored: 0 } });
-    const docs = await t.database.db.collection<StoredEvent>('events').find({ conversation_id: c.conversationId }).sort({ seq: 1 }).toArray();
+    const docs = await t.database.db
+      .collection<StoredEvent>('events')
+      .find({ conversation_id: c.conversationId })
+      .sort({ seq: 1 })
+      .toArray();
     expect(docs.map((d) => d.seq)).toEqual(Array.from({ length: 255 }, (_, i) => i + 1));
     expect(docs[250]!.id).toBe(back.id);
     expect(await conversations.layout(c.conversationId)).toMatchObject({ blocks: true, ordered: false, lastSeq: 255 });
@@ -280,7 +357,11 @@ describe('event log in blocks', () => {
     const batches = Array.from({ length: 8 }, (_, b) => eventsFrom(30, base + b * 100_000));
     const answers = await Promise.all(batches.map((batch) => t.ingest(c.conversationId, c.sessionKey, batch)));
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
-    const docs = await t.database.db.collection<StoredEvent>('events').find({ conversation_id: c.conversationId }).sort({ seq: 1 }).toArray();
+    const docs = await t.database.db
+      .collection<StoredEvent>('events')
+      .find({ conversation_id: c.conversationId })
+      .sort({ seq: 1 })
+      .toArray();
     expect(docs.map((d) => d.seq)).toEqual(Array.from({ length: 240 }, (_, i) => i + 1));
     expect(new Set(docs.map((d) => d.id)).size).toBe(240);
     // Each batch is contiguous in the log (one writer at a time), whichever order they came in.
@@ -302,7 +383,9 @@ describe('event log in blocks', () => {
       const tight = new EventsStore(t.database.db, { queryTimeoutMs: 1 });
       const f = { conversationId: c.conversationId, timestampGte: at(5) };
       for (let i = 0; i < 5; i++) {
-        await expect(tight.search(f, { descending: true, limit: 100 }, layout)).rejects.toBeInstanceOf(DatabaseBusyError);
+        await expect(tight.search(f, { descending: true, limit: 100 }, layout)).rejects.toBeInstanceOf(
+          DatabaseBusyError,
+        );
         await expect(tight.range(c.conversationId, 0, 500, undefined, true)).rejects.toBeInstanceOf(DatabaseBusyError);
       }
       await sleep(200);
@@ -329,7 +412,9 @@ describe('event log in blocks', () => {
       };
     });
     await t.database.db.collection<StoredEvent>('events').insertMany(docs);
-    await t.database.db.collection('conversations').updateOne({ _id: c.conversationId } as never, { $set: { last_seq: docs.length }, $unset: { event_blocks: '' } });
+    await t.database.db
+      .collection('conversations')
+      .updateOne({ _id: c.conversationId } as never, { $set: { last_seq: docs.length }, $unset: { event_blocks: '' } });
     return c;
   }
 
@@ -339,20 +424,31 @@ describe('event log in blocks', () => {
       const ids: string[] = [];
       let pageId: string | null = null;
       do {
-        const r: { status: number; body: any } = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?${query}${pageId ? `&page_id=${pageId}` : ''}`, { key });
+        const r: { status: number; body: any } = await t.request(
+          'GET',
+          `/api/v1/conversation/${conversationId}/events/search?${query}${pageId ? `&page_id=${pageId}` : ''}`,
+          { key },
+        );
         expect(r.status).toBe(200);
         ids.push(...r.body.items.map((e: { id: string }) => e.id));
         pageId = r.body.next_page_id;
       } while (pageId);
       return ids;
     };
-    const count = async (query: string) => (await t.request('GET', `/api/v1/conversation/${conversationId}/events/count?${query}`, { key })).body as number;
+    const count = async (query: string) =>
+      (await t.request('GET', `/api/v1/conversation/${conversationId}/events/count?${query}`, { key })).body as number;
     return {
       asc: await q('limit=40'),
       desc: await q('limit=33&sort_order=TIMESTAMP_DESC'),
       kind: await q('limit=9&kind__eq=ObservationEvent'),
-      window: await q(`limit=25&timestamp__gte=${encodeURIComponent(at(10))}&timestamp__lt=${encodeURIComponent(at(60))}`),
-      counts: [await count(''), await count('kind__eq=PauseEvent'), await count(`timestamp__gte=${encodeURIComponent(at(50))}`)],
+      window: await q(
+        `limit=25&timestamp__gte=${encodeURIComponent(at(10))}&timestamp__lt=${encodeURIComponent(at(60))}`,
+      ),
+      counts: [
+        await count(''),
+        await count('kind__eq=PauseEvent'),
+        await count(`timestamp__gte=${encodeURIComponent(at(50))}`),
+      ],
     };
   }
 
@@ -369,7 +465,9 @@ describe('event log in blocks', () => {
     expect(await migrateEventLayouts(deps, { passes: 3, pauseMs: 10 })).toBeGreaterThanOrEqual(2);
     expect(await conversations.layout(ordered)).toMatchObject({ blocks: true, ordered: true, lastSeq: 260 });
     expect(await conversations.layout(unordered)).toMatchObject({ blocks: true, ordered: false, lastSeq: 140 });
-    const missing = await t.database.db.collection('events').countDocuments({ conversation_id: { $in: [ordered, unordered] }, block: { $exists: false } });
+    const missing = await t.database.db
+      .collection('events')
+      .countDocuments({ conversation_id: { $in: [ordered, unordered] }, block: { $exists: false } });
     expect(missing).toBe(0);
     expect({ ordered: await seen(ordered), unordered: await seen(unordered) }).toEqual(before);
     await expectSameAsSorted(ordered, 260);
@@ -380,7 +478,9 @@ describe('event log in blocks', () => {
     expect((await t.ingest(ordered, legacy.sessionKey, [later])).status).toBe(200);
     expect(await conversations.layout(ordered)).toMatchObject({ blocks: true, ordered: true, lastSeq: 261 });
     expect((await seen(ordered)).asc).toEqual([...before.ordered.asc, later.id]);
-    expect((await t.ingest(ordered, legacy.sessionKey, [sample('MessageEvent', { timestamp: at(100) })])).status).toBe(200);
+    expect((await t.ingest(ordered, legacy.sessionKey, [sample('MessageEvent', { timestamp: at(100) })])).status).toBe(
+      200,
+    );
     expect(await conversations.layout(ordered)).toMatchObject({ blocks: true, ordered: false, lastSeq: 262 });
   });
 

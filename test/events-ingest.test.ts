@@ -43,9 +43,14 @@ describe('event ingest', () => {
 
   it("publishes a full_state snapshot (the agent server's, on a subscription) without storing it: the log stays the runtime's own", async () => {
     const c = await t.newConversation(userId);
-    const snapshot = sample('ConversationStateUpdateEvent', { key: 'full_state', value: { execution_status: 'idle', persistence_dir: '/somewhere/of/the/runtime' } });
+    const snapshot = sample('ConversationStateUpdateEvent', {
+      key: 'full_state',
+      value: { execution_status: 'idle', persistence_dir: '/somewhere/of/the/runtime' },
+    });
     // A subscriber that is there when it arrives gets it live.
-    const live = connect(`${t.url.replace(/^http/, 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': userKey });
+    const live = connect(`${t.url.replace(/^http/, 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, {
+      'X-Access-Token': userKey,
+    });
     await live.opened;
     await eventually(async () => expect(t.api.hub.subscriberCount).toBe(1), { timeoutMs: 5000, intervalMs: 20 });
     const r = await t.ingest(c.conversationId, c.sessionKey, [snapshot, ...messages(1)]);
@@ -72,9 +77,17 @@ describe('event ingest', () => {
   it('a retried batch stores nothing twice and says so', async () => {
     const c = await t.newConversation(userId);
     const first = messages(5);
-    expect((await t.ingest(c.conversationId, c.sessionKey, first)).body).toEqual({ stored: 5, already_stored: 0, published_only: 0 });
+    expect((await t.ingest(c.conversationId, c.sessionKey, first)).body).toEqual({
+      stored: 5,
+      already_stored: 0,
+      published_only: 0,
+    });
     const retry = [...first, ...messages(2)];
-    expect((await t.ingest(c.conversationId, c.sessionKey, retry)).body).toEqual({ stored: 2, already_stored: 5, published_only: 0 });
+    expect((await t.ingest(c.conversationId, c.sessionKey, retry)).body).toEqual({
+      stored: 2,
+      already_stored: 5,
+      published_only: 0,
+    });
     const dupInBatch = messages(1);
     expect((await t.ingest(c.conversationId, c.sessionKey, [...dupInBatch, ...dupInBatch])).body).toEqual({
       stored: 1,
@@ -125,7 +138,7 @@ describe('event ingest', () => {
     expect(await stored(c.conversationId)).toHaveLength(0);
   });
 
-  it("takes what a newer runtime adds without refusing the batch: unknown kinds and fields are dropped, counted, and the rest stored", async () => {
+  it('takes what a newer runtime adds without refusing the batch: unknown kinds and fields are dropped, counted, and the rest stored', async () => {
     const c = await t.newConversation(userId);
     const [first, second] = messages(2);
     const batch = [
@@ -134,7 +147,13 @@ describe('event ingest', () => {
       { kind: 'constructor' }, // names an object's own properties would have: names like any other
       { kind: '__proto__' },
       // Deeper, in a closed shape (a text block): found by validation, taken out, validated again.
-      { ...second, extended_content: [{ type: 'text', text: 'more', enable_truncation: true }, { type: 'text', text: 'and more' }] },
+      {
+        ...second,
+        extended_content: [
+          { type: 'text', text: 'more', enable_truncation: true },
+          { type: 'text', text: 'and more' },
+        ],
+      },
     ];
     const scrape = async () => (await fetch(metricsUrl)).text();
     const before = await scrape();
@@ -150,7 +169,8 @@ describe('event ingest', () => {
       { type: 'text', text: 'more', cache_prompt: false },
       { type: 'text', text: 'and more', cache_prompt: false },
     ]);
-    const dropped = (text: string, what: string) => Number(new RegExp(`^agent_control_ingest_dropped_total\\{what="${what}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    const dropped = (text: string, what: string) =>
+      Number(new RegExp(`^agent_control_ingest_dropped_total\\{what="${what}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
     const after = await scrape();
     expect(dropped(after, 'event') - dropped(before, 'event')).toBe(3);
     expect(dropped(after, 'field') - dropped(before, 'field')).toBe(3);
@@ -159,7 +179,9 @@ describe('event ingest', () => {
     expect(wrong.status).toBe(422);
     // So is one deep down, even beside an unknown field that alone would have been dropped; its 422 names the wrong value.
     const [deep] = messages(1);
-    const both = await t.ingest(c.conversationId, c.sessionKey, [{ ...deep, extended_content: [{ type: 'text', text: 7, enable_truncation: true }] }]);
+    const both = await t.ingest(c.conversationId, c.sessionKey, [
+      { ...deep, extended_content: [{ type: 'text', text: 7, enable_truncation: true }] },
+    ]);
     expect(both.status).toBe(422);
     expect(both.body.detail.map((d: any) => d.loc)).toContainEqual(['body', 0, 'extended_content', 0, 'text']);
     expect(await stored(c.conversationId)).toHaveLength(2);
@@ -177,7 +199,11 @@ describe('event ingest', () => {
 
     it('one left by a process that died blocks its conversation only until it expires (seconds)', async () => {
       const c = await t.newConversation(userId);
-      await leases().insertOne({ _id: c.conversationId, token: 'dead-holder', expires_at: new Date(Date.now() + 2000) });
+      await leases().insertOne({
+        _id: c.conversationId,
+        token: 'dead-holder',
+        expires_at: new Date(Date.now() + 2000),
+      });
       const started = Date.now();
       const r = await t.ingest(c.conversationId, c.sessionKey, messages(2));
       expect(r.status).toBe(200);
@@ -197,7 +223,15 @@ describe('event ingest', () => {
         },
       });
       const ingest = (store: EventsStore) =>
-        new EventIngest({ events: store, conversations: t.conversations, live: { publish: async () => undefined }, log: pino({ level: 'silent' }), maxEventsPerConversation: 100, leaseTtlMs: 600, leaseWaitMs: 10_000 });
+        new EventIngest({
+          events: store,
+          conversations: t.conversations,
+          live: { publish: async () => undefined },
+          log: pino({ level: 'silent' }),
+          maxEventsPerConversation: 100,
+          leaseTtlMs: 600,
+          leaseWaitMs: 10_000,
+        });
       const parse = (batch: Record<string, unknown>[]) => batch.map((e) => EventSchema.parse(e) as Event);
       const first = ingest(slow).ingest(c.conversationId, parse(messages(3)));
       await sleep(200);
@@ -206,7 +240,11 @@ describe('event ingest', () => {
       expect((await first).stored).toBe(3);
       // Had the lease lapsed, the second writer would have taken seqs 1-2 and the first been refused.
       expect((await stored(c.conversationId)).map((d) => d.seq)).toEqual([1, 2, 3, 4, 5]);
-      expect((await stored(c.conversationId)).slice(0, 3).map((d) => JSON.parse(d.json as string).llm_message.content[0].text)).toEqual(['m0', 'm1', 'm2']);
+      expect(
+        (await stored(c.conversationId))
+          .slice(0, 3)
+          .map((d) => JSON.parse(d.json as string).llm_message.content[0].text),
+      ).toEqual(['m0', 'm1', 'm2']);
     });
 
     it('a batch whose read of the conversation record fails gives the lease back (no 5 s block of the conversation)', async () => {
@@ -217,8 +255,19 @@ describe('event ingest', () => {
           throw new Error('connection closed');
         },
       });
-      const ingest = new EventIngest({ events: t.stores.events, conversations: failing, live: { publish: async () => undefined }, log: pino({ level: 'silent' }), maxEventsPerConversation: 100 });
-      await expect(ingest.ingest(c.conversationId, messages(2).map((e) => EventSchema.parse(e) as Event))).rejects.toThrow('connection closed');
+      const ingest = new EventIngest({
+        events: t.stores.events,
+        conversations: failing,
+        live: { publish: async () => undefined },
+        log: pino({ level: 'silent' }),
+        maxEventsPerConversation: 100,
+      });
+      await expect(
+        ingest.ingest(
+          c.conversationId,
+          messages(2).map((e) => EventSchema.parse(e) as Event),
+        ),
+      ).rejects.toThrow('connection closed');
       expect(await leases().countDocuments({ _id: c.conversationId })).toBe(0);
       const started = Date.now();
       expect((await t.ingest(c.conversationId, c.sessionKey, messages(2))).body).toMatchObject({ stored: 2 });

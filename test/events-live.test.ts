@@ -25,7 +25,10 @@ describe('live events over websockets', () => {
   afterAll(() => t.close());
 
   const subscribed = async (api: TestApi, n: number) => {
-    await eventually(() => expect(api.api.hub.subscriberCount).toBeGreaterThanOrEqual(n), { timeoutMs: 2000, intervalMs: 20 });
+    await eventually(() => expect(api.api.hub.subscriberCount).toBeGreaterThanOrEqual(n), {
+      timeoutMs: 2000,
+      intervalMs: 20,
+    });
   };
 
   it('header auth; live events in order, deltas included, nothing from before', async () => {
@@ -63,7 +66,9 @@ describe('live events over websockets', () => {
     const stranger = await t.newUser();
     expect((await connect(socketUrl(t, c.conversationId), { 'X-Access-Token': stranger.key }).closed).code).toBe(4004);
     expect((await connect(socketUrl(t, 'no-such'), { 'X-Access-Token': key }).closed).code).toBe(4004);
-    expect((await connect(socketUrl(t, c.conversationId, '?after_id=nope'), { 'X-Access-Token': key }).closed).code).toBe(4000);
+    expect(
+      (await connect(socketUrl(t, c.conversationId, '?after_id=nope'), { 'X-Access-Token': key }).closed).code,
+    ).toBe(4000);
   });
 
   it('after_id: every stored event after it exactly once, in order, while appends continue', async () => {
@@ -123,11 +128,16 @@ describe('live events over websockets', () => {
       );
       expect(out).toContain('api listening');
       const otherUrl: string = JSON.parse(out.split('\n').find((l) => l.includes('api listening'))!).url;
-      await eventually(async () => expect((await fetch(`${otherUrl}/ready`)).status).toBe(200), { timeoutMs: 10_000, intervalMs: 100 });
+      await eventually(async () => expect((await fetch(`${otherUrl}/ready`)).status).toBe(200), {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
 
       const c = await t.newConversation(userId);
       const here = connect(socketUrl(t, c.conversationId), { 'X-Access-Token': key });
-      const there = connect(`${otherUrl.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': key });
+      const there = connect(`${otherUrl.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, {
+        'X-Access-Token': key,
+      });
       await Promise.all([here.opened, there.opened]);
       // Both subscribed: each receives a probe event that arrives after it connected.
       // (About 50 probes at most, 100 ms apart.)
@@ -234,9 +244,13 @@ describe('live events over websockets', () => {
 
   it('resend_all of a 30 MB log (300 events of 100 KB) reaches a fast reader whole, in order, without 1013', async () => {
     const c = await t.newConversation(userId);
-    const big: Record<string, unknown>[] = messages(300).map((e, i) => ({ ...e, llm_message: { role: 'user', content: [{ type: 'text', text: `${i}:` + 'x'.repeat(100_000) }] } }));
+    const big: Record<string, unknown>[] = messages(300).map((e, i) => ({
+      ...e,
+      llm_message: { role: 'user', content: [{ type: 'text', text: `${i}:` + 'x'.repeat(100_000) }] },
+    }));
     // Bodies are capped at 5 MiB: 30 events (3 MB) per batch.
-    for (let i = 0; i < big.length; i += 30) expect((await t.ingest(c.conversationId, c.sessionKey, big.slice(i, i + 30))).status).toBe(200);
+    for (let i = 0; i < big.length; i += 30)
+      expect((await t.ingest(c.conversationId, c.sessionKey, big.slice(i, i + 30))).status).toBe(200);
     const sub = connect(socketUrl(t, c.conversationId, '?resend_all=true'), { 'X-Access-Token': key });
     let closedWith: number | null = null;
     const closed = sub.closed.then(({ code }) => {

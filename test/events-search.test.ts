@@ -48,7 +48,9 @@ describe('event search', () => {
     const times = r.body.items.map((e: { timestamp: string }) => Date.parse(e.timestamp));
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     const pauses = r.body.items.filter((e: { kind: string }) => e.kind === 'PauseEvent');
-    expect(pauses.map((p: { source: string; parent_id: null }) => [p.source, p.parent_id])).toEqual(Array(5).fill(['user', null]));
+    expect(pauses.map((p: { source: string; parent_id: null }) => [p.source, p.parent_id])).toEqual(
+      Array(5).fill(['user', null]),
+    );
   });
 
   it('pages with limit; next_page_id is null exactly when nothing follows', async () => {
@@ -72,24 +74,36 @@ describe('event search', () => {
     const pauses = await search('?kind__eq=PauseEvent');
     expect(pauses.body.items).toHaveLength(5);
     const window = await search('?timestamp__gte=2024-05-01T12:00:05Z&timestamp__lt=2024-05-01T12:00:10');
-    expect(window.body.items.map((e: any) => e.timestamp)).toEqual([5, 6, 7, 8, 9].map((s) => new Date(base + s * 1000).toISOString()));
+    expect(window.body.items.map((e: any) => e.timestamp)).toEqual(
+      [5, 6, 7, 8, 9].map((s) => new Date(base + s * 1000).toISOString()),
+    );
     const zoned = await search('?timestamp__gte=2024-05-01T14:00:20%2B02:00&kind__eq=ObservationEvent');
     expect(zoned.body.items).toHaveLength(1);
-    const c = await t.request('GET', `/api/v1/conversation/${conversationId}/events/count?kind__eq=MessageEvent&timestamp__lt=2024-05-01T12:00:10Z`, { key });
+    const c = await t.request(
+      'GET',
+      `/api/v1/conversation/${conversationId}/events/count?kind__eq=MessageEvent&timestamp__lt=2024-05-01T12:00:10Z`,
+      { key },
+    );
     expect(c).toMatchObject({ status: 200, body: 10 });
     const all = await t.request('GET', `/api/v1/conversation/${conversationId}/events/count`, { key });
     expect(all.body).toBe(36);
   });
 
   it('pages never repeat or skip while events are appended between reads', async () => {
-    const c = await t.newConversation((await t.users.findByEmail((await t.request('GET', '/api/v1/users/me', { key })).body.email))!.id);
+    const c = await t.newConversation(
+      (await t.users.findByEmail((await t.request('GET', '/api/v1/users/me', { key })).body.email))!.id,
+    );
     const first = messages(20, base, 1000);
     await t.ingest(c.conversationId, c.sessionKey, first);
     const seen: string[] = [];
     let pageId: string | null = null;
     const appended: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const r: { body: any } = await t.request('GET', `/api/v1/conversation/${c.conversationId}/events/search?limit=3${pageId ? `&page_id=${pageId}` : ''}`, { key });
+      const r: { body: any } = await t.request(
+        'GET',
+        `/api/v1/conversation/${c.conversationId}/events/search?limit=3${pageId ? `&page_id=${pageId}` : ''}`,
+        { key },
+      );
       seen.push(...r.body.items.map((e: { id: string }) => e.id));
       // Later events (after everything so far), appended between page reads.
       const more = messages(2, base + 100_000 + i * 10_000, 1000);
@@ -106,13 +120,21 @@ describe('event search', () => {
   it('gets events by id in the order asked, null for a missing one', async () => {
     const items = (await search('?limit=3')).body.items;
     const ids = [items[2].id, 'missing-id', items[0].id];
-    const r = await t.request('GET', `/api/v1/conversation/${conversationId}/events?${ids.map((i) => `id=${i}`).join('&')}`, { key });
+    const r = await t.request(
+      'GET',
+      `/api/v1/conversation/${conversationId}/events?${ids.map((i) => `id=${i}`).join('&')}`,
+      { key },
+    );
     expect(r.status).toBe(200);
     expect(r.body).toEqual([items[2], null, items[0]]);
     const none = await t.request('GET', `/api/v1/conversation/${conversationId}/events`, { key });
     expect(none.status).toBe(422);
     expect(none.body.detail[0]).toMatchObject({ loc: ['query', 'id'], type: 'missing' });
-    const many = await t.request('GET', `/api/v1/conversation/${conversationId}/events?${Array.from({ length: 101 }, (_, i) => `id=${i}`).join('&')}`, { key });
+    const many = await t.request(
+      'GET',
+      `/api/v1/conversation/${conversationId}/events?${Array.from({ length: 101 }, (_, i) => `id=${i}`).join('&')}`,
+      { key },
+    );
     expect(many.status).toBe(422);
     expect(many.body.detail[0]).toMatchObject({ loc: ['query', 'id'], type: 'too_long' });
   });
@@ -135,7 +157,7 @@ describe('event search', () => {
     expect(r.body.detail).toEqual([expect.objectContaining({ loc: ['query', name], type })]);
   });
 
-  it('404 for a conversation that does not exist or is someone else\'s', async () => {
+  it("404 for a conversation that does not exist or is someone else's", async () => {
     const stranger = await t.newUser();
     for (const path of ['events/search', 'events/count', 'events?id=x']) {
       const foreign = await t.request('GET', `/api/v1/conversation/${conversationId}/${path}`, { key: stranger.key });

@@ -34,6 +34,8 @@ describe('eventually', () => {
     expect(tries).toBeGreaterThan(1);
     expect(failure).toEqual(new Error(`try ${tries}`));
     expect(Date.now() - started).toBeGreaterThanOrEqual(100);
-    await expect(eventually(() => false, { what: 'the flag', timeoutMs: 0 })).rejects.toThrow('the flag: not within 0 ms');
+    await expect(eventually(() => false, { what: 'the flag', timeoutMs: 0 })).rejects.toThrow(
+      'the flag: not within 0 ms',
+    );
   });
 });

@@ -51,7 +51,13 @@ describe('fault injection', () => {
     const startOne = async () => {
       const id = randomUUID();
       // A start may meet a dead api or Temporal: it is sent again, as a client would (the same id joins).
-      await until(`start ${id} accepted`, async () => (await call('POST', '/api/v1/app-conversations', { conversation_id: id, sandbox_id: sandboxId })).status === 200, 90_000);
+      await until(
+        `start ${id} accepted`,
+        async () =>
+          (await call('POST', '/api/v1/app-conversations', { conversation_id: id, sandbox_id: sandboxId })).status ===
+          200,
+        90_000,
+      );
       starts.push(id);
     };
 
@@ -74,7 +80,8 @@ describe('fault injection', () => {
     await ingest.stop();
 
     // Every start ends, READY or ERROR (a start cut by a kill may end in ERROR; it must not hang).
-    const ended = async () => (await Promise.all(starts.map(taskOf))).every((t) => t && ['READY', 'ERROR'].includes(t.status));
+    const ended = async () =>
+      (await Promise.all(starts.map(taskOf))).every((t) => t && ['READY', 'ERROR'].includes(t.status));
     await until('every start READY or ERROR', ended, 180_000);
     const final = await Promise.all(starts.map(taskOf));
 

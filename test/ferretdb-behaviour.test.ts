@@ -20,7 +20,9 @@ describe(`FerretDB (${process.env.FERRETDB_BACKEND || 'postgresql'} backend) beh
   beforeAll(async () => {
     const name = uniqueName('ferretdb');
     // One connection per writer, so the updates really run side by side on the server.
-    clients = await Promise.all(Array.from({ length: WRITERS }, () => new MongoClient(testEnv().mongoUri, { maxPoolSize: 1 }).connect()));
+    clients = await Promise.all(
+      Array.from({ length: WRITERS }, () => new MongoClient(testEnv().mongoUri, { maxPoolSize: 1 }).connect()),
+    );
     dbs = clients.map((c) => c.db(name));
   });
   afterAll(async () => {
@@ -32,7 +34,11 @@ describe(`FerretDB (${process.env.FERRETDB_BACKEND || 'postgresql'} backend) beh
     let roundsWithSeveralWinners = 0;
     for (let round = 0; round < MAX_ROUNDS && roundsWithSeveralWinners === 0; round++) {
       await dbs[0]!.collection('leases').insertOne({ _id: `r${round}` as never, holder: null });
-      const results = await Promise.all(dbs.map((db, i) => db.collection('leases').updateOne({ _id: `r${round}` as never, holder: null }, { $set: { holder: i } })));
+      const results = await Promise.all(
+        dbs.map((db, i) =>
+          db.collection('leases').updateOne({ _id: `r${round}` as never, holder: null }, { $set: { holder: i } }),
+        ),
+      );
       if (results.reduce((n, r) => n + r.modifiedCount, 0) > 1) roundsWithSeveralWinners++;
     }
     // On MongoDB exactly one writer wins each round.
@@ -42,14 +48,23 @@ describe(`FerretDB (${process.env.FERRETDB_BACKEND || 'postgresql'} backend) beh
   it('an update that would break a unique index fails with InternalError (code 1) and SQLSTATE 23505, not E11000 (isDuplicateKey knows both)', async () => {
     const c = dbs[0]!.collection('unique_names');
     await c.createIndex({ owner: 1, name: 1 }, { unique: true, name: 'owner_name' });
-    await c.insertMany([{ owner: 'u', name: 'a' }, { owner: 'u', name: 'b' }]);
-    const e = await c.updateOne({ owner: 'u', name: 'a' }, { $set: { name: 'b' } }).then(() => null, (err: unknown) => err);
+    await c.insertMany([
+      { owner: 'u', name: 'a' },
+      { owner: 'u', name: 'b' },
+    ]);
+    const e = await c.updateOne({ owner: 'u', name: 'a' }, { $set: { name: 'b' } }).then(
+      () => null,
+      (err: unknown) => err,
+    );
     // MongoDB answers code 11000 (DuplicateKey).
     expect(e).toMatchObject({ code: 1, codeName: 'InternalError' });
     expect((e as Error).message).toMatch(/SQLSTATE 23505/);
     expect(isDuplicateKey(e)).toBe(true);
     // An insert that breaks it is E11000, as on MongoDB.
-    const inserted = await c.insertOne({ owner: 'u', name: 'b' }).then(() => null, (err: unknown) => err);
+    const inserted = await c.insertOne({ owner: 'u', name: 'b' }).then(
+      () => null,
+      (err: unknown) => err,
+    );
     expect(inserted).toMatchObject({ code: 11000 });
   });
 
@@ -57,7 +72,9 @@ describe(`FerretDB (${process.env.FERRETDB_BACKEND || 'postgresql'} backend) beh
     let lost = 0;
     for (let round = 0; round < MAX_ROUNDS && lost === 0; round++) {
       await dbs[0]!.collection('docs').insertOne({ _id: `d${round}` as never });
-      await Promise.all(dbs.map((db, i) => db.collection('docs').updateOne({ _id: `d${round}` as never }, { $set: { [`f${i}`]: i } })));
+      await Promise.all(
+        dbs.map((db, i) => db.collection('docs').updateOne({ _id: `d${round}` as never }, { $set: { [`f${i}`]: i } })),
+      );
       const doc = (await dbs[0]!.collection('docs').findOne({ _id: `d${round}` as never }))!;
       for (let i = 0; i < WRITERS; i++) if (doc[`f${i}`] !== i) lost++;
     }

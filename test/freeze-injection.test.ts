@@ -42,9 +42,12 @@ const FREEZES: { name: keyof typeof PID_FILES; ms: number; restarted?: true }[] 
 async function publishedStatuses(temporalPort: number, sandboxId: string): Promise<string[]> {
   const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
   try {
-    const history = await new Client({ connection, namespace: 'default' }).workflow.getHandle(sandboxWorkflowId(sandboxId)).fetchHistory();
+    const history = await new Client({ connection, namespace: 'default' }).workflow
+      .getHandle(sandboxWorkflowId(sandboxId))
+      .fetchHistory();
     return (history.events ?? []).flatMap((e) => {
-      const data = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.SandboxStatus?.data;
+      const data =
+        e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.SandboxStatus?.data;
       return data ? [JSON.parse(Buffer.from(data).toString('utf8')) as string] : [];
     });
   } finally {
@@ -58,7 +61,9 @@ describe('freeze injection', () => {
   let ingest: ReturnType<typeof steadyIngest> | undefined;
 
   beforeAll(async () => {
-    launcher = new Launcher(path.join(testEnv().dir, 'freeze-injection-data'), await freeLauncherPorts(), { START_TASK_RECONCILE_AFTER_MS: '5000' });
+    launcher = new Launcher(path.join(testEnv().dir, 'freeze-injection-data'), await freeLauncherPorts(), {
+      START_TASK_RECONCILE_AFTER_MS: '5000',
+    });
     llm = await new ScriptedLlm([]).start();
   });
 
@@ -86,7 +91,13 @@ describe('freeze injection', () => {
       await ingest.goesOn(3, 90_000);
       // A start under way as the freeze lands; sent again until taken, as a client would (the same id joins).
       const id = randomUUID();
-      await until(`start ${id} accepted`, async () => (await call('POST', '/api/v1/app-conversations', { conversation_id: id, sandbox_id: sandboxId })).status === 200, 90_000);
+      await until(
+        `start ${id} accepted`,
+        async () =>
+          (await call('POST', '/api/v1/app-conversations', { conversation_id: id, sandbox_id: sandboxId })).status ===
+          200,
+        90_000,
+      );
       starts.push(id);
 
       const pid = launcher.pidOf(name)!;
@@ -104,7 +115,10 @@ describe('freeze injection', () => {
         const request: [string, RequestInit] =
           tick % 2 === 0
             ? ['/api/v1/users/me', {}]
-            : ['/api/v1/app-conversations', { method: 'POST', body: JSON.stringify({ conversation_id: id, sandbox_id: sandboxId }) }];
+            : [
+                '/api/v1/app-conversations',
+                { method: 'POST', body: JSON.stringify({ conversation_id: id, sandbox_id: sandboxId }) },
+              ];
         asking.push(
           launcher
             .api(request[0], key, { ...request[1], signal: AbortSignal.timeout(ANSWER_BOUND_MS + 20_000) })
@@ -119,8 +133,16 @@ describe('freeze injection', () => {
           signalAll(frozen, 'SIGCONT');
           thawedAt = Date.now();
         }
-        if (thawedAt && (await launcher.api('/ready', undefined, { signal: AbortSignal.timeout(5000) }).then((r) => r.status === 200, () => false))) readyMs = Date.now() - thawedAt;
-        if (thawedAt && readyMs < 0 && Date.now() - thawedAt > READY_BOUND_MS) throw new Error(`not /ready ${READY_BOUND_MS / 1000} s after ${name} thawed:\n${l.output().slice(-3000)}`);
+        if (
+          thawedAt &&
+          (await launcher.api('/ready', undefined, { signal: AbortSignal.timeout(5000) }).then(
+            (r) => r.status === 200,
+            () => false,
+          ))
+        )
+          readyMs = Date.now() - thawedAt;
+        if (thawedAt && readyMs < 0 && Date.now() - thawedAt > READY_BOUND_MS)
+          throw new Error(`not /ready ${READY_BOUND_MS / 1000} s after ${name} thawed:\n${l.output().slice(-3000)}`);
       }
       await Promise.all(asking);
       await ingest.goesOn(1, READY_BOUND_MS, `ingest resumes after ${name}`);
@@ -128,8 +150,16 @@ describe('freeze injection', () => {
       // Every answer came in time, and was a success or a 503 that says when to try again.
       // With the api's errors beside them, when there are any: what a 500 was.
       const errors = () => [
-        ...fs.readFileSync(path.join(launcher.dataDir, 'logs', 'api.log'), 'utf8').split('\n').filter((line) => line.includes('"level":50')).slice(-3),
-        ...l.output().split('\n').filter((line) => /answer|liveness|restart/.test(line)).slice(-8),
+        ...fs
+          .readFileSync(path.join(launcher.dataDir, 'logs', 'api.log'), 'utf8')
+          .split('\n')
+          .filter((line) => line.includes('"level":50'))
+          .slice(-3),
+        ...l
+          .output()
+          .split('\n')
+          .filter((line) => /answer|liveness|restart/.test(line))
+          .slice(-8),
       ];
       // A frozen api cannot answer; what it held breaks when it is killed ('TypeError: fetch failed'), in time.
       const broken = (a: (typeof answers)[number]) => name === 'api' && a.status === 'TypeError';
@@ -139,7 +169,9 @@ describe('freeze injection', () => {
       expect({ wrong, errors: wrong.length ? errors() : [] }).toEqual({ wrong: [], errors: [] });
       expect(l.child.exitCode).toBeNull();
       if (restarted) expect(launcher.pidOf(name)).not.toBe(pid);
-      const refused = Object.keys(ingest.counts.refused).filter((status) => status !== '503' && !(name === 'api' && status === 'TypeError'));
+      const refused = Object.keys(ingest.counts.refused).filter(
+        (status) => status !== '503' && !(name === 'api' && status === 'TypeError'),
+      );
       expect({ refused, errors: refused.length ? errors() : [] }).toEqual({ refused: [], errors: [] });
       const slowest = Math.max(...answers.map((a) => a.ms));
       figures.push(
@@ -149,16 +181,21 @@ describe('freeze injection', () => {
     }
     await ingest.stop();
 
-    const ended = async () => (await Promise.all(starts.map(taskOf))).every((t) => t && ['READY', 'ERROR'].includes(t.status));
+    const ended = async () =>
+      (await Promise.all(starts.map(taskOf))).every((t) => t && ['READY', 'ERROR'].includes(t.status));
     await until('every start READY or ERROR', ended, 180_000);
     const final = await Promise.all(starts.map(taskOf));
     // How long each start took, from its record to READY or ERROR (the first one ran before any freeze).
-    const took = final.map((t) => `${((Date.parse(t.updated_at) - Date.parse(t.created_at)) / 1000).toFixed(1)} s ${t.status}`);
+    const took = final.map(
+      (t) => `${((Date.parse(t.updated_at) - Date.parse(t.created_at)) / 1000).toFixed(1)} s ${t.status}`,
+    );
     await expectLogIntact(launcher, conversationId, ingest.acknowledged);
     // The database frozen for longer than the health grace period is no verdict on the runtime: the
     // sandbox was never published as anything but RUNNING (its health checks could not be made).
     expect(await publishedStatuses(launcher.ports.temporal, sandboxId)).toEqual(['STARTING', 'RUNNING']);
-    console.log(`freeze injection: ${figures.join('; ')}; starts (before the ${FREEZES.map((f) => f.name).join(', ')} freezes) ${took.slice(1).join(', ')}; ${ingest.counts.batches} batches acknowledged`);
+    console.log(
+      `freeze injection: ${figures.join('; ')}; starts (before the ${FREEZES.map((f) => f.name).join(', ')} freezes) ${took.slice(1).join(', ')}; ${ingest.counts.batches} batches acknowledged`,
+    );
 
     expect((await call('DELETE', `/api/v1/sandboxes/${sandboxId}`)).status).toBe(200);
     l.child.kill('SIGINT');

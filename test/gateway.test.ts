@@ -78,7 +78,16 @@ describe('the gateway', () => {
   });
   const close = (server: net.Server) => new Promise((r) => server.close(r));
   const gateway = async (o: Partial<GatewayOptions> & Pick<GatewayOptions, 'upstreamPort'>): Promise<Gateway> => {
-    const g = await startGateway({ host: '127.0.0.1', port: 0, upstreamHost: 'api', connectTimeoutMs: 1000, maxConnections: 100, healthPath: '/health', refreshMs: 100, ...o });
+    const g = await startGateway({
+      host: '127.0.0.1',
+      port: 0,
+      upstreamHost: 'api',
+      connectTimeoutMs: 1000,
+      maxConnections: 100,
+      healthPath: '/health',
+      refreshMs: 100,
+      ...o,
+    });
     closers.push(() => g.close());
     return g;
   };
@@ -87,15 +96,31 @@ describe('the gateway', () => {
     const port = await freePort();
     const a = await upstream('a', '127.0.0.1', port);
     const b = await upstream('b', '127.0.0.2', port);
-    closers.push(() => close(a), () => close(b));
+    closers.push(
+      () => close(a),
+      () => close(b),
+    );
     const refused: string[] = [];
-    const g = await gateway({ upstreamPort: port, resolve: async () => ['127.0.0.2', '127.0.0.1'], onRefused: (r) => refused.push(r), refreshMs: 60_000 });
-    expect(g.upstreams()).toEqual({ addresses: ['127.0.0.1', '127.0.0.2'], healthy: expect.arrayContaining(['127.0.0.1', '127.0.0.2']) });
+    const g = await gateway({
+      upstreamPort: port,
+      resolve: async () => ['127.0.0.2', '127.0.0.1'],
+      onRefused: (r) => refused.push(r),
+      refreshMs: 60_000,
+    });
+    expect(g.upstreams()).toEqual({
+      addresses: ['127.0.0.1', '127.0.0.2'],
+      healthy: expect.arrayContaining(['127.0.0.1', '127.0.0.2']),
+    });
 
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await ask(g.port, `hello ${i} \u00e9\n`));
     expect(answers).toEqual(['a:hello 0 \u00e9\n', 'b:hello 1 \u00e9\n', 'a:hello 2 \u00e9\n', 'b:hello 3 \u00e9\n']);
-    expect(g.relayed()).toEqual(new Map([['127.0.0.1', 2], ['127.0.0.2', 2]]));
+    expect(g.relayed()).toEqual(
+      new Map([
+        ['127.0.0.1', 2],
+        ['127.0.0.2', 2],
+      ]),
+    );
 
     // One upstream gone (before a probe says so): its connection is refused, the next address takes it.
     await close(a);
@@ -111,7 +136,11 @@ describe('the gateway', () => {
     let stuck = await frozen('127.0.0.3', port);
     const b = await upstream('b', '127.0.0.4', port);
     closers.push(() => close(b));
-    const g = await gateway({ upstreamPort: port, resolve: async () => ['127.0.0.3', '127.0.0.4'], probeTimeoutMs: 200 });
+    const g = await gateway({
+      upstreamPort: port,
+      resolve: async () => ['127.0.0.3', '127.0.0.4'],
+      probeTimeoutMs: 200,
+    });
     expect(g.upstreams()).toEqual({ addresses: ['127.0.0.3', '127.0.0.4'], healthy: ['127.0.0.4'] });
     for (let i = 0; i < 4; i++) expect(await ask(g.port, `q${i}\n`)).toBe(`b:q${i}\n`);
     expect(g.relayed()).toEqual(new Map([['127.0.0.4', 4]]));
@@ -139,11 +168,23 @@ describe('the gateway', () => {
     const port = await freePort();
     const a = await upstream('a', '127.0.0.1', port);
     closers.push(() => close(a));
-    const unresolved = await gateway({ upstreamPort: port, resolve: async () => Promise.reject(new Error('ENOTFOUND')) });
+    const unresolved = await gateway({
+      upstreamPort: port,
+      resolve: async () => Promise.reject(new Error('ENOTFOUND')),
+    });
     expect(await ask(unresolved.port, 'x\n')).toBe('closed');
 
     const refused: string[] = [];
-    const g = await startGateway({ host: '127.0.0.1', port: 0, upstreamHost: 'api', upstreamPort: port, connectTimeoutMs: 1000, maxConnections: 1, resolve: async () => ['127.0.0.1'], onRefused: (r) => refused.push(r) });
+    const g = await startGateway({
+      host: '127.0.0.1',
+      port: 0,
+      upstreamHost: 'api',
+      upstreamPort: port,
+      connectTimeoutMs: 1000,
+      maxConnections: 1,
+      resolve: async () => ['127.0.0.1'],
+      onRefused: (r) => refused.push(r),
+    });
     let gClosed = false;
     closers.push(() => (gClosed ? Promise.resolve() : g.close()));
     const held = net.connect(g.port, '127.0.0.1');

@@ -13,7 +13,11 @@ import { connect } from './helpers/ws-client';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Sends raw bytes on a new connection and collects everything the server writes until it closes. */
-function raw(url: string, bytes: string | Buffer, opts: { timeoutMs?: number; keepSending?: () => Buffer | null } = {}): Promise<{ text: string; closedBy: 'server' | 'timeout'; ms: number }> {
+function raw(
+  url: string,
+  bytes: string | Buffer,
+  opts: { timeoutMs?: number; keepSending?: () => Buffer | null } = {},
+): Promise<{ text: string; closedBy: 'server' | 'timeout'; ms: number }> {
   const { hostname, port } = new URL(url);
   const started = Date.now();
   return new Promise((resolve) => {
@@ -110,7 +114,10 @@ describe('hostile input at the edge (issue 13)', () => {
 
     it('a bad handshake on the socket path is a JSON 400, an unknown version a JSON 426', async () => {
       const path = `/api/v1/conversation/x/events/socket`;
-      const noKey = await raw(t.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      const noKey = await raw(
+        t.url,
+        `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
       expect(statusOf(noKey.text)).toBe(400);
       expect(JSON.parse(bodyOf(noKey.text))).toEqual({ detail: 'Missing or invalid Sec-WebSocket-Key header' });
       const version = await raw(
@@ -124,7 +131,10 @@ describe('hostile input at the edge (issue 13)', () => {
     });
 
     it('Upgrade on another route: a GET is answered over HTTP/1.1, anything else is a JSON 400', async () => {
-      const h2c = await raw(t.url, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n');
+      const h2c = await raw(
+        t.url,
+        'GET /health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n',
+      );
       expect(statusOf(h2c.text)).toBe(200);
       expect(JSON.parse(bodyOf(h2c.text))).toEqual({ status: 'ok' });
       const ws = await raw(
@@ -133,7 +143,10 @@ describe('hostile input at the edge (issue 13)', () => {
       );
       expect(statusOf(ws.text)).toBe(401);
       expect(JSON.parse(bodyOf(ws.text))).toEqual({ detail: 'Missing X-Access-Token header' });
-      const post = await raw(t.url, 'POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}');
+      const post = await raw(
+        t.url,
+        'POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}',
+      );
       expect(statusOf(post.text)).toBe(400);
       expect(JSON.parse(bodyOf(post.text)).detail).toMatch(/upgrades are served only/);
       await healthy();
@@ -151,9 +164,14 @@ describe('hostile input at the edge (issue 13)', () => {
         ['POST', `/api/v1/webhooks/events/${conversationId}`, { 'X-Session-API-Key': sessionKey }],
       ];
       for (const [method, path, headers] of routes) {
-        const r = await t.request(method, path, { rawBody: deep, headers: { ...headers, 'Content-Type': 'application/json' } });
+        const r = await t.request(method, path, {
+          rawBody: deep,
+          headers: { ...headers, 'Content-Type': 'application/json' },
+        });
         expect({ path, status: r.status }).toEqual({ path, status: 422 });
-        expect(r.body.detail).toEqual([expect.objectContaining({ loc: ['body'], type: 'json_invalid', msg: 'JSON nested deeper than 64 levels' })]);
+        expect(r.body.detail).toEqual([
+          expect.objectContaining({ loc: ['body'], type: 'json_invalid', msg: 'JSON nested deeper than 64 levels' }),
+        ]);
       }
     });
 
@@ -161,7 +179,9 @@ describe('hostile input at the edge (issue 13)', () => {
       const { conversationId, sessionKey } = await t.newConversation(userId);
       const event = sample('ACPToolCallEvent', { raw_input: nested(60, 'leaf') });
       expect((await t.ingest(conversationId, sessionKey, [event])).status).toBe(200);
-      const got = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=${event.id as string}`, { key });
+      const got = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=${event.id as string}`, {
+        key,
+      });
       expect(got.body[0].raw_input).toEqual(nested(60, 'leaf'));
       const me = await t.request('GET', '/api/v1/users/me', { key });
       const bad = await t.request('PATCH', `/api/organizations/${me.body.current_org_id}`, {
@@ -175,11 +195,15 @@ describe('hostile input at the edge (issue 13)', () => {
     it('keys starting with $ or holding a dot in free-form objects round-trip; __proto__ is dropped by validation, harmlessly', async () => {
       const me = await t.request('GET', '/api/v1/users/me', { key });
       const orgId = me.body.current_org_id as string;
-      const overrides = JSON.parse('{"$where": {"a.b": [{"$gt": 1}]}, "50%.off": true, "__proto__": {"x": 1}, "%24": "literal"}');
+      const overrides = JSON.parse(
+        '{"$where": {"a.b": [{"$gt": 1}]}, "50%.off": true, "__proto__": {"x": 1}, "%24": "literal"}',
+      );
       const headers = { '$x-header': 'v', 'x.y': 'w' };
       const r = await t.request('PATCH', `/api/organizations/${orgId}`, {
         key,
-        rawBody: JSON.stringify({ agent_settings: { llm: { capability_overrides: overrides, extra_headers: headers } } }),
+        rawBody: JSON.stringify({
+          agent_settings: { llm: { capability_overrides: overrides, extra_headers: headers } },
+        }),
         headers: { 'Content-Type': 'application/json' },
       });
       expect(r.status).toBe(200);
@@ -195,12 +219,14 @@ describe('hostile input at the edge (issue 13)', () => {
     });
 
     it('a start whose plugin parameters and observability metadata have $ and dotted keys is stored and echoed as sent', async () => {
-      const parameters = { 'a.b': { $in: [1] }, '$x': 'y' };
+      const parameters = { 'a.b': { $in: [1] }, $x: 'y' };
       const metadata = { 'team.name': 'core', $cost: 1 };
       const body = { plugins: [{ source: 'github:owner/plugin', parameters }], observability_metadata: metadata };
       const r = await t.request('POST', '/api/v1/app-conversations', { key, body });
       expect(r.status).toBe(200);
-      const [again] = (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${r.body.id as string}`, { key })).body;
+      const [again] = (
+        await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${r.body.id as string}`, { key })
+      ).body;
       for (const task of [r.body, again]) {
         expect(task.request.plugins[0].parameters).toEqual(parameters);
         expect(task.request.observability_metadata).toEqual(metadata);
@@ -214,7 +240,10 @@ describe('hostile input at the edge (issue 13)', () => {
         ['POST', '/api/v1/webhooks/events/%00', { 'X-Session-API-Key': 'wrong' }],
         ['GET', '/api/v1/sandboxes/a%00b', { 'X-Access-Token': key }],
       ] as const) {
-        const r = await t.request(method, path, { rawBody: method === 'POST' ? '[]' : undefined, headers: { ...headers, 'Content-Type': 'application/json' } });
+        const r = await t.request(method, path, {
+          rawBody: method === 'POST' ? '[]' : undefined,
+          headers: { ...headers, 'Content-Type': 'application/json' },
+        });
         expect([path, r.status, r.body]).toEqual([path, 404, { detail: 'Not Found' }]);
       }
       const q = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=a%00b`, { key });
@@ -223,21 +252,40 @@ describe('hostile input at the edge (issue 13)', () => {
       // A body: refused whole, nothing stored (a start would have been stored in part).
       const tasks = () => t.database.db.collection('start_tasks').countDocuments();
       const before = await tasks();
-      const start = await t.request('POST', '/api/v1/app-conversations', { key, rawBody: '{"title":"a\\u0000b"}', headers: { 'Content-Type': 'application/json' } });
+      const start = await t.request('POST', '/api/v1/app-conversations', {
+        key,
+        rawBody: '{"title":"a\\u0000b"}',
+        headers: { 'Content-Type': 'application/json' },
+      });
       expect(start.status).toBe(422);
       expect(start.body.detail[0]).toMatchObject({ loc: ['body'], type: 'string_nul' });
       expect(await tasks()).toBe(before);
       // An escaped backslash before "u0000" is no NUL.
-      expect((await t.request('POST', '/api/v1/app-conversations', { key, rawBody: '{"title":"a\\\\u0000b"}', headers: { 'Content-Type': 'application/json' } })).status).toBe(200);
+      expect(
+        (
+          await t.request('POST', '/api/v1/app-conversations', {
+            key,
+            rawBody: '{"title":"a\\\\u0000b"}',
+            headers: { 'Content-Type': 'application/json' },
+          })
+        ).status,
+      ).toBe(200);
       // An event's content may hold it (terminal output does): stored as JSON text, read back as sent.
-      const event = sample('MessageEvent', { llm_message: { role: 'user', content: [{ type: 'text', text: 'before\u0000after' }] } });
+      const event = sample('MessageEvent', {
+        llm_message: { role: 'user', content: [{ type: 'text', text: 'before\u0000after' }] },
+      });
       expect((await t.ingest(conversationId, sessionKey, [event])).status).toBe(200);
-      const got = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=${event.id as string}`, { key });
+      const got = await t.request('GET', `/api/v1/conversation/${conversationId}/events?id=${event.id as string}`, {
+        key,
+      });
       expect(got.body[0].llm_message.content[0].text).toBe('before\u0000after');
       // Its id may not: the batch is refused before anything of it is stored.
       const count = () => t.request('GET', `/api/v1/conversation/${conversationId}/events/count`, { key });
       const stored = (await count()).body;
-      const bad = await t.ingest(conversationId, sessionKey, [sample('MessageEvent'), sample('MessageEvent', { id: 'a\u0000b' })]);
+      const bad = await t.ingest(conversationId, sessionKey, [
+        sample('MessageEvent'),
+        sample('MessageEvent', { id: 'a\u0000b' }),
+      ]);
       expect(bad.status).toBe(422);
       expect(bad.body.detail[0].loc).toEqual(['body', 1, 'id']);
       expect((await count()).body).toBe(stored);
@@ -246,8 +294,14 @@ describe('hostile input at the edge (issue 13)', () => {
 
     it('a page of large events is cut by bytes: pages neither skip nor repeat, and a catch-up sends them all', async () => {
       const { conversationId, sessionKey } = await t.newConversation(userId);
-      const big = Array.from({ length: 12 }, (_, i) => sample('ServerErrorEvent', { timestamp: new Date(Date.UTC(2030, 0, 1, 0, 0, i)).toISOString(), detail: 'x'.repeat(1_000_000) }));
-      for (let i = 0; i < big.length; i += 4) expect((await t.ingest(conversationId, sessionKey, big.slice(i, i + 4))).status).toBe(200);
+      const big = Array.from({ length: 12 }, (_, i) =>
+        sample('ServerErrorEvent', {
+          timestamp: new Date(Date.UTC(2030, 0, 1, 0, 0, i)).toISOString(),
+          detail: 'x'.repeat(1_000_000),
+        }),
+      );
+      for (let i = 0; i < big.length; i += 4)
+        expect((await t.ingest(conversationId, sessionKey, big.slice(i, i + 4))).status).toBe(200);
       const seen: string[] = [];
       let page = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?limit=100`, { key });
       expect(page.body.items.length).toBeLessThan(12); // 8 MB of text per page, not 12 MB
@@ -255,26 +309,40 @@ describe('hostile input at the edge (issue 13)', () => {
       for (let n = 0; n < 12; n++) {
         seen.push(...page.body.items.map((e: { id: string }) => e.id));
         if (!page.body.next_page_id) break;
-        page = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?limit=100&page_id=${page.body.next_page_id as string}`, { key });
+        page = await t.request(
+          'GET',
+          `/api/v1/conversation/${conversationId}/events/search?limit=100&page_id=${page.body.next_page_id as string}`,
+          { key },
+        );
       }
       expect(seen).toEqual(big.map((e) => e.id));
-      const sub = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${conversationId}/events/socket?resend_all=true`, { 'X-Access-Token': key });
+      const sub = connect(
+        `${t.url.replace('http', 'ws')}/api/v1/conversation/${conversationId}/events/socket?resend_all=true`,
+        { 'X-Access-Token': key },
+      );
       expect((await sub.waitFor(12, 30_000)).map((e) => e.id)).toEqual(big.map((e) => e.id));
       sub.ws.close();
     });
 
     it('a transfer coding other than chunked is a 501; Content-Length beside chunked is a 400 and no server error', async () => {
-      const gz = await raw(t.url, `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`);
+      const gz = await raw(
+        t.url,
+        `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+      );
       expect(statusOf(gz.text)).toBe(501);
       expect(JSON.parse(bodyOf(gz.text)).detail).toMatch(/Transfer-Encoding gzip, chunked is not supported/);
-      const both = await raw(t.url, `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${key}\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`);
+      const both = await raw(
+        t.url,
+        `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${key}\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+      );
       expect(statusOf(both.text)).toBe(400);
       expect(JSON.parse(bodyOf(both.text)).detail).toEqual(expect.any(String));
       await healthy();
     });
 
     it('an unauthenticated body is never read: 401 at once and the connection closed', async () => {
-      const head = 'POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n';
+      const head =
+        'POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n';
       const r = await raw(t.url, Buffer.concat([Buffer.from(head), Buffer.alloc(64 * 1024, ' ')]), { timeoutMs: 5000 });
       expect(r.closedBy).toBe('server');
       expect(r.ms).toBeLessThan(1000); // not held until the request timeout
@@ -296,10 +364,30 @@ describe('hostile input at the edge (issue 13)', () => {
 
   describe('stream-start always ends once the task has', () => {
     const startTasks = () => t.stores.startTasks;
-    const change = (status: StartTaskStatus) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+    const change = (status: StartTaskStatus) => ({
+      status,
+      detail: null,
+      app_conversation_id: null,
+      sandbox_id: null,
+      agent_server_url: null,
+    });
     const accepted = async (id: string) =>
-      startTasks().create({ id, created_by_user_id: userId, conversation_id: id, ...change('WORKING'), request: echoRequest(StartRequestSchema.parse({ conversation_id: id })) as Record<string, unknown> }, null);
-    const stream = (id: string) => t.request('POST', '/api/v1/app-conversations/stream-start', { key, body: { conversation_id: id }, signal: AbortSignal.timeout(10_000) });
+      startTasks().create(
+        {
+          id,
+          created_by_user_id: userId,
+          conversation_id: id,
+          ...change('WORKING'),
+          request: echoRequest(StartRequestSchema.parse({ conversation_id: id })) as Record<string, unknown>,
+        },
+        null,
+      );
+    const stream = (id: string) =>
+      t.request('POST', '/api/v1/app-conversations/stream-start', {
+        key,
+        body: { conversation_id: id },
+        signal: AbortSignal.timeout(10_000),
+      });
 
     it('a task READY whose history has a hole (a lost status write) streams to READY and ends', async () => {
       const id = randomUUID();
@@ -314,7 +402,8 @@ describe('hostile input at the edge (issue 13)', () => {
     it('a task whose run was started again (its history cleared) streams the new run to its end', async () => {
       const id = randomUUID();
       await accepted(id);
-      for (const [i, status] of (['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY'] as const).entries()) await startTasks().record(id, i, change(status));
+      for (const [i, status] of (['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY'] as const).entries())
+        await startTasks().record(id, i, change(status));
       const streaming = stream(id);
       await sleep(500); // the stream has sent the lost run's three statuses
       const task = await startTasks().get(id);
@@ -322,14 +411,22 @@ describe('hostile input at the edge (issue 13)', () => {
       await startTasks().record(id, 0, change('WORKING'));
       await startTasks().record(id, 1, { ...change('ERROR'), detail: 'the new run failed' });
       const r = await streaming;
-      expect(r.body.map((s: { status: string }) => s.status)).toEqual(['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'WORKING', 'ERROR']);
+      expect(r.body.map((s: { status: string }) => s.status)).toEqual([
+        'WORKING',
+        'WAITING_FOR_SANDBOX',
+        'PREPARING_REPOSITORY',
+        'WORKING',
+        'ERROR',
+      ]);
     });
 
     it('a task whose record says ERROR but whose history does not ends with the record', async () => {
       const id = randomUUID();
       await accepted(id);
       await startTasks().record(id, 0, change('WORKING'));
-      await t.database.db.collection<{ _id: string }>('start_tasks').updateOne({ _id: id }, { $set: { status: 'ERROR', detail: 'gone' } });
+      await t.database.db
+        .collection<{ _id: string }>('start_tasks')
+        .updateOne({ _id: id }, { $set: { status: 'ERROR', detail: 'gone' } });
       const r = await stream(id);
       expect(r.body.map((s: { status: string }) => s.status)).toEqual(['WORKING', 'ERROR']);
       expect(r.body.at(-1).detail).toBe('gone');
@@ -365,12 +462,23 @@ describe('hostile input at the edge (issue 13)', () => {
 
   it("timestamps of years 0001-0099 (Python's datetime.min) are kept as written, in events and queries", async () => {
     const { conversationId, sessionKey } = await t.newConversation(userId);
-    const old = [sample('MessageEvent', { timestamp: '0001-01-01T00:00:00' }), sample('MessageEvent', { timestamp: '0099-12-31T23:59:59.5+00:00' })];
+    const old = [
+      sample('MessageEvent', { timestamp: '0001-01-01T00:00:00' }),
+      sample('MessageEvent', { timestamp: '0099-12-31T23:59:59.5+00:00' }),
+    ];
     expect((await t.ingest(conversationId, sessionKey, old)).body).toMatchObject({ stored: 2 });
-    const page = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?timestamp__lt=0100-01-01T00:00:00Z`, { key });
+    const page = await t.request(
+      'GET',
+      `/api/v1/conversation/${conversationId}/events/search?timestamp__lt=0100-01-01T00:00:00Z`,
+      { key },
+    );
     expect(page.status).toBe(200);
     expect(page.body.items.map((e: { id: string }) => e.id)).toEqual(old.map((e) => e.id));
-    const none = await t.request('GET', `/api/v1/conversation/${conversationId}/events/count?timestamp__gte=1900-01-01T00:00:00Z`, { key });
+    const none = await t.request(
+      'GET',
+      `/api/v1/conversation/${conversationId}/events/count?timestamp__gte=1900-01-01T00:00:00Z`,
+      { key },
+    );
     expect(none.body).toBe(0);
   });
 });

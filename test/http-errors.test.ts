@@ -58,7 +58,13 @@ describe('error bodies', () => {
             input: '%%%',
             ctx: { error: 'invalid page_id' },
           },
-          { loc: ['query', 'limit'], msg: 'Input should be less than or equal to 100', type: 'less_than_equal', input: '101', ctx: { le: 100 } },
+          {
+            loc: ['query', 'limit'],
+            msg: 'Input should be less than or equal to 100',
+            type: 'less_than_equal',
+            input: '101',
+            ctx: { le: 100 },
+          },
         ],
       });
     });
@@ -66,14 +72,27 @@ describe('error bodies', () => {
     it('query: limit=0 is greater_than', async () => {
       const r = await t.request('GET', '/api/v1/api-keys/search?limit=0', { key });
       expect(r.status).toBe(422);
-      expect(r.body.detail).toEqual([{ loc: ['query', 'limit'], msg: 'Input should be greater than 0', type: 'greater_than', input: '0', ctx: { gt: 0 } }]);
+      expect(r.body.detail).toEqual([
+        {
+          loc: ['query', 'limit'],
+          msg: 'Input should be greater than 0',
+          type: 'greater_than',
+          input: '0',
+          ctx: { gt: 0 },
+        },
+      ]);
     });
 
     it('path: uuid_parsing', async () => {
       const r = await t.request('DELETE', '/api/v1/api-keys/not-a-uuid', { key });
       expect(r.status).toBe(422);
       expect(r.body.detail).toEqual([
-        expect.objectContaining({ loc: ['path', 'key_id'], type: 'uuid_parsing', input: 'not-a-uuid', msg: expect.stringMatching(/^Input should be a valid UUID/) }),
+        expect.objectContaining({
+          loc: ['path', 'key_id'],
+          type: 'uuid_parsing',
+          input: 'not-a-uuid',
+          msg: expect.stringMatching(/^Input should be a valid UUID/),
+        }),
       ]);
     });
 
@@ -93,10 +112,20 @@ describe('error bodies', () => {
     });
 
     it('body: malformed JSON has loc ["body"]', async () => {
-      const r = await t.request('POST', '/api/v1/api-keys', { key, rawBody: '{"name": "x",', headers: { 'Content-Type': 'application/json' } });
+      const r = await t.request('POST', '/api/v1/api-keys', {
+        key,
+        rawBody: '{"name": "x",',
+        headers: { 'Content-Type': 'application/json' },
+      });
       expect(r.status).toBe(422);
       expect(r.body.detail).toEqual([
-        { loc: ['body'], msg: 'JSON decode error', type: 'json_invalid', input: {}, ctx: { error: expect.any(String) } },
+        {
+          loc: ['body'],
+          msg: 'JSON decode error',
+          type: 'json_invalid',
+          input: {},
+          ctx: { error: expect.any(String) },
+        },
       ]);
     });
 
@@ -114,7 +143,11 @@ describe('error bodies', () => {
   });
 
   it('415 for a body that is not JSON', async () => {
-    const r = await t.request('POST', '/api/v1/api-keys', { key, rawBody: 'name=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    const r = await t.request('POST', '/api/v1/api-keys', {
+      key,
+      rawBody: 'name=x',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
     expect(r.status).toBe(415);
     expect(r.body.detail).toMatch(/application\/json/);
   });
@@ -131,20 +164,26 @@ describe('error bodies', () => {
   it('500 {detail} without a stack; the stack goes to the log with the request id', async () => {
     // A damaged record makes the handler fail in a way no route expects.
     const { userId, key: damagedKey } = await t.newUser();
-    await t.database.db.collection<{ _id: string }>('users').updateOne({ _id: userId }, { $set: { created_at: 'not a date' } });
+    await t.database.db
+      .collection<{ _id: string }>('users')
+      .updateOne({ _id: userId }, { $set: { created_at: 'not a date' } });
     const r = await t.request('GET', '/api/v1/users/me', { key: damagedKey });
     expect(r.status).toBe(500);
     expect(r.body).toEqual({ detail: 'Internal Server Error' });
     const requestId = r.headers.get('x-request-id');
     expect(requestId).toBeTruthy();
-    const logged = logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'unhandled error' && l.request_id === requestId);
+    const logged = logLines
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'unhandled error' && l.request_id === requestId);
     expect(logged.err.stack).toMatch(/TypeError/);
   });
 
   it('logs one line per request with its id, and honours an incoming X-Request-Id', async () => {
     const r = await t.request('GET', '/api/v1/sandbox-specs', { headers: { 'X-Request-Id': 'trace-abc-123' } });
     expect(r.headers.get('x-request-id')).toBe('trace-abc-123');
-    const line = logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request' && l.request_id === 'trace-abc-123');
+    const line = logLines
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'request' && l.request_id === 'trace-abc-123');
     expect(line).toMatchObject({ method: 'GET', path: '/api/v1/sandbox-specs', status: 401 });
   });
 

@@ -20,7 +20,9 @@ describe('the launcher with EMBEDDED_TEMPORAL=server', () => {
   let llm: ScriptedLlm;
 
   beforeAll(async () => {
-    launcher = new Launcher(path.join(testEnv().dir, 'launcher-temporal-server'), await freeLauncherPorts(), { EMBEDDED_TEMPORAL: 'server' });
+    launcher = new Launcher(path.join(testEnv().dir, 'launcher-temporal-server'), await freeLauncherPorts(), {
+      EMBEDDED_TEMPORAL: 'server',
+    });
     llm = await new ScriptedLlm([]).start();
   });
 
@@ -61,14 +63,20 @@ describe('the launcher with EMBEDDED_TEMPORAL=server', () => {
     try {
       // The first start's workflow, recorded before the restart, is still in the cluster's PostgreSQL
       // (it may still run a moment after READY, or have completed).
-      const described = await new Client({ connection, namespace: 'default' }).workflow.getHandle(startTaskWorkflowId(started.id)).describe();
+      const described = await new Client({ connection, namespace: 'default' }).workflow
+        .getHandle(startTaskWorkflowId(started.id))
+        .describe();
       expect(['RUNNING', 'COMPLETED']).toContain(described.status.name);
       expect(described.startTime.getTime()).toBeLessThan(restartedAt);
     } finally {
       await connection.close();
     }
     const again = (await session.call('POST', '/api/v1/app-conversations', {})).body;
-    await until('a start after the restart is READY', async () => (await session.taskOf(again.id))?.status === 'READY', 120_000);
+    await until(
+      'a start after the restart is READY',
+      async () => (await session.taskOf(again.id))?.status === 'READY',
+      120_000,
+    );
     second.child.kill('SIGINT');
     expect(await second.exited).toBe(0);
   }, 600_000);

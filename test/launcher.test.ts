@@ -52,7 +52,9 @@ describe('launcher (npm start)', () => {
     // FerretDB stores into the embedded PostgreSQL, which takes a password only (no trust, no socket).
     expect(out).toContain(`(FerretDB on PostgreSQL 127.0.0.1:${ports.postgres}`);
     expect(fs.statSync(path.join(dataDir, 'postgres', 'password')).mode & 0o777).toBe(0o600);
-    expect(fs.readFileSync(path.join(dataDir, 'postgres', 'data', 'pg_hba.conf'), 'utf8')).not.toMatch(/^\s*(host|local)\b.*\btrust\s*$/m);
+    expect(fs.readFileSync(path.join(dataDir, 'postgres', 'data', 'pg_hba.conf'), 'utf8')).not.toMatch(
+      /^\s*(host|local)\b.*\btrust\s*$/m,
+    );
     // The key that seals secrets is created on the first run, readable by this user only.
     const keyFile = path.join(dataDir, 'secrets.key');
     expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
@@ -89,7 +91,8 @@ describe('launcher (npm start)', () => {
     expect(await doctor()).toBe(true);
     const pidOf = (name: keyof typeof PID_FILES) => launcher.pidOf(name);
     const ready = async () => (await api('/ready')).status === 200;
-    const served = async () => (await ready()) && (adminKey === undefined || (await api('/api/v1/users/me', adminKey)).status === 200);
+    const served = async () =>
+      (await ready()) && (adminKey === undefined || (await api('/api/v1/users/me', adminKey)).status === 200);
     const cases: [name: keyof typeof PID_FILES, answers: () => Promise<boolean>][] = [
       ['api', served],
       ['worker', doctor],
@@ -114,9 +117,17 @@ describe('launcher (npm start)', () => {
       // The others were not restarted: the api and worker reconnect to a server that came back.
       for (const [other] of cases) if (other !== name) expect([other, pidOf(other)]).toEqual([other, before[other]]);
       // Why, and which log to read: <data>/logs/api.log, <data>/ferretdb/ferretdb.log, ...
-      expect(l.output()).toMatch(new RegExp(`${name} \\(pid ${killed}\\) exited unexpectedly with signal SIGKILL after [^;]*; see [^"]*/${name}\\.log; restarting in 500 ms`));
+      expect(l.output()).toMatch(
+        new RegExp(
+          `${name} \\(pid ${killed}\\) exited unexpectedly with signal SIGKILL after [^;]*; see [^"]*/${name}\\.log; restarting in 500 ms`,
+        ),
+      );
     }
-    console.log(`downtime after kill -9 (until the service answers again): ${Object.entries(downtime).map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`).join(', ')}`);
+    console.log(
+      `downtime after kill -9 (until the service answers again): ${Object.entries(downtime)
+        .map(([n, ms]) => `${n} ${(ms / 1000).toFixed(1)} s`)
+        .join(', ')}`,
+    );
 
     l.child.kill('SIGINT');
     expect(await l.exited).toBe(0);
@@ -139,7 +150,10 @@ describe('launcher (npm start) on the data of an earlier version (FerretDB on SQ
     const first = old.launch();
     await old.waitUp(first);
     const key = first.output().match(/\n\s+(acp_[A-Za-z0-9_-]{43})\n/)![1]!;
-    const made = await old.api('/api/v1/api-keys', key, { method: 'POST', body: JSON.stringify({ name: 'kept across the move' }) });
+    const made = await old.api('/api/v1/api-keys', key, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'kept across the move' }),
+    });
     expect(made.status).toBe(201);
     const secondKey = ((await made.json()) as { key: string }).key;
     first.child.kill('SIGINT');

@@ -25,10 +25,22 @@ function problems(file: string, code: string): string[] {
 
 describe('layering lint rule', () => {
   it.each([
-    ['src/store/x.ts', "import { SandboxService } from '../sandboxes/sandbox-service';", 'src/store may not import src/sandboxes'],
-    ['src/schemas/x.ts', "import { encodeCursor } from '../http/routers/events.router';", 'src/schemas may not import src/http'],
+    [
+      'src/store/x.ts',
+      "import { SandboxService } from '../sandboxes/sandbox-service';",
+      'src/store may not import src/sandboxes',
+    ],
+    [
+      'src/schemas/x.ts',
+      "import { encodeCursor } from '../http/routers/events.router';",
+      'src/schemas may not import src/http',
+    ],
     ['src/sandboxes/x.ts', "import { HttpError } from '../web/errors';", 'src/sandboxes may not import src/web'],
-    ['src/runtime/agent/x.ts', "import type { EventsStore } from '../../store/events-store';", 'src/runtime may not import src/store'],
+    [
+      'src/runtime/agent/x.ts',
+      "import type { EventsStore } from '../../store/events-store';",
+      'src/runtime may not import src/store',
+    ],
     ['src/web/x.ts', "export { Readiness } from '../http/readiness';", 'src/web may not import src/http'],
     ['activities/x.ts', "import { createApp } from '../src/http/app';", 'activities may not import src/http'],
     ['src/events/x.ts', "const m = import('../../worker/worker');", 'src/events may not import worker'],
@@ -43,9 +55,18 @@ describe('layering lint rule', () => {
   });
 
   it.each([
-    ['src/http/routers/x.ts', "import { SandboxService } from '../../sandboxes/sandbox-service';\nimport { HttpError } from '../../web/errors';"],
-    ['src/sandboxes/x.ts', "import { NotFound } from '../errors';\nimport type { SandboxesStore } from '../store/sandboxes-store';"],
-    ['src/runtime/server2.ts', "import { ApiRouter } from '../web/route';\nimport { EventSchema } from '../schemas/events';"],
+    [
+      'src/http/routers/x.ts',
+      "import { SandboxService } from '../../sandboxes/sandbox-service';\nimport { HttpError } from '../../web/errors';",
+    ],
+    [
+      'src/sandboxes/x.ts',
+      "import { NotFound } from '../errors';\nimport type { SandboxesStore } from '../store/sandboxes-store';",
+    ],
+    [
+      'src/runtime/server2.ts',
+      "import { ApiRouter } from '../web/route';\nimport { EventSchema } from '../schemas/events';",
+    ],
     ['test/x.test.ts', "import { createApp } from '../src/http/app';"],
     ['src/store/x.ts', "import { z } from 'zod';\nimport { isDuplicateKey } from './errors';"],
   ])('lets %s import downward, its own unit and packages', (file, code) => {
@@ -57,6 +78,7 @@ describe('layering lint rule', () => {
     const units = fs
       .readdirSync(path.join(root, 'src'), { withFileTypes: true })
       .map((d) => `src/${d.isDirectory() ? d.name : d.name.replace(/\.ts$/, '')}`);
-    for (const unit of [...units, 'activities', 'workflows', 'worker']) expect(Object.keys(layers.LAYERS)).toContain(unit);
+    for (const unit of [...units, 'activities', 'workflows', 'worker'])
+      expect(Object.keys(layers.LAYERS)).toContain(unit);
   });
 });

@@ -16,7 +16,8 @@ describe('live channel', () => {
     channels.push(c);
     return c;
   };
-  const until = (what: () => boolean, ms = 10_000) => eventually(() => expect(what()).toBe(true), { timeoutMs: ms, intervalMs: 10 });
+  const until = (what: () => boolean, ms = 10_000) =>
+    eventually(() => expect(what()).toBe(true), { timeoutMs: ms, intervalMs: 10 });
 
   beforeEach(() => {
     database = openDatabase(testEnv().mongoUri, uniqueName('test'));
@@ -37,13 +38,21 @@ describe('live channel', () => {
     await sleep(50);
     await Promise.all([
       ...Array.from({ length: 40 }, (_, i) => a.publish('conv-a', [{ seq: i + 1, json: `a${i}` }])),
-      ...Array.from({ length: 40 }, (_, i) => b.publish('conv-b', [{ seq: null, json: `b${i}` }, { seq: null, json: `b${i}'` }])),
+      ...Array.from({ length: 40 }, (_, i) =>
+        b.publish('conv-b', [
+          { seq: null, json: `b${i}` },
+          { seq: null, json: `b${i}'` },
+        ]),
+      ),
     ]);
     await until(() => seenA.length === 120 && seenB.length === 120);
     expect(seenA.map((d) => d.json)).toEqual(seenB.map((d) => d.json));
     expect(new Set(seenA.map((d) => d.json)).size).toBe(120);
     // Slots are contiguous from 1; a process's concurrent batches may share one.
-    const slots = await database.db.collection(LIVE_COLLECTION).find({}, { projection: { n: 1 } }).toArray();
+    const slots = await database.db
+      .collection(LIVE_COLLECTION)
+      .find({}, { projection: { n: 1 } })
+      .toArray();
     const ns = slots.map((s) => s.n).sort((x, y) => x - y);
     expect(ns).toEqual(Array.from({ length: ns.length }, (_, i) => i + 1));
     expect(ns.length).toBeLessThanOrEqual(80);
@@ -68,9 +77,14 @@ describe('live channel', () => {
     for (let i = 0; i < 20; i++) await a.publish('c', [{ seq: null, json: `m${i}` }]);
     await until(() => seen.length === 20);
     const slots = database.db.collection<{ _id: string; n: number }>(LIVE_COLLECTION);
-    await eventually(async () => expect(await slots.countDocuments({ _id: { $ne: 'floor' } })).toBeLessThanOrEqual(5), { timeoutMs: 2000, intervalMs: 20 }); // cleaned up
+    await eventually(async () => expect(await slots.countDocuments({ _id: { $ne: 'floor' } })).toBeLessThanOrEqual(5), {
+      timeoutMs: 2000,
+      intervalMs: 20,
+    }); // cleaned up
     expect(await slots.findOne({ _id: 'floor' })).toMatchObject({ n: 15 });
-    expect((await slots.find({ _id: { $ne: 'floor' } }).toArray()).map((s) => s.n).sort((x, y) => x - y)).toEqual([16, 17, 18, 19, 20]);
+    expect((await slots.find({ _id: { $ne: 'floor' } }).toArray()).map((s) => s.n).sort((x, y) => x - y)).toEqual([
+      16, 17, 18, 19, 20,
+    ]);
     const fresh = channel(5);
     expect(await fresh.head()).toBe(20);
     await fresh.publish('c', [{ seq: null, json: 'after cleanup' }]);
@@ -78,7 +92,7 @@ describe('live channel', () => {
     await until(() => seen.length === 21);
   });
 
-  it('a reader with no one listening looks less often, yet delivers its own slots at once and others\' within an idle poll', async () => {
+  it("a reader with no one listening looks less often, yet delivers its own slots at once and others' within an idle poll", async () => {
     // The idle reader on a client of its own that counts the reads of the slot log.
     const client = await new MongoClient(testEnv().mongoUri, { monitorCommands: true }).connect();
     let reads = 0;
@@ -87,10 +101,18 @@ describe('live channel', () => {
     });
     try {
       let listening = false;
-      const idle = new LiveChannel(client.db(database.db.databaseName), log, { pollMs: 5, idlePollMs: 200, retainSlots: 1000, maintenanceEveryMs: 10_000 });
+      const idle = new LiveChannel(client.db(database.db.databaseName), log, {
+        pollMs: 5,
+        idlePollMs: 200,
+        retainSlots: 1000,
+        maintenanceEveryMs: 10_000,
+      });
       channels.push(idle);
       const seen: { json: string; at: number }[] = [];
-      await idle.start((d) => seen.push({ json: d.json, at: Date.now() }), () => listening);
+      await idle.start(
+        (d) => seen.push({ json: d.json, at: Date.now() }),
+        () => listening,
+      );
       await sleep(200);
       reads = 0;
       await sleep(1000);

@@ -47,13 +47,15 @@ describe('metrics', () => {
   it('counts answers by method, route pattern and status, and never by raw path', async () => {
     const u = await t.newUser();
     const before = await scrape();
-    const unauthorized = 'agent_control_http_requests_total{method="GET",route="/api/v1/sandboxes/search",status="401"}';
+    const unauthorized =
+      'agent_control_http_requests_total{method="GET",route="/api/v1/sandboxes/search",status="401"}';
     const ok = 'agent_control_http_requests_total{method="GET",route="/api/v1/sandboxes/search",status="200"}';
     const byId = 'agent_control_http_requests_total{method="POST",route="/api/v1/sandboxes/:id/pause",status="404"}';
     const unmatched = 'agent_control_http_requests_total{method="GET",route="unmatched",status="404"}';
     for (let i = 0; i < 3; i++) expect((await t.request('GET', '/api/v1/sandboxes/search')).status).toBe(401);
     expect((await t.request('GET', '/api/v1/sandboxes/search', { key: u.key })).status).toBe(200);
-    for (const id of ['a', 'b', 'c']) expect((await t.request('POST', `/api/v1/sandboxes/${id}/pause`, { key: u.key })).status).toBe(404);
+    for (const id of ['a', 'b', 'c'])
+      expect((await t.request('POST', `/api/v1/sandboxes/${id}/pause`, { key: u.key })).status).toBe(404);
     expect((await t.request('GET', '/no/such/path/x1')).status).toBe(404);
     expect((await t.request('GET', '/no/such/path/x2')).status).toBe(404);
 
@@ -63,7 +65,9 @@ describe('metrics', () => {
     expect((sample(after, byId) ?? 0) - (sample(before, byId) ?? 0)).toBe(3);
     expect((sample(after, unmatched) ?? 0) - (sample(before, unmatched) ?? 0)).toBe(2);
     expect(after).not.toContain('x1'); // raw paths never become label values
-    expect(after).toMatch(/agent_control_http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/api\/v1\/sandboxes\/search",status="401"\} \d+/);
+    expect(after).toMatch(
+      /agent_control_http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/api\/v1\/sandboxes\/search",status="401"\} \d+/,
+    );
     expect(after).toContain('agent_control_api_process_cpu_seconds_total');
   });
 
@@ -75,8 +79,13 @@ describe('metrics', () => {
     expect((await t.ingest(c.conversationId, c.sessionKey, batch)).body.stored).toBe(4);
     expect((await t.ingest(c.conversationId, c.sessionKey, batch)).body.stored).toBe(0); // the same four again
     const after = await scrape();
-    expect(sample(after, 'agent_control_ingest_batches_total')! - (sample(before, 'agent_control_ingest_batches_total') ?? 0)).toBe(2);
-    expect(sample(after, 'agent_control_ingest_events_total')! - (sample(before, 'agent_control_ingest_events_total') ?? 0)).toBe(4);
+    expect(
+      sample(after, 'agent_control_ingest_batches_total')! -
+        (sample(before, 'agent_control_ingest_batches_total') ?? 0),
+    ).toBe(2);
+    expect(
+      sample(after, 'agent_control_ingest_events_total')! - (sample(before, 'agent_control_ingest_events_total') ?? 0),
+    ).toBe(4);
     expect(sample(after, 'agent_control_start_streams_open')).toBe(0);
     expect(sample(after, 'agent_control_websocket_subscribers')).toBe(0);
   });
@@ -89,7 +98,8 @@ describe('metrics', () => {
     try {
       const u = await t.newUser();
       const c = await t.newConversation(u.userId);
-      const socketUrl = (api: TestApi) => `${api.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`;
+      const socketUrl = (api: TestApi) =>
+        `${api.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`;
       const local = connect(socketUrl(t), { 'X-Access-Token': u.key });
       const remote = connect(socketUrl(t2), { 'X-Access-Token': u.key });
       await Promise.all([local.opened, remote.opened]);
@@ -114,14 +124,20 @@ describe('metrics', () => {
       const read = sample(after2, channel)! - (sample(before2, channel) ?? 0);
       expect(read).toBeGreaterThanOrEqual(1);
       expect(read).toBeLessThanOrEqual(5);
-      const within = (text: string, name: string, le: string) => sample(text, `${name}_bucket{le="${le}"}`)! - (sample(text === after1 ? before1 : before2, `${name}_bucket{le="${le}"}`) ?? 0);
+      const within = (text: string, name: string, le: string) =>
+        sample(text, `${name}_bucket{le="${le}"}`)! -
+        (sample(text === after1 ? before1 : before2, `${name}_bucket{le="${le}"}`) ?? 0);
       expect(within(after2, 'agent_control_live_channel_lag_seconds', '5')).toBe(read);
       expect(within(after2, 'agent_control_websocket_delivery_lag_seconds', '5')).toBe(5);
-      expect(sample(after2, 'agent_control_websocket_delivery_lag_seconds_sum')!).toBeGreaterThan(sample(before2, 'agent_control_websocket_delivery_lag_seconds_sum') ?? 0);
+      expect(sample(after2, 'agent_control_websocket_delivery_lag_seconds_sum')!).toBeGreaterThan(
+        sample(before2, 'agent_control_websocket_delivery_lag_seconds_sum') ?? 0,
+      );
       // The first process published those slots itself: no channel lag there.
       expect(sample(after1, channel) ?? 0).toBe(sample(before1, channel) ?? 0);
       const mean = (after: string, before: string, name: string) =>
-        ((sample(after, `${name}_sum`)! - (sample(before, `${name}_sum`) ?? 0)) / (sample(after, `${name}_count`)! - (sample(before, `${name}_count`) ?? 0))) * 1000;
+        ((sample(after, `${name}_sum`)! - (sample(before, `${name}_sum`) ?? 0)) /
+          (sample(after, `${name}_count`)! - (sample(before, `${name}_count`) ?? 0))) *
+        1000;
       console.log(
         `lag on one machine: websocket delivery mean ${mean(after1, before1, 'agent_control_websocket_delivery_lag_seconds').toFixed(1)} ms (same process), ` +
           `${mean(after2, before2, 'agent_control_websocket_delivery_lag_seconds').toFixed(1)} ms (other process); live channel mean ${mean(after2, before2, 'agent_control_live_channel_lag_seconds').toFixed(1)} ms over ${read} slot(s)`,
@@ -143,7 +159,9 @@ describe('metrics', () => {
 
   it('a METRICS_ADDRESS in use stops the api before it listens, naming the variable', async () => {
     const busy = new URL(metricsUrl).host;
-    await expect(startTestApi(testConfig({ METRICS_ADDRESS: busy }))).rejects.toThrow(`METRICS_ADDRESS=${busy}: listen EADDRINUSE`);
+    await expect(startTestApi(testConfig({ METRICS_ADDRESS: busy }))).rejects.toThrow(
+      `METRICS_ADDRESS=${busy}: listen EADDRINUSE`,
+    );
   });
 
   it('an api port in use stops the start with the error, and what it began in the background ends', async () => {
@@ -155,17 +173,23 @@ describe('metrics', () => {
   });
 
   it('the worker exporter binds addresses, not host names: a name is a configuration error', () => {
-    expect(() => testConfig({ WORKER_METRICS_ADDRESS: 'localhost:9464' })).toThrow(/WORKER_METRICS_ADDRESS="localhost:9464" is invalid: expected IP:port/);
+    expect(() => testConfig({ WORKER_METRICS_ADDRESS: 'localhost:9464' })).toThrow(
+      /WORKER_METRICS_ADDRESS="localhost:9464" is invalid: expected IP:port/,
+    );
     expect(testConfig({ WORKER_METRICS_ADDRESS: '[::1]:9464' }).metrics.workerAddress).toBe('[::1]:9464');
   });
 
-  it('parses with Prometheus\' own parser: every named series of the api present, typed, and moving', async () => {
+  it("parses with Prometheus' own parser: every named series of the api present, typed, and moving", async () => {
     const u = await t.newUser();
     const c = await t.newConversation(u.userId);
     const before = await parsePrometheus(await scrape());
-    const socket = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': u.key });
+    const socket = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, {
+      'X-Access-Token': u.key,
+    });
     await socket.opened;
-    await eventually(async () => expect(sampleOf(await parsePrometheus(await scrape()), 'agent_control_websocket_subscribers')?.value).toBe(1));
+    await eventually(async () =>
+      expect(sampleOf(await parsePrometheus(await scrape()), 'agent_control_websocket_subscribers')?.value).toBe(1),
+    );
     expect((await t.ingest(c.conversationId, c.sessionKey, messages(3))).body.stored).toBe(3);
     await socket.waitFor(3);
     expect((await t.request('GET', '/api/v1/sandboxes/search', { key: u.key })).status).toBe(200);
@@ -202,7 +226,10 @@ describe('metrics', () => {
     expect(moved('agent_control_ingest_batches_total')).toBe(1);
     expect(moved('agent_control_ingest_events_total')).toBe(3);
     expect(moved('agent_control_websocket_delivery_lag_seconds', {}, 'count')).toBe(3);
-    expect(sampleOf(after, 'agent_control_websocket_delivery_lag_seconds')!.buckets!.at(-1)).toEqual({ le: '+Inf', count: sampleOf(after, 'agent_control_websocket_delivery_lag_seconds')!.count });
+    expect(sampleOf(after, 'agent_control_websocket_delivery_lag_seconds')!.buckets!.at(-1)).toEqual({
+      le: '+Inf',
+      count: sampleOf(after, 'agent_control_websocket_delivery_lag_seconds')!.count,
+    });
     // Text Prometheus would refuse is refused here too: the parser is not a pass-through.
     await expect(parsePrometheus('agent_control_x{le="1" 2\n')).rejects.toThrow(/text format parsing error/);
   });
@@ -225,16 +252,22 @@ describe('metrics', () => {
       // A sandbox brought up runs activities that complete; a start of a repository that is not there fails one.
       const u = await t.newUser();
       const created = await t.request('POST', '/api/v1/sandboxes', { key: u.key, body: {} });
-      if (created.status !== 200) throw new Error(`POST /api/v1/sandboxes: ${created.status} ${JSON.stringify(created.body)}`);
+      if (created.status !== 200)
+        throw new Error(`POST /api/v1/sandboxes: ${created.status} ${JSON.stringify(created.body)}`);
       await waitForStatus(t, u.key, created.body.id, 'RUNNING');
-      const failed = await t.request('POST', '/api/v1/app-conversations', { key: u.key, body: { selected_repository: path.join(dataDir, 'no-such-repo.git') } });
+      const failed = await t.request('POST', '/api/v1/app-conversations', {
+        key: u.key,
+        body: { selected_repository: path.join(dataDir, 'no-such-repo.git') },
+      });
       expect(failed.status).toBe(200);
       await waitForStartTask(t, u.key, failed.body.id, (s) => s.status === 'ERROR' || s.status === 'READY');
 
       const after = await eventually(
         async () => {
           const families = await workerScrape();
-          expect(families.get('agent_control_activity_outcomes_total')?.samples.some((s) => s.labels.outcome === 'failed')).toBe(true);
+          expect(
+            families.get('agent_control_activity_outcomes_total')?.samples.some((s) => s.labels.outcome === 'failed'),
+          ).toBe(true);
           return families;
         },
         { timeoutMs: 20_000, intervalMs: 250, what: 'a failed activity counted' },
@@ -253,15 +286,20 @@ describe('metrics', () => {
           failure_type: expect.any(String),
         });
       }
-      expect(outcomes.samples.find((s) => s.labels.activity_type === 'startSandboxRuntime')?.labels.task_queue).toMatch(/@/);
-      const completed = outcomes.samples.filter((s) => s.labels.outcome === 'completed').map((s) => s.labels.activity_type);
+      expect(outcomes.samples.find((s) => s.labels.activity_type === 'startSandboxRuntime')?.labels.task_queue).toMatch(
+        /@/,
+      );
+      const completed = outcomes.samples
+        .filter((s) => s.labels.outcome === 'completed')
+        .map((s) => s.labels.activity_type);
       expect(completed.length).toBeGreaterThan(0);
       const failure = outcomes.samples.find((s) => s.labels.outcome === 'failed')!;
       expect(failure.labels.failure_type).not.toBe('');
       expect(failure.value).toBeGreaterThanOrEqual(1);
       // The SDK's own series, typed, and moved by the same work (its histograms carry no unit suffix: seconds).
       expect(after.get('temporal_activity_execution_latency')?.type).toBe('HISTOGRAM');
-      const executions = (f: Map<string, PromFamily>) => (f.get('temporal_activity_execution_latency')?.samples ?? []).reduce((n, s) => n + (s.count ?? 0), 0);
+      const executions = (f: Map<string, PromFamily>) =>
+        (f.get('temporal_activity_execution_latency')?.samples ?? []).reduce((n, s) => n + (s.count ?? 0), 0);
       expect(executions(after)).toBeGreaterThan(executions(before));
       expect(after.get('temporal_workflow_task_execution_latency')?.type).toBe('HISTOGRAM');
     } finally {

@@ -21,7 +21,7 @@ describe('OpenAPI', () => {
     expect(validator.version).toBe('3.1');
   });
 
-  it('declares version 0.0.1, the APIKeyHeader scheme on X-Access-Token, and the runtimes\' session key', () => {
+  it("declares version 0.0.1, the APIKeyHeader scheme on X-Access-Token, and the runtimes' session key", () => {
     expect(doc.info.version).toBe('0.0.1');
     expect(doc.components.securitySchemes).toEqual({
       APIKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Access-Token' },
@@ -35,18 +35,29 @@ describe('OpenAPI', () => {
       .flatMap(([p, methods]) => Object.values(methods).map((op) => [p, op] as const));
     expect(ops.length).toBeGreaterThanOrEqual(8);
     for (const [p, op] of ops) {
-      expect(op.security).toEqual([p.startsWith('/api/v1/webhooks/') ? { SessionAPIKeyHeader: [] } : { APIKeyHeader: [] }]);
+      expect(op.security).toEqual([
+        p.startsWith('/api/v1/webhooks/') ? { SessionAPIKeyHeader: [] } : { APIKeyHeader: [] },
+      ]);
       expect(op.responses['401']).toBeDefined();
     }
     const search = doc.paths['/api/v1/conversation/{conversation_id}/events/search'].get;
     expect(search.parameters.map((p: any) => p.name).sort()).toEqual(
       ['conversation_id', 'kind__eq', 'limit', 'page_id', 'sort_order', 'timestamp__gte', 'timestamp__lt'].sort(),
     );
-    expect(search.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/EventPage' });
+    expect(search.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/EventPage',
+    });
     expect(doc.components.schemas.Event.oneOf ?? doc.components.schemas.Event.anyOf).toHaveLength(19);
     const keys = doc.paths['/api/v1/api-keys/search'].get;
-    expect(keys.responses['422'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/HTTPValidationError' });
-    expect(keys.parameters.find((p: any) => p.name === 'limit').schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 100 });
+    expect(keys.responses['422'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/HTTPValidationError',
+    });
+    expect(keys.parameters.find((p: any) => p.name === 'limit').schema).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      default: 100,
+    });
   });
 
   it('shows no value made at build time as a default (a UUID, a date-time): events say what is filled in instead', () => {
@@ -83,7 +94,9 @@ describe('OpenAPI', () => {
     const ve = doc.components.schemas.ValidationError;
     expect(ve.required).toEqual(expect.arrayContaining(['loc', 'msg', 'type']));
     expect(Object.keys(ve.properties).sort()).toEqual(['ctx', 'input', 'loc', 'msg', 'type']);
-    expect(doc.components.schemas.HTTPValidationError.properties.detail.items).toEqual({ $ref: '#/components/schemas/ValidationError' });
+    expect(doc.components.schemas.HTTPValidationError.properties.detail.items).toEqual({
+      $ref: '#/components/schemas/ValidationError',
+    });
   });
 
   it('serves a readable docs page with its assets', async () => {

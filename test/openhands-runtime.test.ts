@@ -55,7 +55,13 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
 
   it('delivers a queued message once by its id: a retry after a lost acknowledgement is not sent again (the server has no id on a message)', async () => {
     const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: {} });
-    const ready = await waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000);
+    const ready = await waitForStartTask(
+      t,
+      user.key,
+      accepted.body.id,
+      (s) => s.status === 'READY' || s.status === 'ERROR',
+      180_000,
+    );
     expect(ready.status).toBe('READY');
     const id = ready.app_conversation_id as string;
     // The worker's own composition of the conversation service, as the pending-message activity uses it.
@@ -64,24 +70,65 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
       const temporal = new Client({ connection, namespace: t.config.temporal.namespace });
       // The start has settled its own queued messages (none) and ended: the message below is this test's alone.
       await temporal.workflow.getHandle(startTaskWorkflowId(accepted.body.id)).result();
-      const sandboxService = createSandboxService(t.stores, { box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, sandboxes: t.config.sandboxes });
-      const { conversationService } = createConversationServices(t.stores, { box: t.box, temporal, sandboxService, sandboxWaitMs: 60_000 });
+      const sandboxService = createSandboxService(t.stores, {
+        box: t.box,
+        temporal,
+        taskQueue: t.config.temporal.taskQueue,
+        sandboxes: t.config.sandboxes,
+      });
+      const { conversationService } = createConversationServices(t.stores, {
+        box: t.box,
+        temporal,
+        sandboxService,
+        sandboxWaitMs: 60_000,
+      });
       const c = (await t.stores.appConversations.get(id))!;
       const messageId = randomUUID();
-      await t.stores.pendingMessages.add({ id: messageId, conversation_id: id, created_by_user_id: user.userId, role: 'user', content: [{ type: 'text', text: 'Once only' }] });
-      const message = { id: messageId, role: 'user' as const, content: [{ type: 'text' as const, text: 'Once only', cache_prompt: false }], run: false };
-      const userMessages = async () => (await loggedEvents(t, user.key, id)).filter((e) => e.kind === 'MessageEvent' && e.source === 'user').length;
+      await t.stores.pendingMessages.add({
+        id: messageId,
+        conversation_id: id,
+        created_by_user_id: user.userId,
+        role: 'user',
+        content: [{ type: 'text', text: 'Once only' }],
+      });
+      const message = {
+        id: messageId,
+        role: 'user' as const,
+        content: [{ type: 'text' as const, text: 'Once only', cache_prompt: false }],
+        run: false,
+      };
+      const userMessages = async () =>
+        (await loggedEvents(t, user.key, id)).filter((e) => e.kind === 'MessageEvent' && e.source === 'user').length;
       const before = await userMessages();
-      expect(await conversationService.deliver(user.userId, c, message)).toMatchObject({ success: true, message: null });
+      expect(await conversationService.deliver(user.userId, c, message)).toMatchObject({
+        success: true,
+        message: null,
+      });
       // The worker dies before it marks the message DELIVERED: the activity runs again.
       const again = await conversationService.deliver(user.userId, c, message);
       expect(again).toMatchObject({ success: true, message: expect.stringContaining('delivered before') });
-      await eventually(async () => expect(await userMessages()).toBe(before + 1), { timeoutMs: 30_000, intervalMs: 200 });
+      await eventually(async () => expect(await userMessages()).toBe(before + 1), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
       // Another message (another id) goes through.
-      const next = { ...message, id: randomUUID(), content: [{ type: 'text' as const, text: 'And this', cache_prompt: false }] };
-      await t.stores.pendingMessages.add({ id: next.id, conversation_id: id, created_by_user_id: user.userId, role: 'user', content: next.content });
+      const next = {
+        ...message,
+        id: randomUUID(),
+        content: [{ type: 'text' as const, text: 'And this', cache_prompt: false }],
+      };
+      await t.stores.pendingMessages.add({
+        id: next.id,
+        conversation_id: id,
+        created_by_user_id: user.userId,
+        role: 'user',
+        content: next.content,
+      });
       expect(await conversationService.deliver(user.userId, c, next)).toMatchObject({ success: true, message: null });
-      await eventually(async () => expect(await userMessages()).toBe(before + 2), { timeoutMs: 30_000, intervalMs: 200 });
+      await eventually(async () => expect(await userMessages()).toBe(before + 2), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      });
     } finally {
       await connection.close();
     }
@@ -90,21 +137,53 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
   it("switch_profile hands a saved profile's LLM to the server's switch_llm: the next step calls it with its key, the history along", async () => {
     const switched = await new ScriptedLlm([{ content: 'answered by the switched LLM' }]).start();
     try {
-      const saved = await t.request('POST', '/api/v1/settings/profiles/other-llm', { key: user.key, body: { llm: { model: 'switch-model', base_url: switched.url, api_key: 'sk-switched-0123' } } });
+      const saved = await t.request('POST', '/api/v1/settings/profiles/other-llm', {
+        key: user.key,
+        body: { llm: { model: 'switch-model', base_url: switched.url, api_key: 'sk-switched-0123' } },
+      });
       expect(saved.status).toBe(201);
       llm.load([{ content: 'answered by the first LLM' }]);
-      const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { initial_message: { content: [{ type: 'text', text: 'First question' }], run: true } } });
-      const ready = await waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 180_000);
+      const accepted = await t.request('POST', '/api/v1/app-conversations', {
+        key: user.key,
+        body: { initial_message: { content: [{ type: 'text', text: 'First question' }], run: true } },
+      });
+      const ready = await waitForStartTask(
+        t,
+        user.key,
+        accepted.body.id,
+        (s) => s.status === 'READY' || s.status === 'ERROR',
+        180_000,
+      );
       expect(ready.status).toBe('READY');
       const id = ready.app_conversation_id as string;
-      await eventually(async () => expect(JSON.stringify(await loggedEvents(t, user.key, id))).toContain('answered by the first LLM'), { timeoutMs: 60_000, intervalMs: 250 });
+      await eventually(
+        async () => expect(JSON.stringify(await loggedEvents(t, user.key, id))).toContain('answered by the first LLM'),
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
 
-      const r = await t.request('POST', `/api/v1/app-conversations/${id}/switch_profile`, { key: user.key, body: { profile_name: 'other-llm' } });
+      const r = await t.request('POST', `/api/v1/app-conversations/${id}/switch_profile`, {
+        key: user.key,
+        body: { profile_name: 'other-llm' },
+      });
       expect(r).toMatchObject({ status: 200, body: { success: true } });
       const firstCalls = llm.requests.length;
-      expect((await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text: 'Second question' }] } })).status).toBe(200);
-      await eventually(async () => expect(JSON.stringify(await loggedEvents(t, user.key, id))).toContain('answered by the switched LLM'), { timeoutMs: 60_000, intervalMs: 250 });
-      expect(switched.requests[0]).toMatchObject({ authorization: 'Bearer sk-switched-0123', body: { model: expect.stringContaining('switch-model') } });
+      expect(
+        (
+          await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
+            key: user.key,
+            body: { content: [{ text: 'Second question' }] },
+          })
+        ).status,
+      ).toBe(200);
+      await eventually(
+        async () =>
+          expect(JSON.stringify(await loggedEvents(t, user.key, id))).toContain('answered by the switched LLM'),
+        { timeoutMs: 60_000, intervalMs: 250 },
+      );
+      expect(switched.requests[0]).toMatchObject({
+        authorization: 'Bearer sk-switched-0123',
+        body: { model: expect.stringContaining('switch-model') },
+      });
       expect(llm.requests.length).toBe(firstCalls);
       const sent = JSON.stringify(switched.requests[0]!.body.messages);
       expect(sent).toContain('First question');

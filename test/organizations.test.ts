@@ -6,9 +6,24 @@ import type { MembershipsStore } from '../src/store/memberships-store';
 import { startTestApi, type TestApi } from './helpers/api';
 
 const SPEC_FIELDS = [
-  'id', 'name', 'contact_name', 'contact_email', 'conversation_expiration', 'remote_runtime_resource_factor', 'billing_margin',
-  'enable_proactive_conversation_starters', 'sandbox_base_container_image', 'sandbox_runtime_container_image', 'org_version',
-  'agent_settings', 'conversation_settings', 'search_api_key', 'sandbox_api_key', 'max_budget_per_task', 'v1_enabled', 'credits',
+  'id',
+  'name',
+  'contact_name',
+  'contact_email',
+  'conversation_expiration',
+  'remote_runtime_resource_factor',
+  'billing_margin',
+  'enable_proactive_conversation_starters',
+  'sandbox_base_container_image',
+  'sandbox_runtime_container_image',
+  'org_version',
+  'agent_settings',
+  'conversation_settings',
+  'search_api_key',
+  'sandbox_api_key',
+  'max_budget_per_task',
+  'v1_enabled',
+  'credits',
   'is_personal',
 ].sort();
 
@@ -35,7 +50,9 @@ describe('organizations', () => {
       const { key } = await t.newUser();
       const r = await t.request('POST', '/api/organizations/not-a-uuid/switch', { key });
       expect(r.status).toBe(422);
-      expect(r.body.detail).toEqual([expect.objectContaining({ loc: ['path', 'org_id'], type: 'uuid_parsing', input: 'not-a-uuid' })]);
+      expect(r.body.detail).toEqual([
+        expect.objectContaining({ loc: ['path', 'org_id'], type: 'uuid_parsing', input: 'not-a-uuid' }),
+      ]);
     });
 
     it('404 when the organization does not exist', async () => {
@@ -54,7 +71,10 @@ describe('organizations', () => {
 
     it('200 with the Organization of SPEC 2.6, secrets masked; the active organization changes', async () => {
       const { owner, orgId } = await team();
-      await t.orgs.update(orgId, owner.userId, { search_api_key: 'search-secret', agent_settings: { llm: { api_key: 'sk-team', model: 'gpt-x' } } });
+      await t.orgs.update(orgId, owner.userId, {
+        search_api_key: 'search-secret',
+        agent_settings: { llm: { api_key: 'sk-team', model: 'gpt-x' } },
+      });
       const before = await resolver.resolve(owner.userId);
       const r = await t.request('POST', `/api/organizations/${orgId}/switch`, { key: owner.key });
       expect(r.status).toBe(200);
@@ -65,7 +85,10 @@ describe('organizations', () => {
       const after = await resolver.resolve(owner.userId);
       expect(before.organization_id).not.toBe(orgId);
       expect(after.organization_id).toBe(orgId);
-      expect(after.agent_settings).toMatchObject({ agent_kind: 'platform', llm: { api_key: 'sk-team', model: 'gpt-x' } });
+      expect(after.agent_settings).toMatchObject({
+        agent_kind: 'platform',
+        llm: { api_key: 'sk-team', model: 'gpt-x' },
+      });
     });
 
     it('acts on the user behind the credential, whatever the request says', async () => {
@@ -101,13 +124,17 @@ describe('organizations', () => {
     expect(await memberships.role(me.body.current_org_id, userId)).toBe('owner');
   });
 
-  it('GET /api/organizations lists the caller\'s organizations page by page', async () => {
+  it("GET /api/organizations lists the caller's organizations page by page", async () => {
     const { owner } = await team();
     await t.orgs.createOrganization('second', owner.userId);
     const seen: string[] = [];
     let pageId: string | null = null;
     do {
-      const r: { body: any } = await t.request('GET', `/api/organizations?limit=1${pageId ? `&page_id=${pageId}` : ''}`, { key: owner.key });
+      const r: { body: any } = await t.request(
+        'GET',
+        `/api/organizations?limit=1${pageId ? `&page_id=${pageId}` : ''}`,
+        { key: owner.key },
+      );
       seen.push(...r.body.items.map((o: { id: string }) => o.id));
       pageId = r.body.next_page_id;
     } while (pageId);
@@ -122,13 +149,32 @@ describe('organizations', () => {
       const member = await t.newUser();
       await memberships.put(orgId, admin.userId, 'admin');
       await memberships.put(orgId, member.userId, 'member');
-      const byAdmin = await t.request('PATCH', `/api/organizations/${orgId}`, { key: admin.key, body: { name: 'renamed', conversation_settings: { max_iterations: 50 } } });
+      const byAdmin = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: admin.key,
+        body: { name: 'renamed', conversation_settings: { max_iterations: 50 } },
+      });
       expect(byAdmin.status).toBe(200);
-      expect(byAdmin.body).toMatchObject({ name: 'renamed', org_version: 2, conversation_settings: { max_iterations: 50, confirmation_mode: false } });
-      const byOwner = await t.request('PATCH', `/api/organizations/${orgId}`, { key: owner.key, body: { conversation_settings: { confirmation_mode: true } } });
-      expect(byOwner.body).toMatchObject({ org_version: 3, conversation_settings: { max_iterations: 50, confirmation_mode: true } });
-      const byMember = await t.request('PATCH', `/api/organizations/${orgId}`, { key: member.key, body: { name: 'nope' } });
-      expect(byMember).toMatchObject({ status: 403, body: { detail: 'Only owners and admins can change an organization' } });
+      expect(byAdmin.body).toMatchObject({
+        name: 'renamed',
+        org_version: 2,
+        conversation_settings: { max_iterations: 50, confirmation_mode: false },
+      });
+      const byOwner = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { conversation_settings: { confirmation_mode: true } },
+      });
+      expect(byOwner.body).toMatchObject({
+        org_version: 3,
+        conversation_settings: { max_iterations: 50, confirmation_mode: true },
+      });
+      const byMember = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: member.key,
+        body: { name: 'nope' },
+      });
+      expect(byMember).toMatchObject({
+        status: 403,
+        body: { detail: 'Only owners and admins can change an organization' },
+      });
       expect((await t.request('GET', `/api/organizations/${orgId}`, { key: member.key })).body.name).toBe('renamed');
       const stranger = await t.newUser();
       expect((await t.request('GET', `/api/organizations/${orgId}`, { key: stranger.key })).status).toBe(403);
@@ -137,16 +183,36 @@ describe('organizations', () => {
 
     it('validates the merged settings: bounds, closed objects, the agent_kind variants', async () => {
       const { owner, orgId } = await team();
-      const hot = await t.request('PATCH', `/api/organizations/${orgId}`, { key: owner.key, body: { agent_settings: { llm: { temperature: 3 } } } });
+      const hot = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { agent_settings: { llm: { temperature: 3 } } },
+      });
       expect(hot.status).toBe(422);
-      expect(hot.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'agent_settings', 'llm', 'temperature'], type: 'less_than_equal', ctx: { le: 2 } })]);
+      expect(hot.body.detail).toEqual([
+        expect.objectContaining({
+          loc: ['body', 'agent_settings', 'llm', 'temperature'],
+          type: 'less_than_equal',
+          ctx: { le: 2 },
+        }),
+      ]);
       const extra = await t.request('PATCH', `/api/organizations/${orgId}`, { key: owner.key, body: { credits: 1e9 } });
       expect(extra.status).toBe(422);
       expect(extra.body.detail[0]).toMatchObject({ loc: ['body', 'credits'], type: 'extra_forbidden' });
-      const acp = await t.request('PATCH', `/api/organizations/${orgId}`, { key: owner.key, body: { agent_settings: { agent_kind: 'acp', acp_command: ['agent', '--stdio'] } } });
+      const acp = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { agent_settings: { agent_kind: 'acp', acp_command: ['agent', '--stdio'] } },
+      });
       expect(acp.status).toBe(200);
-      expect(acp.body.agent_settings).toEqual({ schema_version: 1, agent_kind: 'acp', acp_command: ['agent', '--stdio'], acp_env: {} });
-      const unknownKind = await t.request('PATCH', `/api/organizations/${orgId}`, { key: owner.key, body: { agent_settings: { agent_kind: 'magic' } } });
+      expect(acp.body.agent_settings).toEqual({
+        schema_version: 1,
+        agent_kind: 'acp',
+        acp_command: ['agent', '--stdio'],
+        acp_env: {},
+      });
+      const unknownKind = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { agent_settings: { agent_kind: 'magic' } },
+      });
       expect(unknownKind.body.detail[0]).toMatchObject({ loc: ['body', 'agent_settings'], type: 'union_tag_invalid' });
       expect((await t.orgs.get(orgId, owner.userId)).org_version).toBe(2);
     });
@@ -158,39 +224,54 @@ describe('organizations', () => {
       const secrets = { api_key: 'sk-live-123456', cloud_secret_access_key: 'aws-secret-xyz' };
       const set = await t.request('PATCH', `/api/organizations/${orgId}`, {
         key: owner.key,
-        body: { sandbox_api_key: 'sandbox-key-789', agent_settings: { llm: secrets, verification: { critic_api_key: 'critic-key-000' } } },
+        body: {
+          sandbox_api_key: 'sandbox-key-789',
+          agent_settings: { llm: secrets, verification: { critic_api_key: 'critic-key-000' } },
+        },
       });
       expect(set.status).toBe(200);
       const everyPath = [
         set.body,
         (await t.request('GET', `/api/organizations/${orgId}`, { key: owner.key })).body,
-        (await t.request('GET', '/api/organizations?limit=100', { key: owner.key })).body.items.find((o: { id: string }) => o.id === orgId),
+        (await t.request('GET', '/api/organizations?limit=100', { key: owner.key })).body.items.find(
+          (o: { id: string }) => o.id === orgId,
+        ),
         (await t.request('POST', `/api/organizations/${orgId}/switch`, { key: owner.key })).body,
       ];
       for (const body of everyPath) {
         const text = JSON.stringify(body);
-        for (const raw of ['sk-live-123456', 'aws-secret-xyz', 'sandbox-key-789', 'critic-key-000']) expect(text).not.toContain(raw);
+        for (const raw of ['sk-live-123456', 'aws-secret-xyz', 'sandbox-key-789', 'critic-key-000'])
+          expect(text).not.toContain(raw);
         expect(body.sandbox_api_key).toBe(SECRET_MASK);
         expect(body.agent_settings.llm).toMatchObject({ api_key: SECRET_MASK, cloud_secret_access_key: SECRET_MASK });
         expect(body.agent_settings.verification.critic_api_key).toBe(SECRET_MASK);
       }
       const stored = JSON.stringify(await t.database.db.collection('organizations').findOne({ _id: orgId as never }));
-      for (const raw of ['sk-live-123456', 'aws-secret-xyz', 'sandbox-key-789', 'critic-key-000']) expect(stored).not.toContain(raw);
+      for (const raw of ['sk-live-123456', 'aws-secret-xyz', 'sandbox-key-789', 'critic-key-000'])
+        expect(stored).not.toContain(raw);
       expect(stored).toContain('enc:v1:');
 
       // Round trip: what a client read (masks included) written back changes nothing secret.
-      const roundTrip = await t.request('PATCH', `/api/organizations/${orgId}`, { key: owner.key, body: { agent_settings: set.body.agent_settings, sandbox_api_key: SECRET_MASK } });
+      const roundTrip = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { agent_settings: set.body.agent_settings, sandbox_api_key: SECRET_MASK },
+      });
       expect(roundTrip.status).toBe(200);
       const resolved = await resolver.resolve(owner.userId);
-      expect(resolved.agent_settings).toMatchObject({ llm: { api_key: 'sk-live-123456', cloud_secret_access_key: 'aws-secret-xyz' } });
+      expect(resolved.agent_settings).toMatchObject({
+        llm: { api_key: 'sk-live-123456', cloud_secret_access_key: 'aws-secret-xyz' },
+      });
 
       // A new value replaces; an empty one clears.
-      await t.request('PATCH', `/api/organizations/${orgId}`, { key: owner.key, body: { agent_settings: { llm: { api_key: 'sk-new', cloud_secret_access_key: '' } } } });
+      await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { agent_settings: { llm: { api_key: 'sk-new', cloud_secret_access_key: '' } } },
+      });
       const after = await resolver.resolve(owner.userId);
       expect(after.agent_settings).toMatchObject({ llm: { api_key: 'sk-new', cloud_secret_access_key: '' } });
     });
 
-    it('a start gets the user\'s stored secrets, the request\'s winning on equal names', async () => {
+    it("a start gets the user's stored secrets, the request's winning on equal names", async () => {
       const { userId } = await t.newUser();
       const store = t.stores.userSecrets;
       await store.set(userId, 'GITHUB_TOKEN', 'ghp_stored');

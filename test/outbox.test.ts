@@ -37,12 +37,24 @@ describe('event outbox', () => {
   });
 
   const stored = async (conversationId: string) =>
-    t.database.db.collection('events').find({ conversation_id: conversationId }).sort({ seq: 1 }).project({ id: 1, seq: 1 }).toArray();
+    t.database.db
+      .collection('events')
+      .find({ conversation_id: conversationId })
+      .sort({ seq: 1 })
+      .project({ id: 1, seq: 1 })
+      .toArray();
 
   it('delivers every event once, in order, across an api restart and a new outbox on the same files', async () => {
     const u = await t.newUser();
     const { conversationId, sessionKey } = await t.newConversation(u.userId);
-    const opts = { dir: path.join(dir, conversationId), conversationId, controlPlaneUrl: t.url, sessionApiKey: sessionKey, batchSize: 25, maxBackoffMs: 200 };
+    const opts = {
+      dir: path.join(dir, conversationId),
+      conversationId,
+      controlPlaneUrl: t.url,
+      sessionApiKey: sessionKey,
+      batchSize: 25,
+      maxBackoffMs: 200,
+    };
     const first = new EventOutbox(opts);
     for (let i = 0; i < 100; i++) first.append(message(i));
     await first.flushed();
@@ -59,7 +71,11 @@ describe('event outbox', () => {
     expect(second.unsent).toBe(60);
     for (let i = 160; i < 200; i++) second.append(message(i));
 
-    const api: ApiServer = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    const api: ApiServer = await startApiServer(
+      t.config,
+      { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
+      pino({ level: 'silent' }),
+    );
     try {
       await second.flushed();
       const rows = await stored(conversationId);
@@ -74,10 +90,20 @@ describe('event outbox', () => {
 
   it('resends nothing already acknowledged, drops a line cut short by a crash, and sets aside a batch the api refuses', async () => {
     const u = await t.newUser();
-    const api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    const api = await startApiServer(
+      t.config,
+      { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
+      pino({ level: 'silent' }),
+    );
     try {
       const { conversationId, sessionKey } = await t.newConversation(u.userId);
-      const opts = { dir: path.join(dir, conversationId), conversationId, controlPlaneUrl: `http://127.0.0.1:${port}`, sessionApiKey: sessionKey, maxBackoffMs: 200 };
+      const opts = {
+        dir: path.join(dir, conversationId),
+        conversationId,
+        controlPlaneUrl: `http://127.0.0.1:${port}`,
+        sessionApiKey: sessionKey,
+        maxBackoffMs: 200,
+      };
       const a = new EventOutbox(opts);
       a.append(message(1));
       await a.flushed();

@@ -38,7 +38,11 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
       mongoUri = env.mongoUri;
       postgresUrl = env.postgresUrl;
     } else {
-      own = await startDocumentStore({ ferretdbBinary: env.binaries.ferretdb, dir: path.join(env.dir, uniqueName('pg-indexes')), durable: false });
+      own = await startDocumentStore({
+        ferretdbBinary: env.binaries.ferretdb,
+        dir: path.join(env.dir, uniqueName('pg-indexes')),
+        durable: false,
+      });
       mongoUri = own.uri;
       postgresUrl = own.postgresUrl!;
     }
@@ -53,7 +57,12 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
   });
 
   const tableOf = async (db: Db, collection: string) =>
-    (await pg.query<{ t: string }>(`SELECT _jsonb->>'table' AS t FROM "${db.databaseName}"._ferretdb_database_metadata WHERE _jsonb->>'_id' = $1`, [collection])).rows[0]!.t;
+    (
+      await pg.query<{ t: string }>(
+        `SELECT _jsonb->>'table' AS t FROM "${db.databaseName}"._ferretdb_database_metadata WHERE _jsonb->>'_id' = $1`,
+        [collection],
+      )
+    ).rows[0]!.t;
 
   const explain = async (db: Db, find: Record<string, unknown>): Promise<Explained> => {
     const r = await db.command({ explain: { find: 'events', ...find }, verbosity: 'queryPlanner' });
@@ -62,14 +71,21 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
 
   /** Index scans PostgreSQL counted on a table's indexes, by index name (its statistics lag up to a second). */
   const indexScans = async (db: Db, table: string) => {
-    const rows = (await pg.query<{ indexrelname: string; idx_scan: string }>('SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND relname = $2', [db.databaseName, table])).rows;
+    const rows = (
+      await pg.query<{ indexrelname: string; idx_scan: string }>(
+        'SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND relname = $2',
+        [db.databaseName, table],
+      )
+    ).rows;
     return new Map(rows.map((r) => [r.indexrelname, Number(r.idx_scan)]));
   };
 
   it("FerretDB's own indexes cannot serve its pushed-down filters: without ours, a query by _id scans the table", async () => {
     const db = mongo.db(uniqueName('plain'));
     await ensureIndexes(db, ALL_INDEXES); // the driver's indexes only
-    await db.collection('events').insertMany(Array.from({ length: 500 }, (_, i) => ({ _id: `c/e${i}`, conversation_id: 'c', seq: i })) as never[]);
+    await db
+      .collection('events')
+      .insertMany(Array.from({ length: 500 }, (_, i) => ({ _id: `c/e${i}`, conversation_id: 'c', seq: i })) as never[]);
     await pg.query(`ANALYZE "${db.databaseName}"."${await tableOf(db, 'events')}"`);
     const byId = await explain(db, { filter: { _id: 'c/e7' } });
     expect(byId.filterPushdown).toBe(true);
@@ -84,12 +100,19 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
     await ensureIndexes(db, ALL_INDEXES);
     expect(await ensurePostgresIndexes(db, postgresUrl, ALL_INDEXES)).toEqual({ made: expect.any(Number) });
     const ours = async () =>
-      (await pg.query<{ indexname: string; indexdef: string }>("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexdef LIKE '%USING gin%'", [db.databaseName])).rows;
+      (
+        await pg.query<{ indexname: string; indexdef: string }>(
+          "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexdef LIKE '%USING gin%'",
+          [db.databaseName],
+        )
+      ).rows;
     const made = await ours();
     const expected = [...ginFields(ALL_INDEXES).values()].reduce((n, fields) => n + fields.length, 0);
     expect(made).toHaveLength(expected);
     const events = await tableOf(db, 'events');
-    expect(made.map((r) => r.indexname).sort()).toEqual(expect.arrayContaining([`${events}__id_gin`, `${events}_conversation_id_gin`, `${events}_block_gin`]));
+    expect(made.map((r) => r.indexname).sort()).toEqual(
+      expect.arrayContaining([`${events}__id_gin`, `${events}_conversation_id_gin`, `${events}_block_gin`]),
+    );
     expect(await ensurePostgresIndexes(db, postgresUrl, ALL_INDEXES)).toEqual({ made: 0 }); // again: nothing new
     expect(await ours()).toHaveLength(expected);
 
@@ -115,19 +138,48 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
     // The filters the event store sends (src/store/events-store.ts): search, search by kind, count,
     // batch get ($in is not pushed down, its conversation is), catch-up range, and one event by _id.
     const hot: [string, Record<string, unknown>, string][] = [
-      ['search page', { filter: { conversation_id: 'conv7' }, sort: { timestamp: 1, seq: 1 }, limit: 101 }, conversationIndex],
-      ['search by kind', { filter: { conversation_id: 'conv7', kind: 'ActionEvent' }, sort: { timestamp: 1, seq: 1 }, limit: 101 }, conversationIndex],
+      [
+        'search page',
+        { filter: { conversation_id: 'conv7' }, sort: { timestamp: 1, seq: 1 }, limit: 101 },
+        conversationIndex,
+      ],
+      [
+        'search by kind',
+        { filter: { conversation_id: 'conv7', kind: 'ActionEvent' }, sort: { timestamp: 1, seq: 1 }, limit: 101 },
+        conversationIndex,
+      ],
       ['batch get', { filter: { conversation_id: 'conv7', id: { $in: ['ev1', 'ev2'] } } }, conversationIndex],
-      ['catch-up range', { filter: { conversation_id: 'conv7', seq: { $gt: 50 } }, sort: { seq: 1 }, limit: 100 }, conversationIndex],
+      [
+        'catch-up range',
+        { filter: { conversation_id: 'conv7', seq: { $gt: 50 } }, sort: { seq: 1 }, limit: 100 },
+        conversationIndex,
+      ],
       ['one event', { filter: { _id: 'conv7/ev3' } }, `${events}__id_gin`],
       // The block layout (src/store/event-blocks.ts): a page, a catch-up and a time bound read blocks.
-      ['block of a page', { filter: { block: 'conv7/0', seq: { $gte: 51, $lte: 100 } }, sort: { seq: 1 }, limit: 101 }, blockIndex],
-      ['block by kind', { filter: { block: 'conv7/0', seq: { $gte: 1, $lte: 100 }, kind: 'ActionEvent' }, sort: { seq: -1 }, limit: 101 }, blockIndex],
+      [
+        'block of a page',
+        { filter: { block: 'conv7/0', seq: { $gte: 51, $lte: 100 } }, sort: { seq: 1 }, limit: 101 },
+        blockIndex,
+      ],
+      [
+        'block by kind',
+        {
+          filter: { block: 'conv7/0', seq: { $gte: 1, $lte: 100 }, kind: 'ActionEvent' },
+          sort: { seq: -1 },
+          limit: 101,
+        },
+        blockIndex,
+      ],
       ["a block's first time", { filter: { block: 'conv7/0' }, sort: { seq: 1 }, limit: 1 }, blockIndex],
     ];
     for (const [what, find, index] of hot) {
       const e = await explain(db, find);
-      expect({ what, pushed: e.filterPushdown, index: e.plan.includes(`"Index Name":"${index}"`), seq: e.plan.includes('Seq Scan') }).toEqual({
+      expect({
+        what,
+        pushed: e.filterPushdown,
+        index: e.plan.includes(`"Index Name":"${index}"`),
+        seq: e.plan.includes('Seq Scan'),
+      }).toEqual({
         what,
         pushed: true,
         index: true,
@@ -146,7 +198,11 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
       expect((await store.getByIds('conv7', ['ev1', 'ev2', 'nope'])).size).toBe(2);
       expect(await store.range('conv7', 95, 100)).toHaveLength(5);
       expect(await store.seqOf('conv7', 'ev3')).toBe(4);
-      const inBlocks = await store.search({ conversationId: 'conv7', timestampGte: '2026-01-01T00:00:30.000Z' }, { descending: false, limit: 10 }, layout);
+      const inBlocks = await store.search(
+        { conversationId: 'conv7', timestampGte: '2026-01-01T00:00:30.000Z' },
+        { descending: false, limit: 10 },
+        layout,
+      );
       expect(inBlocks.jsons.map((j) => JSON.parse(j).id)).toEqual(Array.from({ length: 10 }, (_, i) => `ev${30 + i}`));
       expect(await store.range('conv7', 95, 100, undefined, true)).toHaveLength(5);
     }
@@ -171,6 +227,8 @@ describe('FerretDB on PostgreSQL uses indexes for the event log', () => {
   it('leaves a MongoDB-wire server that is not a FerretDB on this PostgreSQL alone', async () => {
     // A database name FerretDB never saw: its schema does not exist in PostgreSQL.
     const db = mongo.db(uniqueName('absent'));
-    await expect(ensurePostgresIndexes(db, postgresUrl, [])).resolves.toEqual({ skipped: expect.stringMatching(/has no FerretDB schema/) });
+    await expect(ensurePostgresIndexes(db, postgresUrl, [])).resolves.toEqual({
+      skipped: expect.stringMatching(/has no FerretDB schema/),
+    });
   });
 });

@@ -8,7 +8,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { ensureServiceRole, FERRETDB_DATABASE, POSTGRES_SERVICE_ROLE, postgresServicePasswordFile, postgresSuperuserUrl, requirePostgresBinDir, startPostgres, type PostgresServer } from '../scripts/servers/postgres-server';
+import {
+  ensureServiceRole,
+  FERRETDB_DATABASE,
+  POSTGRES_SERVICE_ROLE,
+  postgresServicePasswordFile,
+  postgresSuperuserUrl,
+  requirePostgresBinDir,
+  startPostgres,
+  type PostgresServer,
+} from '../scripts/servers/postgres-server';
 import { handedOverFile, scramVerifier } from '../scripts/servers/postgres-service-role';
 import { freePort } from '../src/process/net';
 import { testEnv, uniqueName } from './helpers/env';
@@ -26,7 +35,8 @@ describe("the service's PostgreSQL role", () => {
     await c.connect();
     return c;
   };
-  const start = async () => (server = await startPostgres({ binDir: requirePostgresBinDir(), dir, port, durable: false }));
+  const start = async () =>
+    (server = await startPostgres({ binDir: requirePostgresBinDir(), dir, port, durable: false }));
 
   beforeAll(async () => {
     dir = path.join(testEnv().dir, uniqueName('service-role'));
@@ -45,12 +55,26 @@ describe("the service's PostgreSQL role", () => {
     expect(decodeURIComponent(url.username)).toBe(POSTGRES_SERVICE_ROLE);
     expect(url.pathname).toBe(`/${FERRETDB_DATABASE}`);
     const service = await connect(server!.url);
-    const me = (await service.query('SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = current_user')).rows[0];
-    expect(me).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false, rolreplication: false, rolbypassrls: false });
-    const owner = (await service.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = current_database()')).rows[0];
+    const me = (
+      await service.query(
+        'SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = current_user',
+      )
+    ).rows[0];
+    expect(me).toEqual({
+      rolsuper: false,
+      rolcreatedb: false,
+      rolcreaterole: false,
+      rolreplication: false,
+      rolbypassrls: false,
+    });
+    const owner = (
+      await service.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = current_database()')
+    ).rows[0];
     expect(owner).toEqual({ owner: POSTGRES_SERVICE_ROLE });
     // What FerretDB does with it: a schema per MongoDB database, tables and indexes in it.
-    await service.query('CREATE SCHEMA store_a; CREATE TABLE store_a.docs (_jsonb jsonb); CREATE INDEX ON store_a.docs ((_jsonb->>$$_id$$))');
+    await service.query(
+      'CREATE SCHEMA store_a; CREATE TABLE store_a.docs (_jsonb jsonb); CREATE INDEX ON store_a.docs ((_jsonb->>$$_id$$))',
+    );
     await service.query(`INSERT INTO store_a.docs VALUES ('{"_id": "x"}')`);
     expect((await service.query('SELECT count(*)::int AS n FROM store_a.docs')).rows[0]).toEqual({ n: 1 });
   });
@@ -103,9 +127,15 @@ describe("the service's PostgreSQL role", () => {
     fs.rmSync(handedOverFile(dir)); // a data directory of an earlier version: the hand-over runs
     await ensureServiceRole(dir, port);
     const superuser = await connect(postgresSuperuserUrl(dir, port));
-    const role = (await superuser.query('SELECT rolsuper FROM pg_roles WHERE rolname = $1', [POSTGRES_SERVICE_ROLE])).rows[0];
+    const role = (await superuser.query('SELECT rolsuper FROM pg_roles WHERE rolname = $1', [POSTGRES_SERVICE_ROLE]))
+      .rows[0];
     expect(role).toEqual({ rolsuper: false });
-    const db = (await superuser.query('SELECT datconnlimit, (SELECT count(*)::int FROM pg_db_role_setting WHERE setdatabase = d.oid) AS settings FROM pg_database d WHERE datname = $1', [FERRETDB_DATABASE])).rows[0];
+    const db = (
+      await superuser.query(
+        'SELECT datconnlimit, (SELECT count(*)::int FROM pg_db_role_setting WHERE setdatabase = d.oid) AS settings FROM pg_database d WHERE datname = $1',
+        [FERRETDB_DATABASE],
+      )
+    ).rows[0];
     expect(db).toEqual({ datconnlimit: -1, settings: 0 });
     expect(fs.existsSync(handedOverFile(dir))).toBe(true);
   });
@@ -113,7 +143,11 @@ describe("the service's PostgreSQL role", () => {
   it('its password is stored as a SCRAM verifier, and is in no statement the server logs', async () => {
     const password = fs.readFileSync(postgresServicePasswordFile(dir), 'utf8').trim();
     const superuser = await connect(postgresSuperuserUrl(dir, port));
-    const stored = (await superuser.query<{ rolpassword: string }>('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [POSTGRES_SERVICE_ROLE])).rows[0]!.rolpassword;
+    const stored = (
+      await superuser.query<{ rolpassword: string }>('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [
+        POSTGRES_SERVICE_ROLE,
+      ])
+    ).rows[0]!.rolpassword;
     const [, iterations, salt] = /^SCRAM-SHA-256\$(\d+):([^$]+)\$/.exec(stored)!;
     expect(stored).toBe(scramVerifier(password, Buffer.from(salt!, 'base64'), Number(iterations)));
     expect(fs.readFileSync(path.join(dir, 'postgres.log'), 'utf8')).not.toContain(password);
@@ -121,7 +155,9 @@ describe("the service's PostgreSQL role", () => {
 
   it('what an earlier version made as the superuser is handed over on the next start', async () => {
     const superuser = await connect(postgresSuperuserUrl(dir, port, FERRETDB_DATABASE));
-    await superuser.query('CREATE SCHEMA legacy; CREATE TABLE legacy.docs (_jsonb jsonb); CREATE SEQUENCE legacy.counter');
+    await superuser.query(
+      'CREATE SCHEMA legacy; CREATE TABLE legacy.docs (_jsonb jsonb); CREATE SEQUENCE legacy.counter',
+    );
     await superuser.query(`INSERT INTO legacy.docs VALUES ('{"_id": "old"}')`);
     const service = await connect(server!.url);
     await expect(service.query('SELECT * FROM legacy.docs')).rejects.toMatchObject({ code: '42501' });

@@ -52,7 +52,17 @@ describe('a private repository start set up through the API alone', () => {
     git = await new GitHttpsServer(gitRoot, gitToken).start();
     // The sandbox's git trusts the run's certificate; nothing else about the built-in spec changes.
     const specsFile = path.join(dataDir, 'specs.json');
-    fs.writeFileSync(specsFile, JSON.stringify([{ id: 'local-process', provider: 'process', working_dir: 'workspace', initial_env: { GIT_SSL_CAINFO: git.certFile } }]));
+    fs.writeFileSync(
+      specsFile,
+      JSON.stringify([
+        {
+          id: 'local-process',
+          provider: 'process',
+          working_dir: 'workspace',
+          initial_env: { GIT_SSL_CAINFO: git.certFile },
+        },
+      ]),
+    );
     const config = testConfig({
       DATA_DIR: dataDir,
       API_PORT: String(await freePort()),
@@ -69,7 +79,13 @@ describe('a private repository start set up through the API alone', () => {
     });
     t = await startTestApi(config, pino({ level: 'trace' }, sink));
     // The worker's log (Temporal's runtime logger, activities' failures), at debug level, kept for the grep.
-    Runtime.install({ logger: new DefaultLogger('DEBUG', (entry) => workerLogLines.push(`${entry.level} ${entry.message} ${JSON.stringify(entry.meta ?? {}, (_k, v: unknown) => (v instanceof Error ? `${v.message}\n${v.stack}` : v))}`)) });
+    Runtime.install({
+      logger: new DefaultLogger('DEBUG', (entry) =>
+        workerLogLines.push(
+          `${entry.level} ${entry.message} ${JSON.stringify(entry.meta ?? {}, (_k, v: unknown) => (v instanceof Error ? `${v.message}\n${v.stack}` : v))}`,
+        ),
+      ),
+    });
     worker = await startTestWorker(config);
     llm = await new ScriptedLlm([]).start();
   }, 60_000);
@@ -84,13 +100,17 @@ describe('a private repository start set up through the API alone', () => {
   });
 
   const streamStart = async (key: string, body: object) => {
-    const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, { method: 'POST', headers: { 'X-Access-Token': key, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, {
+      method: 'POST',
+      headers: { 'X-Access-Token': key, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     answers.push(text);
     return JSON.parse(text) as any[];
   };
 
-  it('clones with the stored token to READY, uses the user\'s LLM key, and no secret leaks', async () => {
+  it("clones with the stored token to READY, uses the user's LLM key, and no secret leaks", async () => {
     const user = await t.newUser();
     const api = publishedClient(t.url, user.key);
 
@@ -103,42 +123,75 @@ describe('a private repository start set up through the API alone', () => {
 
     // The user's own LLM and key, and the git token, through the published routes.
     const stored = await api.POST('/api/v1/settings', {
-      body: { agent_settings_diff: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llm.url } }, llm_api_key: llmKey },
+      body: {
+        agent_settings_diff: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llm.url } },
+        llm_api_key: llmKey,
+      },
     });
     expect(stored.response.status).toBe(200);
     answers.push(JSON.stringify(stored.data));
-    const tokens = await api.POST('/api/v1/secrets/git-providers', { body: { provider_tokens: { git_host_a: { token: gitToken } } } as any });
+    const tokens = await api.POST('/api/v1/secrets/git-providers', {
+      body: { provider_tokens: { git_host_a: { token: gitToken } } } as any,
+    });
     expect(tokens.response.status).toBe(200);
     expect(tokens.data).toEqual({ message: 'Git providers stored' });
-    const custom = await api.POST('/api/v1/secrets', { body: { name: 'DEPLOY_KEY', value: customValue, description: 'deploys' } });
+    const custom = await api.POST('/api/v1/secrets', {
+      body: { name: 'DEPLOY_KEY', value: customValue, description: 'deploys' },
+    });
     expect(custom.response.status).toBe(201);
 
     const settings = await api.GET('/api/v1/settings');
     answers.push(JSON.stringify(settings.data));
     expect(settings.data).toMatchObject({ llm_api_key_set: true, provider_tokens_set: { git_host_a: null } });
-    expect((settings.data!.agent_settings as any).llm).toMatchObject({ model: 'scripted-model', api_key: '**********' });
+    expect((settings.data!.agent_settings as any).llm).toMatchObject({
+      model: 'scripted-model',
+      api_key: '**********',
+    });
     const listed = await api.GET('/api/v1/secrets/search');
     answers.push(JSON.stringify(listed.data));
     expect(listed.data!.items.map((s) => s.name)).toEqual(['DEPLOY_KEY']);
 
     // The start clones the private repository with the stored token.
-    llm.load([{ tool_calls: [{ name: 'terminal', arguments: { command: 'cat plan.txt' } }] }, { tool_calls: [{ name: 'finish', arguments: { message: 'read it' } }] }]);
+    llm.load([
+      { tool_calls: [{ name: 'terminal', arguments: { command: 'cat plan.txt' } }] },
+      { tool_calls: [{ name: 'finish', arguments: { message: 'read it' } }] },
+    ]);
     const before = llm.requests.length;
-    const started = await streamStart(user.key, { selected_repository: 'acme/private', git_provider: 'git_host_a', initial_message: { content: [{ text: 'Read the plan.' }], run: true } });
+    const started = await streamStart(user.key, {
+      selected_repository: 'acme/private',
+      git_provider: 'git_host_a',
+      initial_message: { content: [{ text: 'Read the plan.' }], run: true },
+    });
     const ready = started.at(-1);
-    expect(ready).toMatchObject({ status: 'READY', app_conversation_id: expect.any(String), sandbox_id: expect.any(String) });
+    expect(ready).toMatchObject({
+      status: 'READY',
+      app_conversation_id: expect.any(String),
+      sandbox_id: expect.any(String),
+    });
     expect(git.requests.some((r) => r.authorized)).toBe(true);
     const workspace = path.join(dataDir, 'sandboxes', ready.sandbox_id, 'workspace', 'private');
     expect(fs.readFileSync(path.join(workspace, 'plan.txt'), 'utf8')).toBe('the plan\n');
     // The clone's remote is left without the token.
-    expect(execFileSync('git', ['-C', workspace, 'remote', 'get-url', 'origin'], { encoding: 'utf8' }).trim()).toBe(`${git.url}/acme/private.git`);
+    expect(execFileSync('git', ['-C', workspace, 'remote', 'get-url', 'origin'], { encoding: 'utf8' }).trim()).toBe(
+      `${git.url}/acme/private.git`,
+    );
 
     // The agent ran with the user's key (their settings over the organization's, which has none).
-    await eventually(() => llm.requests.length > before + 1, { what: 'two LLM requests', timeoutMs: 30_000, intervalMs: 100 });
+    await eventually(() => llm.requests.length > before + 1, {
+      what: 'two LLM requests',
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     expect(llm.requests[before]!.authorization).toBe(`Bearer ${llmKey}`);
 
     // Answers a client reads afterwards.
-    for (const p of ['/api/v1/users/me', '/api/v1/settings', '/api/v1/secrets/search', `/api/v1/app-conversations/start-tasks?ids=${ready.id}`, `/api/v1/conversation/${ready.app_conversation_id}/events/search`]) {
+    for (const p of [
+      '/api/v1/users/me',
+      '/api/v1/settings',
+      '/api/v1/secrets/search',
+      `/api/v1/app-conversations/start-tasks?ids=${ready.id}`,
+      `/api/v1/conversation/${ready.app_conversation_id}/events/search`,
+    ]) {
       const r = await t.request('GET', p, { key: user.key });
       expect(r.status).toBe(200);
       answers.push(JSON.stringify(r.body));
@@ -154,7 +207,8 @@ describe('a private repository start set up through the API alone', () => {
     expect(logLines.length).toBeGreaterThan(0);
     expect(workerLogLines.join('\n')).toContain('Cloning acme/private failed'); // the refused start's failure was logged
     const dump: string[] = [];
-    for (const c of await t.database.db.listCollections().toArray()) dump.push(JSON.stringify(await t.database.db.collection(c.name).find({}).toArray()));
+    for (const c of await t.database.db.listCollections().toArray())
+      dump.push(JSON.stringify(await t.database.db.collection(c.name).find({}).toArray()));
     expect(dump.join('\n')).toContain('DEPLOY_KEY');
     const connection = await Connection.connect({ address: t.config.temporal.address! });
     const histories: string[] = [];
@@ -163,12 +217,14 @@ describe('a private repository start set up through the API alone', () => {
       const ids = await eventually(
         async () => {
           const found: string[] = [];
-          for await (const w of client.workflow.list({ query: `TaskQueue = "${t.config.temporal.taskQueue}"` })) found.push(w.workflowId);
+          for await (const w of client.workflow.list({ query: `TaskQueue = "${t.config.temporal.taskQueue}"` }))
+            found.push(w.workflowId);
           return found.length >= 3 ? found : false;
         },
         { what: 'the workflows of the run', timeoutMs: 10_000, intervalMs: 200 },
       );
-      for (const id of ids) histories.push(JSON.stringify(await client.workflow.getHandle(id).fetchHistory(), bytesAsText));
+      for (const id of ids)
+        histories.push(JSON.stringify(await client.workflow.getHandle(id).fetchHistory(), bytesAsText));
     } finally {
       await connection.close();
     }

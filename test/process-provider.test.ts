@@ -34,13 +34,16 @@ describe('process provider', () => {
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  const start = () => provider.start({ sandboxId: 's1', spec, sessionApiKey: 'key', controlPlaneUrl: 'http://127.0.0.1:9' } as never);
+  const start = () =>
+    provider.start({ sandboxId: 's1', spec, sessionApiKey: 'key', controlPlaneUrl: 'http://127.0.0.1:9' } as never);
   const dir = () => path.join(root, 's1');
 
   it('records the runtime beside it, and a second start replaces the first runtime and its children', async () => {
     const first = await start();
     await eventually(() => runtimesUnder(dir()).length === 2, { what: 'the runtime and its child' }); // sh and its sleep
-    expect(JSON.parse(fs.readFileSync(path.join(dir(), 'runtime.json'), 'utf8')).pid).toBe((first.handle as { pid: number }).pid);
+    expect(JSON.parse(fs.readFileSync(path.join(dir(), 'runtime.json'), 'utf8')).pid).toBe(
+      (first.handle as { pid: number }).pid,
+    );
     const second = await start();
     await eventually(() => runtimesUnder(dir()).length === 2, { what: 'the runtime and its child' });
     expect(runtimesUnder(dir())).toContain((second.handle as { pid: number }).pid);
@@ -57,12 +60,30 @@ describe('process provider', () => {
     expect(runtimesUnder(dir())).toContain((second.handle as { pid: number }).pid);
   });
 
-  it('pause stops every process of the sandbox, a daemon that left the runtime\'s tree too; resume continues them all', async () => {
-    const daemonSpec = { ...(spec as object), id: 'daemon', command: ['/bin/sh', '-c', '( setsid sh -c "while :; do :; done" </dev/null >/dev/null 2>&1 & ); sleep 600 & wait'] } as never;
-    const started = await provider.start({ sandboxId: 's1', spec: daemonSpec, sessionApiKey: 'key', controlPlaneUrl: 'http://127.0.0.1:9' } as never);
+  it("pause stops every process of the sandbox, a daemon that left the runtime's tree too; resume continues them all", async () => {
+    const daemonSpec = {
+      ...(spec as object),
+      id: 'daemon',
+      command: [
+        '/bin/sh',
+        '-c',
+        '( setsid sh -c "while :; do :; done" </dev/null >/dev/null 2>&1 & ); sleep 600 & wait',
+      ],
+    } as never;
+    const started = await provider.start({
+      sandboxId: 's1',
+      spec: daemonSpec,
+      sessionApiKey: 'key',
+      controlPlaneUrl: 'http://127.0.0.1:9',
+    } as never);
     const pid = (started.handle as { pid: number }).pid;
     // The daemon: in a session of its own, reparented away from the runtime (out of its tree).
-    await eventually(() => runtimesUnder(dir()).filter((p) => p !== pid && readStat(p)?.ppid !== pid && readStat(p)?.state === 'R').length === 1, { what: 'the daemon, spinning' });
+    await eventually(
+      () =>
+        runtimesUnder(dir()).filter((p) => p !== pid && readStat(p)?.ppid !== pid && readStat(p)?.state === 'R')
+          .length === 1,
+      { what: 'the daemon, spinning' },
+    );
     await provider.pause(started.handle);
     expect(runtimesUnder(dir()).map((p) => [p, readStat(p)!.state])).toEqual(runtimesUnder(dir()).map((p) => [p, 'T']));
     expect(await provider.inspect(started.handle)).toEqual({ state: 'paused' });

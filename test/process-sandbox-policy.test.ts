@@ -20,7 +20,11 @@ describe('process sandboxes without isolation', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'policy-'));
     const specs = path.join(dir, 'specs.json');
     fs.writeFileSync(specs, JSON.stringify([{ id: 'container', provider: 'docker', image: 'runtime:1' }]));
-    const config = testConfig({ DATA_DIR: dir, SANDBOX_SPECS_FILE: specs, SANDBOX_PROCESS_USERS: `${allowedEmail}, ${allowedId}` });
+    const config = testConfig({
+      DATA_DIR: dir,
+      SANDBOX_SPECS_FILE: specs,
+      SANDBOX_PROCESS_USERS: `${allowedEmail}, ${allowedId}`,
+    });
     // What loadConfig chooses for a service that does not run as root and was not told `none`.
     config.sandboxes.processIsolation = 'restricted';
     expect(config.sandboxes.processUsers).toEqual([allowedEmail, allowedId]);
@@ -44,7 +48,10 @@ describe('process sandboxes without isolation', () => {
     expect(r.body.detail).toMatch(/not isolated .*SANDBOX_PROCESS_USERS.*SANDBOX_PROCESS_ISOLATION=none/);
     expect(await t.database.db.collection('sandboxes').countDocuments({ created_by_user_id: other.userId })).toBe(0);
     // Other providers are not concerned.
-    const docker = await t.request('POST', '/api/v1/sandboxes', { key: other.key, body: { sandbox_spec_id: 'container' } });
+    const docker = await t.request('POST', '/api/v1/sandboxes', {
+      key: other.key,
+      body: { sandbox_spec_id: 'container' },
+    });
     expect(docker.status).toBe(200);
   });
 
@@ -52,7 +59,11 @@ describe('process sandboxes without isolation', () => {
     for (const u of [await userWith(allowedEmail), await userWith(`${uniqueName('by-id')}@example.com`, allowedId)]) {
       const r = await t.request('POST', '/api/v1/sandboxes', { key: u.key, body: {} });
       expect(r.status).toBe(200);
-      expect(r.body).toMatchObject({ created_by_user_id: u.userId, sandbox_spec_id: 'local-process', status: 'STARTING' });
+      expect(r.body).toMatchObject({
+        created_by_user_id: u.userId,
+        sandbox_spec_id: 'local-process',
+        status: 'STARTING',
+      });
     }
   });
 });

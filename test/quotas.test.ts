@@ -48,18 +48,28 @@ describe('per-user quotas', () => {
     const second = await create();
     expect([first.status, second.status]).toEqual([200, 200]);
     const third = await create();
-    expect(third).toMatchObject({ status: 429, body: { detail: expect.stringContaining('USER_MAX_RUNNING_SANDBOXES=2') } });
+    expect(third).toMatchObject({
+      status: 429,
+      body: { detail: expect.stringContaining('USER_MAX_RUNNING_SANDBOXES=2') },
+    });
     expect((await t.request('GET', '/api/v1/sandboxes/search', { key: a.key })).body.items).toHaveLength(2);
     // Another user is not affected.
     const b = await t.newUser();
     expect((await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} })).status).toBe(200);
 
     await waitForStatus(t, a.key, first.body.id, 'RUNNING', 60_000);
-    expect((await t.request('POST', `/api/v1/sandboxes/${first.body.id}/pause`, { key: a.key })).body.status).toBe('PAUSED');
+    expect((await t.request('POST', `/api/v1/sandboxes/${first.body.id}/pause`, { key: a.key })).body.status).toBe(
+      'PAUSED',
+    );
     expect((await create()).status).toBe(200);
     const resumed = await t.request('POST', `/api/v1/sandboxes/${first.body.id}/resume`, { key: a.key });
-    expect(resumed).toMatchObject({ status: 429, body: { detail: expect.stringContaining('pause or delete one first') } });
-    expect((await t.request('GET', `/api/v1/sandboxes?id=${first.body.id}`, { key: a.key })).body[0].status).toBe('PAUSED');
+    expect(resumed).toMatchObject({
+      status: 429,
+      body: { detail: expect.stringContaining('pause or delete one first') },
+    });
+    expect((await t.request('GET', `/api/v1/sandboxes?id=${first.body.id}`, { key: a.key })).body[0].status).toBe(
+      'PAUSED',
+    );
   }, 120_000);
 
   it('API keys: past the quota a 429; revoking one makes room', async () => {
@@ -67,9 +77,14 @@ describe('per-user quotas', () => {
     const create = () => t.request('POST', '/api/v1/api-keys', { key: u.key, body: { name: 'more' } });
     const made = [await create(), await create()];
     expect(made.map((r) => r.status)).toEqual([201, 201]);
-    expect(await create()).toMatchObject({ status: 429, body: { detail: expect.stringContaining('USER_MAX_API_KEYS=3') } });
+    expect(await create()).toMatchObject({
+      status: 429,
+      body: { detail: expect.stringContaining('USER_MAX_API_KEYS=3') },
+    });
     expect((await t.request('GET', '/api/v1/api-keys/search', { key: u.key })).body.items).toHaveLength(3);
-    expect((await t.request('DELETE', `/api/v1/api-keys/${made[0]!.body.id}`, { key: u.key })).status).toBeLessThan(300);
+    expect((await t.request('DELETE', `/api/v1/api-keys/${made[0]!.body.id}`, { key: u.key })).status).toBeLessThan(
+      300,
+    );
     expect((await create()).status).toBe(201);
   });
 
@@ -83,11 +98,17 @@ describe('per-user quotas', () => {
     expect((await t.ingest(c.conversationId, c.sessionKey, messages(1))).status).toBe(200);
     await Promise.all(open.map((s) => s.waitFor(1)));
     const third = connect(url, { 'X-Access-Token': u.key });
-    expect(await third.closed).toEqual({ code: CLOSE_TOO_MANY, reason: expect.stringContaining('USER_MAX_WEBSOCKETS=2') });
+    expect(await third.closed).toEqual({
+      code: CLOSE_TOO_MANY,
+      reason: expect.stringContaining('USER_MAX_WEBSOCKETS=2'),
+    });
 
     const other = await t.newUser();
     const theirs = await t.newConversation(other.userId);
-    const otherSocket = connect(`${t.url.replace(/^http/, 'ws')}/api/v1/conversation/${theirs.conversationId}/events/socket?resend_all=true`, { 'X-Access-Token': other.key });
+    const otherSocket = connect(
+      `${t.url.replace(/^http/, 'ws')}/api/v1/conversation/${theirs.conversationId}/events/socket?resend_all=true`,
+      { 'X-Access-Token': other.key },
+    );
     expect((await t.ingest(theirs.conversationId, theirs.sessionKey, messages(1))).status).toBe(200);
     await otherSocket.waitFor(1);
 

@@ -49,9 +49,14 @@ describe('health and readiness', () => {
   });
 
   it('/ready does not wait for the PostgreSQL indexes: an unreachable POSTGRES_URL is an error in the log, not a 503', async () => {
-    const t = await startTestApi(testConfig({ POSTGRES_URL: `postgres://nobody:wrong@127.0.0.1:${await freePort()}/ferretdb` }));
+    const t = await startTestApi(
+      testConfig({ POSTGRES_URL: `postgres://nobody:wrong@127.0.0.1:${await freePort()}/ferretdb` }),
+    );
     try {
-      await eventually(async () => expect((await t.request('GET', '/ready')).status).toBe(200), { timeoutMs: 10_000, intervalMs: 250 });
+      await eventually(async () => expect((await t.request('GET', '/ready')).status).toBe(200), {
+        timeoutMs: 10_000,
+        intervalMs: 250,
+      });
     } finally {
       await t.close();
     }
@@ -75,7 +80,11 @@ describe('health and readiness', () => {
     // Keep-alive connections that are never idle: what runtimes' outboxes look like to the api.
     const client = async () => {
       while (!stop) {
-        const r = await fetch(`${t.url}/api/v1/webhooks/events/c1`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': 'k' }, body: '[]' }).catch(() => null);
+        const r = await fetch(`${t.url}/api/v1/webhooks/events/c1`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'X-Session-API-Key': 'k' },
+          body: '[]',
+        }).catch(() => null);
         if (!r) break;
         await r.text();
         served++;

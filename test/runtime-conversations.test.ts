@@ -9,14 +9,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
-import { conversationInfo, metricsUpdates, runtimeCall, settledLog, startAgentConversation, waitForExecution, type Runtime } from './helpers/agent';
+import {
+  conversationInfo,
+  metricsUpdates,
+  runtimeCall,
+  settledLog,
+  startAgentConversation,
+  waitForExecution,
+  type Runtime,
+} from './helpers/agent';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { agentUrl, killRuntimesUnder, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const IMAGE = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const IMAGE =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 describe('runtime conversations: delete, messages, metrics', () => {
   let t: TestApi;
@@ -28,7 +37,13 @@ describe('runtime conversations: delete, messages, metrics', () => {
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-conversations-'));
     const port = await freePort();
-    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(port), SANDBOX_IDLE_TIMEOUT_MS: '0', SANDBOX_HEALTH_INTERVAL_MS: '200', SANDBOX_HEALTH_GRACE_MS: '600' });
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      API_PORT: String(port),
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      SANDBOX_HEALTH_INTERVAL_MS: '200',
+      SANDBOX_HEALTH_GRACE_MS: '600',
+    });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
     user = await t.newUser();
@@ -44,7 +59,8 @@ describe('runtime conversations: delete, messages, metrics', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const stateDirOf = (id: string) => path.join(dataDir, 'sandboxes', rt.sandboxId, 'conversations', Buffer.from(id).toString('base64url'));
+  const stateDirOf = (id: string) =>
+    path.join(dataDir, 'sandboxes', rt.sandboxId, 'conversations', Buffer.from(id).toString('base64url'));
 
   /** Kills the runtime (-9) and resumes the sandbox: a new runtime process reads its conversations back. */
   async function restartRuntime(): Promise<void> {
@@ -59,8 +75,13 @@ describe('runtime conversations: delete, messages, metrics', () => {
   it('DELETE answers 401 without the key, 404 for an unknown conversation, 422 for an id too long', async () => {
     const c = await startAgentConversation(t, user, rt, [], {}, null);
     expect(c.created.status).toBe(201);
-    expect(await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`, undefined, '')).toEqual({ status: 401, body: { detail: 'Missing X-Session-API-Key header' } });
-    expect((await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`, undefined, 'x'.repeat(rt.key.length))).status).toBe(401);
+    expect(await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`, undefined, '')).toEqual({
+      status: 401,
+      body: { detail: 'Missing X-Session-API-Key header' },
+    });
+    expect(
+      (await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`, undefined, 'x'.repeat(rt.key.length))).status,
+    ).toBe(401);
     expect((await conversationInfo(c)).id).toBe(c.id); // still there
     const unknown = await runtimeCall(rt, 'DELETE', '/api/conversations/no-such-conversation');
     expect(unknown.status).toBe(404);
@@ -68,21 +89,33 @@ describe('runtime conversations: delete, messages, metrics', () => {
     const tooLong = await runtimeCall(rt, 'DELETE', `/api/conversations/${'x'.repeat(201)}`);
     expect(tooLong.status).toBe(422);
     expect(tooLong.body.detail[0].loc).toEqual(['path', 'conversation_id']);
-    expect(await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`)).toEqual({ status: 200, body: { success: true } });
+    expect(await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`)).toEqual({
+      status: 200,
+      body: { success: true },
+    });
     await c.llm.close();
   });
 
   it('deletes a running conversation: its loop stops at once, it is 404 from then on and its state directory is gone', async () => {
     const c = await startAgentConversation(t, user, rt, [{ content: 'too late', delay_ms: 30_000 }]);
-    await eventually(async () => c.llm.requests.length === 1, { what: 'the LLM called', timeoutMs: 10_000, intervalMs: 25 });
+    await eventually(async () => c.llm.requests.length === 1, {
+      what: 'the LLM called',
+      timeoutMs: 10_000,
+      intervalMs: 25,
+    });
     expect((await conversationInfo(c)).execution_status).toBe('running');
     expect(fs.existsSync(stateDirOf(c.id))).toBe(true);
     const t0 = Date.now();
-    expect(await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`)).toEqual({ status: 200, body: { success: true } });
+    expect(await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`)).toEqual({
+      status: 200,
+      body: { success: true },
+    });
     expect(Date.now() - t0).toBeLessThan(5000);
     expect((await runtimeCall(rt, 'GET', `/api/conversations/${c.id}`)).status).toBe(404);
     expect((await runtimeCall(rt, 'DELETE', `/api/conversations/${c.id}`)).status).toBe(404);
-    expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'hello?' }] })).status).toBe(404);
+    expect(
+      (await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'hello?' }] })).status,
+    ).toBe(404);
     expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/run`)).status).toBe(404);
     expect(fs.existsSync(stateDirOf(c.id))).toBe(false);
     await sleep(300);
@@ -93,7 +126,14 @@ describe('runtime conversations: delete, messages, metrics', () => {
 
   it('takes messages of every role, with images: the LLM sees them as chat messages, the MessageEvent keeps them as sent, under their id', async () => {
     const first = { id: 'msg-first', content: [{ text: 'What is in this picture?' }, { image_urls: [IMAGE] }] };
-    const c = await startAgentConversation(t, user, rt, [{ content: 'A dot.' }, { content: 'Noted.' }], { initial_message: first }, null);
+    const c = await startAgentConversation(
+      t,
+      user,
+      rt,
+      [{ content: 'A dot.' }, { content: 'Noted.' }],
+      { initial_message: first },
+      null,
+    );
     expect(c.created.status).toBe(201);
     await waitForExecution(c, 'finished');
     const seen = c.llm.requests[0]!.body.messages as any[];
@@ -105,7 +145,10 @@ describe('runtime conversations: delete, messages, metrics', () => {
 
     const send = (body: object) => runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, body);
     expect((await send({ role: 'system', content: [{ text: 'Answer in one word.' }], run: false })).status).toBe(200);
-    expect((await send({ role: 'assistant', content: [{ text: 'I will be brief.' }, { image_urls: [IMAGE] }], run: false })).status).toBe(200);
+    expect(
+      (await send({ role: 'assistant', content: [{ text: 'I will be brief.' }, { image_urls: [IMAGE] }], run: false }))
+        .status,
+    ).toBe(200);
     expect((await send({ id: 'msg-tool', role: 'tool', content: [{ text: 'exit code 0' }] })).status).toBe(200);
     await waitForExecution(c, 'finished');
     const second = c.llm.requests[1]!.body.messages as any[];
@@ -113,7 +156,13 @@ describe('runtime conversations: delete, messages, metrics', () => {
       { role: 'assistant', content: 'A dot.' },
       { role: 'system', content: 'Answer in one word.' },
       { role: 'assistant', content: 'I will be brief.' },
-      { role: 'user', content: [{ type: 'text', text: 'The images sent with the assistant message above:' }, { type: 'image_url', image_url: { url: IMAGE } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'The images sent with the assistant message above:' },
+          { type: 'image_url', image_url: { url: IMAGE } },
+        ],
+      },
       { role: 'user', content: '[Tool output]\nexit code 0' },
     ]);
 
@@ -122,27 +171,53 @@ describe('runtime conversations: delete, messages, metrics', () => {
     expect(sent.map((e) => e.llm_message.role)).toEqual(['user', 'system', 'assistant', 'tool']);
     expect(sent[0]).toMatchObject({
       id: 'msg-first',
-      llm_message: { role: 'user', content: [{ type: 'text', text: 'What is in this picture?', cache_prompt: false }, { type: 'image', image_urls: [IMAGE], cache_prompt: false }] },
+      llm_message: {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this picture?', cache_prompt: false },
+          { type: 'image', image_urls: [IMAGE], cache_prompt: false },
+        ],
+      },
     });
     expect(sent[3].id).toBe('msg-tool');
   });
 
   it('adds a message whose id the conversation holds only once: a second delivery answers 200 and changes nothing', async () => {
-    const c = await startAgentConversation(t, user, rt, [{ content: 'One.' }, { content: 'Two.' }], { initial_message: { id: 'm-1', content: [{ text: 'Go.' }] } }, null);
+    const c = await startAgentConversation(
+      t,
+      user,
+      rt,
+      [{ content: 'One.' }, { content: 'Two.' }],
+      { initial_message: { id: 'm-1', content: [{ text: 'Go.' }] } },
+      null,
+    );
     await waitForExecution(c, 'finished');
     const before = await conversationInfo(c);
-    const again = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { id: 'm-1', content: [{ text: 'Go.' }] });
+    const again = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, {
+      id: 'm-1',
+      content: [{ text: 'Go.' }],
+    });
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ id: c.id, execution_status: 'finished', events: before.events });
     // Two deliveries at once: one message.
-    const both = await Promise.all([1, 2].map(() => runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { id: 'm-2', content: [{ text: 'Once more.' }] })));
+    const both = await Promise.all(
+      [1, 2].map(() =>
+        runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { id: 'm-2', content: [{ text: 'Once more.' }] }),
+      ),
+    );
     expect(both.map((r) => r.status)).toEqual([200, 200]);
     await waitForExecution(c, 'finished');
     const log = await settledLog(t, user.key, c);
-    expect(log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.id)).toEqual(['m-1', 'm-2']);
+    expect(log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.id)).toEqual([
+      'm-1',
+      'm-2',
+    ]);
     expect(c.llm.requests).toHaveLength(2);
     // The id of an event that is no message is refused.
-    const taken = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { id: log[0].id, content: [{ text: 'x' }] });
+    const taken = await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, {
+      id: log[0].id,
+      content: [{ text: 'x' }],
+    });
     expect(taken.status).toBe(409);
     expect(taken.body.detail).toContain('another event');
     await c.llm.close();
@@ -168,14 +243,23 @@ describe('runtime conversations: delete, messages, metrics', () => {
       initial_message: { role: 'robot', content: [{ text: 'x' }] },
     });
     expect(created.status).toBe(422);
-    expect((await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'x' }] }, '')).status).toBe(401);
+    expect(
+      (await runtimeCall(rt, 'POST', `/api/conversations/${c.id}/events`, { content: [{ text: 'x' }] }, '')).status,
+    ).toBe(401);
     await c.llm.close();
   });
 
   it('adds up the tokens and cost of every completion: a metrics update after each, the totals in the info', async () => {
     const script = [
       { content: 'abc', tool_calls: [{ name: 'think', arguments: { thought: 'hm' } }] },
-      { content: 'Done.', usage: { cost: 0.5, prompt_tokens_details: { cached_tokens: 3 }, completion_tokens_details: { reasoning_tokens: 2 } } },
+      {
+        content: 'Done.',
+        usage: {
+          cost: 0.5,
+          prompt_tokens_details: { cached_tokens: 3 },
+          completion_tokens_details: { reasoning_tokens: 2 },
+        },
+      },
     ];
     const c = await startAgentConversation(t, user, rt, script, { llm: { stream: true } });
     await waitForExecution(c, 'finished');
@@ -201,13 +285,28 @@ describe('runtime conversations: delete, messages, metrics', () => {
     const log = await settledLog(t, user.key, c);
     const updates = metricsUpdates(log);
     expect(updates).toHaveLength(2);
-    expect(updates[0]).toMatchObject({ accumulated_cost: 0, accumulated_token_usage: { prompt_tokens: 20, completion_tokens: 3, per_turn_token: 23, response_id: 'chatcmpl-scripted-1' } });
+    expect(updates[0]).toMatchObject({
+      accumulated_cost: 0,
+      accumulated_token_usage: {
+        prompt_tokens: 20,
+        completion_tokens: 3,
+        per_turn_token: 23,
+        response_id: 'chatcmpl-scripted-1',
+      },
+    });
     expect(updates[1]).toEqual(expected);
     await c.llm.close();
   });
 
   it('after a runtime restart: the metrics are read back, a message id already held is still not added again, a deleted conversation stays gone', async () => {
-    const kept = await startAgentConversation(t, user, rt, [{ content: 'Hello.' }, { content: 'Again.' }], { initial_message: { id: 'before-restart', content: [{ text: 'Hi.' }] } }, null);
+    const kept = await startAgentConversation(
+      t,
+      user,
+      rt,
+      [{ content: 'Hello.' }, { content: 'Again.' }],
+      { initial_message: { id: 'before-restart', content: [{ text: 'Hi.' }] } },
+      null,
+    );
     const gone = await startAgentConversation(t, user, rt, [{ content: 'Bye.' }]);
     await waitForExecution(kept, 'finished');
     await waitForExecution(gone, 'finished');
@@ -220,7 +319,10 @@ describe('runtime conversations: delete, messages, metrics', () => {
     const keptNow = { ...kept, runtime: rt };
     const after = await conversationInfo(keptNow);
     expect(after).toMatchObject({ execution_status: 'finished', events: before.events, metrics: before.metrics });
-    const again = await runtimeCall(rt, 'POST', `/api/conversations/${kept.id}/events`, { id: 'before-restart', content: [{ text: 'Hi.' }] });
+    const again = await runtimeCall(rt, 'POST', `/api/conversations/${kept.id}/events`, {
+      id: 'before-restart',
+      content: [{ text: 'Hi.' }],
+    });
     expect(again.status).toBe(200);
     expect(again.body.events).toBe(before.events);
     expect(kept.llm.requests).toHaveLength(1);
@@ -228,12 +330,26 @@ describe('runtime conversations: delete, messages, metrics', () => {
     expect((await runtimeCall(rt, 'DELETE', `/api/conversations/${gone.id}`)).status).toBe(404);
 
     // The totals go on from where they were.
-    expect((await runtimeCall(rt, 'POST', `/api/conversations/${kept.id}/events`, { id: 'after-restart', content: [{ text: 'More.' }] })).status).toBe(200);
+    expect(
+      (
+        await runtimeCall(rt, 'POST', `/api/conversations/${kept.id}/events`, {
+          id: 'after-restart',
+          content: [{ text: 'More.' }],
+        })
+      ).status,
+    ).toBe(200);
     await waitForExecution(keptNow, 'finished');
     const log = await settledLog(t, user.key, keptNow);
     // Second call: system, user, assistant, user (40), 'Again.' (6).
-    expect((await conversationInfo(keptNow)).metrics.accumulated_token_usage).toMatchObject({ prompt_tokens: 60, completion_tokens: 12, per_turn_token: 46 });
-    expect(log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.id)).toEqual(['before-restart', 'after-restart']);
+    expect((await conversationInfo(keptNow)).metrics.accumulated_token_usage).toMatchObject({
+      prompt_tokens: 60,
+      completion_tokens: 12,
+      per_turn_token: 46,
+    });
+    expect(log.filter((e) => e.kind === 'MessageEvent' && e.source === 'user').map((e) => e.id)).toEqual([
+      'before-restart',
+      'after-restart',
+    ]);
     await kept.llm.close();
     await gone.llm.close();
   });

@@ -22,11 +22,21 @@ async function startRuntime(): Promise<Runtime> {
   fs.mkdirSync(workdir);
   const port = await freePort();
   const child = spawn(process.execPath, [distPath('src', 'runtime', 'main.js')], {
-    env: { PATH: process.env.PATH, RUNTIME_PORT: String(port), SESSION_API_KEY: KEY, RUNTIME_WORKING_DIR: workdir, LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH,
+      RUNTIME_PORT: String(port),
+      SESSION_API_KEY: KEY,
+      RUNTIME_WORKING_DIR: workdir,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const rt = { url: `http://127.0.0.1:${port}`, child, workdir };
-  await eventually(async () => (await fetch(`${rt.url}/alive`).catch(() => null))?.ok === true, { what: 'the runtime up', timeoutMs: 5000, intervalMs: 25 });
+  await eventually(async () => (await fetch(`${rt.url}/alive`).catch(() => null))?.ok === true, {
+    what: 'the runtime up',
+    timeoutMs: 5000,
+    intervalMs: 25,
+  });
   return rt;
 }
 
@@ -36,8 +46,10 @@ async function get(rt: Runtime, p: string, key: string | null = KEY): Promise<{ 
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
-const changes = (rt: Runtime, p: string, ref?: string) => get(rt, `/api/git/changes/${encodeURIComponent(p)}${ref !== undefined ? `?ref=${encodeURIComponent(ref)}` : ''}`);
-const diff = (rt: Runtime, p: string, ref?: string) => get(rt, `/api/git/diff/${encodeURIComponent(p)}${ref !== undefined ? `?ref=${encodeURIComponent(ref)}` : ''}`);
+const changes = (rt: Runtime, p: string, ref?: string) =>
+  get(rt, `/api/git/changes/${encodeURIComponent(p)}${ref !== undefined ? `?ref=${encodeURIComponent(ref)}` : ''}`);
+const diff = (rt: Runtime, p: string, ref?: string) =>
+  get(rt, `/api/git/diff/${encodeURIComponent(p)}${ref !== undefined ? `?ref=${encodeURIComponent(ref)}` : ''}`);
 
 function write(dir: string, files: Record<string, string | Buffer>): void {
   for (const [file, content] of Object.entries(files)) {
@@ -56,13 +68,25 @@ describe('runtime git views', () => {
     repo = path.join(rt.workdir, 'project');
     fs.mkdirSync(repo);
     git(repo, 'init', '-q', '-b', 'main');
-    write(repo, { 'keep.txt': 'same\n', 'edit.txt': 'old line\n', 'gone.txt': 'bye\n', 'old-name.txt': 'moving content that is long enough to be recognized\n', 'dir/deep.txt': 'v1\n' });
+    write(repo, {
+      'keep.txt': 'same\n',
+      'edit.txt': 'old line\n',
+      'gone.txt': 'bye\n',
+      'old-name.txt': 'moving content that is long enough to be recognized\n',
+      'dir/deep.txt': 'v1\n',
+    });
     git(repo, 'add', '-A');
     git(repo, 'commit', '-q', '-m', 'first');
     git(repo, 'tag', 'v1');
     write(repo, { 'dir/deep.txt': 'v2\n' });
     git(repo, 'commit', '-q', '-am', 'second');
-    write(repo, { 'edit.txt': 'new line\n', 'new file.txt': 'fresh\n', 'staged.txt': 'staged\n', 'ignored.log': 'noise\n', '.gitignore': '*.log\n' });
+    write(repo, {
+      'edit.txt': 'new line\n',
+      'new file.txt': 'fresh\n',
+      'staged.txt': 'staged\n',
+      'ignored.log': 'noise\n',
+      '.gitignore': '*.log\n',
+    });
     fs.rmSync(path.join(repo, 'gone.txt'));
     git(repo, 'mv', 'old-name.txt', 'new-name.txt');
     git(repo, 'add', 'staged.txt');
@@ -98,29 +122,58 @@ describe('runtime git views', () => {
     git(fresh, 'init', '-q', '-b', 'main');
     write(fresh, { 'a.txt': 'a\n', 'b/c.txt': 'c\n' });
     git(fresh, 'add', 'a.txt');
-    expect(await changes(rt, 'fresh')).toEqual({ status: 200, body: [{ status: 'ADDED', path: 'a.txt' }, { status: 'ADDED', path: 'b/c.txt' }] });
+    expect(await changes(rt, 'fresh')).toEqual({
+      status: 200,
+      body: [
+        { status: 'ADDED', path: 'a.txt' },
+        { status: 'ADDED', path: 'b/c.txt' },
+      ],
+    });
     expect(await diff(rt, 'fresh/a.txt')).toEqual({ status: 200, body: { original: null, modified: 'a\n' } });
   });
 
   it('gives one file at the ref and now: original null when it is new, modified null when it is deleted', async () => {
-    expect(await diff(rt, 'project/edit.txt')).toEqual({ status: 200, body: { original: 'old line\n', modified: 'new line\n' } });
-    expect(await diff(rt, path.join(repo, 'edit.txt'))).toEqual({ status: 200, body: { original: 'old line\n', modified: 'new line\n' } });
+    expect(await diff(rt, 'project/edit.txt')).toEqual({
+      status: 200,
+      body: { original: 'old line\n', modified: 'new line\n' },
+    });
+    expect(await diff(rt, path.join(repo, 'edit.txt'))).toEqual({
+      status: 200,
+      body: { original: 'old line\n', modified: 'new line\n' },
+    });
     expect(await diff(rt, 'project/gone.txt')).toEqual({ status: 200, body: { original: 'bye\n', modified: null } });
-    expect(await diff(rt, 'project/new file.txt')).toEqual({ status: 200, body: { original: null, modified: 'fresh\n' } });
-    expect(await diff(rt, 'project/keep.txt')).toEqual({ status: 200, body: { original: 'same\n', modified: 'same\n' } });
-    expect(await diff(rt, 'project/dir/deep.txt', 'v1')).toEqual({ status: 200, body: { original: 'v1\n', modified: 'v2\n' } });
+    expect(await diff(rt, 'project/new file.txt')).toEqual({
+      status: 200,
+      body: { original: null, modified: 'fresh\n' },
+    });
+    expect(await diff(rt, 'project/keep.txt')).toEqual({
+      status: 200,
+      body: { original: 'same\n', modified: 'same\n' },
+    });
+    expect(await diff(rt, 'project/dir/deep.txt', 'v1')).toEqual({
+      status: 200,
+      body: { original: 'v1\n', modified: 'v2\n' },
+    });
     // A file deleted with its directory.
     write(repo, { 'lost/only.txt': 'only\n' });
     git(repo, 'add', 'lost/only.txt');
     git(repo, 'commit', '-q', '-m', 'lost');
     fs.rmSync(path.join(repo, 'lost'), { recursive: true });
-    expect(await diff(rt, 'project/lost/only.txt')).toEqual({ status: 200, body: { original: 'only\n', modified: null } });
+    expect(await diff(rt, 'project/lost/only.txt')).toEqual({
+      status: 200,
+      body: { original: 'only\n', modified: null },
+    });
   });
 
   it('answers 401 without the session key', async () => {
-    expect(await get(rt, `/api/git/changes/project`, null)).toEqual({ status: 401, body: { detail: 'Missing X-Session-API-Key header' } });
+    expect(await get(rt, `/api/git/changes/project`, null)).toEqual({
+      status: 401,
+      body: { detail: 'Missing X-Session-API-Key header' },
+    });
     expect((await get(rt, `/api/git/diff/${encodeURIComponent('project/edit.txt')}`, null)).status).toBe(401);
-    expect((await get(rt, `/api/git/diff/${encodeURIComponent('project/edit.txt')}`, 'x'.repeat(KEY.length))).status).toBe(401);
+    expect(
+      (await get(rt, `/api/git/diff/${encodeURIComponent('project/edit.txt')}`, 'x'.repeat(KEY.length))).status,
+    ).toBe(401);
   });
 
   it('answers 404 for a path that does not exist, and a diff of a file that is neither at the ref nor in the tree', async () => {

@@ -25,17 +25,33 @@ async function startRuntime(env: Record<string, string> = {}): Promise<Runtime> 
   fs.mkdirSync(workdir);
   const port = await freePort();
   const child = spawn(process.execPath, [distPath('src', 'runtime', 'main.js')], {
-    env: { PATH: process.env.PATH, RUNTIME_PORT: String(port), SESSION_API_KEY: KEY, RUNTIME_WORKING_DIR: workdir, LOG_LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH,
+      RUNTIME_PORT: String(port),
+      SESSION_API_KEY: KEY,
+      RUNTIME_WORKING_DIR: workdir,
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const rt = { url: `http://127.0.0.1:${port}`, child, workdir, exited };
   started.push(rt);
-  await eventually(async () => (await fetch(`${rt.url}/alive`).catch(() => null))?.ok === true, { what: 'the runtime up', timeoutMs: 5000, intervalMs: 25 });
+  await eventually(async () => (await fetch(`${rt.url}/alive`).catch(() => null))?.ok === true, {
+    what: 'the runtime up',
+    timeoutMs: 5000,
+    intervalMs: 25,
+  });
   return rt;
 }
 
-async function call(rt: Runtime, method: string, p: string, opts: { key?: string | null; json?: unknown; bytes?: Buffer } = {}) {
+async function call(
+  rt: Runtime,
+  method: string,
+  p: string,
+  opts: { key?: string | null; json?: unknown; bytes?: Buffer } = {},
+) {
   const headers: Record<string, string> = {};
   if (opts.key !== null) headers['X-Session-API-Key'] = opts.key ?? KEY;
   let body: string | Buffer | undefined;
@@ -66,9 +82,14 @@ describe('runtime', () => {
 
   it('answers /alive without a key; everything else needs the session key', async () => {
     expect(await call(rt, 'GET', '/alive', { key: null })).toEqual({ status: 200, body: { status: 'ok' } });
-    expect(await call(rt, 'GET', '/health', { key: null })).toEqual({ status: 401, body: { detail: 'Missing X-Session-API-Key header' } });
+    expect(await call(rt, 'GET', '/health', { key: null })).toEqual({
+      status: 401,
+      body: { detail: 'Missing X-Session-API-Key header' },
+    });
     expect((await call(rt, 'GET', '/health', { key: 'x'.repeat(KEY.length) })).status).toBe(401);
-    expect((await call(rt, 'POST', '/api/bash/execute_bash_command', { key: 'nope', json: { command: 'true' } })).status).toBe(401);
+    expect(
+      (await call(rt, 'POST', '/api/bash/execute_bash_command', { key: 'nope', json: { command: 'true' } })).status,
+    ).toBe(401);
     const health = await call(rt, 'GET', '/health');
     expect(health.status).toBe(200);
     expect(health.body).toMatchObject({ status: 'ok', working_dir: rt.workdir });
@@ -84,7 +105,9 @@ describe('runtime', () => {
     expect(ok.body.output).toContain(fs.realpathSync(rt.workdir));
     expect((await bash(rt, { command: 'exit 3' })).body.exit_code).toBe(3);
     fs.mkdirSync(path.join(rt.workdir, 'sub'), { recursive: true });
-    expect((await bash(rt, { command: 'pwd', cwd: 'sub' })).body.output.trim()).toBe(path.join(fs.realpathSync(rt.workdir), 'sub'));
+    expect((await bash(rt, { command: 'pwd', cwd: 'sub' })).body.output.trim()).toBe(
+      path.join(fs.realpathSync(rt.workdir), 'sub'),
+    );
     expect((await bash(rt, { command: 'pwd', cwd: '../' })).status).toBe(400);
     expect((await bash(rt, { command: 'pwd', cwd: 'missing' })).status).toBe(400);
     expect((await bash(rt, { command: 'echo "k=$SESSION_API_KEY"' })).body.output.trim()).toBe('k=');

@@ -6,7 +6,13 @@
  */
 import type { RuntimeCheck } from '../activities/sandbox-activities';
 import type { SandboxStatus } from '../src/temporal/shared';
-import { DEFAULT_HOST_LOST_MS, minutes, SandboxLifecycle, type LifecycleState, type ProviderAction } from '../workflows/sandbox-lifecycle';
+import {
+  DEFAULT_HOST_LOST_MS,
+  minutes,
+  SandboxLifecycle,
+  type LifecycleState,
+  type ProviderAction,
+} from '../workflows/sandbox-lifecycle';
 
 const GRACE = 60_000;
 const HOST_LOST = 120_000;
@@ -16,14 +22,34 @@ const T0 = 1_700_000_000_000;
 
 const ok = { ok: true } as const;
 const failed = (reason: string) => ({ ok: false, reason }) as const;
-const check = (state: RuntimeCheck['state'], detail: string | null = null, lastUsedAtMs = T0): RuntimeCheck => ({ state, detail, lastUsedAtMs });
+const check = (state: RuntimeCheck['state'], detail: string | null = null, lastUsedAtMs = T0): RuntimeCheck => ({
+  state,
+  detail,
+  lastUsedAtMs,
+});
 
-function lifecycle(status?: SandboxStatus, more: Partial<LifecycleState> = {}, settings: { healthGraceMs: number; idleTimeoutMs: number; hostLostMs?: number } = { healthGraceMs: GRACE, idleTimeoutMs: IDLE, hostLostMs: HOST_LOST }) {
-  return new SandboxLifecycle('sb-1', settings, status ? { status, status_detail: null, failingSinceMs: null, ...more } : undefined);
+function lifecycle(
+  status?: SandboxStatus,
+  more: Partial<LifecycleState> = {},
+  settings: { healthGraceMs: number; idleTimeoutMs: number; hostLostMs?: number } = {
+    healthGraceMs: GRACE,
+    idleTimeoutMs: IDLE,
+    hostLostMs: HOST_LOST,
+  },
+) {
+  return new SandboxLifecycle(
+    'sb-1',
+    settings,
+    status ? { status, status_detail: null, failingSinceMs: null, ...more } : undefined,
+  );
 }
 
 /** Runs an action the machine asked for with the given outcome; answers the step that follows. */
-function act(l: SandboxLifecycle, action: ProviderAction | undefined, outcome: { ok: true } | { ok: false; reason: string; hostAbsent?: boolean }) {
+function act(
+  l: SandboxLifecycle,
+  action: ProviderAction | undefined,
+  outcome: { ok: true } | { ok: false; reason: string; hostAbsent?: boolean },
+) {
   expect(action).toBeDefined();
   return l.provided(action!, outcome);
 }
@@ -49,7 +75,13 @@ describe('sandbox lifecycle', () => {
   test('a continued run does not start the runtime again, and keeps where the last run was', () => {
     const l = lifecycle('PAUSED', { status_detail: 'paused on request', failingSinceMs: 5 });
     expect(l.start()).toEqual({});
-    expect(l.carried).toEqual({ status: 'PAUSED', status_detail: 'paused on request', failingSinceMs: 5, hostAbsentSinceMs: null, hostLost: false });
+    expect(l.carried).toEqual({
+      status: 'PAUSED',
+      status_detail: 'paused on request',
+      failingSinceMs: 5,
+      hostAbsentSinceMs: null,
+      hostLost: false,
+    });
   });
 
   test('RUNNING -> PAUSED on request; pausing again answers at once', () => {
@@ -62,18 +94,25 @@ describe('sandbox lifecycle', () => {
 
   test('a pause the provider could not carry out fails the update and leaves the sandbox RUNNING', () => {
     const l = lifecycle('RUNNING');
-    expect(act(l, l.request('pause').act, failed('docker is down'))).toEqual({ refuse: { failure: 'providerFailed', message: 'pausing failed: docker is down' } });
+    expect(act(l, l.request('pause').act, failed('docker is down'))).toEqual({
+      refuse: { failure: 'providerFailed', message: 'pausing failed: docker is down' },
+    });
     expect(l.state).toEqual({ status: 'RUNNING', status_detail: null });
   });
 
-  test.each<SandboxStatus>(['ERROR', 'MISSING', 'STARTING'])('pausing a sandbox in %s is a conflict that names its status', (status) => {
-    const l = lifecycle(status, { status_detail: status === 'STARTING' ? null : 'it broke' });
-    const step = l.request('pause');
-    expect(step.act).toBeUndefined();
-    expect(step.refuse?.failure).toBe('conflict');
-    expect(step.refuse?.message).toBe(`sandbox sb-1 is ${status}${status === 'STARTING' ? '' : ' (it broke)'}: resume or delete it`);
-    expect(l.validate('pause')).toBeUndefined(); // the validator lets it into history: only deleted is refused there
-  });
+  test.each<SandboxStatus>(['ERROR', 'MISSING', 'STARTING'])(
+    'pausing a sandbox in %s is a conflict that names its status',
+    (status) => {
+      const l = lifecycle(status, { status_detail: status === 'STARTING' ? null : 'it broke' });
+      const step = l.request('pause');
+      expect(step.act).toBeUndefined();
+      expect(step.refuse?.failure).toBe('conflict');
+      expect(step.refuse?.message).toBe(
+        `sandbox sb-1 is ${status}${status === 'STARTING' ? '' : ' (it broke)'}: resume or delete it`,
+      );
+      expect(l.validate('pause')).toBeUndefined(); // the validator lets it into history: only deleted is refused there
+    },
+  );
 
   test.each<SandboxStatus>(['PAUSED', 'ERROR', 'MISSING'])('%s -> RUNNING on resume', (status) => {
     const l = lifecycle(status, { status_detail: 'before', failingSinceMs: T0 });
@@ -94,18 +133,23 @@ describe('sandbox lifecycle', () => {
     expect(step.refuse).toEqual({ failure: 'providerFailed', message: 'resuming failed: no space left' });
   });
 
-  test.each<SandboxStatus>(['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING'])('%s -> DELETED on delete', (status) => {
-    const l = lifecycle(status);
-    expect(l.validate('delete')).toBeUndefined();
-    const step = l.request('delete');
-    expect(step).toEqual({ act: { call: 'delete' } });
-    expect(act(l, step.act, ok)).toEqual({ change: { status: 'DELETED', status_detail: 'deleted on request' } });
-    expect(l.deleted).toBe(true);
-  });
+  test.each<SandboxStatus>(['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING'])(
+    '%s -> DELETED on delete',
+    (status) => {
+      const l = lifecycle(status);
+      expect(l.validate('delete')).toBeUndefined();
+      const step = l.request('delete');
+      expect(step).toEqual({ act: { call: 'delete' } });
+      expect(act(l, step.act, ok)).toEqual({ change: { status: 'DELETED', status_detail: 'deleted on request' } });
+      expect(l.deleted).toBe(true);
+    },
+  );
 
   test('a delete the provider could not carry out fails the update and changes nothing', () => {
     const l = lifecycle('PAUSED', { status_detail: 'paused on request' });
-    expect(act(l, l.request('delete').act, failed('timeout'))).toEqual({ refuse: { failure: 'providerFailed', message: 'deleting failed: timeout; try again' } });
+    expect(act(l, l.request('delete').act, failed('timeout'))).toEqual({
+      refuse: { failure: 'providerFailed', message: 'deleting failed: timeout; try again' },
+    });
     expect(l.state).toEqual({ status: 'PAUSED', status_detail: 'paused on request' });
     expect(l.deleted).toBe(false);
   });
@@ -131,7 +175,11 @@ describe('sandbox lifecycle', () => {
     expect(l.observed(down, T0 + GRACE - 1)).toEqual({});
     expect(l.carried.failingSinceMs).toBe(T0); // counted from the first failure
     expect(l.observed(down, T0 + GRACE)).toEqual({
-      change: { status: 'ERROR', status_detail: 'its /alive did not answer (ECONNREFUSED) (failing for 1 min); resume to restart the runtime, or delete the sandbox' },
+      change: {
+        status: 'ERROR',
+        status_detail:
+          'its /alive did not answer (ECONNREFUSED) (failing for 1 min); resume to restart the runtime, or delete the sandbox',
+      },
     });
   });
 
@@ -150,20 +198,29 @@ describe('sandbox lifecycle', () => {
     const l = lifecycle('RUNNING', { failingSinceMs: T0 });
     expect(l.observed(check('unreachable', 'its /alive did not answer'), T0 + 90_000).change).toEqual({
       status: 'ERROR',
-      status_detail: 'its /alive did not answer (failing for 90 s); resume to restart the runtime, or delete the sandbox',
+      status_detail:
+        'its /alive did not answer (failing for 90 s); resume to restart the runtime, or delete the sandbox',
     });
   });
 
   test('RUNNING -> ERROR at once when the provider reports the runtime gone: its address is no longer its own', () => {
     const l = lifecycle('RUNNING');
     expect(l.observed(check('missing', 'the runtime process (pid 42) is gone'), T0)).toEqual({
-      change: { status: 'ERROR', status_detail: 'the runtime process (pid 42) is gone; resume to restart the runtime, or delete the sandbox' },
+      change: {
+        status: 'ERROR',
+        status_detail: 'the runtime process (pid 42) is gone; resume to restart the runtime, or delete the sandbox',
+      },
     });
     expect(l.request('resume')).toEqual({ act: { call: 'resume' } });
   });
 
   test('a run recorded before that rule waits out the grace period for a gone runtime too, as it did', () => {
-    const l = new SandboxLifecycle('sb-1', { healthGraceMs: GRACE, idleTimeoutMs: IDLE }, { status: 'RUNNING', status_detail: null, failingSinceMs: null }, { goneIsErrorAtOnce: false });
+    const l = new SandboxLifecycle(
+      'sb-1',
+      { healthGraceMs: GRACE, idleTimeoutMs: IDLE },
+      { status: 'RUNNING', status_detail: null, failingSinceMs: null },
+      { goneIsErrorAtOnce: false },
+    );
     const gone = check('missing', 'the container is gone');
     expect(l.observed(gone, T0)).toEqual({});
     expect(l.observed(gone, T0 + GRACE).change).toEqual({
@@ -174,7 +231,9 @@ describe('sandbox lifecycle', () => {
 
   test('a runtime stopped outside the service counts as failing', () => {
     const l = lifecycle('RUNNING', {}, { healthGraceMs: 0, idleTimeoutMs: 0 });
-    expect(l.observed(check('paused'), T0).change?.status_detail).toBe('the runtime was stopped outside the service (failing for 0 min); resume to restart the runtime, or delete the sandbox');
+    expect(l.observed(check('paused'), T0).change?.status_detail).toBe(
+      'the runtime was stopped outside the service (failing for 0 min); resume to restart the runtime, or delete the sandbox',
+    );
   });
 
   test('ERROR -> RUNNING when the runtime answers again; still failing changes nothing', () => {
@@ -187,7 +246,8 @@ describe('sandbox lifecycle', () => {
 
   test('PAUSED -> MISSING when the provider lost the paused runtime; nothing else a check sees matters', () => {
     const l = lifecycle('PAUSED');
-    for (const state of ['paused', 'unreachable', 'alive'] as const) expect(l.observed(check(state, 'x'), T0 + 10 * GRACE)).toEqual({});
+    for (const state of ['paused', 'unreachable', 'alive'] as const)
+      expect(l.observed(check(state, 'x'), T0 + 10 * GRACE)).toEqual({});
     expect(l.observed(check('missing', 'the container is gone'), T0)).toEqual({
       change: { status: 'MISSING', status_detail: 'the container is gone; resume to start it again, or delete it' },
     });
@@ -199,7 +259,9 @@ describe('sandbox lifecycle', () => {
     expect(l.observed(check('alive', null, T0), T0 + IDLE - 1)).toEqual({});
     const step = l.observed(check('alive', null, T0), T0 + IDLE);
     expect(step).toEqual({ act: { call: 'pause', why: 'idle' } });
-    expect(act(l, step.act, ok)).toEqual({ change: { status: 'PAUSED', status_detail: 'paused after 5 min without use' } });
+    expect(act(l, step.act, ok)).toEqual({
+      change: { status: 'PAUSED', status_detail: 'paused after 5 min without use' },
+    });
   });
 
   test('an idle pause that fails leaves the sandbox RUNNING for the next check, and fails nothing', () => {
@@ -220,7 +282,12 @@ describe('sandbox lifecycle', () => {
       expect(l.hostAbsent(GONE, T0, T0)).toEqual({});
       expect(l.hostAbsent(GONE, T0 + HOST_LOST - 1, T0 + HOST_LOST - 1)).toEqual({});
       expect(l.carried).toMatchObject({ hostAbsentSinceMs: T0, hostLost: false });
-      expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST)).toEqual({ change: { status: 'ERROR', status_detail: `${GONE} (for 2 min): start that worker again and the sandbox comes back, or delete it` } });
+      expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST)).toEqual({
+        change: {
+          status: 'ERROR',
+          status_detail: `${GONE} (for 2 min): start that worker again and the sandbox comes back, or delete it`,
+        },
+      });
       expect(l.hostAbsent(GONE, T0 + 2 * HOST_LOST, T0 + 2 * HOST_LOST)).toEqual({}); // said once
     });
 
@@ -239,7 +306,10 @@ describe('sandbox lifecycle', () => {
     });
 
     test('the host back: a running runtime is RUNNING again, a paused one PAUSED', () => {
-      for (const [from, seen, back] of [['RUNNING', 'alive', 'RUNNING'], ['PAUSED', 'paused', 'PAUSED']] as const) {
+      for (const [from, seen, back] of [
+        ['RUNNING', 'alive', 'RUNNING'],
+        ['PAUSED', 'paused', 'PAUSED'],
+      ] as const) {
         const l = lifecycle(from);
         l.hostAbsent(GONE, T0, T0);
         expect(l.hostAbsent(GONE, T0 + HOST_LOST, T0 + HOST_LOST).change?.status).toBe('ERROR');
@@ -258,7 +328,12 @@ describe('sandbox lifecycle', () => {
       for (const status of ['RUNNING', 'PAUSED', 'MISSING', 'ERROR'] as const) {
         const l = lifecycle(status);
         const step = act(l, l.request('delete').act, { ok: false, reason: GONE, hostAbsent: true });
-        expect(step).toEqual({ change: { status: 'DELETED', status_detail: `deleted on request; ${GONE}, so its runtime and files there are removed when a worker of that host runs` } });
+        expect(step).toEqual({
+          change: {
+            status: 'DELETED',
+            status_detail: `deleted on request; ${GONE}, so its runtime and files there are removed when a worker of that host runs`,
+          },
+        });
         expect(l.deleted).toBe(true);
       }
       // One its host took and failed: refused, as before.
@@ -281,7 +356,11 @@ describe('sandbox lifecycle', () => {
       const l = lifecycle('RUNNING');
       l.hostAbsent(GONE, T0, T0 + HOST_LOST);
       const step = l.observed(check('missing', 'the runtime process is gone'), T0 + 2 * HOST_LOST);
-      expect(step.change).toEqual({ status: 'ERROR', status_detail: 'its host answers again, but the runtime process is gone; resume to restart the runtime, or delete the sandbox' });
+      expect(step.change).toEqual({
+        status: 'ERROR',
+        status_detail:
+          'its host answers again, but the runtime process is gone; resume to restart the runtime, or delete the sandbox',
+      });
     });
 
     test('a workflow started before the setting: the default bound', () => {

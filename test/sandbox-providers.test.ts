@@ -6,7 +6,12 @@
  */
 import Docker from 'dockerode';
 import type http from 'node:http';
-import { DockerProvider, dockerFromHost, publishBinding, SANDBOX_LABEL } from '../activities/sandbox-providers/docker-provider';
+import {
+  DockerProvider,
+  dockerFromHost,
+  publishBinding,
+  SANDBOX_LABEL,
+} from '../activities/sandbox-providers/docker-provider';
 import { ProviderConfigError } from '../activities/sandbox-providers/provider';
 import { RemoteProvider } from '../activities/sandbox-providers/remote-provider';
 import type { SandboxSpec } from '../src/schemas/sandboxes';
@@ -25,7 +30,8 @@ interface FakeNetwork {
 }
 
 /** The Engine's words when its address pools are used up. */
-const NO_ADDRESS_POOL = 'could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network';
+const NO_ADDRESS_POOL =
+  'could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network';
 
 /** The stand-in with the Engine's network routes (create, list, remove), its JSON shapes and status codes. */
 class NetworkingEngineStandIn extends DockerEngineStandIn {
@@ -43,7 +49,13 @@ class NetworkingEngineStandIn extends DockerEngineStandIn {
   /** Adds a network as the Engine makes one (a test's stand-in for another attempt's creation). */
   addNetwork(Name: string, Labels: Record<string, string> = {}): FakeNetwork {
     const i = this.nextNetwork++;
-    const n = { Id: `n${String(i).padStart(12, '0')}`, Name, Created: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), Driver: 'bridge', Labels };
+    const n = {
+      Id: `n${String(i).padStart(12, '0')}`,
+      Name,
+      Created: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+      Driver: 'bridge',
+      Labels,
+    };
     this.networks.set(n.Id, n);
     return n;
   }
@@ -61,7 +73,8 @@ class NetworkingEngineStandIn extends DockerEngineStandIn {
     let m: RegExpMatchArray | null;
     if (req.method === 'POST' && path === '/networks/create') {
       if (this.noAddressPool) return json(500, { message: NO_ADDRESS_POOL });
-      if (body.CheckDuplicate && this.findNetworks(body.Name).length > 0) return json(409, { message: `network with name ${body.Name} already exists` });
+      if (body.CheckDuplicate && this.findNetworks(body.Name).length > 0)
+        return json(409, { message: `network with name ${body.Name} already exists` });
       return json(201, { Id: this.addNetwork(body.Name, body.Labels ?? {}).Id, Warning: '' });
     }
     if (req.method === 'GET' && path === '/networks') {
@@ -71,7 +84,8 @@ class NetworkingEngineStandIn extends DockerEngineStandIn {
         return k! in n.Labels && (v.length === 0 || n.Labels[k!] === v.join('='));
       };
       // The Engine's name filter matches a part of the name.
-      const matches = (n: FakeNetwork) => (filters.label ?? []).every((l) => labelled(n, l)) && (filters.name ?? []).every((x) => n.Name.includes(x));
+      const matches = (n: FakeNetwork) =>
+        (filters.label ?? []).every((l) => labelled(n, l)) && (filters.name ?? []).every((x) => n.Name.includes(x));
       return json(200, [...this.networks.values()].filter(matches));
     }
     if (req.method === 'GET' && (m = path.match(/^\/networks\/([^/]+)$/))) {
@@ -81,10 +95,15 @@ class NetworkingEngineStandIn extends DockerEngineStandIn {
     }
     if (req.method === 'DELETE' && (m = path.match(/^\/networks\/(.+)$/))) {
       const found = this.findNetworks(m[1]!);
-      if (found.length !== 1) return json(found.length ? 400 : 404, { message: found.length ? `network ${m[1]} is ambiguous` : `No such network: ${m[1]}` });
+      if (found.length !== 1)
+        return json(found.length ? 400 : 404, {
+          message: found.length ? `network ${m[1]} is ambiguous` : `No such network: ${m[1]}`,
+        });
       const n = found[0]!;
       if ([...this.containers.values()].some((c) => [n.Id, n.Name].includes(c.HostConfig?.NetworkMode))) {
-        return json(403, { message: `error while removing network: network ${n.Name} id ${n.Id} has active endpoints` });
+        return json(403, {
+          message: `error while removing network: network ${n.Name} id ${n.Id} has active endpoints`,
+        });
       }
       this.networks.delete(n.Id);
       return json(204);
@@ -96,7 +115,19 @@ class NetworkingEngineStandIn extends DockerEngineStandIn {
 describe('docker provider', () => {
   let engine: NetworkingEngineStandIn;
   let provider: DockerProvider;
-  const spec: SandboxSpec = { id: 'img', provider: 'docker', runtime: 'built-in', image: 'example/runtime:1', command: null, working_dir: null, initial_env: { FOO: 'bar' }, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null };
+  const spec: SandboxSpec = {
+    id: 'img',
+    provider: 'docker',
+    runtime: 'built-in',
+    image: 'example/runtime:1',
+    command: null,
+    working_dir: null,
+    initial_env: { FOO: 'bar' },
+    memory_mb: null,
+    cpus: null,
+    pids_limit: null,
+    disk_mb: null,
+  };
 
   beforeAll(async () => {
     engine = await new NetworkingEngineStandIn().start();
@@ -107,7 +138,12 @@ describe('docker provider', () => {
   const requestsSince = (n: number) => engine.requests.slice(n).map((r) => `${r.method} ${r.path}`);
 
   it('pulls a missing image, creates the container with its network, volume, env and published port, starts it', async () => {
-    const started = await provider.start({ sandboxId: 'sb1', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
+    const started = await provider.start({
+      sandboxId: 'sb1',
+      spec,
+      sessionApiKey: KEY,
+      controlPlaneUrl: CONTROL_PLANE,
+    });
     const id = engine.find('agent-control-sandbox-sb1')!.Id;
     expect(requestsSince(0)).toEqual([
       'GET /containers/agent-control-sandbox-sb1/json',
@@ -145,19 +181,39 @@ describe('docker provider', () => {
     });
     expect(create.body.Cmd).toBeUndefined();
     expect(create.body.Env).toEqual(
-      expect.arrayContaining(['FOO=bar', `SESSION_API_KEY=${KEY}`, 'RUNTIME_PORT=8000', 'RUNTIME_HOST=0.0.0.0', 'RUNTIME_WORKING_DIR=/workspace', `CONTROL_PLANE_URL=${CONTROL_PLANE}`]),
+      expect.arrayContaining([
+        'FOO=bar',
+        `SESSION_API_KEY=${KEY}`,
+        'RUNTIME_PORT=8000',
+        'RUNTIME_HOST=0.0.0.0',
+        'RUNTIME_WORKING_DIR=/workspace',
+        `CONTROL_PLANE_URL=${CONTROL_PLANE}`,
+      ]),
     );
     expect(engine.volumes.has('agent-control-sandbox-sb1')).toBe(true);
 
     const container = engine.find('agent-control-sandbox-sb1')!;
     const hostPort = Number(container.hostPorts['8000/tcp']);
-    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: `http://127.0.0.1:${hostPort}`, port: hostPort }]);
-    expect(started.handle).toMatchObject({ provider: 'docker', containerId: container.Id, volume: 'agent-control-sandbox-sb1' });
+    expect(started.exposedUrls).toEqual([
+      { name: 'AGENT_SERVER', url: `http://127.0.0.1:${hostPort}`, port: hostPort },
+    ]);
+    expect(started.handle).toMatchObject({
+      provider: 'docker',
+      containerId: container.Id,
+      volume: 'agent-control-sandbox-sb1',
+    });
     expect(started.sessionApiKey).toBeUndefined();
   });
 
   it('refuses a spec without an image as a configuration error', async () => {
-    await expect(provider.start({ sandboxId: 'sb6', spec: { ...spec, image: null }, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE })).rejects.toBeInstanceOf(ProviderConfigError);
+    await expect(
+      provider.start({
+        sandboxId: 'sb6',
+        spec: { ...spec, image: null },
+        sessionApiKey: KEY,
+        controlPlaneUrl: CONTROL_PLANE,
+      }),
+    ).rejects.toBeInstanceOf(ProviderConfigError);
   });
 
   it('works through a client that puts the API version in the path, heartbeating through the pull', async () => {
@@ -165,13 +221,25 @@ describe('docker provider', () => {
     const p = new DockerProvider({ docker: versioned, publishHost: '127.0.0.1' });
     const n = engine.requests.length;
     let progress = 0;
-    const started = await p.start({ sandboxId: 'sb8', spec: { ...spec, image: 'example/runtime:8' }, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE, progress: () => progress++ });
+    const started = await p.start({
+      sandboxId: 'sb8',
+      spec: { ...spec, image: 'example/runtime:8' },
+      sessionApiKey: KEY,
+      controlPlaneUrl: CONTROL_PLANE,
+      progress: () => progress++,
+    });
     const sent = engine.requests.slice(n);
     expect(sent.filter((r) => !r.url.startsWith('/v1.45/'))).toEqual([]);
     expect(sent.find((r) => r.path === '/images/create')?.query).toEqual({ fromImage: 'example/runtime', tag: '8' });
     expect(progress).toBe(2); // one call per line of the stand-in's progress stream
     const container = engine.find('agent-control-sandbox-sb8')!;
-    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: `http://127.0.0.1:${container.hostPorts['8000/tcp']}`, port: Number(container.hostPorts['8000/tcp']) }]);
+    expect(started.exposedUrls).toEqual([
+      {
+        name: 'AGENT_SERVER',
+        url: `http://127.0.0.1:${container.hostPorts['8000/tcp']}`,
+        port: Number(container.hostPorts['8000/tcp']),
+      },
+    ]);
     expect(await p.inspect(started.handle)).toEqual({ state: 'running' });
     await p.delete('sb8', started.handle);
     expect(engine.find('agent-control-sandbox-sb8')).toBeUndefined();
@@ -184,8 +252,18 @@ describe('docker provider', () => {
     const concurrent = engine.addNetwork('agent-control-sandbox-sb2', { [SANDBOX_LABEL]: 'sb2' });
     const other = engine.addNetwork('agent-control-sandbox-sb2x', { [SANDBOX_LABEL]: 'sb2x' }); // a longer name the Engine's filter also matches
     const n = engine.requests.length;
-    const started = await provider.start({ sandboxId: 'sb2', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    expect(requestsSince(n).slice(2, 6)).toEqual(['POST /networks/create', 'GET /networks', `GET /networks/${concurrent.Id}`, `DELETE /networks/${concurrent.Id}`]);
+    const started = await provider.start({
+      sandboxId: 'sb2',
+      spec,
+      sessionApiKey: KEY,
+      controlPlaneUrl: CONTROL_PLANE,
+    });
+    expect(requestsSince(n).slice(2, 6)).toEqual([
+      'POST /networks/create',
+      'GET /networks',
+      `GET /networks/${concurrent.Id}`,
+      `DELETE /networks/${concurrent.Id}`,
+    ]);
     expect(engine.find('agent-control-sandbox-sb2')!.HostConfig.NetworkMode).toBe(earlier.Id);
     expect(engine.findNetworks('agent-control-sandbox-sb2')).toEqual([earlier]);
 
@@ -198,7 +276,9 @@ describe('docker provider', () => {
   it('an engine out of address pools is a configuration error that says what to change, and leaves nothing behind', async () => {
     engine.noAddressPool = true;
     try {
-      const err = await provider.start({ sandboxId: 'sb3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE }).catch((e: unknown) => e);
+      const err = await provider
+        .start({ sandboxId: 'sb3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ProviderConfigError);
       expect((err as Error).message).toBe(
         `cannot create the sandbox network agent-control-sandbox-sb3: the Docker engine has no address range left (${NO_ADDRESS_POOL}); give dockerd larger default-address-pools, or delete sandboxes`,
@@ -213,7 +293,11 @@ describe('docker provider', () => {
 
   it('with a network set, containers join it unpublished and get no network of their own', async () => {
     const shared = engine.addNetwork('project_default');
-    const p = new DockerProvider({ docker: dockerFromHost(engine.url), publishHost: '127.0.0.1', network: 'project_default' });
+    const p = new DockerProvider({
+      docker: dockerFromHost(engine.url),
+      publishHost: '127.0.0.1',
+      network: 'project_default',
+    });
     const started = await p.start({ sandboxId: 'sb4', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
     const container = engine.find('agent-control-sandbox-sb4')!;
     expect(container.HostConfig).toEqual({
@@ -224,7 +308,9 @@ describe('docker provider', () => {
       NetworkMode: 'project_default',
       Binds: ['agent-control-sandbox-sb4:/workspace'],
     });
-    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: 'http://agent-control-sandbox-sb4:8000', port: 8000 }]);
+    expect(started.exposedUrls).toEqual([
+      { name: 'AGENT_SERVER', url: 'http://agent-control-sandbox-sb4:8000', port: 8000 },
+    ]);
     expect(engine.findNetworks('agent-control-sandbox-sb4')).toEqual([]);
     await p.delete('sb4', started.handle);
     expect(engine.findNetworks('project_default')).toEqual([shared]);
@@ -250,7 +336,19 @@ describe('remote provider', () => {
   const API_KEY = 'remote-api-key';
   let api: RemoteRuntimeStandIn;
   let provider: RemoteProvider;
-  const spec: SandboxSpec = { id: 'remote', provider: 'remote', runtime: 'built-in', image: 'example/runtime:2', command: ['serve'], working_dir: '/work', initial_env: { A: '1' }, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null };
+  const spec: SandboxSpec = {
+    id: 'remote',
+    provider: 'remote',
+    runtime: 'built-in',
+    image: 'example/runtime:2',
+    command: ['serve'],
+    working_dir: '/work',
+    initial_env: { A: '1' },
+    memory_mb: null,
+    cpus: null,
+    pids_limit: null,
+    disk_mb: null,
+  };
 
   beforeAll(async () => {
     api = await new RemoteRuntimeStandIn(API_KEY).start();
@@ -265,11 +363,23 @@ describe('remote provider', () => {
       method: 'POST',
       path: '/start',
       apiKey: API_KEY,
-      body: { image: 'example/runtime:2', command: ['serve'], working_dir: '/work', environment: { A: '1', CONTROL_PLANE_URL: CONTROL_PLANE }, session_id: 'r1', session_api_key: KEY },
+      body: {
+        image: 'example/runtime:2',
+        command: ['serve'],
+        working_dir: '/work',
+        environment: { A: '1', CONTROL_PLANE_URL: CONTROL_PLANE },
+        session_id: 'r1',
+        session_api_key: KEY,
+      },
     });
     expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: 'https://rt-1.runtimes.example', port: 443 }]);
     expect(started.sessionApiKey).toBe('remote-issued-key-1');
-    expect(started.handle).toEqual({ provider: 'remote', sessionId: 'r1', runtimeId: 'rt-1', url: 'https://rt-1.runtimes.example' });
+    expect(started.handle).toEqual({
+      provider: 'remote',
+      sessionId: 'r1',
+      runtimeId: 'rt-1',
+      url: 'https://rt-1.runtimes.example',
+    });
   });
 
   it('a repeated start finds the session instead of starting a second runtime', async () => {
@@ -280,7 +390,12 @@ describe('remote provider', () => {
   });
 
   it('pauses, resumes, inspects and stops by runtime id', async () => {
-    const { handle } = await provider.start({ sandboxId: 'r2', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
+    const { handle } = await provider.start({
+      sandboxId: 'r2',
+      spec,
+      sessionApiKey: KEY,
+      controlPlaneUrl: CONTROL_PLANE,
+    });
     const n = api.requests.length;
     await provider.pause(handle);
     expect(await provider.inspect(handle)).toEqual({ state: 'paused' });
@@ -295,14 +410,22 @@ describe('remote provider', () => {
       ['/stop', { runtime_id: 'rt-2' }],
     ]);
     api.sessions.delete('r2');
-    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'the remote runtime rt-2 no longer exists' });
+    expect(await provider.inspect(handle)).toEqual({
+      state: 'missing',
+      detail: 'the remote runtime rt-2 no longer exists',
+    });
     await expect(provider.delete('r2', null)).resolves.toBeUndefined();
   });
 
   it('leaves the session key alone when the API issues none', async () => {
     api.issueKeys = false;
     try {
-      const started = await provider.start({ sandboxId: 'r4', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
+      const started = await provider.start({
+        sandboxId: 'r4',
+        spec,
+        sessionApiKey: KEY,
+        controlPlaneUrl: CONTROL_PLANE,
+      });
       const session = api.sessions.get('r4')!;
       expect(session.session_api_key).toBeNull();
       expect(started.sessionApiKey).toBeUndefined();
@@ -313,7 +436,12 @@ describe('remote provider', () => {
   });
 
   it('a start that finds its session paused resumes it instead of starting another', async () => {
-    const { handle } = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
+    const { handle } = await provider.start({
+      sandboxId: 'r5',
+      spec,
+      sessionApiKey: KEY,
+      controlPlaneUrl: CONTROL_PLANE,
+    });
     await provider.pause(handle);
     const n = api.requests.length;
     const again = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
@@ -326,7 +454,12 @@ describe('remote provider', () => {
   });
 
   it('deleting a runtime the API no longer knows is not an error', async () => {
-    const gone = { provider: 'remote' as const, sessionId: 'r-gone', runtimeId: 'rt-gone', url: 'https://rt-gone.runtimes.example' };
+    const gone = {
+      provider: 'remote' as const,
+      sessionId: 'r-gone',
+      runtimeId: 'rt-gone',
+      url: 'https://rt-gone.runtimes.example',
+    };
     const n = api.requests.length;
     await expect(provider.delete('r-gone', gone)).resolves.toBeUndefined();
     await expect(provider.delete('r-gone', null)).resolves.toBeUndefined();
@@ -335,7 +468,9 @@ describe('remote provider', () => {
 
   it('a wrong API key is a configuration error naming the variable', async () => {
     const wrong = new RemoteProvider({ baseUrl: api.url, apiKey: 'wrong' });
-    const err = await wrong.start({ sandboxId: 'r3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE }).catch((e: unknown) => e);
+    const err = await wrong
+      .start({ sandboxId: 'r3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ProviderConfigError);
     expect((err as Error).message).toContain('REMOTE_RUNTIME_API_KEY');
     expect(api.sessions.has('r3')).toBe(false);

@@ -21,7 +21,19 @@ describe('sandboxes store', () => {
       id,
       created_by_user_id: 'u1',
       sandbox_spec_id: 'local-process',
-      spec: { id: 'local-process', provider: 'process', runtime: 'built-in', image: null, command: null, working_dir: null, initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null },
+      spec: {
+        id: 'local-process',
+        provider: 'process',
+        runtime: 'built-in',
+        image: null,
+        command: null,
+        working_dir: null,
+        initial_env: {},
+        memory_mb: null,
+        cpus: null,
+        pids_limit: null,
+        disk_mb: null,
+      },
       status: 'STARTING',
       status_detail: null,
       session_key_sealed: 'sealed',
@@ -39,7 +51,12 @@ describe('sandboxes store', () => {
     await store.insert(r);
     for (let i = 0; i < 40; i++) {
       const status = i % 2 ? 'RUNNING' : 'ERROR';
-      await Promise.all([store.touch(r.id), store.setStatus(r.id, status, `round ${i}`), store.touch(r.id), store.touch(r.id)]);
+      await Promise.all([
+        store.touch(r.id),
+        store.setStatus(r.id, status, `round ${i}`),
+        store.touch(r.id),
+        store.touch(r.id),
+      ]);
       expect(await store.get(r.id)).toMatchObject({ status, status_detail: `round ${i}` });
     }
   });

@@ -20,7 +20,9 @@ describe('sandboxes across a worker crash', () => {
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-restart-'));
-    t = await startTestApi(testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '500', SANDBOX_IDLE_TIMEOUT_MS: '0' }));
+    t = await startTestApi(
+      testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '500', SANDBOX_IDLE_TIMEOUT_MS: '0' }),
+    );
   });
 
   afterAll(async () => {

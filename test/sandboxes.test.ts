@@ -12,7 +12,14 @@ import { sandboxWorkflowId } from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, testEnv } from './helpers/env';
 import { eventually } from './helpers/eventually';
-import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForSandbox, waitForStatus } from './helpers/sandboxes';
+import {
+  agentUrl,
+  killRuntimesUnder,
+  runtimeGet,
+  runtimesUnder,
+  waitForSandbox,
+  waitForStatus,
+} from './helpers/sandboxes';
 import { startTestWorker, type TestWorker } from './helpers/worker';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -59,12 +66,24 @@ describe('sandboxes', () => {
     const s = await create(key);
     return waitForStatus(t, key, s.id, 'RUNNING');
   };
-  const pidOf = async (id: string) => ((await t.database.db.collection('sandboxes').findOne({ _id: id as any }))!.runtime as any).pid as number;
+  const pidOf = async (id: string) =>
+    ((await t.database.db.collection('sandboxes').findOne({ _id: id as any }))!.runtime as any).pid as number;
 
   it('lists the built-in specs: the built-in runtime and the OpenHands agent server, as processes', async () => {
     const page = await t.request('GET', '/api/v1/sandbox-specs/search', { key: alice.key });
     expect(page.status).toBe(200);
-    const spec = { provider: 'process', image: null, command: null, working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null, created_at: expect.any(String) };
+    const spec = {
+      provider: 'process',
+      image: null,
+      command: null,
+      working_dir: 'workspace',
+      initial_env: {},
+      memory_mb: null,
+      cpus: null,
+      pids_limit: null,
+      disk_mb: null,
+      created_at: expect.any(String),
+    };
     expect(page.body.items).toEqual([
       { id: 'local-process', runtime: 'built-in', ...spec },
       { id: 'local-process-openhands', runtime: 'openhands', ...spec },
@@ -88,7 +107,9 @@ describe('sandboxes', () => {
     });
     const s = await waitForStatus(t, alice.key, created.id, 'RUNNING');
     expect(s.session_api_key).toMatch(/^acp_/);
-    expect(s.exposed_urls).toEqual([{ name: 'AGENT_SERVER', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), port: expect.any(Number) }]);
+    expect(s.exposed_urls).toEqual([
+      { name: 'AGENT_SERVER', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), port: expect.any(Number) },
+    ]);
     const url = agentUrl(s);
     expect(await runtimeGet(url, '/alive')).toEqual({ status: 200, body: { status: 'ok' } });
     expect((await runtimeGet(url, '/health'))!.status).toBe(401);
@@ -105,7 +126,13 @@ describe('sandboxes', () => {
 
     const paused = await t.request('POST', `/api/v1/sandboxes/${s.id}/pause`, { key: alice.key });
     expect(paused.status).toBe(200);
-    expect(paused.body).toMatchObject({ id: s.id, status: 'PAUSED', session_api_key: null, exposed_urls: [], status_detail: 'paused on request' });
+    expect(paused.body).toMatchObject({
+      id: s.id,
+      status: 'PAUSED',
+      session_api_key: null,
+      exposed_urls: [],
+      status_detail: 'paused on request',
+    });
     expect(readStat(pid)!.state).toBe('T');
     expect(await runtimeGet(url, '/alive', undefined, 700)).toBeNull();
 
@@ -192,13 +219,23 @@ describe('sandboxes', () => {
       created_at: now,
       updated_at: now,
     });
-    const conversation = async () => (await t.request('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key: alice.key })).body[0];
-    expect(await conversation()).toMatchObject({ sandbox_status: 'RUNNING', agent_server_url: oldUrl, conversation_url: `${oldUrl}/api/conversations/${conversationId}` });
+    const conversation = async () =>
+      (await t.request('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key: alice.key })).body[0];
+    expect(await conversation()).toMatchObject({
+      sandbox_status: 'RUNNING',
+      agent_server_url: oldUrl,
+      conversation_url: `${oldUrl}/api/conversations/${conversationId}`,
+    });
 
     const pid = await pidOf(s.id);
     process.kill(pid, 'SIGKILL');
     await waitForStatus(t, alice.key, s.id, 'ERROR', 15_000);
-    expect(await conversation()).toMatchObject({ sandbox_status: 'ERROR', agent_server_url: null, conversation_url: null, session_api_key: null });
+    expect(await conversation()).toMatchObject({
+      sandbox_status: 'ERROR',
+      agent_server_url: null,
+      conversation_url: null,
+      session_api_key: null,
+    });
 
     // Resumed: a new runtime, whose address is recorded before the sandbox is RUNNING again.
     const resumed = await t.request('POST', `/api/v1/sandboxes/${s.id}/resume`, { key: alice.key });
@@ -215,8 +252,15 @@ describe('sandboxes', () => {
       session_api_key: resumed.body.session_api_key,
     });
     // Paused, the runtime answers nothing: no address until it runs again.
-    expect((await t.request('POST', `/api/v1/sandboxes/${s.id}/pause`, { key: alice.key })).body).toMatchObject({ status: 'PAUSED', exposed_urls: [] });
-    expect(await conversation()).toMatchObject({ sandbox_status: 'PAUSED', agent_server_url: null, conversation_url: null });
+    expect((await t.request('POST', `/api/v1/sandboxes/${s.id}/pause`, { key: alice.key })).body).toMatchObject({
+      status: 'PAUSED',
+      exposed_urls: [],
+    });
+    expect(await conversation()).toMatchObject({
+      sandbox_status: 'PAUSED',
+      agent_server_url: null,
+      conversation_url: null,
+    });
   });
 
   it('pause and resume sent at once are serialised: the status and the process agree', async () => {
@@ -255,9 +299,16 @@ describe('sandboxes', () => {
 
   it('answers bad input with 422 and starts nothing', async () => {
     const before = await t.database.db.collection('sandboxes').countDocuments();
-    const unknownBody = await t.request('POST', '/api/v1/sandboxes', { key: alice.key, body: { sandbox_spec_id: 'nope' } });
+    const unknownBody = await t.request('POST', '/api/v1/sandboxes', {
+      key: alice.key,
+      body: { sandbox_spec_id: 'nope' },
+    });
     expect(unknownBody.status).toBe(422);
-    expect(unknownBody.body.detail[0]).toMatchObject({ loc: ['body', 'sandbox_spec_id'], type: 'value_error', input: 'nope' });
+    expect(unknownBody.body.detail[0]).toMatchObject({
+      loc: ['body', 'sandbox_spec_id'],
+      type: 'value_error',
+      input: 'nope',
+    });
     const unknownQuery = await t.request('POST', '/api/v1/sandboxes?sandbox_spec_id=nope', { key: alice.key });
     expect(unknownQuery.status).toBe(422);
     expect(unknownQuery.body.detail[0].loc).toEqual(['query', 'sandbox_spec_id']);
@@ -293,12 +344,22 @@ describe('sandboxes', () => {
     expect(all.body.items.map((x: any) => x.id)).toEqual(made.map((x) => x.id).reverse());
     const first = await t.request('GET', '/api/v1/sandboxes/search?limit=2', { key: carol.key });
     expect(first.body.items).toHaveLength(2);
-    const second = await t.request('GET', `/api/v1/sandboxes/search?limit=2&page_id=${first.body.next_page_id}`, { key: carol.key });
+    const second = await t.request('GET', `/api/v1/sandboxes/search?limit=2&page_id=${first.body.next_page_id}`, {
+      key: carol.key,
+    });
     expect(second.body.items.map((x: any) => x.id)).toEqual([made[0].id]);
     expect(second.body.next_page_id).toBeNull();
-    const since = await t.request('GET', `/api/v1/sandboxes/search?created_at__gte=${encodeURIComponent(made[1].created_at)}`, { key: carol.key });
+    const since = await t.request(
+      'GET',
+      `/api/v1/sandboxes/search?created_at__gte=${encodeURIComponent(made[1].created_at)}`,
+      { key: carol.key },
+    );
     expect(since.body.items.map((x: any) => x.id)).toEqual([made[2].id, made[1].id]);
-    const before = await t.request('GET', `/api/v1/sandboxes/search?created_at__lt=${encodeURIComponent(made[1].created_at)}`, { key: carol.key });
+    const before = await t.request(
+      'GET',
+      `/api/v1/sandboxes/search?created_at__lt=${encodeURIComponent(made[1].created_at)}`,
+      { key: carol.key },
+    );
     expect(before.body.items.map((x: any) => x.id)).toEqual([made[0].id]);
     const bySpec = await t.request('GET', '/api/v1/sandboxes/search?sandbox_spec_id__eq=other', { key: carol.key });
     expect(bySpec.body.items).toEqual([]);
@@ -317,17 +378,26 @@ describe('sandboxes', () => {
       for await (const w of client.workflow.list({ query: q })) ids.push(w.workflowId);
       return ids;
     };
-    await eventually(async () => expect(await listed(query)).toEqual([sandboxWorkflowId(s.id)]), { timeoutMs: 10_000, intervalMs: 100 });
+    await eventually(async () => expect(await listed(query)).toEqual([sandboxWorkflowId(s.id)]), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
 
     // SANDBOX_HISTORY_LIMIT=120: health checks every 250 ms fill that in a few seconds.
     const first = (await handle.describe()).runId;
     // Health checks run late on a loaded machine (one run measured 19.5 s here under load): a generous bound.
-    await eventually(async () => expect((await handle.describe()).runId).not.toBe(first), { timeoutMs: 45_000, intervalMs: 100 });
+    await eventually(async () => expect((await handle.describe()).runId).not.toBe(first), {
+      timeoutMs: 45_000,
+      intervalMs: 100,
+    });
     expect(await handle.query('state')).toEqual({ status: 'RUNNING', status_detail: null });
     const paused = await t.request('POST', `/api/v1/sandboxes/${s.id}/pause`, { key: alice.key });
     expect(paused.body.status).toBe('PAUSED');
     const pausedQuery = `WorkflowId = "${sandboxWorkflowId(s.id)}" AND SandboxStatus = "PAUSED"`;
-    await eventually(async () => expect(await listed(pausedQuery)).toEqual([sandboxWorkflowId(s.id)]), { timeoutMs: 10_000, intervalMs: 100 });
+    await eventually(async () => expect(await listed(pausedQuery)).toEqual([sandboxWorkflowId(s.id)]), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
 
     // The provider calls read as what they do in the Temporal UI: the first run started the runtime, the
     // current one paused it.
@@ -349,7 +419,12 @@ describe('a runtime that is gone', () => {
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-gone-'));
     // A grace period far longer than the test's waits: a runtime that is gone must not wait it out.
-    const config = testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '250', SANDBOX_HEALTH_GRACE_MS: '120000', SANDBOX_IDLE_TIMEOUT_MS: '0' });
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      SANDBOX_HEALTH_INTERVAL_MS: '250',
+      SANDBOX_HEALTH_GRACE_MS: '120000',
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+    });
     t = await startTestApi(config);
     worker = await startTestWorker(config);
     user = await t.newUser();
@@ -381,7 +456,11 @@ describe('a runtime that is gone', () => {
 describe('idle sandboxes', () => {
   it('are paused after SANDBOX_IDLE_TIMEOUT_MS without use; events from their runtime keep them running', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-idle-'));
-    const config = testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '200', SANDBOX_IDLE_TIMEOUT_MS: '2000' });
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      SANDBOX_HEALTH_INTERVAL_MS: '200',
+      SANDBOX_IDLE_TIMEOUT_MS: '2000',
+    });
     const t = await startTestApi(config);
     const worker = await startTestWorker(config);
     try {
@@ -399,11 +478,21 @@ describe('idle sandboxes', () => {
       // Events its runtime reports are use: while they come, the sandbox stays RUNNING.
       const busy = (await t.request('POST', '/api/v1/sandboxes', { key: u.key })).body;
       const running = await waitForStatus(t, u.key, busy.id, 'RUNNING');
-      const conversation = await t.conversations.create({ userId: u.userId, sandboxId: busy.id, sessionApiKey: running.session_api_key });
+      const conversation = await t.conversations.create({
+        userId: u.userId,
+        sandboxId: busy.id,
+        sessionApiKey: running.session_api_key,
+      });
       const until = Date.now() + 4000;
       for (let i = 0; Date.now() < until; i++) {
         const r = await t.ingest(conversation.id, running.session_api_key, [
-          { id: `e${i}`, kind: 'MessageEvent', source: 'agent', timestamp: new Date().toISOString(), llm_message: { role: 'assistant', content: [{ type: 'text', text: 'working' }] } },
+          {
+            id: `e${i}`,
+            kind: 'MessageEvent',
+            source: 'agent',
+            timestamp: new Date().toISOString(),
+            llm_message: { role: 'assistant', content: [{ type: 'text', text: 'working' }] },
+          },
         ]);
         expect(r.status).toBe(200);
         await sleep(300);

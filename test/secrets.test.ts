@@ -57,7 +57,11 @@ describe('organization secrets', () => {
 
 describe('merge patch', () => {
   it('merges objects key by key and replaces everything else', () => {
-    expect(mergePatch({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, e: 2 })).toEqual({ a: { b: 1, c: [3] }, d: 1, e: 2 });
+    expect(mergePatch({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, e: 2 })).toEqual({
+      a: { b: 1, c: [3] },
+      d: 1,
+      e: 2,
+    });
     expect(mergePatch({ a: { b: 1 } }, { a: 5 })).toEqual({ a: 5 });
   });
 });

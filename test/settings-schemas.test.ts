@@ -8,7 +8,13 @@ import { ConfigError } from '../src/config';
 import { loadModelFile, modelOf } from '../src/orgs/model-catalog';
 import { newOrganization } from '../src/orgs/organizations-service';
 import { fromPublishedPatch } from '../src/orgs/published-org-patch';
-import { agentSettingsJsonSchema, applyAgentDiff, applyConversationDiff, conversationSettingsJsonSchema, permissionsOf } from '../src/orgs/user-settings-service';
+import {
+  agentSettingsJsonSchema,
+  applyAgentDiff,
+  applyConversationDiff,
+  conversationSettingsJsonSchema,
+  permissionsOf,
+} from '../src/orgs/user-settings-service';
 import { AgentSettingsSchema } from '../src/schemas/organizations';
 import { CustomSecretCreateSchema, SettingsUpdateSchema } from '../src/schemas/settings';
 
@@ -19,7 +25,14 @@ describe('the llm variant (SPEC 2.6 fields, published bounds)', () => {
       enable_sub_agents: true,
       tool_concurrency_limit: 4,
       condenser: { enabled: true, max_size: 80 },
-      llm: { is_subscription: true, auth_type: 'subscription', api_mode: 'responses', reasoning_effort: 'xhigh', reasoning_summary: 'concise', temperature: 0.2 },
+      llm: {
+        is_subscription: true,
+        auth_type: 'subscription',
+        api_mode: 'responses',
+        reasoning_effort: 'xhigh',
+        reasoning_summary: 'concise',
+        temperature: 0.2,
+      },
     });
     expect(ok.success).toBe(true);
     expect(ok.data).toMatchObject({ agent_kind: 'llm', agent: 'CodeActAgent', enable_sub_agents: true, tools: [] });
@@ -41,9 +54,21 @@ describe("a user's diffs over the organization's settings", () => {
 
   it('merges a diff of the same kind and starts afresh for another kind', () => {
     const same = applyAgentDiff(org.agent_settings, { llm: { model: 'm1' }, enable_sub_agents: true });
-    expect(same.success && same.data).toMatchObject({ agent_kind: 'platform', llm: { model: 'm1' }, enable_sub_agents: true, agent: 'CodeActAgent' });
-    const other = applyAgentDiff({ ...org.agent_settings, agent: 'Custom' } as never, { agent_kind: 'llm', llm: { model: 'm2' } });
-    expect(other.success && other.data).toMatchObject({ agent_kind: 'llm', agent: 'CodeActAgent', llm: { model: 'm2' } });
+    expect(same.success && same.data).toMatchObject({
+      agent_kind: 'platform',
+      llm: { model: 'm1' },
+      enable_sub_agents: true,
+      agent: 'CodeActAgent',
+    });
+    const other = applyAgentDiff({ ...org.agent_settings, agent: 'Custom' } as never, {
+      agent_kind: 'llm',
+      llm: { model: 'm2' },
+    });
+    expect(other.success && other.data).toMatchObject({
+      agent_kind: 'llm',
+      agent: 'CodeActAgent',
+      llm: { model: 'm2' },
+    });
     expect(applyAgentDiff(org.agent_settings, { llm: { temperature: 9 } }).success).toBe(false);
     expect(applyConversationDiff(org.conversation_settings, { max_iterations: 7 }).success).toBe(true);
     expect(applyConversationDiff(org.conversation_settings, { max_iterations: 0 }).success).toBe(false);
@@ -72,7 +97,8 @@ describe('JSON Schemas of the settings, made from the zod schemas', () => {
       { agent_kind: 'nope' },
       { agent_kind: 'llm', llm: { reasoning_effort: 'max' } },
     ];
-    for (const s of samples) expect({ s, valid: agent(s) }).toEqual({ s, valid: AgentSettingsSchema.safeParse(s).success });
+    for (const s of samples)
+      expect({ s, valid: agent(s) }).toEqual({ s, valid: AgentSettingsSchema.safeParse(s).success });
     expect(conversation({ max_iterations: 10, confirmation_mode: true })).toBe(true);
     expect(conversation({ max_iterations: 0 })).toBe(false);
     expect(conversation({ unknown: 1 })).toBe(false);
@@ -96,8 +122,15 @@ describe('request bodies', () => {
     expect(SettingsUpdateSchema.safeParse({ agent_settings_diff: { llm: {} }, language: 'en' }).success).toBe(true);
   });
 
-  it('the published organization PATCH body becomes today\'s', () => {
-    expect(fromPublishedPatch({ name: null, agent_settings_diff: { llm: { model: 'm' } }, llm_api_key: 'sk', conversation_settings_diff: { max_iterations: 5 } })).toEqual({
+  it("the published organization PATCH body becomes today's", () => {
+    expect(
+      fromPublishedPatch({
+        name: null,
+        agent_settings_diff: { llm: { model: 'm' } },
+        llm_api_key: 'sk',
+        conversation_settings_diff: { max_iterations: 5 },
+      }),
+    ).toEqual({
       agent_settings: { llm: { model: 'm', api_key: 'sk' } },
       conversation_settings: { max_iterations: 5 },
     });
@@ -109,7 +142,10 @@ describe('the model file', () => {
   it('reads strings and objects, and names what is wrong in a bad file', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'models-'));
     const file = path.join(dir, 'models.json');
-    fs.writeFileSync(file, JSON.stringify(['openai/gpt-x', { provider: 'local', name: 'llama', verified: false }, 'bare']));
+    fs.writeFileSync(
+      file,
+      JSON.stringify(['openai/gpt-x', { provider: 'local', name: 'llama', verified: false }, 'bare']),
+    );
     expect(loadModelFile(file)).toEqual([
       { provider: 'openai', name: 'gpt-x', verified: true, hidden: false, canonical: null },
       { provider: 'local', name: 'llama', verified: false, hidden: false, canonical: null },

@@ -12,7 +12,13 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
-import { admissionLineQuery, organizationAdmissionWorkflowId, startAdmissionWorkflowId, startTaskSnapshotsQuery, startTaskWorkflowId } from '../src/temporal/shared';
+import {
+  admissionLineQuery,
+  organizationAdmissionWorkflowId,
+  startAdmissionWorkflowId,
+  startTaskSnapshotsQuery,
+  startTaskWorkflowId,
+} from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
@@ -71,15 +77,27 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     return r.body.id as string;
   };
   const ended = (s: any) => s.status === 'READY' || s.status === 'ERROR';
-  const waiting = (place: number) => (s: any) => s.status === 'WAITING_FOR_SANDBOX' && typeof s.detail === 'string' && s.detail.startsWith(`Waiting in line at place ${place}: `);
-  const line = (userId: string) => temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).query(admissionLineQuery);
+  const waiting = (place: number) => (s: any) =>
+    s.status === 'WAITING_FOR_SANDBOX' &&
+    typeof s.detail === 'string' &&
+    s.detail.startsWith(`Waiting in line at place ${place}: `);
+  const line = (userId: string) =>
+    temporal.workflow.getHandle(startAdmissionWorkflowId(userId)).query(admissionLineQuery);
   const lineEnded = (userId: string, workflowId = startAdmissionWorkflowId(userId)) =>
-    eventually(async () => (await temporal.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED', { timeoutMs: 15_000, intervalMs: 200, what: 'the line to end' });
+    eventually(async () => (await temporal.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED', {
+      timeoutMs: 15_000,
+      intervalMs: 200,
+      what: 'the line to end',
+    });
   /** An organization of `members` (the first its owner, the others admins), each acting in it, with its own quotas. */
-  const team = async (members: { userId: string; key: string }[], quotas: { running_sandboxes?: number; concurrent_starts?: number }) => {
+  const team = async (
+    members: { userId: string; key: string }[],
+    quotas: { running_sandboxes?: number; concurrent_starts?: number },
+  ) => {
     const org = await t.orgs.createOrganization(`team ${members.length}`, members[0]!.userId);
     for (const m of members.slice(1)) await t.stores.memberships.put(org.id, m.userId, 'admin');
-    for (const m of members) expect((await t.request('POST', `/api/organizations/${org.id}/switch`, { key: m.key })).status).toBe(200);
+    for (const m of members)
+      expect((await t.request('POST', `/api/organizations/${org.id}/switch`, { key: m.key })).status).toBe(200);
     await t.setOrgLlm(members[0]!.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
     await t.stores.organizationQuotas.set(org.id, quotas);
     return org.id;
@@ -116,7 +134,9 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     await waitForStartTask(t, a.key, third, waiting(1), 20_000);
 
     // Deleting the second's sandbox lets the third on.
-    expect((await t.request('DELETE', `/api/v1/sandboxes/${secondDone.sandbox_id}`, { key: a.key })).status).toBeLessThan(300);
+    expect(
+      (await t.request('DELETE', `/api/v1/sandboxes/${secondDone.sandbox_id}`, { key: a.key })).status,
+    ).toBeLessThan(300);
     expect(await waitForStartTask(t, a.key, third, ended)).toMatchObject({ status: 'READY' });
     await lineEnded(a.userId);
   }, 120_000);
@@ -128,16 +148,25 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     // Each start runs a setup script of 3 s, so the first two are still under way when the third asks.
     const ids: string[] = [];
     for (const name of ['slow-1', 'slow-2', 'slow-3']) {
-      ids.push(await start(c.key, { sandbox_id: sandboxId, selected_repository: bareRepo(dir, name, { '.agents/setup.sh': 'sleep 3\n' }) }));
+      ids.push(
+        await start(c.key, {
+          sandbox_id: sandboxId,
+          selected_repository: bareRepo(dir, name, { '.agents/setup.sh': 'sleep 3\n' }),
+        }),
+      );
     }
     const done = await Promise.all(ids.map((id) => waitForStartTask(t, c.key, id, ended)));
     expect(done.map((s) => s.status)).toEqual(['READY', 'READY', 'READY']);
     // Two went on at once; the last to reach the line (the third sent, unless the workflows asked in
     // another order under load) waited its turn, told why: the starts under way.
-    const histories = await Promise.all(ids.map((id) => temporal.workflow.getHandle(startTaskWorkflowId(id)).query(startTaskSnapshotsQuery)));
+    const histories = await Promise.all(
+      ids.map((id) => temporal.workflow.getHandle(startTaskWorkflowId(id)).query(startTaskSnapshotsQuery)),
+    );
     const waited = histories.map((h) => h.filter((s) => s.status === 'WAITING_FOR_SANDBOX' && s.detail));
     expect(waited.map((w) => w.length).sort()).toEqual([0, 0, 1]);
-    expect(waited.find((w) => w.length === 1)![0]!.detail).toBe('Waiting in line at place 1: as many of your starts are under way as one user may have (USER_MAX_CONCURRENT_STARTS=2); it goes on when one of them ends');
+    expect(waited.find((w) => w.length === 1)![0]!.detail).toBe(
+      'Waiting in line at place 1: as many of your starts are under way as one user may have (USER_MAX_CONCURRENT_STARTS=2); it goes on when one of them ends',
+    );
     await lineEnded(c.userId);
   }, 120_000);
 
@@ -149,7 +178,9 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     const second = await start(e.key);
     const running = (await waitForStartTask(t, e.key, second, ended)).sandbox_id;
     const resume = await start(e.key, { sandbox_id: paused });
-    expect((await waitForStartTask(t, e.key, resume, waiting(1), 20_000)).detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
+    expect((await waitForStartTask(t, e.key, resume, waiting(1), 20_000)).detail).toContain(
+      'USER_MAX_RUNNING_SANDBOXES=1',
+    );
     expect((await t.request('GET', `/api/v1/sandboxes?id=${paused}`, { key: e.key })).body[0].status).toBe('PAUSED');
     expect((await t.request('DELETE', `/api/v1/sandboxes/${running}`, { key: e.key })).status).toBeLessThan(300);
     expect(await waitForStartTask(t, e.key, resume, ended)).toMatchObject({ status: 'READY', sandbox_id: paused });
@@ -167,8 +198,14 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
       await waitForStartTask(t, f.key, queued.at(-1)!, waiting(i), 20_000);
     }
     const refused = await t.request('POST', '/api/v1/app-conversations', { key: f.key, body: {} });
-    expect(refused).toMatchObject({ status: 429, body: { detail: expect.stringContaining('USER_MAX_PENDING_STARTS=3') } });
-    const joined = await t.request('POST', '/api/v1/app-conversations', { key: f.key, body: { conversation_id: queued[0] } });
+    expect(refused).toMatchObject({
+      status: 429,
+      body: { detail: expect.stringContaining('USER_MAX_PENDING_STARTS=3') },
+    });
+    const joined = await t.request('POST', '/api/v1/app-conversations', {
+      key: f.key,
+      body: { conversation_id: queued[0] },
+    });
     expect(joined).toMatchObject({ status: 200, body: { id: queued[0] } });
     expect((await t.request('GET', '/api/v1/app-conversations/start-tasks/count', { key: f.key })).body).toBe(4);
     expect(await line(f.userId)).toEqual({ admitted: [], waiting: queued });
@@ -190,13 +227,21 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     }
     // Five kept and one under way: the seventh would pass the bound.
     ids.push(await start(g.key, { sandbox_id: sandboxId }));
-    const refused = await t.request('POST', '/api/v1/app-conversations', { key: g.key, body: { sandbox_id: sandboxId } });
-    expect(refused).toMatchObject({ status: 429, body: { detail: expect.stringContaining('USER_MAX_CONVERSATIONS=6): delete some first') } });
+    const refused = await t.request('POST', '/api/v1/app-conversations', {
+      key: g.key,
+      body: { sandbox_id: sandboxId },
+    });
+    expect(refused).toMatchObject({
+      status: 429,
+      body: { detail: expect.stringContaining('USER_MAX_CONVERSATIONS=6): delete some first') },
+    });
     expect((await waitForStartTask(t, g.key, ids.at(-1)!, ended)).status).toBe('READY');
     expect((await t.request('GET', '/api/v1/app-conversations/count', { key: g.key })).body).toBe(6);
     const conversationId = (await startTask(t, g.key, ids[1]!)).app_conversation_id;
     expect((await t.request('DELETE', `/api/v1/app-conversations/${conversationId}`, { key: g.key })).status).toBe(200);
-    expect((await t.request('POST', '/api/v1/app-conversations', { key: g.key, body: { sandbox_id: sandboxId } })).status).toBe(200);
+    expect(
+      (await t.request('POST', '/api/v1/app-conversations', { key: g.key, body: { sandbox_id: sandboxId } })).status,
+    ).toBe(200);
   }, 120_000);
 
   it("past its organization's running-sandbox quota a member's start waits in the organization's line (after their own), and a create is a 429; a pause by another member lets it on", async () => {
@@ -209,7 +254,14 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
 
     // B has no sandbox of their own (their own line lets them through), but the organization has one.
     const refused = await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} });
-    expect(refused).toMatchObject({ status: 429, body: { detail: expect.stringContaining(`Your organization ${orgId} has 1 sandboxes starting or running, as many as it may (its own quota: 1)`) } });
+    expect(refused).toMatchObject({
+      status: 429,
+      body: {
+        detail: expect.stringContaining(
+          `Your organization ${orgId} has 1 sandboxes starting or running, as many as it may (its own quota: 1)`,
+        ),
+      },
+    });
     const second = await start(b.key);
     const waits = await waitForStartTask(t, b.key, second, waiting(1), 20_000);
     expect(waits.detail).toBe(
@@ -225,7 +277,9 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     expect((await startTask(t, b.key, second)).status).toBe('WAITING_FOR_SANDBOX');
 
     // A pauses theirs: B's start goes on, in a sandbox counted in the organization; both lines end.
-    expect((await t.request('POST', `/api/v1/sandboxes/${one.sandbox_id}/pause`, { key: a.key })).body.status).toBe('PAUSED');
+    expect((await t.request('POST', `/api/v1/sandboxes/${one.sandbox_id}/pause`, { key: a.key })).body.status).toBe(
+      'PAUSED',
+    );
     const done = await waitForStartTask(t, b.key, second, ended);
     expect(done).toMatchObject({ status: 'READY', detail: null });
     expect((await t.stores.sandboxes.get(done.sandbox_id))?.organization_id).toBe(orgId);
@@ -234,21 +288,33 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     expect(resume).toMatchObject({ status: 429, body: { detail: expect.stringContaining('(its own quota: 1)') } });
     // A start that resumes it waits in the organization's line instead, and resumes it once B's is deleted.
     const resumeStart = await start(a.key, { sandbox_id: one.sandbox_id });
-    expect((await waitForStartTask(t, a.key, resumeStart, waiting(1), 20_000)).detail).toContain("your organization's sandboxes starting or running");
-    expect((await t.request('DELETE', `/api/v1/sandboxes/${done.sandbox_id}`, { key: b.key })).status).toBeLessThan(300);
-    expect(await waitForStartTask(t, a.key, resumeStart, ended)).toMatchObject({ status: 'READY', sandbox_id: one.sandbox_id });
+    expect((await waitForStartTask(t, a.key, resumeStart, waiting(1), 20_000)).detail).toContain(
+      "your organization's sandboxes starting or running",
+    );
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${done.sandbox_id}`, { key: b.key })).status).toBeLessThan(
+      300,
+    );
+    expect(await waitForStartTask(t, a.key, resumeStart, ended)).toMatchObject({
+      status: 'READY',
+      sandbox_id: one.sandbox_id,
+    });
     // Removed from the organization (still their current one), B counts in no organization: not held by its quota.
     expect(await t.stores.memberships.remove(orgId, b.userId)).toBe(true);
     const unbound = await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} });
     expect(unbound.status).toBe(200);
     expect((await t.stores.sandboxes.get(unbound.body.id))?.organization_id).toBeNull();
-    expect((await t.request('DELETE', `/api/v1/sandboxes/${unbound.body.id}`, { key: b.key })).status).toBeLessThan(300);
+    expect((await t.request('DELETE', `/api/v1/sandboxes/${unbound.body.id}`, { key: b.key })).status).toBeLessThan(
+      300,
+    );
     await lineEnded(b.userId, organizationAdmissionWorkflowId(orgId));
     await lineEnded(b.userId);
     // RECORD_FIXTURES=1 keeps this start (its user's line, then its organization's) for the replay suite.
     if (process.env.RECORD_FIXTURES) {
       const history = await temporal.workflow.getHandle(startTaskWorkflowId(second)).fetchHistory();
-      fs.writeFileSync(path.join(__dirname, 'fixtures', 'start-task-history-org-line.binpb'), proto.api.history.v1.History.encode(history).finish());
+      fs.writeFileSync(
+        path.join(__dirname, 'fixtures', 'start-task-history-org-line.binpb'),
+        proto.api.history.v1.History.encode(history).finish(),
+      );
     }
   }, 120_000);
 
@@ -256,7 +322,9 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     const [c, d] = [await newUser(), await newUser()];
     const orgId = await team([c, d], { concurrent_starts: 1 });
     // C's start runs a setup script of 4 s: D's, sent meanwhile, waits for it to end.
-    const slow = await start(c.key, { selected_repository: bareRepo(dir, 'org-slow', { '.agents/setup.sh': 'sleep 4\n' }) });
+    const slow = await start(c.key, {
+      selected_repository: bareRepo(dir, 'org-slow', { '.agents/setup.sh': 'sleep 4\n' }),
+    });
     await waitForStartTask(t, c.key, slow, (s) => s.status === 'RUNNING_SETUP_SCRIPT', 30_000);
     const next = await start(d.key);
     const waits = await waitForStartTask(t, d.key, next, waiting(1), 20_000);
@@ -268,18 +336,24 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     await lineEnded(d.userId, organizationAdmissionWorkflowId(orgId));
   }, 120_000);
 
-  it('a start that waits past START_QUEUE_WAIT_MS ends ERROR saying so, and leaves the line', async () => {
-    const d = await newUser();
-    const first = await start(d.key);
-    expect((await waitForStartTask(t, d.key, first, ended)).status).toBe('READY');
-    const late = await start(d.key);
-    await waitForStartTask(t, d.key, late, waiting(1), 20_000);
-    const gaveUp = await waitForStartTask(t, d.key, late, ended, QUEUE_WAIT_MS + 20_000);
-    expect(gaveUp.status).toBe('ERROR');
-    expect(gaveUp.detail).toContain(`waited ${QUEUE_WAIT_MS / 1000} s in line for its turn and did not get it (START_QUEUE_WAIT_MS); last seen at place 1: `);
-    expect(gaveUp.detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
-    // Nothing was made for it, and the line is gone with it.
-    expect((await t.request('GET', '/api/v1/sandboxes/search', { key: d.key })).body.items).toHaveLength(1);
-    await lineEnded(d.userId);
-  }, QUEUE_WAIT_MS + 60_000);
+  it(
+    'a start that waits past START_QUEUE_WAIT_MS ends ERROR saying so, and leaves the line',
+    async () => {
+      const d = await newUser();
+      const first = await start(d.key);
+      expect((await waitForStartTask(t, d.key, first, ended)).status).toBe('READY');
+      const late = await start(d.key);
+      await waitForStartTask(t, d.key, late, waiting(1), 20_000);
+      const gaveUp = await waitForStartTask(t, d.key, late, ended, QUEUE_WAIT_MS + 20_000);
+      expect(gaveUp.status).toBe('ERROR');
+      expect(gaveUp.detail).toContain(
+        `waited ${QUEUE_WAIT_MS / 1000} s in line for its turn and did not get it (START_QUEUE_WAIT_MS); last seen at place 1: `,
+      );
+      expect(gaveUp.detail).toContain('USER_MAX_RUNNING_SANDBOXES=1');
+      // Nothing was made for it, and the line is gone with it.
+      expect((await t.request('GET', '/api/v1/sandboxes/search', { key: d.key })).body.items).toHaveLength(1);
+      await lineEnded(d.userId);
+    },
+    QUEUE_WAIT_MS + 60_000,
+  );
 });

@@ -49,9 +49,17 @@ describe('start requests of the published document', () => {
     expect(response.status).toBe(200);
     expect(data!.status).toBe('WORKING');
     const echo = data!.request as Record<string, unknown>;
-    expect(echo).toMatchObject({ processors: [], pr_number: [], agent_type: 'default', secrets: {}, git_provider: null, trigger: 'platform_api' });
+    expect(echo).toMatchObject({
+      processors: [],
+      pr_number: [],
+      agent_type: 'default',
+      secrets: {},
+      git_provider: null,
+      trigger: 'platform_api',
+    });
     // Nothing the client sent as null is echoed: absent, as if left out.
-    for (const field of ['title', 'initial_message', 'suggested_task', 'plugins', 'sandbox_id', 'conversation_id']) expect(echo).not.toHaveProperty(field);
+    for (const field of ['title', 'initial_message', 'suggested_task', 'plugins', 'sandbox_id', 'conversation_id'])
+      expect(echo).not.toHaveProperty(field);
   });
 
   it('initial_message is the published SendMessageRequest: any role, image content, run false unless sent', async () => {
@@ -88,22 +96,39 @@ describe('start requests of the published document', () => {
     const read = await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key });
     expect(read.body[0].request.initial_message).toEqual((data!.request as any).initial_message);
     // A client that leaves run out (the generated types always send it) gets the published default.
-    const bare = await t.request('POST', '/api/v1/app-conversations', { key, body: { initial_message: { content: [{ text: 'Hi.' }] } } });
+    const bare = await t.request('POST', '/api/v1/app-conversations', {
+      key,
+      body: { initial_message: { content: [{ text: 'Hi.' }] } },
+    });
     expect(bare.status).toBe(200);
-    expect(bare.body.request.initial_message).toEqual({ role: 'user', content: [{ type: 'text', text: 'Hi.', cache_prompt: false }], run: false });
+    expect(bare.body.request.initial_message).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'Hi.', cache_prompt: false }],
+      run: false,
+    });
   });
 
   it('initial_message may leave content out, as published: accepted, echoed with no content', async () => {
-    const { data, response } = await client.POST('/api/v1/app-conversations', { body: { initial_message: { role: 'user', run: true }, agent_type: 'default' } });
+    const { data, response } = await client.POST('/api/v1/app-conversations', {
+      body: { initial_message: { role: 'user', run: true }, agent_type: 'default' },
+    });
     expect(response.status).toBe(200);
     expect(data!.request).toMatchObject({ initial_message: { role: 'user', content: [], run: true } });
   });
 
   it('stays closed: an unknown field, even null, is a 422; so is a role the published schema does not have', async () => {
-    const unknown = await t.request('POST', '/api/v1/app-conversations', { key, body: { title: null, surprise: null } });
+    const unknown = await t.request('POST', '/api/v1/app-conversations', {
+      key,
+      body: { title: null, surprise: null },
+    });
     expect(unknown.status).toBe(422);
-    expect(unknown.body.detail).toEqual([expect.objectContaining({ loc: ['body', 'surprise'], type: 'extra_forbidden' })]);
-    const role = await t.request('POST', '/api/v1/app-conversations', { key, body: { initial_message: { role: 'robot', content: [{ text: 'x' }] } } });
+    expect(unknown.body.detail).toEqual([
+      expect.objectContaining({ loc: ['body', 'surprise'], type: 'extra_forbidden' }),
+    ]);
+    const role = await t.request('POST', '/api/v1/app-conversations', {
+      key,
+      body: { initial_message: { role: 'robot', content: [{ text: 'x' }] } },
+    });
     expect(role.status).toBe(422);
     expect(role.body.detail[0].loc).toEqual(['body', 'initial_message', 'role']);
   });
@@ -111,14 +136,18 @@ describe('start requests of the published document', () => {
   it('start-task search takes the four published sort orders and pages in each', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await client.POST('/api/v1/app-conversations', { body: { title: `sorted ${i}`, agent_type: 'default' } });
+      const r = await client.POST('/api/v1/app-conversations', {
+        body: { title: `sorted ${i}`, agent_type: 'default' },
+      });
       ids.push(r.data!.id!);
     }
     for (const sort_order of ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const) {
       const seen: string[] = [];
       let page_id: string | undefined;
       for (let pages = 0; pages < 20; pages++) {
-        const { data, response } = await client.GET('/api/v1/app-conversations/start-tasks/search', { params: { query: { sort_order, limit: 1, ...(page_id ? { page_id } : {}) } } });
+        const { data, response } = await client.GET('/api/v1/app-conversations/start-tasks/search', {
+          params: { query: { sort_order, limit: 1, ...(page_id ? { page_id } : {}) } },
+        });
         expect(response.status).toBe(200);
         seen.push(...data!.items.map((i) => i.id!));
         if (!data!.next_page_id) break;
@@ -132,10 +161,18 @@ describe('start requests of the published document', () => {
     expect(bad.status).toBe(422);
   });
 
-  it('the served document shows the start request\'s optional fields as nullable', async () => {
+  it("the served document shows the start request's optional fields as nullable", async () => {
     const doc = (await t.request('GET', '/openapi.json')).body;
     const start = doc.components.schemas.AppConversationStartRequest;
-    for (const field of ['sandbox_id', 'initial_message', 'processors', 'suggested_task', 'plugins', 'secrets', 'observability_metadata']) {
+    for (const field of [
+      'sandbox_id',
+      'initial_message',
+      'processors',
+      'suggested_task',
+      'plugins',
+      'secrets',
+      'observability_metadata',
+    ]) {
       expect([field, start.properties[field].anyOf?.some((s: any) => s.type === 'null')]).toEqual([field, true]);
     }
     expect(start.properties.initial_message.anyOf[0]).toEqual({ $ref: '#/components/schemas/SendMessageRequest' });

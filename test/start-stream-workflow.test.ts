@@ -31,7 +31,10 @@ describe('stream-start follows the workflow', () => {
   let dataDir: string;
   let user: { userId: string; key: string };
   let client: AgentControlClient;
-  const workers = workerProcesses(() => t.config, () => dataDir);
+  const workers = workerProcesses(
+    () => t.config,
+    () => dataDir,
+  );
   const newWorker = workers.start;
   const killWorker = workers.kill;
   /** A stream read by the typed client: each snapshot as it arrives, and the time it arrived. */
@@ -53,12 +56,23 @@ describe('stream-start follows the workflow', () => {
   const updatesOf = async (taskId: string) => {
     const connection = await Connection.connect({ address: t.config.temporal.address! });
     try {
-      const history = await new Client({ connection, namespace: t.config.temporal.namespace }).workflow.getHandle(startTaskWorkflowId(taskId)).fetchHistory();
+      const history = await new Client({ connection, namespace: t.config.temporal.namespace }).workflow
+        .getHandle(startTaskWorkflowId(taskId))
+        .fetchHistory();
       const events = history.events ?? [];
-      const accepted = events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'snapshotsAfter');
+      const accepted = events.filter(
+        (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'snapshotsAfter',
+      );
       const answered = events
         .filter((e) => e.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success)
-        .map((e) => JSON.parse(Buffer.from(e.workflowExecutionUpdateCompletedEventAttributes!.outcome!.success!.payloads![0]!.data!).toString('utf8')) as { from: number; snapshots: StartTask[]; done: boolean });
+        .map(
+          (e) =>
+            JSON.parse(
+              Buffer.from(
+                e.workflowExecutionUpdateCompletedEventAttributes!.outcome!.success!.payloads![0]!.data!,
+              ).toString('utf8'),
+            ) as { from: number; snapshots: StartTask[]; done: boolean },
+        );
       return { accepted: accepted.length, answered };
     } finally {
       await connection.close();
@@ -127,7 +141,9 @@ describe('stream-start follows the workflow', () => {
   }, 90_000);
 
   it('kill -9 of the worker mid-start: the same stream goes on with the next worker, no status dropped or repeated', async () => {
-    const repo = bareRepo(dataDir, 'killed', { '.agents/setup.sh': 'echo started >> setup.log\nsleep 4\necho done >> setup.log\n' });
+    const repo = bareRepo(dataDir, 'killed', {
+      '.agents/setup.sh': 'echo started >> setup.log\nsleep 4\necho done >> setup.log\n',
+    });
     const s = streamed({ selected_repository: repo });
     const running = await s.next((x) => x.status === 'RUNNING_SETUP_SCRIPT');
     expect(running).toBeDefined();
@@ -150,7 +166,11 @@ describe('stream-start follows the workflow', () => {
     t.api.server.closeAllConnections();
     await t.api.close();
     await expect(first.next(() => false)).rejects.toThrow(); // the stream was cut
-    t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    t.api = await startApiServer(
+      t.config,
+      { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
+      pino({ level: 'silent' }),
+    );
     const again = streamed({ conversation_id: id, selected_repository: repo });
     expect((await again.next((x) => x.status === 'READY' || x.status === 'ERROR'))?.status).toBe('READY');
     expect(again.statuses()).toEqual(ALL);

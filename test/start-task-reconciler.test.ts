@@ -13,9 +13,19 @@ import pino from 'pino';
 import { StartTaskReconciler, type ReconcileOutcome } from '../src/app-conversations/start-task-reconciler';
 import { StartTaskService } from '../src/app-conversations/start-task-service';
 import { freePort } from '../src/process/net';
-import { echoRequest, START_TASK_STATUSES, StartRequestSchema, type StartTaskStatus } from '../src/schemas/app-conversations';
+import {
+  echoRequest,
+  START_TASK_STATUSES,
+  StartRequestSchema,
+  type StartTaskStatus,
+} from '../src/schemas/app-conversations';
 import type { StartTasksStore } from '../src/store/start-tasks-store';
-import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskSnapshot, type StartTaskWorkflowInput } from '../src/temporal/shared';
+import {
+  startTaskWorkflowId,
+  WORKFLOW_TYPES,
+  type StartTaskSnapshot,
+  type StartTaskWorkflowInput,
+} from '../src/temporal/shared';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig, uniqueName } from './helpers/env';
 import { eventually } from './helpers/eventually';
@@ -39,7 +49,12 @@ describe('start tasks whose workflow was lost', () => {
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-reconcile-'));
     t = await startTestApi(
-      testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0', START_TASK_RECONCILE_AFTER_MS: String(RECONCILE_AFTER_MS) }),
+      testConfig({
+        DATA_DIR: dataDir,
+        API_PORT: String(await freePort()),
+        SANDBOX_IDLE_TIMEOUT_MS: '0',
+        START_TASK_RECONCILE_AFTER_MS: String(RECONCILE_AFTER_MS),
+      }),
     );
     worker = await startTestWorker(t.config);
     user = await t.newUser();
@@ -64,14 +79,25 @@ describe('start tasks whose workflow was lost', () => {
     const request = StartRequestSchema.parse({ ...body, conversation_id: id });
     const sealed = Object.keys(request.secrets).length > 0 ? t.box.seal(JSON.stringify(request.secrets)) : null;
     const created = await startTasks.create(
-      { id, created_by_user_id: user.userId, conversation_id: id, status: 'WORKING', detail: null, request: echoRequest(request) as Record<string, unknown>, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
+      {
+        id,
+        created_by_user_id: user.userId,
+        conversation_id: id,
+        status: 'WORKING',
+        detail: null,
+        request: echoRequest(request) as Record<string, unknown>,
+        app_conversation_id: null,
+        sandbox_id: null,
+        agent_server_url: null,
+      },
       sealed,
       new Date(Date.now() - ageMs),
     );
     expect(created).toBe(true);
     return id;
   };
-  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) => waitForStartTask(t, user.key, id, done, timeoutMs);
+  const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) =>
+    waitForStartTask(t, user.key, id, done, timeoutMs);
   const finished = (s: any) => s.status === 'READY' || s.status === 'ERROR';
 
   it('a record whose workflow never started is started again by the api from its record, and reaches READY', async () => {
@@ -79,7 +105,13 @@ describe('start tasks whose workflow was lost', () => {
     await expect(temporal.workflow.getHandle(startTaskWorkflowId(id)).describe()).rejects.toThrow(/not found/i);
     // Nobody follows the task: the api's sweep finds it once it has not moved for the bound.
     const ready = await waitForTask(id, finished);
-    expect(ready).toMatchObject({ id, status: 'READY', app_conversation_id: id, sandbox_id: expect.any(String), detail: null });
+    expect(ready).toMatchObject({
+      id,
+      status: 'READY',
+      app_conversation_id: id,
+      sandbox_id: expect.any(String),
+      detail: null,
+    });
     expect(ready.request.secrets).toEqual({ DEPLOY_TOKEN: '**********' });
     const stored = await t.database.db.collection('start_tasks').findOne({ _id: id as any });
     expect(stored!.history.map((h: any) => h.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
@@ -94,21 +126,46 @@ describe('start tasks whose workflow was lost', () => {
   it('a workflow ended from outside before the start finished (terminated) leaves the task ERROR with a detail', async () => {
     const id = randomUUID();
     // A workflow nobody runs (no worker polls its queue), then its record, then it is terminated.
-    const input: StartTaskWorkflowInput = { taskId: id, userId: user.userId, request: {}, settings: { sandboxWaitMs: 1000, setupScriptTimeoutMs: 1000 } };
-    const handle = await temporal.workflow.start(WORKFLOW_TYPES.startTask, { workflowId: startTaskWorkflowId(id), taskQueue: uniqueName('nobody'), args: [input] });
+    const input: StartTaskWorkflowInput = {
+      taskId: id,
+      userId: user.userId,
+      request: {},
+      settings: { sandboxWaitMs: 1000, setupScriptTimeoutMs: 1000 },
+    };
+    const handle = await temporal.workflow.start(WORKFLOW_TYPES.startTask, {
+      workflowId: startTaskWorkflowId(id),
+      taskQueue: uniqueName('nobody'),
+      args: [input],
+    });
     const request = StartRequestSchema.parse({ conversation_id: id });
     await startTasks.create(
-      { id, created_by_user_id: user.userId, conversation_id: id, status: 'WORKING', detail: null, request: echoRequest(request) as Record<string, unknown>, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
+      {
+        id,
+        created_by_user_id: user.userId,
+        conversation_id: id,
+        status: 'WORKING',
+        detail: null,
+        request: echoRequest(request) as Record<string, unknown>,
+        app_conversation_id: null,
+        sandbox_id: null,
+        agent_server_url: null,
+      },
       null,
     );
     await handle.terminate('operator');
     const failed = await waitForTask(id, finished, 20_000);
-    expect(failed).toMatchObject({ status: 'ERROR', detail: "The start's workflow ended (TERMINATED) before the start finished; start again" });
+    expect(failed).toMatchObject({
+      status: 'ERROR',
+      detail: "The start's workflow ended (TERMINATED) before the start finished; start again",
+    });
   }, 30_000);
 
   it('joining a stalled task with stream-start streams it through to READY', async () => {
     const id = await acceptedWithoutWorkflow(5 * RECONCILE_AFTER_MS);
-    const joined = await t.request('POST', '/api/v1/app-conversations/stream-start', { key: user.key, body: { conversation_id: id } });
+    const joined = await t.request('POST', '/api/v1/app-conversations/stream-start', {
+      key: user.key,
+      body: { conversation_id: id },
+    });
     expect(joined.status).toBe(200);
     expect(joined.body.map((s: any) => s.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
   }, 90_000);
@@ -117,9 +174,23 @@ describe('start tasks whose workflow was lost', () => {
     const id = randomUUID();
     const request = StartRequestSchema.parse({ conversation_id: id });
     // Updated "in a minute": the api's sweep leaves it alone while this test follows it.
-    const base = { created_by_user_id: user.userId, conversation_id: id, detail: null, request: echoRequest(request) as Record<string, unknown>, app_conversation_id: null, sandbox_id: null, agent_server_url: null };
+    const base = {
+      created_by_user_id: user.userId,
+      conversation_id: id,
+      detail: null,
+      request: echoRequest(request) as Record<string, unknown>,
+      app_conversation_id: null,
+      sandbox_id: null,
+      agent_server_url: null,
+    };
     expect(await startTasks.create({ id, status: 'WORKING', ...base }, null, new Date(Date.now() + 60_000))).toBe(true);
-    const step = (status: StartTaskStatus) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+    const step = (status: StartTaskStatus) => ({
+      status,
+      detail: null,
+      app_conversation_id: null,
+      sandbox_id: null,
+      agent_server_url: null,
+    });
     await startTasks.record(id, 0, step('WORKING'), new Date(Date.now() + 60_000)); // what the workflow writes first
     let reads = 0;
     const counted = Object.create(startTasks) as StartTasksStore;
@@ -127,11 +198,24 @@ describe('start tasks whose workflow was lost', () => {
       reads++;
       return startTasks.withHistory(taskId);
     };
-    const service = new StartTaskService({ startTasks: counted, conversations: t.conversations, box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 }, follow: 'record' });
+    const service = new StartTaskService({
+      startTasks: counted,
+      conversations: t.conversations,
+      box: t.box,
+      temporal,
+      taskQueue: t.config.temporal.taskQueue,
+      settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 },
+      follow: 'record',
+    });
     const written: { status: string; at: number }[] = [];
     const began = Date.now();
     let stopAt = Infinity;
-    const following = service.follow(id, (s) => written.push({ status: s.status, at: Date.now() }), () => Date.now() > stopAt, { pollMs: 100, maxPollMs: 800 });
+    const following = service.follow(
+      id,
+      (s) => written.push({ status: s.status, at: Date.now() }),
+      () => Date.now() > stopAt,
+      { pollMs: 100, maxPollMs: 800 },
+    );
     try {
       await sleep(3000);
       // 100, 200, 400, 800, 800 ms between reads: about 7 in 3 s, not the 30 of a fixed 100 ms.
@@ -160,7 +244,16 @@ describe('start tasks whose workflow was lost', () => {
     // The api's own service, built as the api builds it, with a reconciler of a shorter bound that does
     // not sweep: what brings the task back here is follow().
     const reconciler = new StartTaskReconciler(
-      { startTasks, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: t.config.starts.sandboxWaitMs, setupScriptTimeoutMs: t.config.starts.setupScriptTimeoutMs }, log: pino({ level: 'silent' }) },
+      {
+        startTasks,
+        temporal,
+        taskQueue: t.config.temporal.taskQueue,
+        settings: {
+          sandboxWaitMs: t.config.starts.sandboxWaitMs,
+          setupScriptTimeoutMs: t.config.starts.setupScriptTimeoutMs,
+        },
+        log: pino({ level: 'silent' }),
+      },
       { afterMs: RECONCILE_AFTER_MS / 5 },
     );
     const outcomes: ReconcileOutcome[] = [];
@@ -170,9 +263,22 @@ describe('start tasks whose workflow was lost', () => {
       outcomes.push(outcome);
       return outcome;
     };
-    const service = new StartTaskService({ startTasks, conversations: t.conversations, box: t.box, temporal, taskQueue: t.config.temporal.taskQueue, settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 }, reconciler });
+    const service = new StartTaskService({
+      startTasks,
+      conversations: t.conversations,
+      box: t.box,
+      temporal,
+      taskQueue: t.config.temporal.taskQueue,
+      settings: { sandboxWaitMs: 60_000, setupScriptTimeoutMs: 60_000 },
+      reconciler,
+    });
     const written: StartTaskSnapshot[] = [];
-    await service.follow(id, (s) => written.push(s), () => false, { pollMs: 50 });
+    await service.follow(
+      id,
+      (s) => written.push(s),
+      () => false,
+      { pollMs: 50 },
+    );
     expect(written.map((s) => s.status)).toEqual(START_TASK_STATUSES.filter((s) => s !== 'ERROR'));
     expect(outcomes[0]).toBe('restarted');
     expect(outcomes.filter((o) => o === 'restarted')).toHaveLength(1);

@@ -16,11 +16,23 @@ describe('start tasks store', () => {
     await database.close();
   });
 
-  const change = (status: StartTaskStatus) => ({ status, detail: null, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+  const change = (status: StartTaskStatus) => ({
+    status,
+    detail: null,
+    app_conversation_id: null,
+    sandbox_id: null,
+    agent_server_url: null,
+  });
 
   it('keeps each step of the history once, in order, even when a write is repeated; a second create is refused', async () => {
     const id = uniqueName('task');
-    const task = { id, created_by_user_id: 'u1', conversation_id: id, ...change('WORKING'), request: { trigger: 'platform_api' } };
+    const task = {
+      id,
+      created_by_user_id: 'u1',
+      conversation_id: id,
+      ...change('WORKING'),
+      request: { trigger: 'platform_api' },
+    };
     expect(await store.create(task, 'sealed')).toBe(true);
     expect(await store.create(task, 'sealed')).toBe(false);
     const first = await store.record(id, 0, change('WORKING'), new Date('2026-01-01T00:00:00Z'));
@@ -47,7 +59,11 @@ describe('start tasks store', () => {
     await store.create({ id, created_by_user_id: 'u1', conversation_id: id, ...change('WORKING'), request: {} }, null);
     await store.record(id, 0, change('WORKING'));
     const moved = await store.record(id, 2, change('PREPARING_REPOSITORY')); // step 1's write never landed
-    expect((await store.withHistory(id))!.history.map((h) => h?.status ?? null)).toEqual(['WORKING', null, 'PREPARING_REPOSITORY']);
+    expect((await store.withHistory(id))!.history.map((h) => h?.status ?? null)).toEqual([
+      'WORKING',
+      null,
+      'PREPARING_REPOSITORY',
+    ]);
     expect(await store.clearHistoryIfUnchanged(id, new Date(0))).toBe(false);
     expect(await store.clearHistoryIfUnchanged(id, moved!.updated_at)).toBe(true);
     expect((await store.withHistory(id))!.history).toEqual([]);
@@ -67,18 +83,34 @@ describe('start tasks store', () => {
       ['t-g', 4, 10],
     ];
     const expected = (field: 1 | 2, order: 'asc' | 'desc') => {
-      const sorted = [...plan].sort((x, y) => x[field] - y[field] || (x[0] < y[0] ? -1 : 1)).map((p) => `${owner}-${p[0]}`);
+      const sorted = [...plan]
+        .sort((x, y) => x[field] - y[field] || (x[0] < y[0] ? -1 : 1))
+        .map((p) => `${owner}-${p[0]}`);
       return order === 'asc' ? sorted : sorted.reverse();
     };
 
     beforeAll(async () => {
       for (const [id, created, updated] of plan) {
         const full = `${owner}-${id}`;
-        await store.create({ id: full, created_by_user_id: owner, conversation_id: full, ...change('WORKING'), request: {} }, null, new Date(t0 + created * 1000));
+        await store.create(
+          { id: full, created_by_user_id: owner, conversation_id: full, ...change('WORKING'), request: {} },
+          null,
+          new Date(t0 + created * 1000),
+        );
         await store.record(full, 0, change('WAITING_FOR_SANDBOX'), new Date(t0 + updated * 1000));
       }
       // Another user's task between them all: never seen.
-      await store.create({ id: uniqueName('other'), created_by_user_id: 'someone-else', conversation_id: 'x', ...change('WORKING'), request: {} }, null, new Date(t0 + 2500));
+      await store.create(
+        {
+          id: uniqueName('other'),
+          created_by_user_id: 'someone-else',
+          conversation_id: 'x',
+          ...change('WORKING'),
+          request: {},
+        },
+        null,
+        new Date(t0 + 2500),
+      );
     });
 
     const walk = async (field: 'created_at' | 'updated_at', order: 'asc' | 'desc', limit: number, filters = {}) => {
@@ -100,9 +132,12 @@ describe('start tasks store', () => {
       ['created_at', 'desc', 1],
       ['updated_at', 'asc', 2],
       ['updated_at', 'desc', 2],
-    ] as const)('%s %s: every task once, in order, ties by id, whatever the page size', async (field, order, column) => {
-      for (const limit of [1, 2, 3, 7, 100]) expect(await walk(field, order, limit)).toEqual(expected(column, order));
-    });
+    ] as const)(
+      '%s %s: every task once, in order, ties by id, whatever the page size',
+      async (field, order, column) => {
+        for (const limit of [1, 2, 3, 7, 100]) expect(await walk(field, order, limit)).toEqual(expected(column, order));
+      },
+    );
 
     it('the cursor keeps the created_at range of the filter', async () => {
       const range = { createdAtGte: new Date(t0 + 1000), createdAtLt: new Date(t0 + 4000) };
@@ -113,7 +148,11 @@ describe('start tasks store', () => {
 
     it('the store declares an index by owner and last change', async () => {
       const { startTasksIndexes } = await import('../src/store/start-tasks-store');
-      expect(startTasksIndexes.indexes.map((i) => i.key)).toContainEqual({ created_by_user_id: 1, updated_at: -1, _id: -1 });
+      expect(startTasksIndexes.indexes.map((i) => i.key)).toContainEqual({
+        created_by_user_id: 1,
+        updated_at: -1,
+        _id: -1,
+      });
     });
   });
 });

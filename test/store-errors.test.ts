@@ -3,7 +3,13 @@
  * it does not: built with the driver's own error classes, with the messages seen in the freeze suite.
  */
 import * as net from 'node:net';
-import { MongoBulkWriteError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
+import {
+  MongoBulkWriteError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+} from 'mongodb';
 import { Unavailable } from '../src/errors';
 import { isDatabaseUnreachable, translateStoreError } from '../src/store/errors';
 
@@ -11,14 +17,35 @@ describe('translateStoreError', () => {
   const unreachable: [string, unknown][] = [
     ['a connection that timed out', new MongoNetworkTimeoutError('connection 23 to 127.0.0.1:22051 timed out')],
     ['a connection that closed', new MongoNetworkError('connection 5 to 127.0.0.1:22051 closed')],
-    ['no server to select', new MongoServerSelectionError('Server selection timed out after 5000 ms', { type: 'Unknown', servers: new Map() } as never)],
-    ['an insertMany cut short by a timeout', new MongoBulkWriteError(new MongoNetworkTimeoutError('connection 23 to 127.0.0.1:22051 timed out'), {} as never)],
+    [
+      'no server to select',
+      new MongoServerSelectionError('Server selection timed out after 5000 ms', {
+        type: 'Unknown',
+        servers: new Map(),
+      } as never),
+    ],
+    [
+      'an insertMany cut short by a timeout',
+      new MongoBulkWriteError(new MongoNetworkTimeoutError('connection 23 to 127.0.0.1:22051 timed out'), {} as never),
+    ],
     [
       "FerretDB's answer when its PostgreSQL does not take connections",
-      new MongoServerError({ code: 1, errmsg: '[msg_find.go:344] failed to connect to `user=agent_control database=ferretdb`: 127.0.0.1:29499: server error: FATAL: the database system is starting up (SQLSTATE 57P03)' }),
+      new MongoServerError({
+        code: 1,
+        errmsg:
+          '[msg_find.go:344] failed to connect to `user=agent_control database=ferretdb`: 127.0.0.1:29499: server error: FATAL: the database system is starting up (SQLSTATE 57P03)',
+      }),
     ],
-    ['a wait for a pooled connection that ran out', Object.assign(new Error('Timed out while checking out a connection from connection pool'), { name: 'MongoWaitQueueTimeoutError' })],
-    ['a network error as the cause of another', new Error('lookup failed', { cause: new MongoNetworkError('connection 1 to x:1 closed') })],
+    [
+      'a wait for a pooled connection that ran out',
+      Object.assign(new Error('Timed out while checking out a connection from connection pool'), {
+        name: 'MongoWaitQueueTimeoutError',
+      }),
+    ],
+    [
+      'a network error as the cause of another',
+      new Error('lookup failed', { cause: new MongoNetworkError('connection 1 to x:1 closed') }),
+    ],
   ];
   it.each(unreachable)('%s is a 503', (_what, e) => {
     expect(isDatabaseUnreachable(e)).toBe(true);
@@ -45,8 +72,17 @@ describe('translateStoreError', () => {
   });
 
   const other: [string, unknown][] = [
-    ['a duplicate key in a bulk write', new MongoBulkWriteError({ message: 'E11000 duplicate key error', code: 11000, writeErrors: [{ index: 0, code: 11000 }] } as never, {} as never)],
-    ["FerretDB's internal error about something else", new MongoServerError({ code: 1, errmsg: 'unsupported operator $foo' })],
+    [
+      'a duplicate key in a bulk write',
+      new MongoBulkWriteError(
+        { message: 'E11000 duplicate key error', code: 11000, writeErrors: [{ index: 0, code: 11000 }] } as never,
+        {} as never,
+      ),
+    ],
+    [
+      "FerretDB's internal error about something else",
+      new MongoServerError({ code: 1, errmsg: 'unsupported operator $foo' }),
+    ],
     ['a validation error of the server', new MongoServerError({ code: 121, errmsg: 'Document failed validation' })],
     ['a plain bug', new TypeError('x is undefined')],
     ['a file that is not there', Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT' })],

@@ -83,14 +83,16 @@ describe('Supervisor', () => {
     expect(gaps[2]).toBeGreaterThanOrEqual(220);
     expect(gaps[3]).toBeGreaterThanOrEqual(420);
     expect(gaps[3]).toBeLessThan(5000);
-    expect(lines[0]).toMatch(/^crashy \(pid \d+\) exited unexpectedly with exit code 3 after \d+ ms up; see .*crashy\.log; restarting in 50 ms$/);
+    expect(lines[0]).toMatch(
+      /^crashy \(pid \d+\) exited unexpectedly with exit code 3 after \d+ ms up; see .*crashy\.log; restarting in 50 ms$/,
+    );
     expect(lines).toContainEqual(expect.stringMatching(/^crashy restarted \(pid \d+\), ready in \d+ ms$/));
-    expect(lines.filter((l) => l.includes('restarting in')).map((l) => l.replace(/.*restarting in /, '')).slice(0, 4)).toEqual([
-      '50 ms',
-      '100 ms',
-      '200 ms',
-      '400 ms',
-    ]);
+    expect(
+      lines
+        .filter((l) => l.includes('restarting in'))
+        .map((l) => l.replace(/.*restarting in /, ''))
+        .slice(0, 4),
+    ).toEqual(['50 ms', '100 ms', '200 ms', '400 ms']);
     expect(s.restarts('crashy')).toBeGreaterThanOrEqual(4);
     expect(child.maxAlive()).toBe(1);
     expect(gaveUp).toEqual([]);
@@ -101,12 +103,12 @@ describe('Supervisor', () => {
     const child = trivial('capped', () => crashAfter(1));
     await s.start('capped', child.start);
     await until(() => child.spawns.length >= 5);
-    expect(lines.filter((l) => l.includes('restarting in')).map((l) => l.replace(/.*restarting in /, '')).slice(0, 4)).toEqual([
-      '10 ms',
-      '20 ms',
-      '30 ms',
-      '30 ms',
-    ]);
+    expect(
+      lines
+        .filter((l) => l.includes('restarting in'))
+        .map((l) => l.replace(/.*restarting in /, ''))
+        .slice(0, 4),
+    ).toEqual(['10 ms', '20 ms', '30 ms', '30 ms']);
   });
 
   it('goes back to the first backoff step once the child stayed up past stableAfterMs', async () => {
@@ -128,7 +130,9 @@ describe('Supervisor', () => {
     await s.start('broken', child.start);
     await until(() => gaveUp.length > 0);
     expect(gaveUp).toHaveLength(1);
-    expect(gaveUp[0]).toMatch(/^broken failed 3 restarts in a row \(last: restart of broken failed: broken exited with 2 before it was ready; its log \(.*broken\.log\)\)$/);
+    expect(gaveUp[0]).toMatch(
+      /^broken failed 3 restarts in a row \(last: restart of broken failed: broken exited with 2 before it was ready; its log \(.*broken\.log\)\)$/,
+    );
     expect(child.spawns).toHaveLength(4);
     await sleep(300);
     expect(child.spawns).toHaveLength(4);
@@ -141,7 +145,11 @@ describe('Supervisor', () => {
     await s.start('flaky', child.start);
     await until(() => lines.some((l) => l.startsWith('flaky restarted')));
     expect(child.spawns).toHaveLength(4);
-    expect(lines.filter((l) => l.includes('restarting in')).map((l) => l.replace(/.*restarting in /, ''))).toEqual(['20 ms', '40 ms', '80 ms']);
+    expect(lines.filter((l) => l.includes('restarting in')).map((l) => l.replace(/.*restarting in /, ''))).toEqual([
+      '20 ms',
+      '40 ms',
+      '80 ms',
+    ]);
     expect(lines[1]).toMatch(/^restart of flaky failed: flaky exited with 2 before it was ready/);
     expect(child.maxAlive()).toBe(1);
     expect(s.restarts('flaky')).toBe(3);
@@ -220,8 +228,12 @@ describe('Supervisor', () => {
     await until(() => s.restarts('frozen') === 1 && frozen.pids.length === 2);
     await until(() => readStat(frozen.pids[0]!) === null || readStat(frozen.pids[0]!)!.state === 'Z');
     await eventually(() => frozen.answers(), { timeoutMs: 5000, intervalMs: 50 });
-    expect(lines).toContainEqual(expect.stringMatching(/^frozen \(pid \d+\) does not answer: the probe did not answer within 300 ms \(1 of 3\)$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^frozen \(pid \d+\) failed 3 liveness probes in a row: killing it/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^frozen \(pid \d+\) does not answer: the probe did not answer within 300 ms \(1 of 3\)$/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^frozen \(pid \d+\) failed 3 liveness probes in a row: killing it/),
+    );
     expect(gaveUp).toEqual([]);
   });
 
@@ -264,7 +276,9 @@ describe('Supervisor', () => {
     await s.start('base', base.start, { probeFailures: 40 }); // slow to give up on: the dependent has every chance to miscount
     await s.start('dependent', dependent.start, { dependsOn: ['base'], probeFailures: 2 });
     process.kill(base.pids[0]!, 'SIGSTOP');
-    await until(() => lines.some((l) => l.startsWith('dependent does not answer') && l.includes('while base does not either')));
+    await until(() =>
+      lines.some((l) => l.startsWith('dependent does not answer') && l.includes('while base does not either')),
+    );
     await sleep(1500);
     expect(s.restarts('dependent')).toBe(0);
     process.kill(base.pids[0]!, 'SIGCONT');
@@ -281,7 +295,10 @@ describe('Supervisor', () => {
     const running = await external.start(() => undefined);
     try {
       const dependent = await server('dependent-ext', () => external.answers());
-      await s.start('dependent-ext', dependent.start, { dependsOn: [{ name: 'the external server', alive: () => external.answers() }], probeFailures: 2 });
+      await s.start('dependent-ext', dependent.start, {
+        dependsOn: [{ name: 'the external server', alive: () => external.answers() }],
+        probeFailures: 2,
+      });
       process.kill(external.pids[0]!, 'SIGSTOP');
       await until(() => lines.some((l) => l.includes('while the external server does not either')));
       await sleep(1500);

@@ -44,7 +44,13 @@ describe('bounded Temporal calls', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'call-bounds-'));
-    server = await startTemporalDevServer({ binary: testEnv().binaries.temporal, dataDir: dir, port: await freePort(), uiPort: await freePort(), namespace: 'default' });
+    server = await startTemporalDevServer({
+      binary: testEnv().binaries.temporal,
+      dataDir: dir,
+      port: await freePort(),
+      uiPort: await freePort(),
+      namespace: 'default',
+    });
     connection = boundedConnection(server.address, BOUND_MS);
     client = new Client({ connection, namespace: 'default' });
   }, 120_000);
@@ -71,14 +77,21 @@ describe('bounded Temporal calls', () => {
     try {
       const handle = client.workflow.getHandle('frozen');
       const calls: Record<string, () => Promise<unknown>> = {
-        start: () => client.workflow.start('nothing-runs-this', { workflowId: 'during-the-freeze', taskQueue: 'nobody-polls' }),
+        start: () =>
+          client.workflow.start('nothing-runs-this', { workflowId: 'during-the-freeze', taskQueue: 'nobody-polls' }),
         signal: () => handle.signal('anything'),
         describe: () => handle.describe(),
         terminate: () => handle.terminate('frozen'),
       };
-      const outcomes = await Promise.all(Object.entries(calls).map(async ([name, call]) => ({ name, ...(await timed(call)) })));
+      const outcomes = await Promise.all(
+        Object.entries(calls).map(async ([name, call]) => ({ name, ...(await timed(call)) })),
+      );
       for (const { name, ms, error } of outcomes) {
-        expect({ name, failed: error !== 'ok', inTime: ms >= BOUND_MS - 100 && ms < BOUND_MS + 2000 }).toEqual({ name, failed: true, inTime: true });
+        expect({ name, failed: error !== 'ok', inTime: ms >= BOUND_MS - 100 && ms < BOUND_MS + 2000 }).toEqual({
+          name,
+          failed: true,
+          inTime: true,
+        });
         const translated = translateTemporalError(error);
         expect(translated).toBeInstanceOf(Unavailable);
         expect((translated as Unavailable).retryAfterSeconds).toBe(5);
@@ -105,10 +118,14 @@ describe('bounded Temporal calls', () => {
       const call = timed(() => nowhere.workflowService.getSystemInfo({}));
       await sleep(300);
       await nowhere.close();
-      const pending = new Promise<{ ms: number; error: unknown }>((r) => setTimeout(() => r({ ms: Infinity, error: 'still pending' }), 5000));
+      const pending = new Promise<{ ms: number; error: unknown }>((r) =>
+        setTimeout(() => r({ ms: Infinity, error: 'still pending' }), 5000),
+      );
       const { ms, error } = await Promise.race([call, pending]);
       expect(error).toBeInstanceOf(Error);
-      expect((error as ServiceError & { code?: number }).code ?? (error as { cause?: { code?: number } }).cause?.code).toBe(1); // CANCELLED
+      expect(
+        (error as ServiceError & { code?: number }).code ?? (error as { cause?: { code?: number } }).cause?.code,
+      ).toBe(1); // CANCELLED
       expect(ms).toBeLessThan(5000); // settled, not left pending until the 10 s deadline or for ever
       await sleep(1000); // any retry timer still due has fired
       expect(uncaught).toEqual([]);
@@ -119,7 +136,13 @@ describe('bounded Temporal calls', () => {
 
   it('a refusal stays a refusal, not Unavailable', async () => {
     // A search attribute the namespace does not have: the server answers INVALID_ARGUMENT.
-    const refused = await timed(() => client.workflow.start('nothing-runs-this', { workflowId: 'bad', taskQueue: 'nobody-polls', searchAttributes: { NoSuchAttribute: ['x'] } }));
+    const refused = await timed(() =>
+      client.workflow.start('nothing-runs-this', {
+        workflowId: 'bad',
+        taskQueue: 'nobody-polls',
+        searchAttributes: { NoSuchAttribute: ['x'] },
+      }),
+    );
     expect(refused.error).toBeInstanceOf(ServiceError);
     expect(((refused.error as ServiceError).cause as { code?: number }).code).toBe(3);
     expect(isTemporalUnreachable(refused.error)).toBe(false);
@@ -132,7 +155,14 @@ describe('bounded Temporal calls', () => {
     let worker: TestWorker | undefined;
     const pid = server.process.pid!;
     try {
-      t = await startTestApi(testConfig({ DATA_DIR: dataDir, TEMPORAL_ADDRESS: server.address, API_PORT: String(await freePort()), START_TASK_RECONCILE_AFTER_MS: '1000' }));
+      t = await startTestApi(
+        testConfig({
+          DATA_DIR: dataDir,
+          TEMPORAL_ADDRESS: server.address,
+          API_PORT: String(await freePort()),
+          START_TASK_RECONCILE_AFTER_MS: '1000',
+        }),
+      );
       worker = await startTestWorker(t.config);
       const user = await t.newUser();
       // An LLM must be configured for a conversation to start; this one sends no message, so it is never called.
@@ -140,31 +170,67 @@ describe('bounded Temporal calls', () => {
       process.kill(pid, 'SIGSTOP');
       const id = '5f0c7f4e-8d7e-4a8b-9c11-3e2d1f0a9b7c';
       const t0 = Date.now();
-      const r = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: id }, signal: AbortSignal.timeout(60_000) });
+      const r = await t.request('POST', '/api/v1/app-conversations', {
+        key: user.key,
+        body: { conversation_id: id },
+        signal: AbortSignal.timeout(60_000),
+      });
       const ms = Date.now() - t0;
       process.kill(pid, 'SIGCONT');
       // Accepted within the bound: its record is the acceptance. Not ERROR: Temporal may have taken it, and
       // if not, the reconciler starts it from its record once Temporal answers.
-      expect({ status: r.status, task: r.body.status, inTime: ms < 15_000 }).toEqual({ status: 200, task: 'WORKING', inTime: true });
-      const ready = await waitForStartTask(t, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 90_000);
+      expect({ status: r.status, task: r.body.status, inTime: ms < 15_000 }).toEqual({
+        status: 200,
+        task: 'WORKING',
+        inTime: true,
+      });
+      const ready = await waitForStartTask(
+        t,
+        user.key,
+        id,
+        (s) => s.status === 'READY' || s.status === 'ERROR',
+        90_000,
+      );
       expect(ready).toMatchObject({ id, status: 'READY' });
 
       // A sandbox made while Temporal is frozen: a 503 within the bound, and the record never left STARTING
       // with nothing to move it: ERROR, or RUNNING when the thawed server still took its workflow.
-      const before = new Set(((await t.request('GET', '/api/v1/sandboxes/search', { key: user.key })).body.items as { id: string }[]).map((x) => x.id));
+      const before = new Set(
+        ((await t.request('GET', '/api/v1/sandboxes/search', { key: user.key })).body.items as { id: string }[]).map(
+          (x) => x.id,
+        ),
+      );
       process.kill(pid, 'SIGSTOP');
       const s0 = Date.now();
-      const made = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {}, signal: AbortSignal.timeout(60_000) });
+      const made = await t.request('POST', '/api/v1/sandboxes', {
+        key: user.key,
+        body: {},
+        signal: AbortSignal.timeout(60_000),
+      });
       const madeMs = Date.now() - s0;
       process.kill(pid, 'SIGCONT');
-      expect({ status: made.status, retryAfter: made.headers.get('retry-after'), inTime: madeMs < 15_000 }).toEqual({ status: 503, retryAfter: '5', inTime: true });
-      const fresh = ((await t.request('GET', '/api/v1/sandboxes/search', { key: user.key })).body.items as { id: string; status: string }[]).filter((x) => !before.has(x.id));
+      expect({ status: made.status, retryAfter: made.headers.get('retry-after'), inTime: madeMs < 15_000 }).toEqual({
+        status: 503,
+        retryAfter: '5',
+        inTime: true,
+      });
+      const fresh = (
+        (await t.request('GET', '/api/v1/sandboxes/search', { key: user.key })).body.items as {
+          id: string;
+          status: string;
+        }[]
+      ).filter((x) => !before.has(x.id));
       expect(fresh).toHaveLength(1);
-      const settled = await eventually(async () => {
-        const status = (await t!.request('GET', `/api/v1/sandboxes?id=${fresh[0]!.id}`, { key: user.key })).body[0]?.status as string;
-        return ['ERROR', 'RUNNING'].includes(status) && status;
-      }, { timeoutMs: 60_000 });
-      if (settled === 'RUNNING') expect((await t.request('DELETE', `/api/v1/sandboxes/${fresh[0]!.id}`, { key: user.key })).status).toBe(200);
+      const settled = await eventually(
+        async () => {
+          const status = (await t!.request('GET', `/api/v1/sandboxes?id=${fresh[0]!.id}`, { key: user.key })).body[0]
+            ?.status as string;
+          return ['ERROR', 'RUNNING'].includes(status) && status;
+        },
+        { timeoutMs: 60_000 },
+      );
+      if (settled === 'RUNNING')
+        expect((await t.request('DELETE', `/api/v1/sandboxes/${fresh[0]!.id}`, { key: user.key })).status).toBe(200);
     } finally {
       process.kill(pid, 'SIGCONT');
       await worker?.stop();

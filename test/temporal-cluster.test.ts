@@ -12,8 +12,22 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Client as PgClient } from 'pg';
-import { postgresSuperuserUrl, requirePostgresBinDir, startPostgres, type PostgresServer } from '../scripts/servers/postgres-server';
-import { ensureNamespace, freeNodePorts, prepareTemporalStore, startTemporalNode, TEMPORAL_DATABASES, TEMPORAL_ROLE, type TemporalNodePorts, type TemporalStore } from '../scripts/servers/temporal-server';
+import {
+  postgresSuperuserUrl,
+  requirePostgresBinDir,
+  startPostgres,
+  type PostgresServer,
+} from '../scripts/servers/postgres-server';
+import {
+  ensureNamespace,
+  freeNodePorts,
+  prepareTemporalStore,
+  startTemporalNode,
+  TEMPORAL_DATABASES,
+  TEMPORAL_ROLE,
+  type TemporalNodePorts,
+  type TemporalStore,
+} from '../scripts/servers/temporal-server';
 import type { Child } from '../scripts/servers/child';
 import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -45,8 +59,18 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-cluster-'));
     const port = await freePort();
-    postgres = await startPostgres({ binDir: requirePostgresBinDir(), dir: path.join(dir, 'postgres'), port, durable: false });
-    store = { host: '127.0.0.1', port, superuserUrl: (database) => postgresSuperuserUrl(path.join(dir, 'postgres'), port, database), passwordFile: path.join(dir, 'postgres', 'temporal-password') };
+    postgres = await startPostgres({
+      binDir: requirePostgresBinDir(),
+      dir: path.join(dir, 'postgres'),
+      port,
+      durable: false,
+    });
+    store = {
+      host: '127.0.0.1',
+      port,
+      superuserUrl: (database) => postgresSuperuserUrl(path.join(dir, 'postgres'), port, database),
+      passwordFile: path.join(dir, 'postgres', 'temporal-password'),
+    };
   }, 120_000);
 
   afterAll(async () => {
@@ -66,39 +90,72 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
       `SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = '${TEMPORAL_ROLE}'`,
     );
     expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false });
-    const owned = await query<{ datname: string }>(store.superuserUrl('postgres'), `SELECT datname FROM pg_database WHERE pg_get_userbyid(datdba) = '${TEMPORAL_ROLE}' ORDER BY datname`);
+    const owned = await query<{ datname: string }>(
+      store.superuserUrl('postgres'),
+      `SELECT datname FROM pg_database WHERE pg_get_userbyid(datdba) = '${TEMPORAL_ROLE}' ORDER BY datname`,
+    );
     expect(owned.map((d) => d.datname)).toEqual(Object.values(TEMPORAL_DATABASES).sort());
     // Each role enters its own databases only: not FerretDB's, nor `postgres`.
     for (const other of ['ferretdb', 'postgres']) {
-      await expect(query(`postgres://${TEMPORAL_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${store.port}/${other}?sslmode=disable`, 'SELECT 1')).rejects.toThrow(/permission denied/);
+      await expect(
+        query(
+          `postgres://${TEMPORAL_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${store.port}/${other}?sslmode=disable`,
+          'SELECT 1',
+        ),
+      ).rejects.toThrow(/permission denied/);
     }
 
     const taken = new Set<number>();
     const [portsA, portsB] = [await freeNodePorts(taken), await freeNodePorts(taken)];
     const node = (name: string, ports: TemporalNodePorts) =>
-      startTemporalNode({ binary: env.binaries.temporalServer, dir: path.join(dir, name), ports, store, password, clusterFrontendPort: portsA.frontend, namespace: 'default' });
+      startTemporalNode({
+        binary: env.binaries.temporalServer,
+        dir: path.join(dir, name),
+        ports,
+        store,
+        password,
+        clusterFrontendPort: portsA.frontend,
+        namespace: 'default',
+      });
     const a = await node('node-a', portsA);
     nodes.push(a);
 
     // One database and task queue for everything; an api and a worker per node, as on two hosts.
-    const shared = { MONGODB_DB: uniqueName('cluster'), TEMPORAL_TASK_QUEUE: uniqueName('tq'), START_TASK_RECONCILE_AFTER_MS: '5000' };
+    const shared = {
+      MONGODB_DB: uniqueName('cluster'),
+      TEMPORAL_TASK_QUEUE: uniqueName('tq'),
+      START_TASK_RECONCILE_AFTER_MS: '5000',
+    };
     // Each host's runtimes on an address of its own, which the other host reaches (as on two machines).
-    const hostEnv = (host: 'host-a' | 'host-b') => ({ WORKER_HOST: host, SANDBOX_PROCESS_HOST: host === 'host-a' ? '127.0.0.2' : '127.0.0.3' });
+    const hostEnv = (host: 'host-a' | 'host-b') => ({
+      WORKER_HOST: host,
+      SANDBOX_PROCESS_HOST: host === 'host-a' ? '127.0.0.2' : '127.0.0.3',
+    });
     const configOf = async (node: Child & { address: string }, host: 'host-a' | 'host-b') =>
-      testConfig({ ...shared, ...hostEnv(host), TEMPORAL_ADDRESS: node.address, DATA_DIR: path.join(dir, host), API_PORT: String(await freePort()) });
+      testConfig({
+        ...shared,
+        ...hostEnv(host),
+        TEMPORAL_ADDRESS: node.address,
+        DATA_DIR: path.join(dir, host),
+        API_PORT: String(await freePort()),
+      });
     // A worker before the namespace exists: it waits for it instead of exiting.
     const configA = await configOf(a, 'host-a');
     const workerA = startWorkerProcess(configA, configA.dataDir, hostEnv('host-a'));
     workers.push(workerA.child);
     let outA = '';
-    for (const stream of [workerA.child.stdout!, workerA.child.stderr!]) stream.on('data', (d: Buffer) => (outA += d.toString()));
+    for (const stream of [workerA.child.stdout!, workerA.child.stderr!])
+      stream.on('data', (d: Buffer) => (outA += d.toString()));
     const b = await node('node-b', portsB);
     nodes.push(b);
     const configB = await configOf(b, 'host-b');
     const workerB = startWorkerProcess(configB, configB.dataDir, hostEnv('host-b'));
     workers.push(workerB.child);
     // It found no namespace and said so, and is still there, waiting.
-    await eventually(() => outA.includes('search attributes of namespace default not registered yet'), { timeoutMs: 60_000, what: 'worker A waiting for the namespace' });
+    await eventually(() => outA.includes('search attributes of namespace default not registered yet'), {
+      timeoutMs: 60_000,
+      what: 'worker A waiting for the namespace',
+    });
     expect(workerA.child.exitCode).toBeNull();
     expect(await ensureNamespace(b.address, 'default')).toBe(true);
     expect(await ensureNamespace(a.address, 'default')).toBe(false); // registered already: no error
@@ -110,7 +167,10 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
       `postgres://${TEMPORAL_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${store.port}/${TEMPORAL_DATABASES.history}?sslmode=disable`,
       "SELECT role, count(DISTINCT rpc_port)::text AS n FROM cluster_membership WHERE last_heartbeat > (now() AT TIME ZONE 'UTC') - interval '30 seconds' AND role IN (1, 2) GROUP BY role ORDER BY role",
     );
-    expect(members).toEqual([{ role: 1, n: '2' }, { role: 2, n: '2' }]);
+    expect(members).toEqual([
+      { role: 1, n: '2' },
+      { role: 2, n: '2' },
+    ]);
 
     for (const config of [configA, configB]) apis.push(await startTestApi(config));
     const [apiA, apiB] = apis as [TestApi, TestApi];
@@ -119,12 +179,18 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
     await apiA.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
     const start = async (api: TestApi) => {
       const id = randomUUID();
-      const r = await api.request('POST', '/api/v1/app-conversations', { key: user.key, body: { conversation_id: id } });
+      const r = await api.request('POST', '/api/v1/app-conversations', {
+        key: user.key,
+        body: { conversation_id: id },
+      });
       expect(r.status).toBe(200);
       return waitForStartTask(api, user.key, id, (s) => s.status === 'READY' || s.status === 'ERROR', 120_000);
     };
     const [viaA, viaB] = await Promise.all([start(apiA), start(apiB)]);
-    expect([viaA, viaB].map((s) => [s.status, s.detail])).toEqual([['READY', null], ['READY', null]]);
+    expect([viaA, viaB].map((s) => [s.status, s.detail])).toEqual([
+      ['READY', null],
+      ['READY', null],
+    ]);
 
     // Node A and its worker gone at once (a host lost): node B takes over A's shards and serves on its own.
     a.process.kill('SIGKILL');
@@ -133,6 +199,8 @@ describe('the real Temporal server: a two-node cluster on PostgreSQL', () => {
     const t0 = Date.now();
     const after = await Promise.all(Array.from({ length: 6 }, () => start(apiB)));
     expect(after.map((s) => s.status)).toEqual(Array(6).fill('READY'));
-    console.log(`temporal cluster: 6 starts through node B READY ${((Date.now() - t0) / 1000).toFixed(1)} s after node A was killed`);
+    console.log(
+      `temporal cluster: 6 starts through node B READY ${((Date.now() - t0) / 1000).toFixed(1)} s after node A was killed`,
+    );
   }, 600_000);
 });

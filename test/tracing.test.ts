@@ -56,7 +56,9 @@ describe('tracing of starts', () => {
     const taskId = started.body[0].id;
 
     const spans = exporter.getFinishedSpans();
-    const root = spans.find((s) => s.name === 'app_conversation.start' && s.attributes['agent_control.start_task.id'] === taskId)!;
+    const root = spans.find(
+      (s) => s.name === 'app_conversation.start' && s.attributes['agent_control.start_task.id'] === taskId,
+    )!;
     expect(root).toBeDefined();
     expect(root.attributes).toMatchObject({
       'metadata.team': 'platform',

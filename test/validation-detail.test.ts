@@ -13,10 +13,22 @@ describe('zod issues as HTTPValidationError entries', () => {
 
   it('limit: greater_than, less_than_equal, int_parsing, with loc and raw input', () => {
     expect(detail(query, { limit: '0' }, 'query')).toEqual([
-      { loc: ['query', 'limit'], msg: 'Input should be greater than 0', type: 'greater_than', input: '0', ctx: { gt: 0 } },
+      {
+        loc: ['query', 'limit'],
+        msg: 'Input should be greater than 0',
+        type: 'greater_than',
+        input: '0',
+        ctx: { gt: 0 },
+      },
     ]);
     expect(detail(query, { limit: '101' }, 'query')).toEqual([
-      { loc: ['query', 'limit'], msg: 'Input should be less than or equal to 100', type: 'less_than_equal', input: '101', ctx: { le: 100 } },
+      {
+        loc: ['query', 'limit'],
+        msg: 'Input should be less than or equal to 100',
+        type: 'less_than_equal',
+        input: '101',
+        ctx: { le: 100 },
+      },
     ]);
     expect(detail(query, { limit: 'ten' }, 'query')).toEqual([
       {
@@ -51,7 +63,9 @@ describe('zod issues as HTTPValidationError entries', () => {
     expect(d).toMatchObject({ loc: ['path', 'org_id'], type: 'uuid_parsing', input: 'not-a-uuid' });
     expect(d!.msg).toMatch(/^Input should be a valid UUID, invalid character/);
     expect(d!.ctx).toEqual({ error: expect.stringContaining('invalid character') });
-    expect(params.parse({ org_id: '0F8FAD5B-D9CB-469F-A165-70867728950E' })).toEqual({ org_id: '0f8fad5b-d9cb-469f-a165-70867728950e' });
+    expect(params.parse({ org_id: '0F8FAD5B-D9CB-469F-A165-70867728950E' })).toEqual({
+      org_id: '0f8fad5b-d9cb-469f-a165-70867728950e',
+    });
   });
 
   it('missing reports the object that lacks the field', () => {
@@ -86,7 +100,13 @@ describe('zod issues as HTTPValidationError entries', () => {
       ['body.lit', 'literal_error'],
     ]);
     expect(detail(s, { str: 'abcd', list: [1], flag: true, lit: 'text' })).toEqual([
-      { loc: ['body', 'str'], msg: 'String should have at most 3 characters', type: 'string_too_long', input: 'abcd', ctx: { max_length: 3 } },
+      {
+        loc: ['body', 'str'],
+        msg: 'String should have at most 3 characters',
+        type: 'string_too_long',
+        input: 'abcd',
+        ctx: { max_length: 3 },
+      },
     ]);
   });
 
@@ -96,7 +116,9 @@ describe('zod issues as HTTPValidationError entries', () => {
   });
 
   it('discriminated unions: union_tag_invalid and union_tag_not_found at the union loc', () => {
-    const ev = z.array(z.discriminatedUnion('kind', [z.object({ kind: z.literal('A') }), z.object({ kind: z.literal('B') })]));
+    const ev = z.array(
+      z.discriminatedUnion('kind', [z.object({ kind: z.literal('A') }), z.object({ kind: z.literal('B') })]),
+    );
     expect(detail(ev, [{ kind: 'A' }, { kind: 'C' }])).toEqual([
       {
         loc: ['body', 1],
@@ -112,7 +134,13 @@ describe('zod issues as HTTPValidationError entries', () => {
   it('custom checks name their own type or fall back to value_error', () => {
     const s = z.object({ a: z.string().refine((v) => v === 'ok', 'must be ok') });
     expect(detail(s, { a: 'no' })).toEqual([
-      { loc: ['body', 'a'], msg: 'Value error, must be ok', type: 'value_error', input: 'no', ctx: { error: 'must be ok' } },
+      {
+        loc: ['body', 'a'],
+        msg: 'Value error, must be ok',
+        type: 'value_error',
+        input: 'no',
+        ctx: { error: 'must be ok' },
+      },
     ]);
     expect(detail(z.object({ n: queryInt() }), { n: 'x' }, 'query')[0]!.type).toBe('int_parsing');
   });

@@ -35,7 +35,10 @@ describe('worker', () => {
     try {
       const client = new Client({ connection, namespace: env.namespace });
       const result = await worker.runUntil(
-        client.workflow.execute<() => Promise<DiagnosticsResult>>(WORKFLOW_TYPES.diagnostics, { taskQueue, workflowId: uniqueName('diag') }),
+        client.workflow.execute<() => Promise<DiagnosticsResult>>(WORKFLOW_TYPES.diagnostics, {
+          taskQueue,
+          workflowId: uniqueName('diag'),
+        }),
       );
       expect(result.worker).toEqual({ identity: 'test-worker', taskQueue });
       expect(result.database).toEqual({ ok: true, latencyMs: expect.any(Number) });
@@ -51,7 +54,9 @@ describe('worker', () => {
     try {
       expect(await ensureSearchAttributes(connection, env.namespace)).toEqual([]);
       const listed = await connection.operatorService.listSearchAttributes({ namespace: env.namespace });
-      expect(Object.keys(listed.customAttributes ?? {})).toEqual(expect.arrayContaining(Object.keys(SEARCH_ATTRIBUTES)));
+      expect(Object.keys(listed.customAttributes ?? {})).toEqual(
+        expect.arrayContaining(Object.keys(SEARCH_ATTRIBUTES)),
+      );
     } finally {
       await connection.close();
     }

@@ -59,7 +59,11 @@ describe('a workflow no worker answers', () => {
       timed('POST', `/api/v1/sandboxes/${id}/resume`),
       timed('DELETE', `/api/v1/sandboxes/${id}`),
     ]);
-    for (const [op, r] of [['pause', pause], ['resume', resume], ['delete', del]] as const) {
+    for (const [op, r] of [
+      ['pause', pause],
+      ['resume', resume],
+      ['delete', del],
+    ] as const) {
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('5');
       expect(r.body.detail).toBe(
@@ -76,17 +80,29 @@ describe('a workflow no worker answers', () => {
 
   it('documents that 503 in the OpenAPI document', async () => {
     const doc = (await t.request('GET', '/openapi.json')).body;
-    for (const [p, method] of [['/api/v1/sandboxes/{id}/pause', 'post'], ['/api/v1/sandboxes/{id}/resume', 'post'], ['/api/v1/sandboxes/{id}', 'delete']] as const) {
-      expect(doc.paths[p][method].responses['503'].description).toMatch(/^No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS/);
+    for (const [p, method] of [
+      ['/api/v1/sandboxes/{id}/pause', 'post'],
+      ['/api/v1/sandboxes/{id}/resume', 'post'],
+      ['/api/v1/sandboxes/{id}', 'delete'],
+    ] as const) {
+      expect(doc.paths[p][method].responses['503'].description).toMatch(
+        /^No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS/,
+      );
     }
   });
 
   it('ends a query of the workflow with NoWorkerAnswered after the bound', async () => {
     const id = await newSandbox();
     const at = Date.now();
-    const asked = askWorkflow(client, sandboxWorkflowId(id), BOUND_MS, () => client.workflow.getHandle(sandboxWorkflowId(id)).query(sandboxStateQuery));
+    const asked = askWorkflow(client, sandboxWorkflowId(id), BOUND_MS, () =>
+      client.workflow.getHandle(sandboxWorkflowId(id)).query(sandboxStateQuery),
+    );
     await expect(asked).rejects.toBeInstanceOf(NoWorkerAnswered);
-    await expect(asked).rejects.toMatchObject({ workflowId: sandboxWorkflowId(id), boundMs: BOUND_MS, message: `No worker answered workflow ${sandboxWorkflowId(id)} within 1.5 s` });
+    await expect(asked).rejects.toMatchObject({
+      workflowId: sandboxWorkflowId(id),
+      boundMs: BOUND_MS,
+      message: `No worker answered workflow ${sandboxWorkflowId(id)} within 1.5 s`,
+    });
     const ms = Date.now() - at;
     expect(ms).toBeGreaterThanOrEqual(BOUND_MS - 50);
     expect(ms).toBeLessThan(BOUND_MS + 3000);
@@ -116,12 +132,21 @@ describe('a workflow whose task is failing', () => {
     // The real workflows, with an interceptor that fails the workflow task of every delete Update.
     const { code } = await bundleWorkflowCode({
       workflowsPath: WORKFLOWS_ENTRY,
-      workflowInterceptorModules: [WORKFLOW_INTERCEPTORS, path.join(__dirname, 'fixtures', 'failing-update-interceptor.ts')],
+      workflowInterceptorModules: [
+        WORKFLOW_INTERCEPTORS,
+        path.join(__dirname, 'fixtures', 'failing-update-interceptor.ts'),
+      ],
       logger: new DefaultLogger('WARN'),
     });
     const bundle = path.join(dataDir, 'workflow-bundle.js');
     fs.writeFileSync(bundle, code);
-    const config = testConfig({ DATA_DIR: dataDir, WORKFLOW_ANSWER_TIMEOUT_MS: String(BOUND_MS), SANDBOX_HEALTH_INTERVAL_MS: '250', SANDBOX_HEALTH_GRACE_MS: '1000', SANDBOX_IDLE_TIMEOUT_MS: '0' });
+    const config = testConfig({
+      DATA_DIR: dataDir,
+      WORKFLOW_ANSWER_TIMEOUT_MS: String(BOUND_MS),
+      SANDBOX_HEALTH_INTERVAL_MS: '250',
+      SANDBOX_HEALTH_GRACE_MS: '1000',
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+    });
     t = await startTestApi(config);
     worker = await startTestWorker(config, undefined, bundle);
     connection = await Connection.connect({ address: testEnv().temporalAddress });
@@ -131,8 +156,13 @@ describe('a workflow whose task is failing', () => {
 
   afterAll(async () => {
     // Their workflows would retry the failing task for ever.
-    for await (const w of client.workflow.list({ query: `TaskQueue = "${t.config.temporal.taskQueue}" AND ExecutionStatus = "Running"` })) {
-      await client.workflow.getHandle(w.workflowId).terminate('the test is over').catch(() => undefined);
+    for await (const w of client.workflow.list({
+      query: `TaskQueue = "${t.config.temporal.taskQueue}" AND ExecutionStatus = "Running"`,
+    })) {
+      await client.workflow
+        .getHandle(w.workflowId)
+        .terminate('the test is over')
+        .catch(() => undefined);
     }
     await worker?.stop();
     await t?.close();
@@ -175,7 +205,8 @@ describe('a workflow whose task is failing', () => {
   it('leaves the answers to what the caller asked as they were: a pause of a sandbox in ERROR is still a 409', async () => {
     const created = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
     await waitForStatus(t, user.key, created.id, 'RUNNING');
-    const pid = ((await t.database.db.collection('sandboxes').findOne({ _id: created.id }))!.runtime as { pid: number }).pid;
+    const pid = ((await t.database.db.collection('sandboxes').findOne({ _id: created.id }))!.runtime as { pid: number })
+      .pid;
     process.kill(pid, 'SIGKILL');
     await waitForStatus(t, user.key, created.id, 'ERROR', 15_000);
     const pause = await t.request('POST', `/api/v1/sandboxes/${created.id}/pause`, { key: user.key });
@@ -186,14 +217,23 @@ describe('a workflow whose task is failing', () => {
   it('tells the refusal from other FAILED_PRECONDITION answers by its detail', () => {
     const grpcError = (code: number, typeUrl?: string) => {
       // As gRPC gives it: the status, with its details, in the trailing metadata.
-      const detail = typeUrl && { type_url: typeUrl, value: temporal.api.errordetails.v1.WorkflowNotReadyFailure.encode({}).finish() };
-      const status = detail ? [Buffer.from(google.rpc.Status.encode({ code, message: 'refused', details: [detail] }).finish())] : [];
+      const detail = typeUrl && {
+        type_url: typeUrl,
+        value: temporal.api.errordetails.v1.WorkflowNotReadyFailure.encode({}).finish(),
+      };
+      const status = detail
+        ? [Buffer.from(google.rpc.Status.encode({ code, message: 'refused', details: [detail] }).finish())]
+        : [];
       const metadata = { get: (key: string) => (key === 'grpc-status-details-bin' ? status : []) };
       return Object.assign(new Error(`${code} refused`), { code, details: 'refused', metadata });
     };
     const notReady = 'type.googleapis.com/temporal.api.errordetails.v1.WorkflowNotReadyFailure';
     expect(isWorkflowTaskFailing(new Error('Workflow Update failed', { cause: grpcError(9, notReady) }))).toBe(true);
-    expect(isWorkflowTaskFailing(grpcError(9, 'type.googleapis.com/temporal.api.errordetails.v1.NamespaceInvalidStateFailure'))).toBe(false);
+    expect(
+      isWorkflowTaskFailing(
+        grpcError(9, 'type.googleapis.com/temporal.api.errordetails.v1.NamespaceInvalidStateFailure'),
+      ),
+    ).toBe(false);
     expect(isWorkflowTaskFailing(grpcError(9))).toBe(false);
     expect(isWorkflowTaskFailing(grpcError(3, notReady))).toBe(false);
     expect(isWorkflowTaskFailing(new Error('Workflow Update failed'))).toBe(false);

@@ -27,17 +27,29 @@ import { Worker } from '@temporalio/worker';
 import { testEnv } from './helpers/env';
 import { quietTemporalRuntime } from './helpers/temporal-runtime';
 
-const fixture = (name: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'fixtures', `${name}.binpb`)));
+const fixture = (name: string) =>
+  temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'fixtures', `${name}.binpb`)));
 
 describe('workflow replay across the upgrade', () => {
   beforeAll(() => quietTemporalRuntime());
 
-  it.each(['sandbox-history-none', 'sandbox-history-resume', 'sandbox-history-delete', 'start-task-history', 'callbacks-history', 'sandbox-history-gone', 'start-task-history-error', 'sandbox-history-hosts', 'start-task-history-line', 'start-admission-history', 'start-task-history-org-line'])(
-    'replays %s, recorded by the earlier code',
-    async (name) => {
-      const history = fixture(name);
-      expect(history.events!.length).toBeGreaterThan(5);
-      await expect(Worker.runReplayHistory({ workflowBundle: { codePath: testEnv().workflowBundlePath } }, history)).resolves.toBeUndefined();
-    },
-  );
+  it.each([
+    'sandbox-history-none',
+    'sandbox-history-resume',
+    'sandbox-history-delete',
+    'start-task-history',
+    'callbacks-history',
+    'sandbox-history-gone',
+    'start-task-history-error',
+    'sandbox-history-hosts',
+    'start-task-history-line',
+    'start-admission-history',
+    'start-task-history-org-line',
+  ])('replays %s, recorded by the earlier code', async (name) => {
+    const history = fixture(name);
+    expect(history.events!.length).toBeGreaterThan(5);
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: testEnv().workflowBundlePath } }, history),
+    ).resolves.toBeUndefined();
+  });
 });

@@ -10,15 +10,27 @@ const input = (request: StartTaskWorkflowInput['request']): StartTaskWorkflowInp
 
 describe('workflow summaries', () => {
   it('names the user first and the repository and branch as quoted values', () => {
-    const s = workflowSummaries.startTask(input({ selected_repository: 'acme/app', selected_branch: 'main', plugins: [{ source: 'x' }] }));
+    const s = workflowSummaries.startTask(
+      input({ selected_repository: 'acme/app', selected_branch: 'main', plugins: [{ source: 'x' }] }),
+    );
     expect(s.staticSummary).toBe('Start for user user-a: "acme/app" branch "main"');
-    expect(s.staticDetails.split('\n')).toEqual(['- user: user-a', '- conversation: task-1', '- repository: "acme/app" branch "main"', '- sandbox: a new one', '- plugins: 1']);
+    expect(s.staticDetails.split('\n')).toEqual([
+      '- user: user-a',
+      '- conversation: task-1',
+      '- repository: "acme/app" branch "main"',
+      '- sandbox: a new one',
+      '- plugins: 1',
+    ]);
     expect(workflowSummaries.startTask(input({})).staticSummary).toBe('Start for user user-a: an empty workspace');
   });
 
   it('a request cannot pass for another user, add lines, or run on', () => {
     const s = workflowSummaries.startTask(
-      input({ selected_repository: 'acme/app for user victim', selected_branch: 'main\n- user: victim\n- sandbox: [x](https://evil.example)', sandbox_id: 'a'.repeat(500) }),
+      input({
+        selected_repository: 'acme/app for user victim',
+        selected_branch: 'main\n- user: victim\n- sandbox: [x](https://evil.example)',
+        sandbox_id: 'a'.repeat(500),
+      }),
     );
     expect(s.staticSummary.startsWith('Start for user user-a: "acme/app for user victim"')).toBe(true);
     const lines = s.staticDetails.split('\n');

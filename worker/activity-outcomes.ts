@@ -6,7 +6,12 @@
  */
 import type { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { Runtime, type ActivityExecuteInput, type ActivityInboundCallsInterceptor, type Next } from '@temporalio/worker';
+import {
+  Runtime,
+  type ActivityExecuteInput,
+  type ActivityInboundCallsInterceptor,
+  type Next,
+} from '@temporalio/worker';
 
 export const ACTIVITY_OUTCOMES_METRIC = 'agent_control_activity_outcomes';
 
@@ -25,7 +30,12 @@ export class ActivityOutcomesInterceptor implements ActivityInboundCallsIntercep
     // SDK's own series (the ones an operator joins this with) say activity_type and task_queue.
     const { activityType, taskQueue, activityNamespace, isLocal } = this.ctx.info;
     const counter = Runtime.instance()
-      .metricMeter.withTags({ activity_type: activityType, task_queue: taskQueue, namespace: activityNamespace, local: String(isLocal) })
+      .metricMeter.withTags({
+        activity_type: activityType,
+        task_queue: taskQueue,
+        namespace: activityNamespace,
+        local: String(isLocal),
+      })
       .createCounter(ACTIVITY_OUTCOMES_METRIC, '1', 'Activity executions by type and outcome');
     try {
       const result = await next(input);
@@ -33,7 +43,10 @@ export class ActivityOutcomesInterceptor implements ActivityInboundCallsIntercep
       return result;
     } catch (e) {
       const cancelled = e instanceof CancelledFailure || this.ctx.cancellationSignal.aborted;
-      counter.add(1, cancelled ? { outcome: 'cancelled', failure_type: '' } : { outcome: 'failed', failure_type: failureType(e) });
+      counter.add(
+        1,
+        cancelled ? { outcome: 'cancelled', failure_type: '' } : { outcome: 'failed', failure_type: failureType(e) },
+      );
       throw e;
     }
   }

@@ -22,7 +22,8 @@ async function connectWithRetry(address: string, log: (msg: string) => void): Pr
       return await NativeConnection.connect({ address });
     } catch (e) {
       if (attempt >= 60) throw e;
-      if (attempt === 1 || attempt % 10 === 0) log(`Temporal at ${address} does not answer yet (${(e as Error).message}); retrying`);
+      if (attempt === 1 || attempt % 10 === 0)
+        log(`Temporal at ${address} does not answer yet (${(e as Error).message}); retrying`);
       await sleep(1000);
     }
   }
@@ -35,17 +36,25 @@ function warnAboutProcessIsolation(config: Config, logger: Logger): void {
   const line = '*'.repeat(100);
   const why =
     processIsolation === 'none'
-      ? 'SANDBOX_PROCESS_ISOLATION=none: process sandboxes run as this worker\'s user, shared by every user of the service.'
+      ? "SANDBOX_PROCESS_ISOLATION=none: process sandboxes run as this worker's user, shared by every user of the service."
       : `process sandboxes are NOT isolated (the worker does not run as root): only ${processUsers.length ? processUsers.join(', ') : 'nobody'} (SANDBOX_PROCESS_USERS) may start them.`;
-  logger.warn(`\n${line}\n${why}\nA sandbox's commands can read this worker's files (DATA_DIR, its secrets key, other sandboxes) and reach the database and Temporal.\nRun the worker as root for a uid per sandbox, or use the docker provider.\n${line}`);
+  logger.warn(
+    `\n${line}\n${why}\nA sandbox's commands can read this worker's files (DATA_DIR, its secrets key, other sandboxes) and reach the database and Temporal.\nRun the worker as root for a uid per sandbox, or use the docker provider.\n${line}`,
+  );
 }
 
 /** Process sandboxes without a cgroup (SANDBOX_CGROUPS=auto where none is usable) are limited in nothing: said once. */
 function warnAboutCgroups(config: Config, logger: Logger): void {
   const { why } = sandboxCgroups(config.sandboxes.cgroups, config.sandboxes.cgroupParent);
-  if (why) logger.warn(`process sandboxes run without cgroups (${why}): no memory, CPU or process limit holds for them; one can slow or stop the others`);
+  if (why)
+    logger.warn(
+      `process sandboxes run without cgroups (${why}): no memory, CPU or process limit holds for them; one can slow or stop the others`,
+    );
   const disks = sandboxDisks(config.sandboxes.disks, config.sandboxes.dir);
-  if (disks.why) logger.warn(`process sandboxes run without a file system of their own (${disks.why}): no disk limit holds for them; one can fill the host's disk`);
+  if (disks.why)
+    logger.warn(
+      `process sandboxes run without a file system of their own (${disks.why}): no disk limit holds for them; one can fill the host's disk`,
+    );
 }
 
 async function main(): Promise<void> {
@@ -70,15 +79,27 @@ async function main(): Promise<void> {
         logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
         // The SDK's own metrics (workflow and activity outcomes and latencies by type, polls, slots), served
         // by its core for Prometheus at http://WORKER_METRICS_ADDRESS/metrics.
-        ...(config.metrics.workerAddress ? { metrics: { prometheus: { bindAddress: config.metrics.workerAddress, countersTotalSuffix: true, useSecondsForDurations: true } } } : {}),
+        ...(config.metrics.workerAddress
+          ? {
+              metrics: {
+                prometheus: {
+                  bindAddress: config.metrics.workerAddress,
+                  countersTotalSuffix: true,
+                  useSecondsForDurations: true,
+                },
+              },
+            }
+          : {}),
       },
     });
   } catch (e) {
     // The exporter's own message names no variable (a busy port, an address it cannot bind).
-    if (config.metrics.workerAddress) throw new Error(`WORKER_METRICS_ADDRESS=${config.metrics.workerAddress}: ${(e as Error).message}`, { cause: e });
+    if (config.metrics.workerAddress)
+      throw new Error(`WORKER_METRICS_ADDRESS=${config.metrics.workerAddress}: ${(e as Error).message}`, { cause: e });
     throw e;
   }
-  if (config.metrics.workerAddress) logger.info({ url: `http://${config.metrics.workerAddress}/metrics` }, 'serving Prometheus metrics');
+  if (config.metrics.workerAddress)
+    logger.info({ url: `http://${config.metrics.workerAddress}/metrics` }, 'serving Prometheus metrics');
 
   const bundlePath = config.workflowBundlePath ?? path.resolve(__dirname, '..', 'workflow-bundle.js');
   if (!fs.existsSync(bundlePath)) {
@@ -90,7 +111,10 @@ async function main(): Promise<void> {
   });
   const connection = await connectWithRetry(temporalAddress, (m) => logger.warn(m));
   // A cluster still coming up is waited for; a namespace that never comes (a wrong TEMPORAL_NAMESPACE) ends the worker.
-  const added = await ensureSearchAttributes(connection, config.temporal.namespace, { log: (l) => logger.warn(l), giveUpMs: 10 * 60_000 });
+  const added = await ensureSearchAttributes(connection, config.temporal.namespace, {
+    log: (l) => logger.warn(l),
+    giveUpMs: 10 * 60_000,
+  });
   if (added.length > 0) logger.info({ added }, 'registered search attributes');
 
   const clientConnection = boundedConnection(temporalAddress);
@@ -112,7 +136,10 @@ async function main(): Promise<void> {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
   beatWhileAlive(workerHeartbeatFile(config.dataDir));
-  logger.info({ taskQueue: config.temporal.taskQueue, hostTaskQueue: worker.hostQueue, namespace: config.temporal.namespace }, 'worker polling');
+  logger.info(
+    { taskQueue: config.temporal.taskQueue, hostTaskQueue: worker.hostQueue, namespace: config.temporal.namespace },
+    'worker polling',
+  );
   await worker.run();
   await connection.close();
   await clientConnection.close();

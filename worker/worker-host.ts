@@ -13,7 +13,14 @@ const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 /** This machine's host name as the start of a host name (its first label, what WORKER_HOST allows). */
 function machineLabel(): string {
-  return os.hostname().split('.')[0]!.replace(/[^A-Za-z0-9_-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 40) || 'host';
+  return (
+    os
+      .hostname()
+      .split('.')[0]!
+      .replace(/[^A-Za-z0-9_-]/g, '-')
+      .replace(/^[^A-Za-z0-9]+/, '')
+      .slice(0, 40) || 'host'
+  );
 }
 
 /** WORKER_HOST, or the one kept in `dataDir` (made now if there is none). */
@@ -29,7 +36,10 @@ export function workerHost(configured: string | undefined, dataDir: string): str
       try {
         if (!fs.fstatSync(fd).isFile()) throw new Error('not a regular file');
         const buffer = Buffer.alloc(256);
-        text = buffer.subarray(0, fs.readSync(fd, buffer, 0, buffer.length, 0)).toString('utf8').trim();
+        text = buffer
+          .subarray(0, fs.readSync(fd, buffer, 0, buffer.length, 0))
+          .toString('utf8')
+          .trim();
       } finally {
         fs.closeSync(fd);
       }
@@ -37,7 +47,8 @@ export function workerHost(configured: string | undefined, dataDir: string): str
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw new Error(`${file} cannot be read (${(e as Error).message}); remove it, or set WORKER_HOST`, { cause: e });
     }
-    if (!HOST_NAME.test(text)) throw new Error(`${file} holds no host name (letters, digits, . _ -, at most 63); remove it, or set WORKER_HOST`);
+    if (!HOST_NAME.test(text))
+      throw new Error(`${file} holds no host name (letters, digits, . _ -, at most 63); remove it, or set WORKER_HOST`);
     return text;
   };
   const kept = read();

@@ -5,7 +5,10 @@
  */
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
-import { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry/lib/worker';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanExporter, type Tracing } from '../src/observability/tracing';
 import type { Db } from 'mongodb';
@@ -15,7 +18,13 @@ import { createProviders } from '../activities/sandbox-providers';
 import { SecretBox } from '../src/auth/secret-box';
 import { ActivityOutcomesInterceptor } from './activity-outcomes';
 import type { Config } from '../src/config';
-import { createConversationServices, createOrganizationQuotas, createSandboxService, createServices, createStores } from '../src/composition';
+import {
+  createConversationServices,
+  createOrganizationQuotas,
+  createSandboxService,
+  createServices,
+  createStores,
+} from '../src/composition';
 import { hostTaskQueue } from '../src/temporal/shared';
 import { sweepLeftoversWhileRunning } from '../activities/sandbox-leftovers';
 import { workerHost } from './worker-host';
@@ -30,7 +39,9 @@ export interface WorkerDeps {
   /** Path to the bundle written by `npm run build` (scripts/bundle-workflows.ts). */
   workflowBundlePath: string;
   /** Where sandboxes live and how providers reach their backends; `temporal.workerHost`: this host (workerHost). */
-  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'callbackHosts' | 'quotas' | 'organizationQuotas'> & { temporal: Pick<Config['temporal'], 'workerHost'> };
+  config: Pick<Config, 'dataDir' | 'sandboxes' | 'starts' | 'callbackHosts' | 'quotas' | 'organizationQuotas'> & {
+    temporal: Pick<Config['temporal'], 'workerHost'>;
+  };
   secretsKey: string;
   /** Where workflow and activity spans go (installTracing); without it spans are dropped. */
   tracing?: Pick<Tracing, 'exporter' | 'resource'>;
@@ -39,7 +50,8 @@ export interface WorkerDeps {
 }
 
 /** The SDK's warning that a worker polls no workflow tasks: the host queue's poller does not, on purpose. */
-export const isHostPollerNotice = (message: string) => message.startsWith('No workflows registered, not polling for workflow tasks');
+export const isHostPollerNotice = (message: string) =>
+  message.startsWith('No workflows registered, not polling for workflow tasks');
 
 /**
  * The two pollers of a host's worker, run, drained and stopped together; while they run, the sweep of
@@ -111,8 +123,19 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
   const { sandboxes, conversations, startTasks, appConversations } = stores;
   const settings = createServices(stores, { box }).startSettings;
   // Without the api's operation timeout: the default (60 s), as before.
-  const sandboxService = createSandboxService(stores, { box, temporal: deps.client, taskQueue: deps.taskQueue, sandboxes: deps.config.sandboxes, quotas: deps.config });
-  const { pendingMessages, conversationService } = createConversationServices(stores, { box, temporal: deps.client, sandboxService, sandboxWaitMs: deps.config.starts.sandboxWaitMs });
+  const sandboxService = createSandboxService(stores, {
+    box,
+    temporal: deps.client,
+    taskQueue: deps.taskQueue,
+    sandboxes: deps.config.sandboxes,
+    quotas: deps.config,
+  });
+  const { pendingMessages, conversationService } = createConversationServices(stores, {
+    box,
+    temporal: deps.client,
+    sandboxService,
+    sandboxWaitMs: deps.config.starts.sandboxWaitMs,
+  });
   const activities = createActivities({
     db: deps.db,
     identity,
@@ -150,14 +173,25 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
       agents: conversationService,
     },
     pendingMessages: { pendingMessages },
-    admission: { temporal: deps.client, taskQueue: deps.taskQueue, sandboxes, startTasks, organizationQuotas: createOrganizationQuotas(stores, deps.config) },
+    admission: {
+      temporal: deps.client,
+      taskQueue: deps.taskQueue,
+      sandboxes,
+      startTasks,
+      organizationQuotas: createOrganizationQuotas(stores, deps.config),
+    },
   });
   const common = {
     connection: deps.connection,
     namespace: deps.namespace,
     identity,
     activities,
-    interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) }), (ctx) => ({ inbound: new ActivityOutcomesInterceptor(ctx) })] },
+    interceptors: {
+      activity: [
+        (ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) }),
+        (ctx) => ({ inbound: new ActivityOutcomesInterceptor(ctx) }),
+      ],
+    },
     shutdownGraceTime: deps.shutdownGraceMs ?? 10_000,
   } satisfies Partial<WorkerOptions>;
   const shared = await Worker.create({
@@ -165,9 +199,16 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
     taskQueue: deps.taskQueue,
     workflowBundle,
     // The workflow interceptors' spans leave the sandbox through this sink (to nowhere without an exporter).
-    sinks: { exporter: makeWorkflowExporter(deps.tracing?.exporter ?? new NoopSpanExporter(), deps.tracing?.resource ?? new Resource({})) },
+    sinks: {
+      exporter: makeWorkflowExporter(
+        deps.tracing?.exporter ?? new NoopSpanExporter(),
+        deps.tracing?.resource ?? new Resource({}),
+      ),
+    },
   });
   const host = await Worker.create({ ...common, taskQueue: hostQueue });
   const log = Runtime.instance().logger;
-  return new HostWorker(shared, host, hostQueue, () => sweepLeftoversWhileRunning({ sandboxes, providers, hostQueue, log }));
+  return new HostWorker(shared, host, hostQueue, () =>
+    sweepLeftoversWhileRunning({ sandboxes, providers, hostQueue, log }),
+  );
 }

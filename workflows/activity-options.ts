@@ -6,7 +6,12 @@ export const ACTIVITY_OPTIONS = {
   /** Quick database or bookkeeping calls. */
   quick: {
     startToCloseTimeout: '10 seconds',
-    retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 5 },
+    retry: {
+      initialInterval: '200 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '5 seconds',
+      maximumAttempts: 5,
+    },
   },
 } as const satisfies Record<string, ActivityOptions>;
 
@@ -47,12 +52,24 @@ export const START_TASK_ACTIVITY_OPTIONS = {
   /** A step of a few quick calls, run as a local activity. */
   quick: {
     startToCloseTimeout: '1 minute',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [START_TASK_FAILURES.input] },
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '20 seconds',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [START_TASK_FAILURES.input],
+    },
   },
   /** A step that calls the database or the runtime, or may wait on a sandbox's resume. */
   step: {
     startToCloseTimeout: '2 minutes',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [START_TASK_FAILURES.input] },
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '20 seconds',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [START_TASK_FAILURES.input],
+    },
   },
   /** Delivering queued messages: a runtime out of reach is tried again for a while, then the messages are given up. */
   deliver: {
@@ -63,7 +80,13 @@ export const START_TASK_ACTIVITY_OPTIONS = {
   long: {
     startToCloseTimeout: '30 minutes',
     heartbeatTimeout: '10 seconds',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '20 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [START_TASK_FAILURES.input] },
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '20 seconds',
+      maximumAttempts: 5,
+      nonRetryableErrorTypes: [START_TASK_FAILURES.input],
+    },
   },
 } as const satisfies Record<string, ActivityOptions>;
 
@@ -84,6 +107,11 @@ export const CALLBACK_ACTIVITY_OPTIONS = {
     startToCloseTimeout: '10 minutes',
     // It beats while it runs: a worker that died in the middle of a post is retried in seconds.
     heartbeatTimeout: '10 seconds',
-    retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 6 },
+    retry: {
+      initialInterval: '500 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '30 seconds',
+      maximumAttempts: 6,
+    },
   },
 } as const satisfies Record<string, ActivityOptions>;

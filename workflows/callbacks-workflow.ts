@@ -5,7 +5,15 @@
  * failing target does not hold the others back. What was processed is kept in MongoDB, so a new run
  * (after a quiet spell, CALLBACKS_IDLE_MS, ended the last one) goes on from there.
  */
-import { condition, continueAsNew, patched, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  patched,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { callbacksEventsSignal, SEARCH_ATTRIBUTE_KEYS, type CallbacksWorkflowInput } from '../src/temporal/shared';
 import { CALLBACK_ACTIVITY_OPTIONS } from './activity-options';
@@ -18,14 +26,18 @@ export async function conversationCallbacksWorkflow(input: CallbacksWorkflowInpu
   let pending = true; // started by a signal: something is new
   setHandler(callbacksEventsSignal, () => void (pending = true));
   // Found by its conversation in the Temporal UI; runs recorded before the attribute replay without it.
-  if (patched('callbacks-search-attributes')) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.ConversationId, value: input.conversationId }]);
+  if (patched('callbacks-search-attributes'))
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.ConversationId, value: input.conversationId }]);
   // Found by its owner too, idle for the bound it was given, its wait named in the UI; runs recorded
   // before replay as they ran (one hour, no owner, an unnamed timer).
   const ownedAndBounded = patched('callbacks-owner-idle-bound');
-  if (ownedAndBounded && input.ownerUserId) upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.OwnerUserId, value: input.ownerUserId }]);
+  if (ownedAndBounded && input.ownerUserId)
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.OwnerUserId, value: input.ownerUserId }]);
   const idle = ownedAndBounded ? (input.idleMs ?? HOUR_MS) : HOUR_MS;
   const quiet = (): Promise<boolean> =>
-    ownedAndBounded ? condition(() => pending, idle, { summary: `wait for new events; ${idle / 1000} s idle ends this run` }) : condition(() => pending, '1 hour');
+    ownedAndBounded
+      ? condition(() => pending, idle, { summary: `wait for new events; ${idle / 1000} s idle ends this run` })
+      : condition(() => pending, '1 hour');
   for (;;) {
     if (!(await quiet())) return; // quiet: the next stored event starts a new run
     pending = false;
@@ -38,6 +50,7 @@ export async function conversationCallbacksWorkflow(input: CallbacksWorkflowInpu
       await Promise.all(rounds);
       await markCallbacksProcessed(input.conversationId, range.toSeq);
     }
-    if (workflowInfo().continueAsNewSuggested && !pending) return continueAsNew<typeof conversationCallbacksWorkflow>(input);
+    if (workflowInfo().continueAsNewSuggested && !pending)
+      return continueAsNew<typeof conversationCallbacksWorkflow>(input);
   }
 }

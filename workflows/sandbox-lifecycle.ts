@@ -6,10 +6,17 @@
  * are the ones listed in sandbox-workflow.ts's header.
  */
 import type { RuntimeCheck } from '../activities/sandbox-activities';
-import type { SandboxFailure, SandboxState, SandboxStatus, SandboxUpdateName, SandboxWorkflowSettings } from '../src/temporal/shared';
+import type {
+  SandboxFailure,
+  SandboxState,
+  SandboxStatus,
+  SandboxUpdateName,
+  SandboxWorkflowSettings,
+} from '../src/temporal/shared';
 
 /** A provider call the driver makes; its outcome comes back through `provided`. */
-export type ProviderAction = { call: 'start' } | { call: 'pause'; why: 'request' | 'idle' } | { call: 'resume' } | { call: 'delete' };
+export type ProviderAction =
+  { call: 'start' } | { call: 'pause'; why: 'request' | 'idle' } | { call: 'resume' } | { call: 'delete' };
 
 /** `hostAbsent`: the call was never taken: no worker of the sandbox's host polled for it in time. */
 export type ProviderOutcome = { ok: true } | { ok: false; reason: string; hostAbsent?: boolean };
@@ -81,7 +88,12 @@ export class SandboxLifecycle {
 
   /** What a continued run starts from. */
   get carried(): LifecycleState {
-    return { ...this.state, failingSinceMs: this.failingSinceMs, hostAbsentSinceMs: this.hostAbsentSinceMs, hostLost: this.hostLost };
+    return {
+      ...this.state,
+      failingSinceMs: this.failingSinceMs,
+      hostAbsentSinceMs: this.hostAbsentSinceMs,
+      hostLost: this.hostLost,
+    };
   }
 
   /** Deleted is final: the workflow ends, and every update but delete is refused. */
@@ -135,27 +147,43 @@ export class SandboxLifecycle {
     }
     switch (action.call) {
       case 'start':
-        return failed === null ? { change: { ...this.set('RUNNING', null), written: true } } : { change: this.set('ERROR', `the runtime did not start: ${failed}`) };
+        return failed === null
+          ? { change: { ...this.set('RUNNING', null), written: true } }
+          : { change: this.set('ERROR', `the runtime did not start: ${failed}`) };
       case 'pause':
         if (action.why === 'idle') {
           // Still RUNNING when it failed: the next health check tries again.
-          return failed === null ? { change: this.set('PAUSED', `paused after ${minutes(this.settings.idleTimeoutMs)} without use`) } : NOTHING;
+          return failed === null
+            ? { change: this.set('PAUSED', `paused after ${minutes(this.settings.idleTimeoutMs)} without use`) }
+            : NOTHING;
         }
-        return failed === null ? { change: this.set('PAUSED', 'paused on request') } : { refuse: { failure: 'providerFailed', message: `pausing failed: ${failed}` } };
+        return failed === null
+          ? { change: this.set('PAUSED', 'paused on request') }
+          : { refuse: { failure: 'providerFailed', message: `pausing failed: ${failed}` } };
       case 'resume':
         if (failed === null) {
           this.failingSinceMs = null;
           return { change: this.set('RUNNING', null) };
         }
-        return { change: this.set('ERROR', `resuming failed: ${failed}`), refuse: { failure: 'providerFailed', message: `resuming failed: ${failed}` } };
+        return {
+          change: this.set('ERROR', `resuming failed: ${failed}`),
+          refuse: { failure: 'providerFailed', message: `resuming failed: ${failed}` },
+        };
       case 'delete':
         // A host whose worker does not take the call cannot remove what it holds now; the sandbox goes
         // from the service all the same, and a worker of that host removes the rest when it runs.
         if (!outcome.ok && outcome.hostAbsent) {
-          return { change: this.set('DELETED', `deleted on request; ${failed}, so its runtime and files there are removed when a worker of that host runs`) };
+          return {
+            change: this.set(
+              'DELETED',
+              `deleted on request; ${failed}, so its runtime and files there are removed when a worker of that host runs`,
+            ),
+          };
         }
         // The sandbox stays as it was: deleting again is the way out.
-        return failed === null ? { change: this.set('DELETED', 'deleted on request') } : { refuse: { failure: 'providerFailed', message: `deleting failed: ${failed}; try again` } };
+        return failed === null
+          ? { change: this.set('DELETED', 'deleted on request') }
+          : { refuse: { failure: 'providerFailed', message: `deleting failed: ${failed}; try again` } };
     }
   }
 
@@ -172,11 +200,19 @@ export class SandboxLifecycle {
       // Its host's worker is back: the sandbox is what the check sees.
       this.hostLost = false;
       if (check.state === 'paused') return { change: this.set('PAUSED', 'paused; its host answers again') };
-      if (check.state !== 'alive') return { change: this.set('ERROR', `its host answers again, but ${check.detail ?? 'its runtime does not'}; resume to restart the runtime, or delete the sandbox`) };
+      if (check.state !== 'alive')
+        return {
+          change: this.set(
+            'ERROR',
+            `its host answers again, but ${check.detail ?? 'its runtime does not'}; resume to restart the runtime, or delete the sandbox`,
+          ),
+        };
     }
     if (this.status === 'PAUSED') {
       // A paused runtime does not answer /alive; only one the provider lost matters.
-      return check.state === 'missing' ? { change: this.set('MISSING', `${check.detail}; resume to start it again, or delete it`) } : NOTHING;
+      return check.state === 'missing'
+        ? { change: this.set('MISSING', `${check.detail}; resume to start it again, or delete it`) }
+        : NOTHING;
     }
     if (check.state === 'alive') {
       this.failingSinceMs = null;
@@ -193,7 +229,12 @@ export class SandboxLifecycle {
     this.failingSinceMs ??= nowMs;
     const failingFor = nowMs - this.failingSinceMs;
     if (failingFor < this.settings.healthGraceMs) return NOTHING;
-    return { change: this.set('ERROR', `${problem} (failing for ${minutes(failingFor)}); resume to restart the runtime, or delete the sandbox`) };
+    return {
+      change: this.set(
+        'ERROR',
+        `${problem} (failing for ${minutes(failingFor)}); resume to restart the runtime, or delete the sandbox`,
+      ),
+    };
   }
 
   /**
@@ -208,7 +249,12 @@ export class SandboxLifecycle {
     const absentFor = nowMs - this.hostAbsentSinceMs;
     if (absentFor < (this.settings.hostLostMs ?? DEFAULT_HOST_LOST_MS)) return NOTHING;
     this.hostLost = true;
-    return { change: this.set('ERROR', `${detail} (for ${minutes(absentFor)}): start that worker again and the sandbox comes back, or delete it`) };
+    return {
+      change: this.set(
+        'ERROR',
+        `${detail} (for ${minutes(absentFor)}): start that worker again and the sandbox comes back, or delete it`,
+      ),
+    };
   }
 
   private set(status: SandboxStatus, detail: string | null): SandboxState {

@@ -50,7 +50,13 @@ import {
   type SandboxWorkflowInput,
 } from '../src/temporal/shared';
 import { HOST_WAIT_MS, SANDBOX_ACTIVITY_OPTIONS } from './activity-options';
-import { DEFAULT_HOST_LOST_MS, SandboxLifecycle, type ProviderAction, type ProviderOutcome, type Step } from './sandbox-lifecycle';
+import {
+  DEFAULT_HOST_LOST_MS,
+  SandboxLifecycle,
+  type ProviderAction,
+  type ProviderOutcome,
+  type Step,
+} from './sandbox-lifecycle';
 
 const { recordSandboxStatus, placeSandbox } = proxyLocalActivities<Activities>(SANDBOX_ACTIVITY_OPTIONS.record);
 
@@ -75,7 +81,10 @@ const { checkSandboxRuntime: localCheck } = proxyLocalActivities<Activities>(SAN
 
 /** A sandbox any worker reaches: provider calls on the shared queue, health checks local. */
 function anywhere(sandboxId: string): RuntimeCalls {
-  return { provider: sharedProvider, check: () => localCheck.executeWithOptions({ summary: 'health check' }, [sandboxId]) };
+  return {
+    provider: sharedProvider,
+    check: () => localCheck.executeWithOptions({ summary: 'health check' }, [sandboxId]),
+  };
 }
 
 /**
@@ -85,7 +94,10 @@ function anywhere(sandboxId: string): RuntimeCalls {
  */
 function onHost(sandboxId: string, taskQueue: string, hostLostMs: number): RuntimeCalls {
   const there = { taskQueue, scheduleToStartTimeout: Math.min(HOST_WAIT_MS, hostLostMs) };
-  const { checkSandboxRuntime: remoteCheck } = proxyActivities<Activities>({ ...SANDBOX_ACTIVITY_OPTIONS.check, ...there });
+  const { checkSandboxRuntime: remoteCheck } = proxyActivities<Activities>({
+    ...SANDBOX_ACTIVITY_OPTIONS.check,
+    ...there,
+  });
   let elsewhere = false;
   return {
     provider: providerCalls(proxyActivities<Activities>({ ...SANDBOX_ACTIVITY_OPTIONS.provider, ...there })),
@@ -105,13 +117,16 @@ function onHost(sandboxId: string, taskQueue: string, hostLostMs: number): Runti
 
 /** An activity's failure, of `type` (an ApplicationFailure's type anywhere in its causes). */
 function failedWith(e: unknown, type: string): boolean {
-  for (let c = e, i = 0; c instanceof Error && i < 5; c = c.cause, i++) if (c instanceof ApplicationFailure && c.type === type) return true;
+  for (let c = e, i = 0; c instanceof Error && i < 5; c = c.cause, i++)
+    if (c instanceof ApplicationFailure && c.type === type) return true;
   return false;
 }
 
 /** The call waited on its host's queue and no worker took it (that host is down or gone). */
 function neverTaken(e: unknown): boolean {
-  return e instanceof ActivityFailure && e.cause instanceof TimeoutFailure && e.cause.timeoutType === 'SCHEDULE_TO_START';
+  return (
+    e instanceof ActivityFailure && e.cause instanceof TimeoutFailure && e.cause.timeoutType === 'SCHEDULE_TO_START'
+  );
 }
 
 /** The patch after which a process sandbox is placed on a host and acted on there only. */
@@ -138,12 +153,15 @@ function reason(e: unknown): string {
   return err.message ?? String(e);
 }
 
-const publish = (status: SandboxStatus) => upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.SandboxStatus, value: status }]);
+const publish = (status: SandboxStatus) =>
+  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.SandboxStatus, value: status }]);
 
 export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<SandboxState> {
   const { sandboxId, settings } = input;
   // Runs recorded before the rule waited out the grace period for a gone runtime too; they replay so.
-  const lifecycle = new SandboxLifecycle(sandboxId, settings, input.carried, { goneIsErrorAtOnce: patched(GONE_IS_ERROR_AT_ONCE) });
+  const lifecycle = new SandboxLifecycle(sandboxId, settings, input.carried, {
+    goneIsErrorAtOnce: patched(GONE_IS_ERROR_AT_ONCE),
+  });
 
   // Where the runtime is acted on, settled the first time it is needed (a continued run knows it).
   // Runs recorded before hosts were placed act on the shared queue; they replay so.
@@ -179,10 +197,15 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
       if (step.change) {
         publish(step.change.status);
         if (!step.change.written) {
-          await recordSandboxStatus.executeWithOptions({ summary: `record ${step.change.status}` }, [sandboxId, step.change.status, step.change.status_detail]);
+          await recordSandboxStatus.executeWithOptions({ summary: `record ${step.change.status}` }, [
+            sandboxId,
+            step.change.status,
+            step.change.status_detail,
+          ]);
         }
       }
-      if (step.refuse) throw ApplicationFailure.nonRetryable(step.refuse.message, SANDBOX_FAILURES[step.refuse.failure]);
+      if (step.refuse)
+        throw ApplicationFailure.nonRetryable(step.refuse.message, SANDBOX_FAILURES[step.refuse.failure]);
       const action = step.act;
       if (!action) return lifecycle.state;
       // The history reads "start the runtime", "pause the runtime (idle)", ... without decoding payloads.
@@ -191,7 +214,8 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
         .then((calls) => calls.provider[action.call].executeWithOptions({ summary }, [sandboxId]))
         .then(
           (): ProviderOutcome => ({ ok: true }),
-          (e: unknown): ProviderOutcome => (neverTaken(e) ? { ok: false, reason: hostGone(), hostAbsent: true } : { ok: false, reason: reason(e) }),
+          (e: unknown): ProviderOutcome =>
+            neverTaken(e) ? { ok: false, reason: hostGone(), hostAbsent: true } : { ok: false, reason: reason(e) },
         );
       step = lifecycle.provided(action, outcome);
     }
@@ -203,8 +227,12 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   };
 
   setHandler(sandboxStateQuery, () => lifecycle.state);
-  setHandler(SANDBOX_UPDATES.pause, () => serial(() => drive(lifecycle.request('pause'))), { validator: validator('pause') });
-  setHandler(SANDBOX_UPDATES.resume, () => serial(() => drive(lifecycle.request('resume'))), { validator: validator('resume') });
+  setHandler(SANDBOX_UPDATES.pause, () => serial(() => drive(lifecycle.request('pause'))), {
+    validator: validator('pause'),
+  });
+  setHandler(SANDBOX_UPDATES.resume, () => serial(() => drive(lifecycle.request('resume'))), {
+    validator: validator('resume'),
+  });
   setHandler(SANDBOX_UPDATES.delete, () => serial(() => drive(lifecycle.request('delete'))));
 
   /** One look at the runtime, acting on what it shows. */
@@ -216,7 +244,9 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
       .then((calls) => calls.check())
       .catch((e: unknown): RuntimeCheck | null => {
         absent = neverTaken(e);
-        return absent || patched(FAILED_CHECK_IS_NO_VERDICT) ? null : { state: 'unreachable', detail: reason(e), lastUsedAtMs: now() };
+        return absent || patched(FAILED_CHECK_IS_NO_VERDICT)
+          ? null
+          : { state: 'unreachable', detail: reason(e), lastUsedAtMs: now() };
       });
     // A host that does not answer is counted against SANDBOX_HOST_LOST_MS; any other check not made is
     // no verdict: the next check, a health interval later, decides.

@@ -14,7 +14,14 @@
  * overtake each other; one that needs none passes those held up for room. An admitted start that ended
  * without saying so (terminated) is found by its record, looked at now and then, and let go.
  */
-import { condition, continueAsNew, getExternalWorkflowHandle, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  proxyLocalActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
   admissionLineQuery,
@@ -53,7 +60,8 @@ function heldBecause(owner: AdmissionLineOwner, limits: AdmissionLimits, what: '
 
 export async function startAdmissionWorkflow(input: StartAdmissionInput): Promise<void> {
   const { pollMs } = input;
-  const owner: AdmissionLineOwner = input.organizationId !== undefined ? { organizationId: input.organizationId } : { userId: input.userId };
+  const owner: AdmissionLineOwner =
+    input.organizationId !== undefined ? { organizationId: input.organizationId } : { userId: input.userId };
   const line = owner.organizationId !== undefined ? 'organization' : 'user';
   let limits = input.limits;
   let waiting: AdmissionRequest[] = [...(input.queue ?? [])];
@@ -84,7 +92,10 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
     drop(taskId);
     changed = true;
   });
-  setHandler(admissionLineQuery, () => ({ admitted: admitted.map((r) => r.taskId), waiting: waiting.map((r) => r.taskId) }));
+  setHandler(admissionLineQuery, () => ({
+    admitted: admitted.map((r) => r.taskId),
+    waiting: waiting.map((r) => r.taskId),
+  }));
 
   /** Tells a start its verdict; a start that is gone (its workflow closed) loses its place. */
   const tell = (taskId: string, verdict: AdmissionVerdict) =>
@@ -107,7 +118,10 @@ export async function startAdmissionWorkflow(input: StartAdmissionInput): Promis
     lookAgain = false;
     let room = Infinity;
     if ((maxRunning !== null && waiting.some((r) => r.roomFor !== null)) || look) {
-      const counts = await admissionCounts({ ...owner, admitted: admitted.map(({ taskId, roomFor }) => ({ taskId, roomFor })) });
+      const counts = await admissionCounts({
+        ...owner,
+        admitted: admitted.map(({ taskId, roomFor }) => ({ taskId, roomFor })),
+      });
       for (const taskId of counts.endedTaskIds) drop(taskId);
       if (maxRunning !== null) room = maxRunning - counts.runningSandboxes - counts.roomPromised;
     }

@@ -8,7 +8,22 @@
  *
  * A start that fails after creating a sandbox for itself deletes it before it reports ERROR.
  */
-import { ActivityFailure, allHandlersFinished, ApplicationFailure, CancellationScope, condition, getExternalWorkflowHandle, TimeoutFailure, patched, proxyActivities, proxyLocalActivities, setHandler, sleep, upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  TimeoutFailure,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  uuid4,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
   START_TASK_FAILURES,
@@ -36,7 +51,9 @@ const { setUpGitHooks, startConversation } = proxyLocalActivities<Activities>(ST
 const { acquireSandbox, deleteStartSandbox } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.step);
 const { loadSkills } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long); // plugins are cloned
 // Local: every start ends with one look for queued messages (nearly always none), so it costs no round trip.
-const { deliverPendingMessages, givePendingMessagesUp } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.deliver);
+const { deliverPendingMessages, givePendingMessagesUp } = proxyLocalActivities<Activities>(
+  START_TASK_ACTIVITY_OPTIONS.deliver,
+);
 const { askAdmission } = proxyLocalActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.quick);
 
 /** The patch that added the delivery of messages queued during the start. */
@@ -54,7 +71,11 @@ const MAX_REQUEUES = 3;
 
 /** The quota's refusal of a sandbox the line had found room for. */
 function isOverQuota(e: unknown): boolean {
-  return e instanceof ActivityFailure && e.cause instanceof ApplicationFailure && e.cause.type === START_TASK_FAILURES.overQuota;
+  return (
+    e instanceof ActivityFailure &&
+    e.cause instanceof ApplicationFailure &&
+    e.cause.type === START_TASK_FAILURES.overQuota
+  );
 }
 
 /** What a person can act on: the message of the failure that stopped the start, or which step ran out of time. */
@@ -62,16 +83,21 @@ function detailOf(e: unknown): string {
   const step = e instanceof ActivityFailure ? e.activityType : undefined;
   let cause: unknown = e;
   while (cause instanceof ActivityFailure && cause.cause) cause = cause.cause;
-  if (cause instanceof TimeoutFailure) return `The step ${step ?? 'of the start'} did not finish in time (${cause.timeoutType === 'HEARTBEAT' ? 'its worker stopped answering' : 'its timeout passed'}); start again`;
+  if (cause instanceof TimeoutFailure)
+    return `The step ${step ?? 'of the start'} did not finish in time (${cause.timeoutType === 'HEARTBEAT' ? 'its worker stopped answering' : 'its timeout passed'}); start again`;
   if (cause instanceof ApplicationFailure) return cause.message;
   return `${step ? `The step ${step} failed: ` : ''}${cause instanceof Error ? cause.message : String(cause)}`;
 }
 
 export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<StartTaskSnapshot[]> {
   const { taskId, userId, request, settings } = input;
-  const { waitForSandbox } = proxyActivities<Activities>(withTimeout(START_TASK_ACTIVITY_OPTIONS.long, settings.sandboxWaitMs));
+  const { waitForSandbox } = proxyActivities<Activities>(
+    withTimeout(START_TASK_ACTIVITY_OPTIONS.long, settings.sandboxWaitMs),
+  );
   const { prepareRepository } = proxyActivities<Activities>(START_TASK_ACTIVITY_OPTIONS.long);
-  const { runSetupScript } = proxyActivities<Activities>(withTimeout(START_TASK_ACTIVITY_OPTIONS.long, settings.setupScriptTimeoutMs));
+  const { runSetupScript } = proxyActivities<Activities>(
+    withTimeout(START_TASK_ACTIVITY_OPTIONS.long, settings.setupScriptTimeoutMs),
+  );
 
   const snapshots: StartTaskSnapshot[] = [];
   setHandler(startTaskSnapshotsQuery, () => snapshots);
@@ -98,7 +124,11 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   /** The lines (their workflow ids) the start holds a place in or waits in: given back when it ends. */
   const lines: string[] = [];
   /** What the start has made so far (each status carries it). */
-  const made = { sandbox_id: null as string | null, agent_server_url: null as string | null, app_conversation_id: null as string | null };
+  const made = {
+    sandbox_id: null as string | null,
+    agent_server_url: null as string | null,
+    app_conversation_id: null as string | null,
+  };
   // Operators find starts by owner, conversation, sandbox and status (docs/operations.md, "Finding workflows").
   // Runs recorded before these attributes replay without them.
   const searchable = patched(START_TASK_SEARCH_ATTRIBUTES);
@@ -125,7 +155,8 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     // Over the user's quotas, then over its organization's, the start waits its turn, still
     // WAITING_FOR_SANDBOX, its place in the detail. Runs recorded before each line replay without it.
     const admission = settings.admission;
-    const userLine = !!admission && (admission.maxStarts !== null || admission.maxRunning !== null) && patched(START_ADMISSION);
+    const userLine =
+      !!admission && (admission.maxStarts !== null || admission.maxRunning !== null) && patched(START_ADMISSION);
     const organizationLine = !!admission && patched(ORGANIZATION_ADMISSION);
     let organizationId: string | undefined;
     const waitForTurns = async () => {
@@ -135,9 +166,12 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     await waitForTurns();
     // Each step with a summary the Temporal UI shows in the history (what it works on, never a secret).
     const acquire = () =>
-      acquireSandbox.executeWithOptions({ summary: request.sandbox_id ? `resume sandbox ${shown(request.sandbox_id)} if paused` : 'start a new sandbox' }, [
-        { taskId, userId, sandboxId: request.sandbox_id, newSandboxId, organizationId },
-      ]);
+      acquireSandbox.executeWithOptions(
+        {
+          summary: request.sandbox_id ? `resume sandbox ${shown(request.sandbox_id)} if paused` : 'start a new sandbox',
+        },
+        [{ taskId, userId, sandboxId: request.sandbox_id, newSandboxId, organizationId }],
+      );
     let sandboxId: string;
     for (let requeued = 0; ; requeued++) {
       try {
@@ -152,26 +186,44 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
       }
     }
     made.sandbox_id = sandboxId;
-    made.agent_server_url = await waitForSandbox.executeWithOptions({ summary: `wait for sandbox ${sandboxId} to run` }, [{ userId, sandboxId, timeoutMs: settings.sandboxWaitMs }]);
+    made.agent_server_url = await waitForSandbox.executeWithOptions(
+      { summary: `wait for sandbox ${sandboxId} to run` },
+      [{ userId, sandboxId, timeoutMs: settings.sandboxWaitMs }],
+    );
 
     await report('PREPARING_REPOSITORY');
     const repository = request.selected_repository;
-    const workingDir = await prepareRepository.executeWithOptions({ summary: repository ? `clone ${shown(repository)}${request.selected_branch ? ` branch ${shown(request.selected_branch)}` : ''}` : 'make an empty git workspace' }, [
-      { taskId, sandboxId, repository, branch: request.selected_branch, gitProvider: request.git_provider ?? null },
-    ]);
+    const workingDir = await prepareRepository.executeWithOptions(
+      {
+        summary: repository
+          ? `clone ${shown(repository)}${request.selected_branch ? ` branch ${shown(request.selected_branch)}` : ''}`
+          : 'make an empty git workspace',
+      },
+      [{ taskId, sandboxId, repository, branch: request.selected_branch, gitProvider: request.git_provider ?? null }],
+    );
 
     await report('RUNNING_SETUP_SCRIPT');
-    await runSetupScript.executeWithOptions({ summary: `run the setup script (workspace ${shown(workingDir)})` }, [{ taskId, userId, sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs }]);
+    await runSetupScript.executeWithOptions({ summary: `run the setup script (workspace ${shown(workingDir)})` }, [
+      { taskId, userId, sandboxId, workingDir, timeoutMs: settings.setupScriptTimeoutMs },
+    ]);
 
     await report('SETTING_UP_GIT_HOOKS');
-    await setUpGitHooks.executeWithOptions({ summary: `install git hooks (workspace ${shown(workingDir)})` }, [{ sandboxId, workingDir }]);
+    await setUpGitHooks.executeWithOptions({ summary: `install git hooks (workspace ${shown(workingDir)})` }, [
+      { sandboxId, workingDir },
+    ]);
 
     await report('SETTING_UP_SKILLS');
     const plugins = request.plugins ?? [];
-    const skills = await loadSkills.executeWithOptions({ summary: `load skills (${plugins.length} plugin${plugins.length === 1 ? '' : 's'})` }, [{ taskId, userId, sandboxId, workingDir, plugins }]);
+    const skills = await loadSkills.executeWithOptions(
+      { summary: `load skills (${plugins.length} plugin${plugins.length === 1 ? '' : 's'})` },
+      [{ taskId, userId, sandboxId, workingDir, plugins }],
+    );
 
     await report('STARTING_CONVERSATION');
-    made.app_conversation_id = await startConversation.executeWithOptions({ summary: `start the agent in sandbox ${sandboxId}` }, [{ taskId, userId, sandboxId, workingDir, skills }]);
+    made.app_conversation_id = await startConversation.executeWithOptions(
+      { summary: `start the agent in sandbox ${sandboxId}` },
+      [{ taskId, userId, sandboxId, workingDir, skills }],
+    );
 
     await report('READY');
   } catch (e) {
@@ -182,8 +234,13 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     const ownSandbox = request.sandbox_id ? null : made.sandbox_id;
     if (ownSandbox && patched(DELETE_OWN_SANDBOX)) {
       const outcome = await deleteStartSandbox
-        .executeWithOptions({ summary: `delete sandbox ${ownSandbox} (the start failed)` }, [{ taskId, userId, sandboxId: ownSandbox }])
-        .catch((failure: unknown) => `The sandbox ${ownSandbox} that this start created could not be deleted: ${detailOf(failure)}`);
+        .executeWithOptions({ summary: `delete sandbox ${ownSandbox} (the start failed)` }, [
+          { taskId, userId, sandboxId: ownSandbox },
+        ])
+        .catch(
+          (failure: unknown) =>
+            `The sandbox ${ownSandbox} that this start created could not be deleted: ${detailOf(failure)}`,
+        );
       if (outcome) detail = `${detail}\n${outcome}`;
     }
     await report('ERROR', detail);
@@ -201,7 +258,13 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
   /** Gives the start's places in line back (a line that has ended already has nothing to give back). */
   async function leaveLines(): Promise<void> {
     const left = lines.splice(0);
-    await Promise.all(left.map((lineId) => getExternalWorkflowHandle(lineId).signal(admissionReleaseSignal, { taskId }).catch(() => undefined)));
+    await Promise.all(
+      left.map((lineId) =>
+        getExternalWorkflowHandle(lineId)
+          .signal(admissionReleaseSignal, { taskId })
+          .catch(() => undefined),
+      ),
+    );
   }
 
   /**
@@ -210,7 +273,11 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
    * that ends). A start with nothing to wait for (no room needed, no bound on starts, an organization
    * without quotas) is not put in line. Answers the organization a start admitted by its line counts in.
    */
-  async function waitForTurn(admission: NonNullable<StartTaskSettings['admission']>, newSandboxId: string, line: AdmissionLineKind): Promise<string | undefined> {
+  async function waitForTurn(
+    admission: NonNullable<StartTaskSettings['admission']>,
+    newSandboxId: string,
+    line: AdmissionLineKind,
+  ): Promise<string | undefined> {
     let verdict: AdmissionVerdict | null = null;
     let heard = false;
     setHandler(admissionVerdictSignal, (v) => {
@@ -237,10 +304,12 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     // One timer bounds the whole wait; it goes when the start is admitted.
     let timedOut = false;
     const bound = new CancellationScope();
-    bound.run(() => sleep(queueWaitMs)).then(
-      () => void (timedOut = true),
-      () => undefined,
-    );
+    bound
+      .run(() => sleep(queueWaitMs))
+      .then(
+        () => void (timedOut = true),
+        () => undefined,
+      );
     let last: string | null = null;
     try {
       for (;;) {
@@ -273,11 +342,17 @@ export async function startTaskWorkflow(input: StartTaskWorkflowInput): Promise<
     while (messagesWaiting) {
       messagesWaiting = false;
       if (failed) {
-        await givePendingMessagesUp({ conversationId: taskId, detail: `the start failed: ${snapshots.at(-1)?.detail ?? 'no detail'}` });
+        await givePendingMessagesUp({
+          conversationId: taskId,
+          detail: `the start failed: ${snapshots.at(-1)?.detail ?? 'no detail'}`,
+        });
         continue;
       }
       try {
-        await deliverPendingMessages.executeWithOptions({ summary: `deliver the messages queued for conversation ${taskId}` }, [{ userId, conversationId: taskId }]);
+        await deliverPendingMessages.executeWithOptions(
+          { summary: `deliver the messages queued for conversation ${taskId}` },
+          [{ userId, conversationId: taskId }],
+        );
       } catch (e) {
         await givePendingMessagesUp({ conversationId: taskId, detail: `delivery failed: ${detailOf(e)}` });
       }

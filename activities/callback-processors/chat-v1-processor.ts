@@ -8,7 +8,14 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { HostAnswer } from './host-call';
 import type { CallbackProcessorDeps, CallbackProcessorImpl, CallbackRun } from './processor';
-import { postSummaryOnce, restTarget, targetMissing, storedSecrets, viewField, type SummaryTarget } from './summary-post';
+import {
+  postSummaryOnce,
+  restTarget,
+  targetMissing,
+  storedSecrets,
+  viewField,
+  type SummaryTarget,
+} from './summary-post';
 
 export const CHAT_TOKEN_SECRET = 'CHAT_BOT_TOKEN';
 /** The metadata event type of a summary reply. */
@@ -21,7 +28,9 @@ export function chatFailure(a: HostAnswer, what: string): Error | null {
   const body = a.json() as { ok?: unknown; error?: unknown } | null;
   if (body?.ok === true) return null;
   const error = typeof body?.error === 'string' ? body.error.slice(0, 100) : 'an answer without ok';
-  return PASSING.has(error) ? new Error(`the chat service failed ${what}: ${error}`) : ApplicationFailure.nonRetryable(`the chat service refused ${what}: ${error}`);
+  return PASSING.has(error)
+    ? new Error(`the chat service failed ${what}: ${error}`)
+    : ApplicationFailure.nonRetryable(`the chat service refused ${what}: ${error}`);
 }
 
 async function chatTarget(run: CallbackRun, deps: CallbackProcessorDeps): Promise<SummaryTarget> {
@@ -32,7 +41,8 @@ async function chatTarget(run: CallbackRun, deps: CallbackProcessorDeps): Promis
     throw targetMissing('chat_view_data names no thread to reply in: channel_id and thread_ts are needed');
   }
   const token = (await storedSecrets(run.app, deps))[CHAT_TOKEN_SECRET];
-  if (!token) throw targetMissing(`no chat bot token: store it as the secret ${CHAT_TOKEN_SECRET} (POST /api/v1/secrets)`);
+  if (!token)
+    throw targetMissing(`no chat bot token: store it as the secret ${CHAT_TOKEN_SECRET} (POST /api/v1/secrets)`);
   const api = deps.hosts.chatApiUrl;
   const name = `thread ${thread} of channel ${channel}`;
   const oldest = (run.app.created_at.getTime() / 1000).toFixed(6);
@@ -44,17 +54,28 @@ async function chatTarget(run: CallbackRun, deps: CallbackProcessorDeps): Promis
     // The thread's replies since the conversation began, a page at a time (the service pages by cursor).
     listUrl: `${api}/conversations.replies?${replies}`,
     nextPage: (a) => {
-      const cursor = (a.json() as { response_metadata?: { next_cursor?: unknown } } | null)?.response_metadata?.next_cursor;
-      return typeof cursor === 'string' && cursor ? `${api}/conversations.replies?${new URLSearchParams({ ...Object.fromEntries(replies), cursor })}` : null;
+      const cursor = (a.json() as { response_metadata?: { next_cursor?: unknown } } | null)?.response_metadata
+        ?.next_cursor;
+      return typeof cursor === 'string' && cursor
+        ? `${api}/conversations.replies?${new URLSearchParams({ ...Object.fromEntries(replies), cursor })}`
+        : null;
     },
     signal: run.signal,
     postUrl: `${api}/chat.postMessage`,
-    postBody: (text, conversationId) => ({ channel, thread_ts: thread, text, metadata: { event_type: CHAT_EVENT_TYPE, event_payload: { conversation_id: conversationId } } }),
+    postBody: (text, conversationId) => ({
+      channel,
+      thread_ts: thread,
+      text,
+      metadata: { event_type: CHAT_EVENT_TYPE, event_payload: { conversation_id: conversationId } },
+    }),
     holds: (listed, conversationId) => {
       const messages = (listed as { messages?: unknown } | null)?.messages;
       return (
         Array.isArray(messages) &&
-        messages.some((m: { metadata?: { event_type?: unknown; event_payload?: { conversation_id?: unknown } } }) => m?.metadata?.event_type === CHAT_EVENT_TYPE && m.metadata.event_payload?.conversation_id === conversationId)
+        messages.some(
+          (m: { metadata?: { event_type?: unknown; event_payload?: { conversation_id?: unknown } } }) =>
+            m?.metadata?.event_type === CHAT_EVENT_TYPE && m.metadata.event_payload?.conversation_id === conversationId,
+        )
       );
     },
     failureIn: (a) => chatFailure(a, `the reply in ${name}`),

@@ -6,13 +6,34 @@
  */
 import { startRequestOf } from './git-host-a-v1-processor';
 import type { CallbackProcessorDeps, CallbackProcessorImpl, CallbackRun } from './processor';
-import { anyMarked, commentMarker, postSummaryOnce, restTarget, targetMissing, storedSecrets, viewField, type SummaryTarget } from './summary-post';
+import {
+  anyMarked,
+  commentMarker,
+  postSummaryOnce,
+  restTarget,
+  targetMissing,
+  storedSecrets,
+  viewField,
+  type SummaryTarget,
+} from './summary-post';
 
 /** The merge request: a project (numeric id or path) and its iid, from the view data, else from the start. */
-export function mergeRequestTarget(view: Record<string, unknown>, selectedRepository: string | null, requestPrNumbers?: readonly number[]) {
+export function mergeRequestTarget(
+  view: Record<string, unknown>,
+  selectedRepository: string | null,
+  requestPrNumbers?: readonly number[],
+) {
   const project = viewField(view, 'project_id', 'full_path', 'repo') ?? selectedRepository ?? undefined;
-  const iid = viewField(view, 'mr_iid', 'merge_request_iid', 'number') ?? (requestPrNumbers?.[0] !== undefined ? String(requestPrNumbers[0]) : undefined);
-  if (!project || !(/^\d+$/.test(project) || /^[^/\s]+(\/[^/\s]+)+$/.test(project)) || iid === undefined || !/^\d+$/.test(iid)) return null;
+  const iid =
+    viewField(view, 'mr_iid', 'merge_request_iid', 'number') ??
+    (requestPrNumbers?.[0] !== undefined ? String(requestPrNumbers[0]) : undefined);
+  if (
+    !project ||
+    !(/^\d+$/.test(project) || /^[^/\s]+(\/[^/\s]+)+$/.test(project)) ||
+    iid === undefined ||
+    !/^\d+$/.test(iid)
+  )
+    return null;
   return { project, iid: Number(iid) };
 }
 
@@ -20,10 +41,16 @@ async function gitHostBTarget(run: CallbackRun, deps: CallbackProcessorDeps): Pr
   const { app, processor } = run;
   const view = (processor.git_host_b_view_data as Record<string, unknown> | undefined) ?? {};
   const target = mergeRequestTarget(view, app.selected_repository, (await startRequestOf(run, deps))?.pr_number);
-  if (!target) throw targetMissing('no merge request to comment on: the start has no group/project selected_repository and pr_number, nor does git_host_b_view_data name one (project_id, mr_iid)');
+  if (!target)
+    throw targetMissing(
+      'no merge request to comment on: the start has no group/project selected_repository and pr_number, nor does git_host_b_view_data name one (project_id, mr_iid)',
+    );
   const inline = processor.inline_mr_comment === true;
   const discussion = viewField(view, 'discussion_id');
-  if (inline && (!discussion || !/^[0-9a-f]+$/i.test(discussion))) throw targetMissing('inline_mr_comment is set but git_host_b_view_data names no discussion (discussion_id) to reply in');
+  if (inline && (!discussion || !/^[0-9a-f]+$/i.test(discussion)))
+    throw targetMissing(
+      'inline_mr_comment is set but git_host_b_view_data names no discussion (discussion_id) to reply in',
+    );
   const token = (await storedSecrets(app, deps)).GIT_HOST_B_TOKEN;
   if (!token) throw targetMissing('no git_host_b token: store one with POST /api/v1/secrets/git-providers');
   const mr = `${deps.hosts.gitHostBApiUrl}/projects/${encodeURIComponent(target.project)}/merge_requests/${target.iid}`;
@@ -36,7 +63,8 @@ async function gitHostBTarget(run: CallbackRun, deps: CallbackProcessorDeps): Pr
     postUrl: inline ? `${mr}/discussions/${discussion}/notes` : `${mr}/notes`,
     postBody: (text, conversationId) => ({ body: `${text}\n\n${commentMarker(conversationId)}` }),
     // A discussion answers {notes: [...]}; the notes of a merge request, the list itself.
-    holds: (listed, conversationId) => anyMarked(inline ? (listed as { notes?: unknown } | null)?.notes : listed, conversationId, (n) => n.body),
+    holds: (listed, conversationId) =>
+      anyMarked(inline ? (listed as { notes?: unknown } | null)?.notes : listed, conversationId, (n) => n.body),
     secrets: [token],
   });
 }

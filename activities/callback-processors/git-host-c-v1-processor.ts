@@ -7,14 +7,30 @@
  */
 import { pullRequestTarget, startRequestOf } from './git-host-a-v1-processor';
 import type { CallbackProcessorDeps, CallbackProcessorImpl, CallbackRun } from './processor';
-import { anyMarked, commentMarker, postSummaryOnce, restTarget, targetMissing, storedSecrets, viewField, type SummaryTarget } from './summary-post';
+import {
+  anyMarked,
+  commentMarker,
+  postSummaryOnce,
+  restTarget,
+  targetMissing,
+  storedSecrets,
+  viewField,
+  type SummaryTarget,
+} from './summary-post';
 
 async function gitHostCTarget(run: CallbackRun, deps: CallbackProcessorDeps): Promise<SummaryTarget> {
   const { app, processor } = run;
   const view = (processor.git_host_c_view_data as Record<string, unknown> | undefined) ?? {};
   const prId = viewField(view, 'pr_id', 'pull_request_id');
-  const target = pullRequestTarget(prId ? { ...view, pr_number: prId } : view, app.selected_repository, (await startRequestOf(run, deps))?.pr_number);
-  if (!target) throw targetMissing('no pull request to comment on: the start has no workspace/repo selected_repository and pr_number, nor does git_host_c_view_data name one');
+  const target = pullRequestTarget(
+    prId ? { ...view, pr_number: prId } : view,
+    app.selected_repository,
+    (await startRequestOf(run, deps))?.pr_number,
+  );
+  if (!target)
+    throw targetMissing(
+      'no pull request to comment on: the start has no workspace/repo selected_repository and pr_number, nor does git_host_c_view_data name one',
+    );
   const token = (await storedSecrets(app, deps)).GIT_HOST_C_TOKEN;
   if (!token) throw targetMissing('no git_host_c token: store one with POST /api/v1/secrets/git-providers');
   const authorization = token.includes(':') ? `Basic ${Buffer.from(token).toString('base64')}` : `Bearer ${token}`;
@@ -27,7 +43,12 @@ async function gitHostCTarget(run: CallbackRun, deps: CallbackProcessorDeps): Pr
     signal: run.signal,
     postUrl: comments,
     postBody: (text, conversationId) => ({ content: { raw: `${text}\n\n${commentMarker(conversationId)}` } }),
-    holds: (listed, conversationId) => anyMarked((listed as { values?: unknown } | null)?.values, conversationId, (c) => (c.content as { raw?: unknown } | undefined)?.raw),
+    holds: (listed, conversationId) =>
+      anyMarked(
+        (listed as { values?: unknown } | null)?.values,
+        conversationId,
+        (c) => (c.content as { raw?: unknown } | undefined)?.raw,
+      ),
     secrets: [token, authorization.slice(authorization.indexOf(' ') + 1)],
   });
 }

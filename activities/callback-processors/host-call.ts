@@ -28,19 +28,33 @@ export async function callHost(
   try {
     res = await fetch(url, {
       method: init.method,
-      headers: { Accept: 'application/json', ...(init.body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...init.headers },
+      headers: {
+        Accept: 'application/json',
+        ...(init.body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+        ...init.headers,
+      },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       redirect: 'manual',
       signal,
     });
   } catch (e) {
-    throw new Error(deadline.aborted ? `${host} did not answer within ${HOST_CALL_TIMEOUT_MS} ms` : `${host} could not be reached: ${(e as Error).message}`, { cause: e });
+    throw new Error(
+      deadline.aborted
+        ? `${host} did not answer within ${HOST_CALL_TIMEOUT_MS} ms`
+        : `${host} could not be reached: ${(e as Error).message}`,
+      { cause: e },
+    );
   }
   let text = '';
   try {
     text = await readBounded(res);
   } catch (e) {
-    throw new Error(deadline.aborted ? `${host} did not send its whole answer within ${HOST_CALL_TIMEOUT_MS} ms` : `${host}: ${(e as Error).message}`, { cause: e });
+    throw new Error(
+      deadline.aborted
+        ? `${host} did not send its whole answer within ${HOST_CALL_TIMEOUT_MS} ms`
+        : `${host}: ${(e as Error).message}`,
+      { cause: e },
+    );
   }
   return {
     status: res.status,

@@ -15,7 +15,14 @@ export const issueMarker = (conversationId: string) => `(agent-control conversat
 /** An issue key as both trackers write it: a project key, a dash, a number. */
 export const ISSUE_KEY = /^[A-Z][A-Z0-9_]*-\d+$/;
 
-export function issueCommentTarget(o: { host: string; apiBase: string; issueKey: string; authorization: string; secrets: string[]; signal?: AbortSignal }): SummaryTarget {
+export function issueCommentTarget(o: {
+  host: string;
+  apiBase: string;
+  issueKey: string;
+  authorization: string;
+  secrets: string[];
+  signal?: AbortSignal;
+}): SummaryTarget {
   const comments = `${o.apiBase}/rest/api/2/issue/${encodeURIComponent(o.issueKey)}/comment`;
   return restTarget({
     host: o.host,
@@ -23,7 +30,10 @@ export function issueCommentTarget(o: { host: string; apiBase: string; issueKey:
     headers: { Authorization: o.authorization },
     listUrl: `${comments}?orderBy=-created&maxResults=100&expand=properties`,
     postUrl: comments,
-    postBody: (text, conversationId) => ({ body: `${text}\n\n${issueMarker(conversationId)}`, properties: [{ key: COMMENT_PROPERTY, value: { conversation_id: conversationId } }] }),
+    postBody: (text, conversationId) => ({
+      body: `${text}\n\n${issueMarker(conversationId)}`,
+      properties: [{ key: COMMENT_PROPERTY, value: { conversation_id: conversationId } }],
+    }),
     // The property where the listing carries it; the last line of the text where it does not.
     holds: (listed, conversationId) => {
       const all = (listed as { comments?: unknown } | null)?.comments;
@@ -32,7 +42,11 @@ export function issueCommentTarget(o: { host: string; apiBase: string; issueKey:
         all.some(
           (c: { body?: unknown; properties?: unknown }) =>
             (typeof c?.body === 'string' && c.body.includes(issueMarker(conversationId))) ||
-            (Array.isArray(c?.properties) && c.properties.some((p: { key?: unknown; value?: { conversation_id?: unknown } }) => p?.key === COMMENT_PROPERTY && p.value?.conversation_id === conversationId)),
+            (Array.isArray(c?.properties) &&
+              c.properties.some(
+                (p: { key?: unknown; value?: { conversation_id?: unknown } }) =>
+                  p?.key === COMMENT_PROPERTY && p.value?.conversation_id === conversationId,
+              )),
         )
       );
     },

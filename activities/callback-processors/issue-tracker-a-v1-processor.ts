@@ -16,7 +16,10 @@ async function issueTrackerATarget(run: CallbackRun, deps: CallbackProcessorDeps
   const { processor } = run;
   const email = String(processor.svc_acc_email);
   const key = (await storedSecrets(run.app, deps))[ISSUE_TRACKER_A_KEY_SECRET];
-  if (!key) throw targetMissing(`no API key for issue tracker A: store it as the secret ${ISSUE_TRACKER_A_KEY_SECRET} (POST /api/v1/secrets)`);
+  if (!key)
+    throw targetMissing(
+      `no API key for issue tracker A: store it as the secret ${ISSUE_TRACKER_A_KEY_SECRET} (POST /api/v1/secrets)`,
+    );
   const basic = Buffer.from(`${email}:${key}`).toString('base64');
   return issueCommentTarget({
     host: 'issue tracker A',

@@ -19,8 +19,18 @@ async function issueTrackerBTarget(run: CallbackRun, deps: CallbackProcessorDeps
   const refused = issueTrackerBServerRefusal(base, deps.hosts.issueTrackerBOrigins);
   if (refused) throw targetMissing(refused);
   const token = (await storedSecrets(run.app, deps))[ISSUE_TRACKER_B_TOKEN_SECRET];
-  if (!token) throw targetMissing(`no token for issue tracker B (${String(processor.workspace_name)}): store it as the secret ${ISSUE_TRACKER_B_TOKEN_SECRET} (POST /api/v1/secrets)`);
-  return issueCommentTarget({ host: `issue tracker B (${String(processor.workspace_name)})`, apiBase: base, issueKey: String(processor.issue_key), authorization: `Bearer ${token}`, secrets: [token], signal: run.signal });
+  if (!token)
+    throw targetMissing(
+      `no token for issue tracker B (${String(processor.workspace_name)}): store it as the secret ${ISSUE_TRACKER_B_TOKEN_SECRET} (POST /api/v1/secrets)`,
+    );
+  return issueCommentTarget({
+    host: `issue tracker B (${String(processor.workspace_name)})`,
+    apiBase: base,
+    issueKey: String(processor.issue_key),
+    authorization: `Bearer ${token}`,
+    secrets: [token],
+    signal: run.signal,
+  });
 }
 
 export const issueTrackerBV1Processor: CallbackProcessorImpl<'IssueTrackerBV1CallbackProcessor'> = {

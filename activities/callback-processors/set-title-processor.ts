@@ -6,8 +6,15 @@ const TITLE_CHARS = 80;
 
 /** The first line of the first user message, without a leading `[tag]`, cut to TITLE_CHARS; null when there is none. */
 export function titleFrom(events: readonly Event[]): string | null {
-  const first = events.find((e): e is Extract<Event, { kind: 'MessageEvent' }> => e.kind === 'MessageEvent' && e.source === 'user');
-  const text = first ? textOf(first.llm_message.content).trim().split('\n')[0]!.replace(/^\[[^\]]*\]\s*/, '') : '';
+  const first = events.find(
+    (e): e is Extract<Event, { kind: 'MessageEvent' }> => e.kind === 'MessageEvent' && e.source === 'user',
+  );
+  const text = first
+    ? textOf(first.llm_message.content)
+        .trim()
+        .split('\n')[0]!
+        .replace(/^\[[^\]]*\]\s*/, '')
+    : '';
   if (!text) return null;
   return text.length > TITLE_CHARS ? `${text.slice(0, TITLE_CHARS - 1)}…` : text;
 }

@@ -32,10 +32,13 @@ export function summaryOf(events: readonly Event[]): string | null {
 }
 
 export const isFinished = (events: readonly Event[]): boolean =>
-  events.some((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status' && e.value === 'finished');
+  events.some(
+    (e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status' && e.value === 'finished',
+  );
 
 /** The text posted: the summary, or a plain line when there is none. */
-export const summaryText = (summary: string | null): string => (summary ? `The agent finished:\n\n${summary}` : 'The agent finished.');
+export const summaryText = (summary: string | null): string =>
+  summary ? `The agent finished:\n\n${summary}` : 'The agent finished.';
 
 /** Where one processor posts, in its host's own API: the host files implement it. */
 export interface SummaryTarget {
@@ -52,11 +55,21 @@ export interface SummaryTarget {
  * but 408 and 429), else retried. Whatever of `secrets` the host echoed back is masked: the text goes
  * into the round's record and the workflow's history.
  */
-export function hostFailure(host: string, what: string, status: number, answer: string, secrets: readonly string[] = []): Error {
+export function hostFailure(
+  host: string,
+  what: string,
+  status: number,
+  answer: string,
+  secrets: readonly string[] = [],
+): Error {
   let said = answer;
-  for (const s of secrets) if (s) for (const form of [s, JSON.stringify(s).slice(1, -1), encodeURIComponent(s)]) said = said.split(form).join('***');
+  for (const s of secrets)
+    if (s)
+      for (const form of [s, JSON.stringify(s).slice(1, -1), encodeURIComponent(s)])
+        said = said.split(form).join('***');
   said = said.slice(0, 300);
-  if (status >= 300 && status < 500 && status !== 408 && status !== 429) return ApplicationFailure.nonRetryable(`${host} refused ${what} (${status}): ${said}`);
+  if (status >= 300 && status < 500 && status !== 408 && status !== 429)
+    return ApplicationFailure.nonRetryable(`${host} refused ${what} (${status}): ${said}`);
   return new Error(`${host} answered ${status} for ${what}: ${said}`);
 }
 
@@ -101,7 +114,12 @@ export function restTarget(o: {
       return false;
     },
     async post(text, conversationId) {
-      const a = await callHost(o.host, o.postUrl, { method: 'POST', headers: o.headers, body: o.postBody(text, conversationId), signal: o.signal });
+      const a = await callHost(o.host, o.postUrl, {
+        method: 'POST',
+        headers: o.headers,
+        body: o.postBody(text, conversationId),
+        signal: o.signal,
+      });
       check(a, `the summary on ${o.name}`);
     },
   };
@@ -120,7 +138,8 @@ export function linkNext(a: HostAnswer): string | null {
 export function viewField(view: Record<string, unknown>, ...keys: string[]): string | undefined {
   for (const k of keys) {
     const v = view[k];
-    if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isFinite(v))) return String(v).trim();
+    if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isFinite(v)))
+      return String(v).trim();
   }
   return undefined;
 }
@@ -129,8 +148,18 @@ export function viewField(view: Record<string, unknown>, ...keys: string[]): str
 export const commentMarker = (conversationId: string) => `<!-- agent-control:conversation=${conversationId} -->`;
 
 /** Whether any of `bodies` carries the marker. */
-export const anyMarked = (bodies: unknown, conversationId: string, field: (item: Record<string, unknown>) => unknown): boolean =>
-  Array.isArray(bodies) && bodies.some((b) => typeof b === 'object' && b !== null && String(field(b as Record<string, unknown>) ?? '').includes(commentMarker(conversationId)));
+export const anyMarked = (
+  bodies: unknown,
+  conversationId: string,
+  field: (item: Record<string, unknown>) => unknown,
+): boolean =>
+  Array.isArray(bodies) &&
+  bodies.some(
+    (b) =>
+      typeof b === 'object' &&
+      b !== null &&
+      String(field(b as Record<string, unknown>) ?? '').includes(commentMarker(conversationId)),
+  );
 
 /** A processor's fields or the start that cannot name a target: a failure no retry mends. */
 export const targetMissing = (why: string): Error => ApplicationFailure.nonRetryable(why);
@@ -145,8 +174,11 @@ export const MAX_SUMMARY_CHARS = 30_000;
 export function postable(summary: string | null, secretValues: readonly string[]): string | null {
   if (summary === null) return null;
   let text = summary;
-  for (const v of [...secretValues].sort((x, y) => y.length - x.length)) if (v.length >= 4) text = text.split(v).join('***');
-  return text.length > MAX_SUMMARY_CHARS ? `${text.slice(0, MAX_SUMMARY_CHARS)}\n\n(cut at ${MAX_SUMMARY_CHARS} characters)` : text;
+  for (const v of [...secretValues].sort((x, y) => y.length - x.length))
+    if (v.length >= 4) text = text.split(v).join('***');
+  return text.length > MAX_SUMMARY_CHARS
+    ? `${text.slice(0, MAX_SUMMARY_CHARS)}\n\n(cut at ${MAX_SUMMARY_CHARS} characters)`
+    : text;
 }
 
 /**
@@ -156,14 +188,23 @@ export function postable(summary: string | null, secretValues: readonly string[]
  * stored credential). The post is looked for on the host right before it is made, and not made when
  * Temporal has given this attempt up meanwhile (another may be under way).
  */
-export async function postSummaryOnce(run: CallbackRun, deps: CallbackProcessorDeps, target: () => Promise<SummaryTarget>): Promise<string[]> {
+export async function postSummaryOnce(
+  run: CallbackRun,
+  deps: CallbackProcessorDeps,
+  target: () => Promise<SummaryTarget>,
+): Promise<string[]> {
   const { conversationId, index, processor, events } = run;
-  if (!isFinished(events) || processor.should_request_summary === false || Object.keys(processor).length === 1) return [];
+  if (!isFinished(events) || processor.should_request_summary === false || Object.keys(processor).length === 1)
+    return [];
   if (await deps.callbacks.done(conversationId, index, SUMMARY_POSTED)) return [];
   const where = await target();
   // Asked once a conversation: a round tried again (the host failed) posts what the agent said the first time.
   let summary = await deps.callbacks.keptSummary(conversationId);
-  if (summary === undefined) summary = await deps.callbacks.keepSummary(conversationId, postable(await requestSummary(run, deps), await secretValuesOf(run.app, deps)));
+  if (summary === undefined)
+    summary = await deps.callbacks.keepSummary(
+      conversationId,
+      postable(await requestSummary(run, deps), await secretValuesOf(run.app, deps)),
+    );
   givenUp(run);
   if (await where.posted(conversationId)) return [SUMMARY_POSTED];
   givenUp(run);
@@ -182,7 +223,10 @@ function givenUp(run: CallbackRun): void {
  */
 async function requestSummary(run: CallbackRun, deps: CallbackProcessorDeps): Promise<string | null> {
   const asked = await deps.agents.askAgent(run.app, SUMMARY_INSTRUCTION).catch((e: unknown) => {
-    run.log.warn('the agent did not answer the summary request; its last message is posted', { conversation_id: run.conversationId, error: (e as Error).message });
+    run.log.warn('the agent did not answer the summary request; its last message is posted', {
+      conversation_id: run.conversationId,
+      error: (e as Error).message,
+    });
     return null;
   });
   if (asked) return asked;
@@ -192,7 +236,10 @@ async function requestSummary(run: CallbackRun, deps: CallbackProcessorDeps): Pr
 }
 
 /** The secrets a start was given (sealed in its record), for processors whose credentials came with it. */
-export async function startSecrets(app: AppConversationRecord, deps: CallbackProcessorDeps): Promise<Record<string, string>> {
+export async function startSecrets(
+  app: AppConversationRecord,
+  deps: CallbackProcessorDeps,
+): Promise<Record<string, string>> {
   const sealed = app.start_task_id ? await deps.startTasks.sealedSecrets(app.start_task_id) : null;
   return sealed ? (JSON.parse(deps.box.open(sealed)) as Record<string, string>) : {};
 }
@@ -208,6 +255,9 @@ async function secretValuesOf(app: AppConversationRecord, deps: CallbackProcesso
  * The user's stored secrets and provider tokens (GIT_HOST_B_TOKEN, ...), where a processor takes its
  * credential from: never the start's own secrets, which came in its request.
  */
-export async function storedSecrets(app: AppConversationRecord, deps: CallbackProcessorDeps): Promise<Record<string, string>> {
+export async function storedSecrets(
+  app: AppConversationRecord,
+  deps: CallbackProcessorDeps,
+): Promise<Record<string, string>> {
   return (await deps.settings.resolve(app.created_by_user_id, {})).secrets;
 }

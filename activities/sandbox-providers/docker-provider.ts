@@ -22,7 +22,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { AGENT_SERVER, type ExposedUrl } from '../../src/schemas/sandboxes';
 import type { DockerRuntimeHandle as DockerHandle, RuntimeHandle } from '../../src/store/runtime-handle';
-import { limitsOf, ProviderConfigError, wrongHandle, type SandboxLimits, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import {
+  limitsOf,
+  ProviderConfigError,
+  wrongHandle,
+  type SandboxLimits,
+  type RuntimeState,
+  type SandboxProvider,
+  type StartRequest,
+  type StartedRuntime,
+} from './provider';
 import { openHandsEnv } from './openhands-launch';
 import type { SandboxDisks } from './process-disks';
 
@@ -104,7 +113,11 @@ const asDocker = (h: RuntimeHandle): DockerHandle => (h.provider === 'docker' ? 
 export function dockerFromHost(dockerHost: string): Docker {
   if (dockerHost.startsWith('unix://')) return new Docker({ socketPath: dockerHost.slice('unix://'.length) });
   const url = new URL(dockerHost.replace(/^tcp:/, 'http:'));
-  return new Docker({ protocol: url.protocol === 'https:' ? 'https' : 'http', host: url.hostname, port: Number(url.port || 2375) });
+  return new Docker({
+    protocol: url.protocol === 'https:' ? 'https' : 'http',
+    host: url.hostname,
+    port: Number(url.port || 2375),
+  });
 }
 
 export class DockerProvider implements SandboxProvider {
@@ -133,7 +146,12 @@ export class DockerProvider implements SandboxProvider {
     const { network: name } = this.names(sandboxId);
     const docker = this.opts.docker;
     try {
-      await docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: { [LABEL]: sandboxId } });
+      await docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Labels: { [LABEL]: sandboxId },
+      });
     } catch (e) {
       if (statusOf(e) !== 409) throw networkError(name, e); // 409: an earlier attempt made it
     }
@@ -148,7 +166,8 @@ export class DockerProvider implements SandboxProvider {
     const network = this.opts.docker.getNetwork(id);
     const info = await network.inspect().catch((e: unknown) => notFound<Docker.NetworkInspectInfo>(e));
     if (!info) return;
-    for (const container of Object.keys(info.Containers ?? {})) await network.disconnect({ Container: container, Force: true }).catch(() => undefined);
+    for (const container of Object.keys(info.Containers ?? {}))
+      await network.disconnect({ Container: container, Force: true }).catch(() => undefined);
     await network.remove().catch((e: unknown) => notFound(e));
   }
 
@@ -159,11 +178,16 @@ export class DockerProvider implements SandboxProvider {
       .getNetwork(this.opts.network!)
       .inspect()
       .catch((e: unknown) => notFound<Docker.NetworkInspectInfo>(e));
-    if (!shared) throw new ProviderConfigError(`the Docker network ${this.opts.network} (DOCKER_NETWORK) does not exist`);
+    if (!shared)
+      throw new ProviderConfigError(`the Docker network ${this.opts.network} (DOCKER_NETWORK) does not exist`);
     const project = shared.Labels?.[COMPOSE_PROJECT];
     const found: { id: string; alias: string }[] = [];
     for (const alias of this.opts.peers ?? []) {
-      const services = project ? await docker.listContainers({ filters: { label: [`${COMPOSE_PROJECT}=${project}`, `${COMPOSE_SERVICE}=${alias}`] } }) : [];
+      const services = project
+        ? await docker.listContainers({
+            filters: { label: [`${COMPOSE_PROJECT}=${project}`, `${COMPOSE_SERVICE}=${alias}`] },
+          })
+        : [];
       if (services.length > 0) {
         found.push(...services.map((c) => ({ id: c.Id, alias })));
         continue;
@@ -172,7 +196,10 @@ export class DockerProvider implements SandboxProvider {
         .getContainer(alias)
         .inspect()
         .catch((e: unknown) => notFound<Docker.ContainerInspectInfo>(e));
-      if (!container) throw new ProviderConfigError(`the sandbox peer ${alias} is neither a running service of the compose project ${project ?? '(none)'} nor a container`);
+      if (!container)
+        throw new ProviderConfigError(
+          `the sandbox peer ${alias} is neither a running service of the compose project ${project ?? '(none)'} nor a container`,
+        );
       found.push({ id: container.Id, alias });
     }
     return found;
@@ -196,7 +223,9 @@ export class DockerProvider implements SandboxProvider {
   private async networksOf(sandboxId: string): Promise<Docker.NetworkInspectInfo[]> {
     const { network: name } = this.names(sandboxId);
     const found = await this.opts.docker.listNetworks({ filters: { label: [`${LABEL}=${sandboxId}`], name: [name] } });
-    return found.filter((n) => n.Name === name).sort((a, b) => a.Created.localeCompare(b.Created) || a.Id.localeCompare(b.Id));
+    return found
+      .filter((n) => n.Name === name)
+      .sort((a, b) => a.Created.localeCompare(b.Created) || a.Id.localeCompare(b.Id));
   }
 
   private async ensureImage(image: string, progress?: () => void): Promise<void> {
@@ -217,7 +246,9 @@ export class DockerProvider implements SandboxProvider {
       );
     } catch (e) {
       // No registry answers, or it does not have the image: a retry would fail the same way.
-      throw new ProviderConfigError(`the image ${image} is not on the Docker engine and pulling it failed: ${(e as Error).message}`);
+      throw new ProviderConfigError(
+        `the image ${image} is not on the Docker engine and pulling it failed: ${(e as Error).message}`,
+      );
     }
   }
 
@@ -225,7 +256,9 @@ export class DockerProvider implements SandboxProvider {
     const { container: name } = this.names(req.sandboxId);
     const docker = this.opts.docker;
     let container = docker.getContainer(name);
-    let info: Docker.ContainerInspectInfo | null = await container.inspect().catch((e: unknown) => notFound<Docker.ContainerInspectInfo>(e));
+    let info: Docker.ContainerInspectInfo | null = await container
+      .inspect()
+      .catch((e: unknown) => notFound<Docker.ContainerInspectInfo>(e));
     // One that exited (killed from outside, or crashed) is replaced: a sandbox's state is its volume.
     if (info && !info.State.Running && !info.State.Paused && info.State.Status !== 'created') {
       await container.remove({ force: true }).catch(notFound);
@@ -239,7 +272,13 @@ export class DockerProvider implements SandboxProvider {
     if (info.State.Paused) await container.unpause();
     else if (!info.State.Running) await container.start();
     info = await container.inspect();
-    const handle: DockerHandle = { provider: 'docker', containerId: info.Id, container: name, volume: this.names(req.sandboxId).volume, workspace: this.workdir(req.spec) };
+    const handle: DockerHandle = {
+      provider: 'docker',
+      containerId: info.Id,
+      container: name,
+      volume: this.names(req.sandboxId).volume,
+      workspace: this.workdir(req.spec),
+    };
     return { handle, exposedUrls: [this.agentServer(name, info)] };
   }
 
@@ -249,7 +288,8 @@ export class DockerProvider implements SandboxProvider {
   }
 
   private agentServer(name: string, info: Docker.ContainerInspectInfo): ExposedUrl {
-    if (this.opts.network) return { name: AGENT_SERVER, url: `http://${name}:${this.runtimePort}`, port: this.runtimePort };
+    if (this.opts.network)
+      return { name: AGENT_SERVER, url: `http://${name}:${this.runtimePort}`, port: this.runtimePort };
     const binding = info.NetworkSettings.Ports?.[`${this.runtimePort}/tcp`]?.[0];
     if (!binding?.HostPort) throw new Error(`container ${name} publishes no host port for ${this.runtimePort}/tcp`);
     const hostPort = Number(binding.HostPort);
@@ -280,7 +320,15 @@ export class DockerProvider implements SandboxProvider {
       CONTROL_PLANE_URL: req.controlPlaneUrl,
       // The real agent server (an image of buildOpenHandsImage's): its key, webhook and state paths.
       ...(spec.runtime === 'openhands'
-        ? openHandsEnv({ env: null, stateDir, workspace: workdir, host: '0.0.0.0', port: this.runtimePort, sessionApiKey: req.sessionApiKey, controlPlaneUrl: req.controlPlaneUrl })
+        ? openHandsEnv({
+            env: null,
+            stateDir,
+            workspace: workdir,
+            host: '0.0.0.0',
+            port: this.runtimePort,
+            sessionApiKey: req.sessionApiKey,
+            controlPlaneUrl: req.controlPlaneUrl,
+          })
         : {}),
     };
     const { memoryMb, cpus, pidsLimit } = limitsOf(spec, this.opts.defaultLimits);
@@ -308,7 +356,9 @@ export class DockerProvider implements SandboxProvider {
           ...limits,
           Binds: [`${volume}:${workdir}`],
           NetworkMode: ownNetwork ?? this.opts.network,
-          ...(this.opts.network ? {} : { PortBindings: { [port]: [{ HostIp: publishBinding(this.opts.publishHost), HostPort: '' }] } }),
+          ...(this.opts.network
+            ? {}
+            : { PortBindings: { [port]: [{ HostIp: publishBinding(this.opts.publishHost), HostPort: '' }] } }),
         },
       });
     } catch (e) {
@@ -321,7 +371,8 @@ export class DockerProvider implements SandboxProvider {
   private engineHere?: Promise<boolean>;
   private engineOnThisHost(): Promise<boolean> {
     this.engineHere ??= this.opts.docker.info().then(
-      (info: { Name?: string; DockerRootDir?: string }) => info.Name === os.hostname() && !!info.DockerRootDir && fs.existsSync(info.DockerRootDir),
+      (info: { Name?: string; DockerRootDir?: string }) =>
+        info.Name === os.hostname() && !!info.DockerRootDir && fs.existsSync(info.DockerRootDir),
       (e: unknown) => {
         this.engineHere = undefined;
         throw e;
@@ -360,7 +411,12 @@ export class DockerProvider implements SandboxProvider {
     await disks.disks.attach(sandboxId, dir, diskMb);
     // Empty, so the engine fills it from the image's directory, owner included, as it does a new volume.
     fs.rmSync(path.join(dir, 'lost+found'), { recursive: true, force: true });
-    await docker.createVolume({ Name: volume, Labels: { [LABEL]: sandboxId }, Driver: 'local', DriverOpts: { type: 'none', o: 'bind', device: dir } });
+    await docker.createVolume({
+      Name: volume,
+      Labels: { [LABEL]: sandboxId },
+      Driver: 'local',
+      DriverOpts: { type: 'none', o: 'bind', device: dir },
+    });
   }
 
   async pause(handle: RuntimeHandle): Promise<void> {
@@ -397,7 +453,10 @@ export class DockerProvider implements SandboxProvider {
       const info = await this.opts.docker.getContainer(h.containerId).inspect();
       if (info.State.Paused) return { state: 'paused' };
       if (info.State.Running) return { state: 'running' };
-      return { state: 'missing', detail: `container ${h.container} is ${info.State.Status} (exit code ${info.State.ExitCode})` };
+      return {
+        state: 'missing',
+        detail: `container ${h.container} is ${info.State.Status} (exit code ${info.State.ExitCode})`,
+      };
     } catch (e) {
       if (statusOf(e) === 404) return { state: 'missing', detail: `container ${h.container} no longer exists` };
       throw e;

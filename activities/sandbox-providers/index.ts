@@ -20,18 +20,40 @@ export const BUILT_IN_RUNTIME_ENTRY = fs.existsSync(compiledBeside)
   : path.resolve(__dirname, '..', '..', 'dist', 'src', 'runtime', 'main.js');
 
 /** dist/runtime-bundle.js: the runtime as one file, for sandboxes that cannot read the checkout. */
-export const BUILT_IN_RUNTIME_BUNDLE = path.resolve(path.dirname(BUILT_IN_RUNTIME_ENTRY), '..', '..', 'runtime-bundle.js');
+export const BUILT_IN_RUNTIME_BUNDLE = path.resolve(
+  path.dirname(BUILT_IN_RUNTIME_ENTRY),
+  '..',
+  '..',
+  'runtime-bundle.js',
+);
 
 export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): ProviderRegistry {
   const sandboxesDir = config.sandboxes.dir;
   const s = config.sandboxes;
   const isolation =
     s.processIsolation === 'user'
-      ? new ProcessIsolation({ dataDir: config.dataDir, sandboxesDir, uidRange: s.uidRange, runtimeBundle: BUILT_IN_RUNTIME_BUNDLE, controlPlaneUrl: s.controlPlaneUrl, localAllow: s.localAllow, reservedPorts: s.reservedPorts })
+      ? new ProcessIsolation({
+          dataDir: config.dataDir,
+          sandboxesDir,
+          uidRange: s.uidRange,
+          runtimeBundle: BUILT_IN_RUNTIME_BUNDLE,
+          controlPlaneUrl: s.controlPlaneUrl,
+          localAllow: s.localAllow,
+          reservedPorts: s.reservedPorts,
+        })
       : undefined;
   const { cgroups } = sandboxCgroups(s.cgroups, s.cgroupParent);
   const { disks } = sandboxDisks(s.disks, sandboxesDir);
-  const processProvider = new ProcessProvider({ sandboxesDir, host: s.processHost, runtimeEntry: BUILT_IN_RUNTIME_ENTRY, isolation, agentServerDir: s.agentServerDir, cgroups, disks, defaultLimits: s.defaultLimits });
+  const processProvider = new ProcessProvider({
+    sandboxesDir,
+    host: s.processHost,
+    runtimeEntry: BUILT_IN_RUNTIME_ENTRY,
+    isolation,
+    agentServerDir: s.agentServerDir,
+    cgroups,
+    disks,
+    defaultLimits: s.defaultLimits,
+  });
   const docker = new DockerProvider({
     docker: dockerFromHost(config.sandboxes.dockerHost),
     publishHost: config.sandboxes.dockerPublishHost,
@@ -49,7 +71,10 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
       case 'docker':
         return docker;
       case 'remote':
-        if (!remote) throw new ProviderConfigError('the remote provider is not configured: set REMOTE_RUNTIME_API_URL and REMOTE_RUNTIME_API_KEY');
+        if (!remote)
+          throw new ProviderConfigError(
+            'the remote provider is not configured: set REMOTE_RUNTIME_API_URL and REMOTE_RUNTIME_API_KEY',
+          );
         return remote;
     }
   };

@@ -15,8 +15,9 @@ import { trustedProgram } from '../../src/process/trusted-path';
 import type { SandboxLimits } from './provider';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-
-export type CgroupLayout = { version: 2; root: string } | { version: 1; roots: { memory: string; pids: string; cpu: string; cpuacct?: string; freezer?: string } };
+export type CgroupLayout =
+  | { version: 2; root: string }
+  | { version: 1; roots: { memory: string; pids: string; cpu: string; cpuacct?: string; freezer?: string } };
 
 const V1_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
 const V2_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
@@ -34,7 +35,8 @@ const writable = (p: string) => {
 };
 
 /** The controllers a v2 cgroup offers its children. */
-const controllersOf = (dir: string) => new Set(fs.readFileSync(path.join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/).filter(Boolean));
+const controllersOf = (dir: string) =>
+  new Set(fs.readFileSync(path.join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/).filter(Boolean));
 
 /**
  * The hierarchy this machine lets the worker use, or why none: cgroup v2 mounted at `mount` with the
@@ -46,21 +48,34 @@ export function detectCgroups(mount = '/sys/fs/cgroup'): { layout: CgroupLayout 
       const have = controllersOf(mount);
       const missing = V2_CONTROLLERS.filter((c) => !have.has(c));
       if (missing.length > 0) return { why: `cgroup v2 at ${mount} lacks the ${missing.join(', ')} controller(s)` };
-      if (!writable(mount)) return { why: `cgroup v2 at ${mount} is not writable (run the worker as root, with a writable cgroup file system)` };
+      if (!writable(mount))
+        return {
+          why: `cgroup v2 at ${mount} is not writable (run the worker as root, with a writable cgroup file system)`,
+        };
       return { layout: { version: 2, root: mount } };
     }
-    const roots = Object.fromEntries(V1_CONTROLLERS.map((c) => [c, path.join(mount, c)])) as Record<(typeof V1_CONTROLLERS)[number], string>;
+    const roots = Object.fromEntries(V1_CONTROLLERS.map((c) => [c, path.join(mount, c)])) as Record<
+      (typeof V1_CONTROLLERS)[number],
+      string
+    >;
     const missing = V1_CONTROLLERS.filter((c) => !fs.existsSync(path.join(roots[c], 'cgroup.procs')));
-    if (missing.length > 0) return { why: `no cgroup v2 at ${mount}, and cgroup v1 lacks the ${missing.join(', ')} controller(s)` };
+    if (missing.length > 0)
+      return { why: `no cgroup v2 at ${mount}, and cgroup v1 lacks the ${missing.join(', ')} controller(s)` };
     const closed = V1_CONTROLLERS.filter((c) => !writable(roots[c]));
-    if (closed.length > 0) return { why: `cgroup v1 ${closed.join(', ')} at ${mount} not writable (run the worker as root)` };
+    if (closed.length > 0)
+      return { why: `cgroup v1 ${closed.join(', ')} at ${mount} not writable (run the worker as root)` };
     // CPU accounting, for what a sandbox used: its own hierarchy, or the cpu one when they are mounted together.
     const cpuacct = path.join(mount, 'cpuacct');
-    const separate = fs.existsSync(path.join(cpuacct, 'cpuacct.usage')) && !fs.existsSync(path.join(roots.cpu, 'cpuacct.usage')) && writable(cpuacct);
+    const separate =
+      fs.existsSync(path.join(cpuacct, 'cpuacct.usage')) &&
+      !fs.existsSync(path.join(roots.cpu, 'cpuacct.usage')) &&
+      writable(cpuacct);
     // The freezer, to stop (pause, kill) every process at once: a forking loop cannot outrun it.
     const freezer = path.join(mount, 'freezer');
     const hasFreezer = fs.existsSync(path.join(freezer, 'cgroup.procs')) && writable(freezer);
-    return { layout: { version: 1, roots: { ...roots, ...(separate ? { cpuacct } : {}), ...(hasFreezer ? { freezer } : {}) } } };
+    return {
+      layout: { version: 1, roots: { ...roots, ...(separate ? { cpuacct } : {}), ...(hasFreezer ? { freezer } : {}) } },
+    };
   } catch (e) {
     return { why: `cgroups at ${mount} unreadable: ${(e as Error).message}` };
   }
@@ -80,7 +95,9 @@ export class SandboxCgroups {
   /** Each cgroup directory of the sandbox (one in v2, one per controller in v1). */
   private dirs(sandboxId: string): string[] {
     if (!NAME.test(sandboxId)) throw new Error(`not a sandbox id: ${JSON.stringify(sandboxId)}`);
-    return this.layout.version === 2 ? [path.join(this.layout.root, this.parent, sandboxId)] : Object.values(this.layout.roots).map((r) => path.join(r, this.parent, sandboxId));
+    return this.layout.version === 2
+      ? [path.join(this.layout.root, this.parent, sandboxId)]
+      : Object.values(this.layout.roots).map((r) => path.join(r, this.parent, sandboxId));
   }
 
   /** The parent cgroup, made and (v2) handed the controllers; throws where the hierarchy refuses it. */
@@ -92,9 +109,12 @@ export class SandboxCgroups {
       fs.chmodSync(parent, 0o700);
       // Children get the controllers only when each level above hands them down.
       for (const dir of [root, parent]) {
-        const enabled = new Set(fs.readFileSync(path.join(dir, 'cgroup.subtree_control'), 'utf8').trim().split(/\s+/).filter(Boolean));
+        const enabled = new Set(
+          fs.readFileSync(path.join(dir, 'cgroup.subtree_control'), 'utf8').trim().split(/\s+/).filter(Boolean),
+        );
         const wanted = V2_CONTROLLERS.filter((c) => !enabled.has(c));
-        if (wanted.length > 0) fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), wanted.map((c) => `+${c}`).join(' '));
+        if (wanted.length > 0)
+          fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), wanted.map((c) => `+${c}`).join(' '));
       }
       return;
     }
@@ -119,7 +139,13 @@ export class SandboxCgroups {
       set(dir, 'memory.max', limits.memoryMb ? String(limits.memoryMb * 1024 * 1024) : 'max');
       if (fs.existsSync(path.join(dir, 'memory.swap.max'))) set(dir, 'memory.swap.max', limits.memoryMb ? '0' : 'max');
       set(dir, 'pids.max', limits.pidsLimit ? String(limits.pidsLimit) : 'max');
-      set(dir, 'cpu.max', limits.cpus ? `${Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))} ${CFS_PERIOD_US}` : `max ${CFS_PERIOD_US}`);
+      set(
+        dir,
+        'cpu.max',
+        limits.cpus
+          ? `${Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))} ${CFS_PERIOD_US}`
+          : `max ${CFS_PERIOD_US}`,
+      );
     } else {
       const [memory, pids, cpu] = dirs as [string, string, string];
       const bytes = limits.memoryMb ? String(limits.memoryMb * 1024 * 1024) : '-1';
@@ -131,7 +157,11 @@ export class SandboxCgroups {
       if (memsw && limits.memoryMb) set(memory, 'memory.memsw.limit_in_bytes', bytes);
       set(pids, 'pids.max', limits.pidsLimit ? String(limits.pidsLimit) : 'max');
       set(cpu, 'cpu.cfs_period_us', String(CFS_PERIOD_US));
-      set(cpu, 'cpu.cfs_quota_us', limits.cpus ? String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))) : '-1');
+      set(
+        cpu,
+        'cpu.cfs_quota_us',
+        limits.cpus ? String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))) : '-1',
+      );
     }
     return dirs.map((d) => path.join(d, 'cgroup.procs'));
   }
@@ -143,7 +173,10 @@ export class SandboxCgroups {
   static entering(procs: string[], command: string, args: string[]): { command: string; args: string[] } {
     if (procs.length === 0) return { command, args };
     const script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"';
-    return { command: trustedProgram('sh', 'dash'), args: ['-c', script, 'sandbox-cgroup', ...procs, '--', command, ...args] };
+    return {
+      command: trustedProgram('sh', 'dash'),
+      args: ['-c', script, 'sandbox-cgroup', ...procs, '--', command, ...args],
+    };
   }
 
   /** The sandbox's freezer: v1's freezer.state, or v2's cgroup.freeze; null without one. */
@@ -161,7 +194,10 @@ export class SandboxCgroups {
     if (!root) return null;
     const state = path.join(root, this.parent, sandboxId, 'freezer.state');
     if (!fs.existsSync(state)) return null;
-    return { set: (frozen) => fs.writeFileSync(state, frozen ? 'FROZEN' : 'THAWED'), frozen: () => fs.readFileSync(state, 'utf8').trim() === 'FROZEN' };
+    return {
+      set: (frozen) => fs.writeFileSync(state, frozen ? 'FROZEN' : 'THAWED'),
+      frozen: () => fs.readFileSync(state, 'utf8').trim() === 'FROZEN',
+    };
   }
 
   /**
@@ -174,7 +210,7 @@ export class SandboxCgroups {
     if (!f) return false;
     f.set(true);
     try {
-      for (const deadline = Date.now() + timeoutMs; !f.frozen(); ) {
+      for (const deadline = Date.now() + timeoutMs; !f.frozen();) {
         if (Date.now() > deadline) return false;
         await sleep(5);
       }
@@ -199,7 +235,8 @@ export class SandboxCgroups {
   cpuUsageNs(sandboxId: string): number | null {
     const dirs = this.dirs(sandboxId);
     try {
-      if (this.layout.version === 2) return Number(/^usage_usec (\d+)$/m.exec(fs.readFileSync(path.join(dirs[0]!, 'cpu.stat'), 'utf8'))?.[1]) * 1000;
+      if (this.layout.version === 2)
+        return Number(/^usage_usec (\d+)$/m.exec(fs.readFileSync(path.join(dirs[0]!, 'cpu.stat'), 'utf8'))?.[1]) * 1000;
       const dir = dirs.find((d) => fs.existsSync(path.join(d, 'cpuacct.usage')));
       return dir ? Number(fs.readFileSync(path.join(dir, 'cpuacct.usage'), 'utf8')) : null;
     } catch {
@@ -210,7 +247,10 @@ export class SandboxCgroups {
   /** How many processes the kernel killed in the sandbox for its memory limit (0 without a cgroup). */
   oomKills(sandboxId: string): number {
     const dirs = this.dirs(sandboxId);
-    const [file, line] = this.layout.version === 2 ? [path.join(dirs[0]!, 'memory.events'), /^oom_kill (\d+)$/m] : [path.join(dirs[0]!, 'memory.oom_control'), /^oom_kill (\d+)$/m];
+    const [file, line] =
+      this.layout.version === 2
+        ? [path.join(dirs[0]!, 'memory.events'), /^oom_kill (\d+)$/m]
+        : [path.join(dirs[0]!, 'memory.oom_control'), /^oom_kill (\d+)$/m];
     try {
       return Number(line.exec(fs.readFileSync(file, 'utf8'))?.[1] ?? 0);
     } catch {
@@ -222,7 +262,9 @@ export class SandboxCgroups {
   memoryLimitMb(sandboxId: string): number | null {
     const [dir] = this.dirs(sandboxId) as [string];
     try {
-      const text = fs.readFileSync(path.join(dir, this.layout.version === 2 ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8').trim();
+      const text = fs
+        .readFileSync(path.join(dir, this.layout.version === 2 ? 'memory.max' : 'memory.limit_in_bytes'), 'utf8')
+        .trim();
       const bytes = Number(text);
       return Number.isFinite(bytes) && bytes < 2 ** 60 ? Math.round(bytes / 1024 / 1024) : null;
     } catch {
@@ -243,7 +285,8 @@ export class SandboxCgroups {
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
           if (code === 'ENOENT') break;
-          if (code !== 'EBUSY' || attempt >= 100) throw new Error(`the cgroup ${dir} could not be removed: ${(e as Error).message}`, { cause: e });
+          if (code !== 'EBUSY' || attempt >= 100)
+            throw new Error(`the cgroup ${dir} could not be removed: ${(e as Error).message}`, { cause: e });
           await sleep(20);
         }
       }
@@ -255,7 +298,11 @@ export class SandboxCgroups {
  * The cgroups of process sandboxes as SANDBOX_CGROUPS asks: `off` none; `auto` the usable hierarchy
  * when the worker is root, else none and why; `on` the usable hierarchy, or an error saying why not.
  */
-export function sandboxCgroups(mode: 'auto' | 'on' | 'off', parent: string, mount?: string): { cgroups: SandboxCgroups | undefined; why: string | null } {
+export function sandboxCgroups(
+  mode: 'auto' | 'on' | 'off',
+  parent: string,
+  mount?: string,
+): { cgroups: SandboxCgroups | undefined; why: string | null } {
   if (mode === 'off') return { cgroups: undefined, why: null };
   const found = process.getuid?.() === 0 ? detectCgroups(mount) : { why: 'the worker does not run as root' };
   let why = 'layout' in found ? null : found.why;

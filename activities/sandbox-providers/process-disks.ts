@@ -77,11 +77,20 @@ export class SandboxDisks {
       }
       // 1% kept for root (the worker still writes the runtime's handle when the sandbox filled the rest);
       // inode tables and journal initialized lazily (instant).
-      await run('mkfs.ext4', 'e2fsprogs', ['-q', '-F', '-m', '1', '-E', 'lazy_itable_init=1,lazy_journal_init=1', work]);
+      await run('mkfs.ext4', 'e2fsprogs', [
+        '-q',
+        '-F',
+        '-m',
+        '1',
+        '-E',
+        'lazy_itable_init=1,lazy_journal_init=1',
+        work,
+      ]);
       fs.renameSync(work, image);
     }
     fs.mkdirSync(dir, { recursive: true, mode: 0o711 });
-    if (fs.readdirSync(dir).length > 0 && !mounted(dir)) throw new Error(`${dir} holds files already: its file system would hide them`);
+    if (fs.readdirSync(dir).length > 0 && !mounted(dir))
+      throw new Error(`${dir} holds files already: its file system would hide them`);
     await run('mount', 'mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,discard', image, dir]);
     // Its top as the provider would make it: root's, 0711 (mkfs made it 0755); lost+found stays root's.
     fs.chmodSync(dir, 0o711);
@@ -100,12 +109,18 @@ export class SandboxDisks {
   usage(dir: string): { usedMb: number; sizeMb: number } | null {
     if (!mounted(dir)) return null;
     const s = fs.statfsSync(dir);
-    return { usedMb: Math.round(((s.blocks - s.bfree) * s.bsize) / 1024 / 1024), sizeMb: Math.round((s.blocks * s.bsize) / 1024 / 1024) };
+    return {
+      usedMb: Math.round(((s.blocks - s.bfree) * s.bsize) / 1024 / 1024),
+      sizeMb: Math.round((s.blocks * s.bsize) / 1024 / 1024),
+    };
   }
 }
 
 /** The disks of process sandboxes as SANDBOX_DISKS asks (`auto`: when usable; `on`: or an error). */
-export function sandboxDisks(mode: 'auto' | 'on' | 'off', sandboxesDir: string): { disks: SandboxDisks | undefined; why: string | null } {
+export function sandboxDisks(
+  mode: 'auto' | 'on' | 'off',
+  sandboxesDir: string,
+): { disks: SandboxDisks | undefined; why: string | null } {
   if (mode === 'off') return { disks: undefined, why: null };
   const why = disksUsable();
   if (!why) return { disks: new SandboxDisks(path.join(path.dirname(sandboxesDir), 'disks')), why: null };

@@ -62,7 +62,19 @@ export const chainName = (range: [number, number]) => `AC_SBX_${range[0]}`;
  */
 const jumps = (range: [number, number]) => [
   ['-m', 'owner', '--uid-owner', `${range[0]}-${range[1]}`, '-j', chainName(range)],
-  ['-p', 'tcp', '--tcp-flags', 'SYN,ACK', 'SYN,ACK', '-m', 'owner', '!', '--socket-exists', '-j', `${chainName(range)}_NS`],
+  [
+    '-p',
+    'tcp',
+    '--tcp-flags',
+    'SYN,ACK',
+    'SYN,ACK',
+    '-m',
+    'owner',
+    '!',
+    '--socket-exists',
+    '-j',
+    `${chainName(range)}_NS`,
+  ],
 ];
 
 /** The first existing directory from `dir` up that others cannot traverse, or null. */
@@ -106,10 +118,18 @@ async function hostPorts(pairs: string[]): Promise<{ address: string; family: 4 
 }
 
 /** iptables-restore input for one family: the chain (flushed and refilled atomically) and its jump. */
-function rules(chain: string, allowed: { address: string; port: number }[], reserved: number[], missingJumps: string[][], linkLocal: string): string {
+function rules(
+  chain: string,
+  allowed: { address: string; port: number }[],
+  reserved: number[],
+  missingJumps: string[][],
+  linkLocal: string,
+): string {
   const local = '-m addrtype --dst-type LOCAL';
   // multiport takes at most 15 ports a rule.
-  const groups = Array.from({ length: Math.ceil(reserved.length / 15) }, (_, i) => reserved.slice(i * 15, i * 15 + 15).join(','));
+  const groups = Array.from({ length: Math.ceil(reserved.length / 15) }, (_, i) =>
+    reserved.slice(i * 15, i * 15 + 15).join(','),
+  );
   return [
     '*filter',
     `:${chain} - [0:0]`,
@@ -144,7 +164,9 @@ function restore(command: string, input: string): Promise<void> {
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${err.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${err.trim()}`)),
+    );
     child.stdin.end(input);
   });
 }
@@ -176,10 +198,15 @@ export class ProcessIsolation {
     // DATA_DIR is the service's alone; sandboxes live elsewhere (SANDBOXES_DIR), reached by name only.
     fs.chmodSync(dataDir, 0o700);
     if (sandboxesDir === dataDir || sandboxesDir.startsWith(dataDir + path.sep)) {
-      throw new Error(`SANDBOXES_DIR (${sandboxesDir}) is inside DATA_DIR, which isolated sandboxes may not enter: leave it unset, or choose a directory outside`);
+      throw new Error(
+        `SANDBOXES_DIR (${sandboxesDir}) is inside DATA_DIR, which isolated sandboxes may not enter: leave it unset, or choose a directory outside`,
+      );
     }
     const unreachable = untraversable(path.dirname(sandboxesDir));
-    if (unreachable) throw new Error(`sandboxes in ${sandboxesDir} cannot be reached by their users: ${unreachable} is closed to others (o+x); choose another SANDBOXES_DIR`);
+    if (unreachable)
+      throw new Error(
+        `sandboxes in ${sandboxesDir} cannot be reached by their users: ${unreachable} is closed to others (o+x); choose another SANDBOXES_DIR`,
+      );
     const runtimeDir = path.join(path.dirname(sandboxesDir), 'runtime');
     for (const d of [sandboxesDir, runtimeDir]) {
       fs.mkdirSync(d, { recursive: true });
@@ -216,7 +243,12 @@ export class ProcessIsolation {
     if (readableByOthers(env.python) && readableByOthers(path.join(env.dir, AGENT_SERVER_DESCRIPTION))) {
       // Used where it is: it must be root's and closed to writes by others (its top; the install makes the rest so).
       const st = fs.statSync(env.dir);
-      if (st.uid !== 0 || (st.mode & 0o022) !== 0) return Promise.reject(new Error(`the agent server in ${env.dir} is not root's alone (owner ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): sandboxes could change what they run`));
+      if (st.uid !== 0 || (st.mode & 0o022) !== 0)
+        return Promise.reject(
+          new Error(
+            `the agent server in ${env.dir} is not root's alone (owner ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): sandboxes could change what they run`,
+          ),
+        );
       return Promise.resolve(env);
     }
     let shared = this.sharedAgentServers.get(env.dir);
@@ -260,7 +292,13 @@ export class ProcessIsolation {
   private async ensureFirewall(): Promise<void> {
     for (const cmd of ['iptables', 'ip6tables']) {
       for (const jump of jumps(this.opts.uidRange)) {
-        if (!(await run(cmd, ['-C', 'OUTPUT', ...jump]).then(() => true, () => false))) return this.installFirewall();
+        if (
+          !(await run(cmd, ['-C', 'OUTPUT', ...jump]).then(
+            () => true,
+            () => false,
+          ))
+        )
+          return this.installFirewall();
       }
     }
   }
@@ -270,17 +308,39 @@ export class ProcessIsolation {
     const range = this.opts.uidRange;
     const api = new URL(this.opts.controlPlaneUrl);
     const reserved = [...new Set(this.opts.reservedPorts)].sort((a, b) => a - b);
-    const allowed = await hostPorts([`${api.hostname}:${api.port || (api.protocol === 'https:' ? 443 : 80)}`, ...this.opts.localAllow]);
+    const allowed = await hostPorts([
+      `${api.hostname}:${api.port || (api.protocol === 'https:' ? 443 : 80)}`,
+      ...this.opts.localAllow,
+    ]);
     for (const [family, command, check] of [
       [4, 'iptables-restore', 'iptables'],
       [6, 'ip6tables-restore', 'ip6tables'],
     ] as const) {
       const missing: string[][] = [];
-      for (const jump of jumps(range)) if (!(await run(check, ['-C', 'OUTPUT', ...jump]).then(() => true, () => false))) missing.push(jump);
+      for (const jump of jumps(range))
+        if (
+          !(await run(check, ['-C', 'OUTPUT', ...jump]).then(
+            () => true,
+            () => false,
+          ))
+        )
+          missing.push(jump);
       try {
-        await restore(command, rules(chain, allowed.filter((a) => a.family === family), reserved, missing, family === 4 ? '169.254.0.0/16' : 'fe80::/10'));
+        await restore(
+          command,
+          rules(
+            chain,
+            allowed.filter((a) => a.family === family),
+            reserved,
+            missing,
+            family === 4 ? '169.254.0.0/16' : 'fe80::/10',
+          ),
+        );
       } catch (e) {
-        throw new Error(`the firewall rule of process sandboxes could not be installed (${(e as Error).message}); install iptables, or set SANDBOX_PROCESS_ISOLATION=none`, { cause: e });
+        throw new Error(
+          `the firewall rule of process sandboxes could not be installed (${(e as Error).message}); install iptables, or set SANDBOX_PROCESS_ISOLATION=none`,
+          { cause: e },
+        );
       }
     }
   }
@@ -320,9 +380,11 @@ export class ProcessIsolation {
       // Run like the sandbox's own processes (its namespaces, no environment of the worker's): a process of
       // its uid in the host's namespaces would show the sandbox the host's /tmp through /proc/<pid>/root.
       const mkdir = this.launch(uid, dir, trustedProgram('mkdir', 'coreutils'), ['-p', '-m', '700', workspace]);
-      await execFileAsync(mkdir.command, mkdir.args, { env: {}, cwd: '/', encoding: 'utf8', timeout: 10_000 }).catch((e: Error & { stderr?: string }) => {
-        throw new Error(`the sandbox's working directory ${workspace} could not be made: ${e.stderr || e.message}`);
-      });
+      await execFileAsync(mkdir.command, mkdir.args, { env: {}, cwd: '/', encoding: 'utf8', timeout: 10_000 }).catch(
+        (e: Error & { stderr?: string }) => {
+          throw new Error(`the sandbox's working directory ${workspace} could not be made: ${e.stderr || e.message}`);
+        },
+      );
     }
     await this.ensureFirewall();
     return uid;
@@ -352,7 +414,13 @@ export class ProcessIsolation {
 
   /** The environment an isolated runtime gets on top of the provider's. */
   env(dir: string): Record<string, string> {
-    return { PATH: trustedPath(), HOME: path.join(dir, 'home'), TMPDIR: path.join(dir, 'tmp'), RUNTIME_STATE_DIR: path.join(dir, 'conversations'), RUNTIME_UMASK: '077' };
+    return {
+      PATH: trustedPath(),
+      HOME: path.join(dir, 'home'),
+      TMPDIR: path.join(dir, 'tmp'),
+      RUNTIME_STATE_DIR: path.join(dir, 'conversations'),
+      RUNTIME_UMASK: '077',
+    };
   }
 
   /**
@@ -443,7 +511,13 @@ export async function removeSandboxFirewall(range: [number, number]): Promise<vo
   for (const cmd of ['iptables', 'ip6tables']) {
     for (const jump of jumps(range)) {
       for (let i = 0; i < 10; i++) {
-        if (!(await run(cmd, ['-D', 'OUTPUT', ...jump]).then(() => true, () => false))) break;
+        if (
+          !(await run(cmd, ['-D', 'OUTPUT', ...jump]).then(
+            () => true,
+            () => false,
+          ))
+        )
+          break;
       }
     }
     for (const c of [chain, `${chain}_NS`]) {

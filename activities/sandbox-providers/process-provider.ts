@@ -10,7 +10,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { freePort, listenerUids } from '../../src/process/net';
-import { killUserProcesses, processesOfUser, processesWithEnv, processTree, readStat, signalAll, stopThenKill } from '../../src/process/process-tree';
+import {
+  killUserProcesses,
+  processesOfUser,
+  processesWithEnv,
+  processTree,
+  readStat,
+  signalAll,
+  stopThenKill,
+} from '../../src/process/process-tree';
 import { readAgentServerEnv, type AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedPath } from '../../src/process/trusted-path';
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
@@ -19,7 +27,16 @@ import { openHandsCommand, openHandsEnv } from './openhands-launch';
 import { SandboxCgroups } from './process-cgroups';
 import type { SandboxDisks } from './process-disks';
 import type { ProcessIsolation } from './process-isolation';
-import { limitsOf, ProviderConfigError, wrongHandle, type SandboxLimits, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import {
+  limitsOf,
+  ProviderConfigError,
+  wrongHandle,
+  type SandboxLimits,
+  type RuntimeState,
+  type SandboxProvider,
+  type StartRequest,
+  type StartedRuntime,
+} from './provider';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ProcessProviderOptions {
@@ -92,7 +109,15 @@ function reportedPort(stream: Readable, pid: number, logFile: string): Promise<n
       else resolve(port);
     };
     const exited = () => new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
-    const timer = setTimeout(() => done(new Error(`the runtime (pid ${pid}) did not report its port within ${PORT_REPORT_MS / 1000} s${lastWords(logFile)}`)), PORT_REPORT_MS);
+    const timer = setTimeout(
+      () =>
+        done(
+          new Error(
+            `the runtime (pid ${pid}) did not report its port within ${PORT_REPORT_MS / 1000} s${lastWords(logFile)}`,
+          ),
+        ),
+      PORT_REPORT_MS,
+    );
     const alive = setInterval(() => readStat(pid) || done(exited()), 200);
     stream.on('data', (d: Buffer) => {
       text += d.toString('latin1');
@@ -102,7 +127,13 @@ function reportedPort(stream: Readable, pid: number, logFile: string): Promise<n
     stream.on('end', () => {
       const port = Number(text);
       if (text === '') done(exited());
-      else done(/^\d{1,5}$/.test(text) && port > 0 && port < 65536 ? null : new Error('the runtime reported something that is not a port'), port);
+      else
+        done(
+          /^\d{1,5}$/.test(text) && port > 0 && port < 65536
+            ? null
+            : new Error('the runtime reported something that is not a port'),
+          port,
+        );
     });
   });
 }
@@ -111,18 +142,31 @@ function reportedPort(stream: Readable, pid: number, logFile: string): Promise<n
  * Waits until the runtime listens on `port` (bounded, while it lives); then every listener there must be
  * its uid's (isolated) or this worker's: a port another sandbox took first is not handed out as its.
  */
-async function awaitListener(port: number, pid: number, uid: number | undefined, logFile: string, progress?: () => void): Promise<void> {
+async function awaitListener(
+  port: number,
+  pid: number,
+  uid: number | undefined,
+  logFile: string,
+  progress?: () => void,
+): Promise<void> {
   const deadline = Date.now() + LISTEN_MS;
   for (;;) {
     const uids = listenerUids(port);
     if (uids.length > 0) {
       const owner = uid ?? process.getuid?.();
-      if (uids.some((u) => u !== owner)) throw new Error(`port ${port} chosen for the runtime (pid ${pid}) is held by another user (uid ${uids.join(', ')})`);
+      if (uids.some((u) => u !== owner))
+        throw new Error(
+          `port ${port} chosen for the runtime (pid ${pid}) is held by another user (uid ${uids.join(', ')})`,
+        );
       return;
     }
     const stat = readStat(pid);
-    if (!stat || stat.state === 'Z') throw new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
-    if (Date.now() > deadline) throw new Error(`the runtime (pid ${pid}) did not listen on port ${port} within ${LISTEN_MS / 1000} s${lastWords(logFile)}`);
+    if (!stat || stat.state === 'Z')
+      throw new Error(`the runtime process (pid ${pid}) exited before it listened${lastWords(logFile)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `the runtime (pid ${pid}) did not listen on port ${port} within ${LISTEN_MS / 1000} s${lastWords(logFile)}`,
+      );
     progress?.();
     await sleep(100);
   }
@@ -144,7 +188,9 @@ export class ProcessProvider implements SandboxProvider {
     const dir = this.dirOf(req.sandboxId);
     const workspace = path.resolve(dir, req.spec.working_dir ?? 'workspace');
     if (workspace !== dir && !workspace.startsWith(dir + path.sep)) {
-      throw new ProviderConfigError(`spec ${req.spec.id}: working_dir ${req.spec.working_dir} leaves the sandbox directory`);
+      throw new ProviderConfigError(
+        `spec ${req.spec.id}: working_dir ${req.spec.working_dir} leaves the sandbox directory`,
+      );
     }
     const limits = limitsOf(req.spec, this.opts.defaultLimits);
     // Its own file system first: everything of the sandbox is made on it.
@@ -159,7 +205,9 @@ export class ProcessProvider implements SandboxProvider {
     // must be its uid's alone (awaitListener), or the start fails and is tried again.
     const openhands = req.spec.runtime === 'openhands' ? await this.agentServer(req.spec, req.progress) : undefined;
     let port = isolation && !openhands ? 0 : await freePort();
-    const inherited = Object.fromEntries(INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])));
+    const inherited = Object.fromEntries(
+      INHERITED.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]]])),
+    );
     const env = {
       ...inherited,
       PATH: trustedPath(),
@@ -173,25 +221,54 @@ export class ProcessProvider implements SandboxProvider {
       CONTROL_PLANE_URL: req.controlPlaneUrl,
       ...isolation?.env(dir),
     };
-    const launch = openhands && { env: openhands, stateDir: path.join(dir, 'conversations'), workspace, host: this.host, port, sessionApiKey: req.sessionApiKey, controlPlaneUrl: req.controlPlaneUrl };
+    const launch = openhands && {
+      env: openhands,
+      stateDir: path.join(dir, 'conversations'),
+      workspace,
+      host: this.host,
+      port,
+      sessionApiKey: req.sessionApiKey,
+      controlPlaneUrl: req.controlPlaneUrl,
+    };
     if (launch) {
       Object.assign(env, openHandsEnv(launch));
       if (!isolation) fs.mkdirSync(path.join(dir, 'conversations'), { recursive: true, mode: 0o700 });
     }
-    const builtIn = launch ? openHandsCommand(launch) : isolation ? Object.values(await isolation.prepare()) : [process.execPath, this.opts.runtimeEntry];
+    const builtIn = launch
+      ? openHandsCommand(launch)
+      : isolation
+        ? Object.values(await isolation.prepare())
+        : [process.execPath, this.opts.runtimeEntry];
     const [command, ...args] = req.spec.command ?? builtIn;
-    const launched = isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
+    const launched =
+      isolation && uid !== undefined ? isolation.launch(uid, dir, command!, args) : { command: command!, args };
     // Into its cgroup before it runs anything (made now, its limits set again on a restart).
-    const run = SandboxCgroups.entering(this.opts.cgroups?.create(req.sandboxId, limits) ?? [], launched.command, launched.args);
+    const run = SandboxCgroups.entering(
+      this.opts.cgroups?.create(req.sandboxId, limits) ?? [],
+      launched.command,
+      launched.args,
+    );
     const log = fs.openSync(path.join(dir, 'runtime.log'), 'a', 0o600);
     const reports = isolation && !openhands;
-    const child = spawn(run.command, run.args, { cwd: workspace, env, detached: true, stdio: ['ignore', log, log, ...(reports ? (['pipe'] as const) : [])] });
+    const child = spawn(run.command, run.args, {
+      cwd: workspace,
+      env,
+      detached: true,
+      stdio: ['ignore', log, log, ...(reports ? (['pipe'] as const) : [])],
+    });
     fs.closeSync(log);
     const portReport = reports ? (child.stdio[PORT_FD] as Readable) : undefined;
     // Recorded before anything else runs (no await between the fork and the write): a worker killed
     // from here on leaves a file that names the runtime to the next attempt.
     const stat = child.pid === undefined ? null : readStat(child.pid);
-    const handle: ProcessHandle | null = stat && { provider: 'process', pid: child.pid!, startTicks: stat.startTicks, port, dir, workspace };
+    const handle: ProcessHandle | null = stat && {
+      provider: 'process',
+      pid: child.pid!,
+      startTicks: stat.startTicks,
+      port,
+      dir,
+      workspace,
+    };
     if (handle) fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
@@ -208,7 +285,8 @@ export class ProcessProvider implements SandboxProvider {
     if (portReport) {
       port = await reportedPort(portReport, handle.pid, path.join(dir, 'runtime.log'));
       // The port must be one the sandbox's uid listens on: another process of the uid could have written first.
-      if (!listenerUids(port).includes(uid!)) throw new Error(`the runtime (pid ${handle.pid}) reported port ${port}, on which its uid does not listen`);
+      if (!listenerUids(port).includes(uid!))
+        throw new Error(`the runtime (pid ${handle.pid}) reported port ${port}, on which its uid does not listen`);
       handle.port = port;
       fs.writeFileSync(path.join(dir, RUNTIME_FILE), JSON.stringify(handle), { mode: 0o600 });
     }
@@ -251,7 +329,8 @@ export class ProcessProvider implements SandboxProvider {
     // No live runtime on file, yet one was spawned here before (its log exists; it is opened before the
     // fork): a worker killed in the instant between the fork and the write, or a file removed by hand,
     // left one that only its environment names. The runtime and what it ran inherit the variable.
-    if (fs.existsSync(path.join(dir, 'runtime.log'))) signalAll(await processesWithEnv('RUNTIME_SANDBOX_DIR', dir), 'SIGKILL');
+    if (fs.existsSync(path.join(dir, 'runtime.log')))
+      signalAll(await processesWithEnv('RUNTIME_SANDBOX_DIR', dir), 'SIGKILL');
   }
 
   /** The pids of the runtime and its descendants, or null when the runtime process is no longer ours. */
@@ -269,7 +348,11 @@ export class ProcessProvider implements SandboxProvider {
   private async members(h: ProcessHandle): Promise<number[]> {
     const uid = this.uidOf(h.dir);
     const cgroup = this.opts.cgroups?.members(path.basename(h.dir)) ?? [];
-    const more = uid ? await processesOfUser(uid) : cgroup.length > 0 ? [] : await processesWithEnv('RUNTIME_SANDBOX_DIR', h.dir);
+    const more = uid
+      ? await processesOfUser(uid)
+      : cgroup.length > 0
+        ? []
+        : await processesWithEnv('RUNTIME_SANDBOX_DIR', h.dir);
     return [...new Set([...(this.tree(h) ?? []), ...cgroup, ...more])];
   }
 
@@ -316,8 +399,14 @@ export class ProcessProvider implements SandboxProvider {
   private async killCgroup(sandboxId: string): Promise<void> {
     const cgroups = this.opts.cgroups!;
     if (await cgroups.whileFrozen(sandboxId, (pids) => signalAll(pids, 'SIGKILL'))) {
-      for (const deadline = Date.now() + 10_000; cgroups.members(sandboxId).some((pid) => readStat(pid)?.state !== 'Z'); ) {
-        if (Date.now() > deadline) throw new Error(`processes of sandbox ${sandboxId} survive SIGKILL: ${cgroups.members(sandboxId).join(', ')}`);
+      for (
+        const deadline = Date.now() + 10_000;
+        cgroups.members(sandboxId).some((pid) => readStat(pid)?.state !== 'Z');
+      ) {
+        if (Date.now() > deadline)
+          throw new Error(
+            `processes of sandbox ${sandboxId} survive SIGKILL: ${cgroups.members(sandboxId).join(', ')}`,
+          );
         await sleep(10);
       }
       return;
@@ -352,8 +441,13 @@ export class ProcessProvider implements SandboxProvider {
     const id = path.basename(h.dir);
     const kills = this.opts.cgroups?.oomKills(id) ?? 0;
     const disk = this.opts.disks?.usage(h.dir);
-    const full = disk && disk.usedMb >= disk.sizeMb * 0.99 ? ` with its disk full (${disk.usedMb} of ${disk.sizeMb} MiB)` : '';
-    return (kills > 0 ? ` after reaching its memory limit of ${this.opts.cgroups!.memoryLimitMb(id)} MiB (${kills} process(es) killed by the kernel)` : '') + full;
+    const full =
+      disk && disk.usedMb >= disk.sizeMb * 0.99 ? ` with its disk full (${disk.usedMb} of ${disk.sizeMb} MiB)` : '';
+    return (
+      (kills > 0
+        ? ` after reaching its memory limit of ${this.opts.cgroups!.memoryLimitMb(id)} MiB (${kills} process(es) killed by the kernel)`
+        : '') + full
+    );
   }
 
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {

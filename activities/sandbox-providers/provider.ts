@@ -43,7 +43,9 @@ export interface SandboxProvider {
  * so this is a damaged record, which no retry repairs.
  */
 export function wrongHandle(provider: SandboxProviderName, handle: RuntimeHandle): never {
-  throw new ProviderConfigError(`the ${provider} provider was given a runtime handle of the ${handle.provider} provider`);
+  throw new ProviderConfigError(
+    `the ${provider} provider was given a runtime handle of the ${handle.provider} provider`,
+  );
 }
 
 /** A provider that cannot work as configured (not set up, bad spec): retrying does not help. */
@@ -63,7 +65,10 @@ export interface SandboxLimits {
 }
 
 /** A spec's limits, its nulls filled with the operator's defaults (SANDBOX_DEFAULT_*). */
-export function limitsOf(spec: { memory_mb?: number | null; cpus?: number | null; pids_limit?: number | null; disk_mb?: number | null }, defaults?: SandboxLimits): SandboxLimits {
+export function limitsOf(
+  spec: { memory_mb?: number | null; cpus?: number | null; pids_limit?: number | null; disk_mb?: number | null },
+  defaults?: SandboxLimits,
+): SandboxLimits {
   return {
     memoryMb: spec.memory_mb ?? defaults?.memoryMb ?? null,
     cpus: spec.cpus ?? defaults?.cpus ?? null,

@@ -6,7 +6,14 @@
  */
 import { AGENT_SERVER } from '../../src/schemas/sandboxes';
 import type { RemoteRuntimeHandle as RemoteHandle, RuntimeHandle } from '../../src/store/runtime-handle';
-import { ProviderConfigError, wrongHandle, type RuntimeState, type SandboxProvider, type StartRequest, type StartedRuntime } from './provider';
+import {
+  ProviderConfigError,
+  wrongHandle,
+  type RuntimeState,
+  type SandboxProvider,
+  type StartRequest,
+  type StartedRuntime,
+} from './provider';
 
 export interface RemoteProviderOptions {
   baseUrl: string;
@@ -42,14 +49,18 @@ export class RemoteProvider implements SandboxProvider {
   private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     const res = await fetch(this.opts.baseUrl.replace(/\/+$/, '') + path, {
       method,
-      headers: { [REMOTE_API_KEY_HEADER]: this.opts.apiKey, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        [REMOTE_API_KEY_HEADER]: this.opts.apiKey,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(this.opts.requestTimeoutMs ?? 60_000),
     });
     const text = await res.text();
     if (!res.ok) {
       const message = `remote runtime API ${method} ${path} answered ${res.status}: ${text.slice(0, 300)}`;
-      if (res.status === 401 || res.status === 403) throw new ProviderConfigError(`${message} (check REMOTE_RUNTIME_API_KEY)`);
+      if (res.status === 401 || res.status === 403)
+        throw new ProviderConfigError(`${message} (check REMOTE_RUNTIME_API_KEY)`);
       throw new RemoteApiError(res.status, message);
     }
     return (text ? JSON.parse(text) : {}) as T;
@@ -80,7 +91,12 @@ export class RemoteProvider implements SandboxProvider {
     }
     const url = new URL(runtime.url);
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-    const handle: RemoteHandle = { provider: 'remote', sessionId: req.sandboxId, runtimeId: runtime.runtime_id, url: runtime.url };
+    const handle: RemoteHandle = {
+      provider: 'remote',
+      sessionId: req.sandboxId,
+      runtimeId: runtime.runtime_id,
+      url: runtime.url,
+    };
     return {
       handle,
       exposedUrls: [{ name: AGENT_SERVER, url: runtime.url.replace(/\/+$/, ''), port }],
@@ -109,7 +125,8 @@ export class RemoteProvider implements SandboxProvider {
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {
     const h = asRemote(handle);
     const runtime = await this.session(h.sessionId);
-    if (!runtime || runtime.runtime_id !== h.runtimeId) return { state: 'missing', detail: `the remote runtime ${h.runtimeId} no longer exists` };
+    if (!runtime || runtime.runtime_id !== h.runtimeId)
+      return { state: 'missing', detail: `the remote runtime ${h.runtimeId} no longer exists` };
     if (runtime.status === 'paused') return { state: 'paused' };
     if (runtime.status === 'running') return { state: 'running' };
     return { state: 'missing', detail: `the remote runtime ${h.runtimeId} is ${runtime.status}` };

@@ -75,7 +75,8 @@ export function dockerStateDir(override?: string): string {
 export function cannotRunEngine(): string | null {
   if (process.platform !== 'linux') return 'the project runs its own Docker engine only on Linux';
   if (process.getuid?.() !== 0) return 'the project installs and runs its own Docker engine only as root';
-  if (!fs.existsSync('/usr/bin/apt-get') && !fs.existsSync('/usr/sbin/dockerd')) return 'no dockerd and no apt-get to install one';
+  if (!fs.existsSync('/usr/bin/apt-get') && !fs.existsSync('/usr/sbin/dockerd'))
+    return 'no dockerd and no apt-get to install one';
   return null;
 }
 
@@ -134,7 +135,8 @@ export async function ensureDockerEngine(opts: EngineOptions = {}): Promise<Dock
     async stop() {
       await child.stop(20_000);
       // dockerd leaves its default bridge and its network namespace's mount behind: remove them.
-      if (!bridgeExisted && fs.existsSync('/sys/class/net/docker0')) await run('ip', ['link', 'delete', 'docker0']).catch(() => undefined);
+      if (!bridgeExisted && fs.existsSync('/sys/class/net/docker0'))
+        await run('ip', ['link', 'delete', 'docker0']).catch(() => undefined);
       for (const mount of mountsUnder(execRoot)) await run('umount', [mount]).catch(() => undefined);
     },
   };

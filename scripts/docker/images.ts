@@ -40,14 +40,29 @@ export interface ServerImages {
 }
 
 /** The docker CLI against `host`, with the classic builder (it reads .dockerignore and needs no buildx). */
-function docker(host: string, args: string[], opts: { input?: NodeJS.ReadableStream; say?: Say } = {}): Promise<string> {
+function docker(
+  host: string,
+  args: string[],
+  opts: { input?: NodeJS.ReadableStream; say?: Say } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' }, stdio: [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const child = spawn('docker', args, {
+      env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' },
+      stdio: [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`docker ${args.slice(0, 2).join(' ')} exited with ${code}:\n${out.trim().split('\n').slice(-30).join('\n')}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(
+            new Error(
+              `docker ${args.slice(0, 2).join(' ')} exited with ${code}:\n${out.trim().split('\n').slice(-30).join('\n')}`,
+            ),
+          ),
+    );
     if (opts.input) opts.input.pipe(child.stdin!);
   });
 }
@@ -67,16 +82,20 @@ export const nodeBaseTag = () => `agent-control/node-base:${nodeVersion}-bookwor
 export async function ensureNodeBase(host: string, say: Say = () => {}): Promise<string> {
   const tag = nodeBaseTag();
   if (await hasImage(host, tag)) return tag;
-  if (process.getuid?.() !== 0) throw new Error(`the image ${tag} is missing, and building it (debootstrap) needs root`);
+  if (process.getuid?.() !== 0)
+    throw new Error(`the image ${tag} is missing, and building it (debootstrap) needs root`);
   if (!fs.existsSync('/usr/sbin/debootstrap')) await aptInstall(['debootstrap'], say);
   const started = Date.now();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-node-base-'));
   try {
     say(`building ${tag}: debootstrap of Debian bookworm (about 2 minutes, once)`);
     const mirror = process.env.DEBIAN_MIRROR ?? 'http://deb.debian.org/debian';
-    await run('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, 'bookworm', root, mirror], { maxBuffer: 64 << 20 });
+    await run('debootstrap', ['--variant=minbase', `--include=${BASE_PACKAGES.join(',')}`, 'bookworm', root, mirror], {
+      maxBuffer: 64 << 20,
+    });
     const npmDir = path.resolve(path.dirname(fs.realpathSync(process.execPath)), '..', 'lib', 'node_modules', 'npm');
-    if (!fs.existsSync(path.join(npmDir, 'bin', 'npm-cli.js'))) throw new Error(`npm was not found beside node (${npmDir})`);
+    if (!fs.existsSync(path.join(npmDir, 'bin', 'npm-cli.js')))
+      throw new Error(`npm was not found beside node (${npmDir})`);
     fs.copyFileSync(fs.realpathSync(process.execPath), path.join(root, 'usr/local/bin/node'));
     fs.chmodSync(path.join(root, 'usr/local/bin/node'), 0o755);
     fs.cpSync(npmDir, path.join(root, 'usr/local/lib/node_modules/npm'), { recursive: true });
@@ -86,9 +105,16 @@ export async function ensureNodeBase(host: string, say: Say = () => {}): Promise
     // registry the way the host does.
     const localCas = '/usr/local/share/ca-certificates';
     if (fs.existsSync(localCas)) fs.cpSync(localCas, path.join(root, localCas.slice(1)), { recursive: true });
-    await run('chroot', [root, 'sh', '-c', 'update-ca-certificates >/dev/null && groupadd -g 1000 node && useradd -u 1000 -g node -m -s /bin/bash node && node --version && npm --version']);
+    await run('chroot', [
+      root,
+      'sh',
+      '-c',
+      'update-ca-certificates >/dev/null && groupadd -g 1000 node && useradd -u 1000 -g node -m -s /bin/bash node && node --version && npm --version',
+    ]);
     for (const d of ['var/cache/apt/archives', 'var/lib/apt/lists']) {
-      for (const f of fs.readdirSync(path.join(root, d))) if (f.endsWith('.deb') || d.endsWith('lists')) fs.rmSync(path.join(root, d, f), { recursive: true, force: true });
+      for (const f of fs.readdirSync(path.join(root, d)))
+        if (f.endsWith('.deb') || d.endsWith('lists'))
+          fs.rmSync(path.join(root, d, f), { recursive: true, force: true });
     }
     const tar = spawn('tar', ['-C', root, '--numeric-owner', '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
     await docker(
@@ -128,7 +154,15 @@ export async function buildProjectImages(host: string, base: string, say: Say = 
   const images: ProjectImages = { base, app: 'agent-control:local', runtime: 'agent-control-runtime:local' };
   const started = Date.now();
   // The build stage installs the npm dependencies: it needs the host's network to reach the registry.
-  const common = ['build', '--force-rm', '--network=host', '--build-arg', `NODE_IMAGE=${base}`, '--label', 'agent-control.test-image=1'];
+  const common = [
+    'build',
+    '--force-rm',
+    '--network=host',
+    '--build-arg',
+    `NODE_IMAGE=${base}`,
+    '--label',
+    'agent-control.test-image=1',
+  ];
   await docker(host, [...common, '--target', 'runtime', '-t', images.runtime, root]);
   await docker(host, [...common, '-t', images.app, root]);
   say(`built ${images.app} and ${images.runtime} in ${Math.round((Date.now() - started) / 1000)} s`);
@@ -136,8 +170,16 @@ export async function buildProjectImages(host: string, base: string, say: Say = 
 }
 
 /** The Temporal dev server and FerretDB as images (the binaries the project built, on the Node base). */
-export async function buildServerImages(host: string, base: string, binaries: { temporal: string; ferretdb: string }, say: Say = () => {}): Promise<ServerImages> {
-  const images: ServerImages = { temporal: `agent-control/temporal:${TEMPORAL_CLI_VERSION.slice(1)}`, ferretdb: `agent-control/ferretdb:${FERRETDB_VERSION.slice(1)}` };
+export async function buildServerImages(
+  host: string,
+  base: string,
+  binaries: { temporal: string; ferretdb: string },
+  say: Say = () => {},
+): Promise<ServerImages> {
+  const images: ServerImages = {
+    temporal: `agent-control/temporal:${TEMPORAL_CLI_VERSION.slice(1)}`,
+    ferretdb: `agent-control/ferretdb:${FERRETDB_VERSION.slice(1)}`,
+  };
   for (const [name, binary, tag] of [
     ['temporal', binaries.temporal, images.temporal],
     ['ferretdb', binaries.ferretdb, images.ferretdb],
@@ -154,9 +196,19 @@ export async function buildServerImages(host: string, base: string, binaries: { 
         '',
       ].join('\n');
     // The tag names the version; the label the binary and this recipe, so either changed makes a new image.
-    const digest = createHash('sha256').update(fs.readFileSync(binary)).update(dockerfile('')).digest('hex').slice(0, 16);
+    const digest = createHash('sha256')
+      .update(fs.readFileSync(binary))
+      .update(dockerfile(''))
+      .digest('hex')
+      .slice(0, 16);
     const info = await engineGet(host, `/images/${encodeURIComponent(tag)}/json`);
-    if (info.status === 200 && (JSON.parse(info.body) as { Config?: { Labels?: Record<string, string> } }).Config?.Labels?.['agent-control.binary'] === digest) continue;
+    if (
+      info.status === 200 &&
+      (JSON.parse(info.body) as { Config?: { Labels?: Record<string, string> } }).Config?.Labels?.[
+        'agent-control.binary'
+      ] === digest
+    )
+      continue;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-control-${name}-image-`));
     try {
       fs.copyFileSync(binary, path.join(dir, name));
@@ -171,7 +223,16 @@ export async function buildServerImages(host: string, base: string, binaries: { 
 }
 
 /** What the agent server's interpreter needs of Debian beyond the base (its copied standard library's modules), and tmux, which its terminal prefers. */
-const OPENHANDS_PACKAGES = ['libsqlite3-0', 'libreadline8', 'libncursesw6', 'libgdbm6', 'libbz2-1.0', 'liblzma5', 'libuuid1', 'tmux'];
+const OPENHANDS_PACKAGES = [
+  'libsqlite3-0',
+  'libreadline8',
+  'libncursesw6',
+  'libgdbm6',
+  'libbz2-1.0',
+  'liblzma5',
+  'libuuid1',
+  'tmux',
+];
 /** Bump when the image's recipe changes. */
 const OPENHANDS_RECIPE = 2;
 
@@ -182,8 +243,16 @@ const OPENHANDS_RECIPE = 2;
  * every address of the container; the docker provider adds the session key, the webhook and the state
  * paths. Only a self-contained environment (a copied interpreter, `libDir` set) can go into an image.
  */
-export async function buildOpenHandsImage(host: string, base: string, env: AgentServerEnv, say: Say = () => {}): Promise<string> {
-  if (!env.libDir) throw new Error(`the agent server in ${env.dir} is a virtual environment of this machine's Python; an image needs a self-contained one (install it with a pyenv or python.org Python: AGENT_SERVER_PYTHON)`);
+export async function buildOpenHandsImage(
+  host: string,
+  base: string,
+  env: AgentServerEnv,
+  say: Say = () => {},
+): Promise<string> {
+  if (!env.libDir)
+    throw new Error(
+      `the agent server in ${env.dir} is a virtual environment of this machine's Python; an image needs a self-contained one (install it with a pyenv or python.org Python: AGENT_SERVER_PYTHON)`,
+    );
   const tag = `agent-control-openhands:${env.version}-${createHash('sha256').update(path.basename(env.dir)).update(base).update(String(OPENHANDS_RECIPE)).digest('hex').slice(0, 12)}`;
   if (await hasImage(host, tag)) return tag;
   const started = Date.now();

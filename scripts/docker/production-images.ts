@@ -92,12 +92,23 @@ type ContextFile = { from: string } | { text: string; mode?: number };
 
 function docker(host: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('docker', args, {
+      env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`docker ${args.slice(0, 2).join(' ')} exited with ${code}:\n${out.trim().split('\n').slice(-30).join('\n')}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(
+            new Error(
+              `docker ${args.slice(0, 2).join(' ')} exited with ${code}:\n${out.trim().split('\n').slice(-30).join('\n')}`,
+            ),
+          ),
+    );
   });
 }
 
@@ -105,12 +116,18 @@ function docker(host: string, args: string[]): Promise<string> {
 function digestOf(hash: ReturnType<typeof createHash>, p: string): void {
   const st = fs.lstatSync(p);
   if (st.isSymbolicLink()) hash.update(`link ${fs.readlinkSync(p)}\n`);
-  else if (st.isDirectory()) for (const name of fs.readdirSync(p).sort()) digestOf(hash.update(`dir ${name}\n`), path.join(p, name));
+  else if (st.isDirectory())
+    for (const name of fs.readdirSync(p).sort()) digestOf(hash.update(`dir ${name}\n`), path.join(p, name));
   else hash.update(`file ${st.mode & 0o777} ${st.size}\n`).update(fs.readFileSync(p));
 }
 
 /** Builds `tag` from `files` and `dockerfile` unless the engine has it built from the same inputs. */
-async function buildImage(host: string, tag: string, files: Record<string, ContextFile>, dockerfile: string[]): Promise<boolean> {
+async function buildImage(
+  host: string,
+  tag: string,
+  files: Record<string, ContextFile>,
+  dockerfile: string[],
+): Promise<boolean> {
   const hash = createHash('sha256').update(dockerfile.join('\n'));
   for (const [name, file] of Object.entries(files).sort(([a], [b]) => a.localeCompare(b))) {
     hash.update(`${name}\n`);
@@ -119,7 +136,13 @@ async function buildImage(host: string, tag: string, files: Record<string, Conte
   }
   const digest = hash.digest('hex').slice(0, 16);
   const info = await engineGet(host, `/images/${encodeURIComponent(tag)}/json`);
-  if (info.status === 200 && (JSON.parse(info.body) as { Config?: { Labels?: Record<string, string> } }).Config?.Labels?.['agent-control.inputs'] === digest) return false;
+  if (
+    info.status === 200 &&
+    (JSON.parse(info.body) as { Config?: { Labels?: Record<string, string> } }).Config?.Labels?.[
+      'agent-control.inputs'
+    ] === digest
+  )
+    return false;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-image-'));
   try {
     for (const [name, file] of Object.entries(files)) {
@@ -127,7 +150,10 @@ async function buildImage(host: string, tag: string, files: Record<string, Conte
       if ('from' in file) fs.cpSync(file.from, target, { recursive: true, verbatimSymlinks: true });
       else fs.writeFileSync(target, file.text, { mode: file.mode ?? 0o644 });
     }
-    fs.writeFileSync(path.join(dir, 'Dockerfile'), [...dockerfile, `LABEL agent-control.inputs=${digest} agent-control.test-image=1`, ''].join('\n'));
+    fs.writeFileSync(
+      path.join(dir, 'Dockerfile'),
+      [...dockerfile, `LABEL agent-control.inputs=${digest} agent-control.test-image=1`, ''].join('\n'),
+    );
     await docker(host, ['build', '--force-rm', '-t', tag, dir]);
     return true;
   } finally {
@@ -136,7 +162,12 @@ async function buildImage(host: string, tag: string, files: Record<string, Conte
 }
 
 /** The four stand-ins on the Node base (a Debian root with a `node` user); about 20 s each the first time. */
-export async function buildProductionImages(host: string, base: string, b: ProductionBinaries, say: (l: string) => void = () => {}): Promise<ProductionImages> {
+export async function buildProductionImages(
+  host: string,
+  base: string,
+  b: ProductionBinaries,
+  say: (l: string) => void = () => {},
+): Promise<ProductionImages> {
   const server = TEMPORAL_SERVER_VERSION.slice(1);
   const images: ProductionImages = {
     postgres: 'agent-control/postgres:16',
@@ -151,38 +182,57 @@ export async function buildProductionImages(host: string, base: string, b: Produ
   const from = [`FROM ${base}`, `# base ${(JSON.parse(baseInfo.body) as { Id: string }).Id}`];
   // One build at a time: each sends its context (up to 150 MB) to the engine.
   const recipes: [string, Record<string, ContextFile>, string[]][] = [
-    [images.postgres, { native: { from: b.postgresNative }, 'pg_isready': { text: PG_ISREADY, mode: 0o755 }, 'docker-entrypoint.sh': { text: POSTGRES_ENTRYPOINT, mode: 0o755 } }, [
-      ...from,
-      'COPY native /usr/lib/postgresql/16',
-      'COPY pg_isready docker-entrypoint.sh /usr/local/bin/',
-      'ENV PATH=/usr/lib/postgresql/16/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin PGDATA=/var/lib/postgresql/data',
-      'RUN mkdir -p /var/lib/postgresql/data && chown -R node:node /var/lib/postgresql && chmod 700 /var/lib/postgresql/data',
-      'USER node',
-      'EXPOSE 5432',
-      'ENTRYPOINT ["docker-entrypoint.sh"]',
-    ]],
-    [images.temporalServer, { 'temporal-server': { from: b.temporalServer } }, [
-      ...from,
-      'COPY temporal-server /usr/local/bin/',
-      'WORKDIR /etc/temporal',
-      'USER node',
-      'ENTRYPOINT ["temporal-server", "start"]',
-    ]],
-    [images.temporalAdminTools, { 'temporal-sql-tool': { from: b.temporalSqlTool }, temporal: { from: b.temporalCli } }, [
-      ...from,
-      'COPY temporal-sql-tool temporal /usr/local/bin/',
-      'USER node',
-      'CMD ["tail", "-f", "/dev/null"]',
-    ]],
-    [images.temporalUi, { 'ui-server': { from: b.temporalUi }, 'docker.yaml': { text: UI_CONFIG }, 'start-ui-server.sh': { text: UI_START, mode: 0o755 } }, [
-      ...from,
-      'WORKDIR /home/ui-server',
-      'COPY ui-server start-ui-server.sh ./',
-      'COPY docker.yaml ./config/docker.yaml',
-      'USER node',
-      'EXPOSE 8080',
-      'ENTRYPOINT ["./start-ui-server.sh"]',
-    ]],
+    [
+      images.postgres,
+      {
+        native: { from: b.postgresNative },
+        pg_isready: { text: PG_ISREADY, mode: 0o755 },
+        'docker-entrypoint.sh': { text: POSTGRES_ENTRYPOINT, mode: 0o755 },
+      },
+      [
+        ...from,
+        'COPY native /usr/lib/postgresql/16',
+        'COPY pg_isready docker-entrypoint.sh /usr/local/bin/',
+        'ENV PATH=/usr/lib/postgresql/16/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin PGDATA=/var/lib/postgresql/data',
+        'RUN mkdir -p /var/lib/postgresql/data && chown -R node:node /var/lib/postgresql && chmod 700 /var/lib/postgresql/data',
+        'USER node',
+        'EXPOSE 5432',
+        'ENTRYPOINT ["docker-entrypoint.sh"]',
+      ],
+    ],
+    [
+      images.temporalServer,
+      { 'temporal-server': { from: b.temporalServer } },
+      [
+        ...from,
+        'COPY temporal-server /usr/local/bin/',
+        'WORKDIR /etc/temporal',
+        'USER node',
+        'ENTRYPOINT ["temporal-server", "start"]',
+      ],
+    ],
+    [
+      images.temporalAdminTools,
+      { 'temporal-sql-tool': { from: b.temporalSqlTool }, temporal: { from: b.temporalCli } },
+      [...from, 'COPY temporal-sql-tool temporal /usr/local/bin/', 'USER node', 'CMD ["tail", "-f", "/dev/null"]'],
+    ],
+    [
+      images.temporalUi,
+      {
+        'ui-server': { from: b.temporalUi },
+        'docker.yaml': { text: UI_CONFIG },
+        'start-ui-server.sh': { text: UI_START, mode: 0o755 },
+      },
+      [
+        ...from,
+        'WORKDIR /home/ui-server',
+        'COPY ui-server start-ui-server.sh ./',
+        'COPY docker.yaml ./config/docker.yaml',
+        'USER node',
+        'EXPOSE 8080',
+        'ENTRYPOINT ["./start-ui-server.sh"]',
+      ],
+    ],
   ];
   const built: string[] = [];
   for (const [tag, files, dockerfile] of recipes) if (await buildImage(host, tag, files, dockerfile)) built.push(tag);

@@ -8,7 +8,17 @@
 const path = require('node:path');
 
 /** Pure building blocks: schemas and the contract types, errors, configuration, crypto, processes, logs. */
-const BASE = ['src/schemas', 'src/errors', 'src/config', 'src/temporal', 'src/process', 'src/llm', 'src/auth', 'src/logger', 'src/observability'];
+const BASE = [
+  'src/schemas',
+  'src/errors',
+  'src/config',
+  'src/temporal',
+  'src/process',
+  'src/llm',
+  'src/auth',
+  'src/logger',
+  'src/observability',
+];
 /** Services and the live feed: what the product does, over the stores; no transport. */
 const DOMAIN = ['src/live', 'src/events', 'src/orgs', 'src/sandboxes', 'src/app-conversations', 'src/git'];
 
@@ -38,7 +48,15 @@ const LAYERS = {
   'src/client': [],
   'src/cli': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/client'],
   /** The in-sandbox runtime: its own HTTP server on the kit, and nothing of the control plane's state. */
-  'src/runtime': ['src/schemas', 'src/errors', 'src/config', 'src/logger', 'src/process', 'src/observability', 'src/web'],
+  'src/runtime': [
+    'src/schemas',
+    'src/errors',
+    'src/config',
+    'src/logger',
+    'src/process',
+    'src/observability',
+    'src/web',
+  ],
   activities: [...BASE, 'src/store', ...DOMAIN],
   /** Workflows: the contract and types only (the workflow rules in eslint.config.js say which imports). */
   workflows: ['src/temporal', 'src/schemas', 'activities'],
@@ -57,7 +75,9 @@ const importsGoDown = {
     type: 'problem',
     docs: { description: 'A module imports only its own layer and the layers below it (scripts/lint/layers.js).' },
     schema: [],
-    messages: { up: '{{from}} may not import {{to}} ({{spec}}): it may import only {{allowed}}. The layers are in scripts/lint/layers.js.' },
+    messages: {
+      up: '{{from}} may not import {{to}} ({{spec}}): it may import only {{allowed}}. The layers are in scripts/lint/layers.js.',
+    },
   },
   create(context) {
     // The project's root, wherever ESLint runs from (an editor, a subfolder).
@@ -79,7 +99,11 @@ const importsGoDown = {
       if (typeof spec !== 'string' || !spec.startsWith('.')) return;
       const to = unitOf(root, path.resolve(path.dirname(context.filename), spec));
       if (!to || to === from || allowed.includes(to)) return;
-      context.report({ node: source, messageId: 'up', data: { from, to, spec, allowed: allowed.join(', ') || 'nothing outside itself' } });
+      context.report({
+        node: source,
+        messageId: 'up',
+        data: { from, to, spec, allowed: allowed.join(', ') || 'nothing outside itself' },
+      });
     };
     const check = (node) => checkSource(node.source);
     return {

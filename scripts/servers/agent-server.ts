@@ -21,7 +21,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { AGENT_SERVER_DESCRIPTION, readAgentServerEnv, type AgentServerDescription, type AgentServerEnv } from '../../src/process/agent-server-env';
+import {
+  AGENT_SERVER_DESCRIPTION,
+  readAgentServerEnv,
+  type AgentServerDescription,
+  type AgentServerEnv,
+} from '../../src/process/agent-server-env';
 import { repoRoot, serversCacheRoot } from './paths';
 
 const execFileAsync = promisify(execFile);
@@ -52,7 +57,11 @@ interface Interpreter {
 
 async function inspect(python: string): Promise<Interpreter | null> {
   try {
-    const { stdout } = await execFileAsync(python, ['-I', '-c', 'import sys, platform; print(platform.python_version()); print(sys.base_prefix)'], { timeout: 20_000 });
+    const { stdout } = await execFileAsync(
+      python,
+      ['-I', '-c', 'import sys, platform; print(platform.python_version()); print(sys.base_prefix)'],
+      { timeout: 20_000 },
+    );
     const [version, prefix] = stdout.trim().split('\n');
     return version && prefix ? { path: python, version, prefix } : null;
   } catch {
@@ -74,16 +83,24 @@ export async function findPython(env: NodeJS.ProcessEnv = process.env): Promise<
   if (wanted) {
     const found = await inspect(wanted);
     if (!found || !atLeast(found.version)) {
-      throw new Error(`AGENT_SERVER_PYTHON=${wanted} is ${found ? `Python ${found.version}` : 'not a Python that runs'}; the agent server needs Python ${MIN_PYTHON.join('.')} or newer`);
+      throw new Error(
+        `AGENT_SERVER_PYTHON=${wanted} is ${found ? `Python ${found.version}` : 'not a Python that runs'}; the agent server needs Python ${MIN_PYTHON.join('.')} or newer`,
+      );
     }
     return found;
   }
   const pyenvRoot = env.PYENV_ROOT || path.join(os.homedir(), '.pyenv');
   const candidates = [
-    ...(fs.existsSync(path.join(pyenvRoot, 'versions')) ? fs.readdirSync(path.join(pyenvRoot, 'versions')).map((v) => path.join(pyenvRoot, 'versions', v, 'bin', 'python3')) : []),
+    ...(fs.existsSync(path.join(pyenvRoot, 'versions'))
+      ? fs
+          .readdirSync(path.join(pyenvRoot, 'versions'))
+          .map((v) => path.join(pyenvRoot, 'versions', v, 'bin', 'python3'))
+      : []),
     ...['/usr/local/bin', '/usr/bin'].flatMap((d) => ['3.14', '3.13', '3.12'].map((v) => path.join(d, `python${v}`))),
   ].filter((p) => fs.existsSync(p));
-  const found = (await Promise.all(candidates.map(inspect))).filter((i): i is Interpreter => i !== null && atLeast(i.version));
+  const found = (await Promise.all(candidates.map(inspect))).filter(
+    (i): i is Interpreter => i !== null && atLeast(i.version),
+  );
   found.sort((a, b) => compareVersions(b.version, a.version));
   if (!found[0]) {
     throw new Error(
@@ -118,12 +135,23 @@ const RECIPE = '2: no base site-packages; ensurepip; pip.lock; requirements.lock
 
 /** The environment's directory for this lock and interpreter. */
 function envDir(cacheRoot: string, lock: string, python: Interpreter): string {
-  const key = createHash('sha256').update(RECIPE).update(lock).update(fs.readFileSync(pipLock())).update(python.version).update(fs.realpathSync(python.path)).digest('hex').slice(0, 12);
+  const key = createHash('sha256')
+    .update(RECIPE)
+    .update(lock)
+    .update(fs.readFileSync(pipLock()))
+    .update(python.version)
+    .update(fs.realpathSync(python.path))
+    .digest('hex')
+    .slice(0, 12);
   return path.join(cacheRoot, `openhands-agent-server-${agentServerVersion(lock)}-py${python.version}-${key}`);
 }
 
 /** Installs the agent server when its environment is missing; answers the environment. */
-export async function ensureAgentServer(cacheDir?: string, say: Say = () => {}, env: NodeJS.ProcessEnv = process.env): Promise<AgentServerEnv> {
+export async function ensureAgentServer(
+  cacheDir?: string,
+  say: Say = () => {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<AgentServerEnv> {
   const lock = fs.readFileSync(agentServerLock(), 'utf8');
   const python = await findPython(env);
   const dir = envDir(serversCacheRoot(cacheDir), lock, python);
@@ -131,7 +159,9 @@ export async function ensureAgentServer(cacheDir?: string, say: Say = () => {}, 
   if (ready) return ready;
 
   const version = agentServerVersion(lock);
-  say(`installing openhands-agent-server ${version} on Python ${python.version} (${python.path}) into ${dir} from the hash-checked lock (a minute or two, once)`);
+  say(
+    `installing openhands-agent-server ${version} on Python ${python.version} (${python.path}) into ${dir} from the hash-checked lock (a minute or two, once)`,
+  );
   const started = Date.now();
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const work = fs.mkdtempSync(`${dir}.build-`);
@@ -147,27 +177,50 @@ export async function ensureAgentServer(cacheDir?: string, say: Say = () => {}, 
       // packages and .pth files no lock names, which would run at every start of the agent server).
       const [major, minor] = python.version.split('.');
       const sitePackages = path.join(python.prefix, 'lib', `python${major}.${minor}`, 'site-packages');
-      fs.cpSync(python.prefix, path.join(work, 'python'), { recursive: true, verbatimSymlinks: true, filter: (src) => !src.startsWith(sitePackages + path.sep) });
+      fs.cpSync(python.prefix, path.join(work, 'python'), {
+        recursive: true,
+        verbatimSymlinks: true,
+        filter: (src) => !src.startsWith(sitePackages + path.sep),
+      });
       interpreter = path.join('python', path.relative(python.prefix, fs.realpathSync(python.path)));
       libDir = path.join('python', 'lib');
     }
-    const installEnv = { ...env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', ...(libDir ? { LD_LIBRARY_PATH: path.join(work, libDir) } : {}) };
+    const installEnv = {
+      ...env,
+      PIP_DISABLE_PIP_VERSION_CHECK: '1',
+      PIP_NO_INPUT: '1',
+      ...(libDir ? { LD_LIBRARY_PATH: path.join(work, libDir) } : {}),
+    };
     // A pip from the standard library's own wheel (a venv has one already), then everything hash-checked;
     // the one source archive builds with the locked setuptools, never with build tools fetched unchecked.
-    if (libDir) await execFileAsync(path.join(work, interpreter), ['-I', '-m', 'ensurepip', '--default-pip'], { env: installEnv, timeout: 300_000 });
+    if (libDir)
+      await execFileAsync(path.join(work, interpreter), ['-I', '-m', 'ensurepip', '--default-pip'], {
+        env: installEnv,
+        timeout: 300_000,
+      });
     for (const [requirements, extra] of [
       [pipLock(), []],
       [agentServerLock(), ['--no-build-isolation']],
     ] as const) {
-      await execFileAsync(path.join(work, interpreter), ['-I', '-m', 'pip', 'install', '--quiet', '--require-hashes', '--no-deps', ...extra, '-r', requirements], {
-        env: installEnv,
-        timeout: 20 * 60_000,
-        maxBuffer: 16 << 20,
-      }).catch((e: Error & { stderr?: string }) => {
-        throw new Error(`installing ${path.basename(requirements)} failed: ${(e.stderr ?? e.message).trim().split('\n').slice(-15).join('\n')}`, { cause: e });
+      await execFileAsync(
+        path.join(work, interpreter),
+        ['-I', '-m', 'pip', 'install', '--quiet', '--require-hashes', '--no-deps', ...extra, '-r', requirements],
+        {
+          env: installEnv,
+          timeout: 20 * 60_000,
+          maxBuffer: 16 << 20,
+        },
+      ).catch((e: Error & { stderr?: string }) => {
+        throw new Error(
+          `installing ${path.basename(requirements)} failed: ${(e.stderr ?? e.message).trim().split('\n').slice(-15).join('\n')}`,
+          { cause: e },
+        );
       });
     }
-    await execFileAsync(path.join(work, interpreter), ['-I', '-c', 'import openhands.agent_server, openhands.tools'], { env: installEnv, timeout: 120_000 });
+    await execFileAsync(path.join(work, interpreter), ['-I', '-c', 'import openhands.agent_server, openhands.tools'], {
+      env: installEnv,
+      timeout: 120_000,
+    });
     const description: AgentServerDescription = { python: interpreter, libDir, version, pythonVersion: python.version };
     fs.writeFileSync(path.join(work, AGENT_SERVER_DESCRIPTION), JSON.stringify(description, null, 2));
     try {

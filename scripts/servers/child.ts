@@ -141,12 +141,16 @@ export async function startChild(spec: ChildSpec): Promise<Child> {
   for (;;) {
     if (spawnError) throw new Error(`${spec.name} could not start: ${spawnError.message}`);
     if (done) {
-      throw new Error(`${spec.name} exited with ${await exited} before it was ready; its log (${spec.logFile}):\n${tail(spec.logFile)}`);
+      throw new Error(
+        `${spec.name} exited with ${await exited} before it was ready; its log (${spec.logFile}):\n${tail(spec.logFile)}`,
+      );
     }
     if (await spec.ready().catch(() => false)) return handle;
     if (Date.now() > deadline) {
       await handle.stop(2000);
-      throw new Error(`${spec.name} was not ready within ${spec.readyTimeoutMs ?? 60_000} ms; its log (${spec.logFile}):\n${tail(spec.logFile)}`);
+      throw new Error(
+        `${spec.name} was not ready within ${spec.readyTimeoutMs ?? 60_000} ms; its log (${spec.logFile}):\n${tail(spec.logFile)}`,
+      );
     }
     await sleep(150);
   }

@@ -15,7 +15,8 @@ export type FerretdbBackendName = (typeof FERRETDB_BACKENDS)[number];
 /** FERRETDB_BACKEND of the test setup and the benchmarks (the service reads it through src/config.ts). */
 export function ferretdbBackendFromEnv(env: NodeJS.ProcessEnv = process.env): FerretdbBackendName {
   const backend = env.FERRETDB_BACKEND || 'postgresql';
-  if (!(FERRETDB_BACKENDS as readonly string[]).includes(backend)) throw new Error(`FERRETDB_BACKEND must be one of ${FERRETDB_BACKENDS.join(', ')}`);
+  if (!(FERRETDB_BACKENDS as readonly string[]).includes(backend))
+    throw new Error(`FERRETDB_BACKEND must be one of ${FERRETDB_BACKENDS.join(', ')}`);
   return backend as FerretdbBackendName;
 }
 
@@ -40,7 +41,12 @@ export async function startDocumentStore(o: {
   const backend = o.backend ?? 'postgresql';
   let postgres: PostgresServer | undefined;
   if (backend === 'postgresql') {
-    postgres = await startPostgres({ binDir: requirePostgresBinDir(), dir: path.join(o.dir, 'postgres'), port: await freePort(), durable: o.durable });
+    postgres = await startPostgres({
+      binDir: requirePostgresBinDir(),
+      dir: path.join(o.dir, 'postgres'),
+      port: await freePort(),
+      durable: o.durable,
+    });
   }
   try {
     const ferret = await startFerretdb({

@@ -29,7 +29,12 @@ export interface FerretdbOptions {
 
 /** A client kept for probing one server: `answers()` as mongoAnswers, `close()` once the server is gone. */
 export function mongoProbe(uri: string): { answers(): Promise<boolean>; close(): Promise<void> } {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 2000, connectTimeoutMS: 2000, socketTimeoutMS: 4000, maxPoolSize: 1 });
+  const client = new MongoClient(uri, {
+    serverSelectionTimeoutMS: 2000,
+    connectTimeoutMS: 2000,
+    socketTimeoutMS: 4000,
+    maxPoolSize: 1,
+  });
   return {
     answers: async () => (await client.db('admin').command({ listDatabases: 1, nameOnly: true }), true),
     close: () => client.close(),
@@ -37,7 +42,11 @@ export function mongoProbe(uri: string): { answers(): Promise<boolean>; close():
 }
 
 export async function mongoAnswers(uri: string): Promise<boolean> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 1000, connectTimeoutMS: 1000, socketTimeoutMS: 4000 });
+  const client = new MongoClient(uri, {
+    serverSelectionTimeoutMS: 1000,
+    connectTimeoutMS: 1000,
+    socketTimeoutMS: 4000,
+  });
   try {
     // Lists databases rather than a ping: it reaches the backend (a ping can answer before PostgreSQL does).
     await client.db('admin').command({ listDatabases: 1, nameOnly: true });

@@ -106,19 +106,32 @@ export interface TemporalServerBinaries {
  * 3 minutes of CPU on 2 cores; most of the module graph is the CLI's, already in Go's module cache).
  * Built into a scratch directory and renamed whole, so a build killed half-way leaves nothing behind.
  */
-export async function obtainTemporalServer(cacheOverride?: string, say: Say = () => {}): Promise<TemporalServerBinaries> {
+export async function obtainTemporalServer(
+  cacheOverride?: string,
+  say: Say = () => {},
+): Promise<TemporalServerBinaries> {
   const dir = temporalServerDir(serversCacheRoot(cacheOverride));
   const binaries = { server: path.join(dir, 'temporal-server'), sqlTool: path.join(dir, 'temporal-sql-tool') };
   if (fs.existsSync(binaries.server) && fs.existsSync(binaries.sqlTool)) return binaries;
-  say(`building the Temporal server ${TEMPORAL_SERVER_VERSION} and its schema tool with go install (a few minutes, once)`);
+  say(
+    `building the Temporal server ${TEMPORAL_SERVER_VERSION} and its schema tool with go install (a few minutes, once)`,
+  );
   const t0 = Date.now();
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const work = fs.mkdtempSync(`${path.dirname(dir)}/.build-`);
   try {
     const out = path.join(work, 'bin');
-    await run('go', ['install', `${TEMPORAL_SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`, `${TEMPORAL_SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`], {
-      env: { ...process.env, GOBIN: out, GOFLAGS: '-buildvcs=false' },
-    });
+    await run(
+      'go',
+      [
+        'install',
+        `${TEMPORAL_SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`,
+        `${TEMPORAL_SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`,
+      ],
+      {
+        env: { ...process.env, GOBIN: out, GOFLAGS: '-buildvcs=false' },
+      },
+    );
     fs.renameSync(path.join(out, 'server'), path.join(out, 'temporal-server'));
     fs.renameSync(path.join(out, 'sql'), path.join(out, 'temporal-sql-tool'));
     fs.rmSync(dir, { recursive: true, force: true }); // what a build that lost a race left
@@ -126,7 +139,9 @@ export async function obtainTemporalServer(cacheOverride?: string, say: Say = ()
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
-  say(`Temporal server built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(binaries.server).size / 1e6).toFixed(1)} MB)`);
+  say(
+    `Temporal server built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(binaries.server).size / 1e6).toFixed(1)} MB)`,
+  );
   return binaries;
 }
 
@@ -137,10 +152,14 @@ export async function obtainTemporalUi(cacheOverride?: string, say: Say = () => 
   say(`building the Temporal UI server ${TEMPORAL_UI_VERSION} with go install (a minute, once)`);
   const t0 = Date.now();
   await buildInto(target, async (work) => {
-    await run('go', ['install', `${TEMPORAL_UI_MODULE}/cmd/server@${TEMPORAL_UI_VERSION}`], { env: { ...process.env, GOBIN: work, GOFLAGS: '-buildvcs=false' } });
+    await run('go', ['install', `${TEMPORAL_UI_MODULE}/cmd/server@${TEMPORAL_UI_VERSION}`], {
+      env: { ...process.env, GOBIN: work, GOFLAGS: '-buildvcs=false' },
+    });
     fs.renameSync(path.join(work, 'server'), path.join(work, path.basename(target)));
   });
-  say(`Temporal UI server built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(target).size / 1e6).toFixed(1)} MB)`);
+  say(
+    `Temporal UI server built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(target).size / 1e6).toFixed(1)} MB)`,
+  );
   return target;
 }
 
@@ -154,7 +173,9 @@ export async function obtainServers(cacheOverride?: string, say: Say = () => {})
   const timed = async (name: string, target: string, build: (t: string, s: Say) => Promise<void>) => {
     const t0 = Date.now();
     await build(target, say);
-    say(`${name} built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(target).size / 1e6).toFixed(1)} MB)`);
+    say(
+      `${name} built in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(fs.statSync(target).size / 1e6).toFixed(1)} MB)`,
+    );
   };
   if (!fs.existsSync(temporal)) await timed('Temporal CLI', temporal, buildTemporal);
   if (!fs.existsSync(ferretdb)) await timed('FerretDB', ferretdb, buildFerretdb);

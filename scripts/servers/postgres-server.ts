@@ -84,7 +84,13 @@ function run(program: string, args: string[], input?: string): Promise<void> {
     child.stdin?.on('error', () => undefined);
     child.stdin?.end(input);
     child.on('error', (e: NodeJS.ErrnoException) =>
-      reject(new Error(e.code === 'ENOENT' ? `\`${cmd}\` was not found (util-linux's unshare runs PostgreSQL under root)` : e.message)),
+      reject(
+        new Error(
+          e.code === 'ENOENT'
+            ? `\`${cmd}\` was not found (util-linux's unshare runs PostgreSQL under root)`
+            : e.message,
+        ),
+      ),
     );
     child.on('close', (code) => {
       if (code === 0) return resolve();
@@ -110,7 +116,8 @@ async function initialise(binDir: string, dir: string): Promise<void> {
   if (fs.existsSync(path.join(data, 'PG_VERSION'))) return;
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   // What a first start killed half-way left (a password file included).
-  for (const f of fs.readdirSync(dir)) if (f.startsWith('.initdb-')) fs.rmSync(path.join(dir, f), { recursive: true, force: true });
+  for (const f of fs.readdirSync(dir))
+    if (f.startsWith('.initdb-')) fs.rmSync(path.join(dir, f), { recursive: true, force: true });
   const scratch = fs.mkdtempSync(path.join(dir, '.initdb-'));
   try {
     const password = crypto.randomBytes(24).toString('base64url');
@@ -127,7 +134,11 @@ async function initialise(binDir: string, dir: string): Promise<void> {
       '--no-instructions',
     ]);
     // Single-user mode: no server, no socket, no login needed for the one statement.
-    await run(path.join(binDir, 'postgres'), ['--single', '-D', cluster, '-j', 'postgres'], `CREATE DATABASE ${FERRETDB_DATABASE};\n`);
+    await run(
+      path.join(binDir, 'postgres'),
+      ['--single', '-D', cluster, '-j', 'postgres'],
+      `CREATE DATABASE ${FERRETDB_DATABASE};\n`,
+    );
     fs.rmSync(pwfile);
     fs.writeFileSync(postgresPasswordFile(scratch), password + '\n', { mode: 0o600 });
     fs.renameSync(postgresPasswordFile(scratch), postgresPasswordFile(dir));
@@ -144,7 +155,8 @@ function urlOf(user: string, passwordFile: string, port: number, database = FERR
 }
 
 /** The superuser's URL (of the `postgres` database unless told): for setup only. */
-export const postgresSuperuserUrl = (dir: string, port: number, database = 'postgres') => urlOf(POSTGRES_SUPERUSER, postgresPasswordFile(dir), port, database);
+export const postgresSuperuserUrl = (dir: string, port: number, database = 'postgres') =>
+  urlOf(POSTGRES_SUPERUSER, postgresPasswordFile(dir), port, database);
 
 /** Makes or updates the service's role on the server of `dir` (see postgres-service-role.ts). */
 export const ensureServiceRole = (dir: string, port: number) =>
@@ -158,7 +170,8 @@ export const ensureServiceRole = (dir: string, port: number) =>
   });
 
 /** The service role's URL: what FerretDB's clients log in with, and the api's index builds. */
-export const postgresUrl = (dir: string, port: number) => urlOf(POSTGRES_SERVICE_ROLE, postgresServicePasswordFile(dir), port);
+export const postgresUrl = (dir: string, port: number) =>
+  urlOf(POSTGRES_SERVICE_ROLE, postgresServicePasswordFile(dir), port);
 
 /** Logs in and runs a query; throws PostgreSQL's own reason (a wrong password, no such database, ...). */
 export async function postgresLogin(url: string, timeoutMs = 5000): Promise<void> {
@@ -178,7 +191,13 @@ export async function postgresIsSuperuser(url: string, timeoutMs = 5000): Promis
   client.on('error', () => undefined);
   try {
     await client.connect();
-    return (await client.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user')).rows[0]?.rolsuper === true;
+    return (
+      (
+        await client.query<{ rolsuper: boolean }>(
+          'SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user',
+        )
+      ).rows[0]?.rolsuper === true
+    );
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -35,7 +35,8 @@ export function servicePassword(file: string): string {
     }
   }
   const password = fs.readFileSync(file, 'utf8').trim();
-  if (password.length < 16) throw new Error(`${file} holds no usable password (remove it: the next start makes a new one)`);
+  if (password.length < 16)
+    throw new Error(`${file} holds no usable password (remove it: the next start makes a new one)`);
   return password;
 }
 
@@ -52,7 +53,12 @@ export function scramVerifier(password: string, salt = crypto.randomBytes(16), i
 }
 
 async function connected<T>(url: string, use: (c: Client) => Promise<T>, options?: string): Promise<T> {
-  const client = new Client({ connectionString: url, connectionTimeoutMillis: 10_000, query_timeout: 60_000, ...(options ? { options } : {}) });
+  const client = new Client({
+    connectionString: url,
+    connectionTimeoutMillis: 10_000,
+    query_timeout: 60_000,
+    ...(options ? { options } : {}),
+  });
   client.on('error', () => undefined);
   await client.connect();
   try {
@@ -67,7 +73,13 @@ async function connected<T>(url: string, use: (c: Client) => Promise<T>, options
  * no settings of its own; its databases owned by it, open to its connections (a limit it set on itself is
  * lifted), without settings of its own, closed to PUBLIC; `postgres` and template1 closed to PUBLIC too.
  */
-async function ensureRole(c: Client, s: Pick<ServiceRoleSetup, 'role'>, databases: readonly string[], password: string, connectionLimit = -1): Promise<void> {
+async function ensureRole(
+  c: Client,
+  s: Pick<ServiceRoleSetup, 'role'>,
+  databases: readonly string[],
+  password: string,
+  connectionLimit = -1,
+): Promise<void> {
   const role = c.escapeIdentifier(s.role);
   const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS NOINHERIT CONNECTION LIMIT ${Math.trunc(connectionLimit)} VALID UNTIL 'infinity' PASSWORD ${c.escapeLiteral(scramVerifier(password))}`;
   try {
@@ -90,12 +102,21 @@ async function ensureRole(c: Client, s: Pick<ServiceRoleSetup, 'role'>, database
     // Its owner's only: another role of the same server (the Temporal server's, the service's) may not enter it.
     await c.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${database} FROM PUBLIC`);
   }
-  for (const other of ['postgres', 'template1']) await c.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${other} FROM PUBLIC`);
+  for (const other of ['postgres', 'template1'])
+    await c.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${other} FROM PUBLIC`);
 }
 
 /** Relation kinds, with the word ALTER takes for each (indexes and a column's own sequence follow their table). */
-const RELATION_KINDS: Record<string, string> = { r: 'TABLE', p: 'TABLE', S: 'SEQUENCE', v: 'VIEW', m: 'MATERIALIZED VIEW', f: 'FOREIGN TABLE' };
-const NOT_SYSTEM = (column: string) => `${column} OPERATOR(pg_catalog.!~~) 'pg\\_%' AND ${column} OPERATOR(pg_catalog.<>) 'information_schema'`;
+const RELATION_KINDS: Record<string, string> = {
+  r: 'TABLE',
+  p: 'TABLE',
+  S: 'SEQUENCE',
+  v: 'VIEW',
+  m: 'MATERIALIZED VIEW',
+  f: 'FOREIGN TABLE',
+};
+const NOT_SYSTEM = (column: string) =>
+  `${column} OPERATOR(pg_catalog.!~~) 'pg\\_%' AND ${column} OPERATOR(pg_catalog.<>) 'information_schema'`;
 
 /**
  * What the superuser owns in the service's database outside the system schemas (what an earlier version
@@ -108,8 +129,12 @@ async function handOver(c: Client, s: ServiceRoleSetup): Promise<number> {
   const statements: string[] = [];
   await c.query('BEGIN');
   try {
-    const schemas = await c.query<{ nspname: string }>(`SELECT nspname FROM pg_catalog.pg_namespace WHERE nspowner OPERATOR(pg_catalog.=) ${su} AND ${NOT_SYSTEM('nspname')}`, [s.superuser]);
-    for (const { nspname } of schemas.rows) statements.push(`ALTER SCHEMA ${c.escapeIdentifier(nspname)} OWNER TO ${role}`);
+    const schemas = await c.query<{ nspname: string }>(
+      `SELECT nspname FROM pg_catalog.pg_namespace WHERE nspowner OPERATOR(pg_catalog.=) ${su} AND ${NOT_SYSTEM('nspname')}`,
+      [s.superuser],
+    );
+    for (const { nspname } of schemas.rows)
+      statements.push(`ALTER SCHEMA ${c.escapeIdentifier(nspname)} OWNER TO ${role}`);
     const relations = await c.query<{ nspname: string; relname: string; relkind: string }>(
       `SELECT n.nspname, c.relname, c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
         WHERE c.relowner OPERATOR(pg_catalog.=) ${su} AND c.relkind OPERATOR(pg_catalog.=) ANY($2::"char"[]) AND ${NOT_SYSTEM('n.nspname')}
@@ -117,7 +142,10 @@ async function handOver(c: Client, s: ServiceRoleSetup): Promise<number> {
         ORDER BY n.nspname, c.relname`,
       [s.superuser, Object.keys(RELATION_KINDS)],
     );
-    for (const r of relations.rows) statements.push(`ALTER ${RELATION_KINDS[r.relkind]} ${c.escapeIdentifier(r.nspname)}.${c.escapeIdentifier(r.relname)} OWNER TO ${role}`);
+    for (const r of relations.rows)
+      statements.push(
+        `ALTER ${RELATION_KINDS[r.relkind]} ${c.escapeIdentifier(r.nspname)}.${c.escapeIdentifier(r.relname)} OWNER TO ${role}`,
+      );
     const routines = await c.query<{ signature: string }>(
       `SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text AS signature FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
         WHERE p.proowner OPERATOR(pg_catalog.=) ${su} AND ${NOT_SYSTEM('n.nspname')}`,
@@ -129,7 +157,8 @@ async function handOver(c: Client, s: ServiceRoleSetup): Promise<number> {
         WHERE t.typowner OPERATOR(pg_catalog.=) ${su} AND t.typtype OPERATOR(pg_catalog.=) ANY('{e,d,r}'::"char"[]) AND ${NOT_SYSTEM('n.nspname')}`,
       [s.superuser],
     );
-    for (const t of types.rows) statements.push(`ALTER ${t.typtype === 'd' ? 'DOMAIN' : 'TYPE'} ${t.name} OWNER TO ${role}`);
+    for (const t of types.rows)
+      statements.push(`ALTER ${t.typtype === 'd' ? 'DOMAIN' : 'TYPE'} ${t.name} OWNER TO ${role}`);
     for (const sql of statements) await c.query(sql);
     await c.query('COMMIT');
     return statements.length;
@@ -147,7 +176,11 @@ export async function ensureServiceRole(s: ServiceRoleSetup): Promise<number> {
   const password = servicePassword(s.passwordFile);
   await connected(s.superuserUrl('postgres'), (c) => ensureRole(c, s, [s.database], password));
   if (fs.existsSync(s.handedOverFile)) return 0;
-  const handed = await connected(s.superuserUrl(s.database), (c) => handOver(c, s), '-c search_path=pg_catalog,pg_temp');
+  const handed = await connected(
+    s.superuserUrl(s.database),
+    (c) => handOver(c, s),
+    '-c search_path=pg_catalog,pg_temp',
+  );
   fs.writeFileSync(s.handedOverFile, `handed over to ${s.role}\n`, { mode: 0o600 });
   return handed;
 }
@@ -169,7 +202,9 @@ export async function ensureDatabasesRole(s: {
   const password = servicePassword(s.passwordFile);
   await connected(s.superuserUrl('postgres'), async (c) => {
     for (const name of s.databases) {
-      const exists = await c.query('SELECT 1 FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) $1', [name]);
+      const exists = await c.query('SELECT 1 FROM pg_catalog.pg_database WHERE datname OPERATOR(pg_catalog.=) $1', [
+        name,
+      ]);
       if (exists.rowCount) continue;
       await c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`).catch((e: { code?: string }) => {
         if (e.code !== '42P04') throw e; // made meanwhile by a start racing this one

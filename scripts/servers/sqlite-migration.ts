@@ -30,7 +30,12 @@ export function sqliteFilesToMigrate(dataDir: string): string | undefined {
   return hasSqliteFiles(old) ? old : undefined;
 }
 
-export async function migrateSqliteData(o: { ferretdbBinary: string; dataDir: string; targetUri: string; log: MigrationLog }): Promise<void> {
+export async function migrateSqliteData(o: {
+  ferretdbBinary: string;
+  dataDir: string;
+  targetUri: string;
+  log: MigrationLog;
+}): Promise<void> {
   const found = sqliteFilesToMigrate(o.dataDir);
   if (!found) return;
   const work = path.join(o.dataDir, 'ferretdb-sqlite-migrating');
@@ -40,7 +45,12 @@ export async function migrateSqliteData(o: { ferretdbBinary: string; dataDir: st
   }
   o.log.info(`moving the data of FerretDB's SQLite files (${work}) into PostgreSQL, once`);
   const started = Date.now();
-  const source = await startFerretdb({ binary: o.ferretdbBinary, backend: { kind: 'sqlite' }, dataDir: work, port: await freePort() });
+  const source = await startFerretdb({
+    binary: o.ferretdbBinary,
+    backend: { kind: 'sqlite' },
+    dataDir: work,
+    port: await freePort(),
+  });
   const from = new MongoClient(source.uri);
   const to = new MongoClient(o.targetUri);
   let collections = 0;
@@ -51,9 +61,15 @@ export async function migrateSqliteData(o: { ferretdbBinary: string; dataDir: st
       for (const info of await from.db(name).listCollections().toArray()) {
         if (info.type && info.type !== 'collection') continue;
         const target = to.db(name);
-        await target.collection(info.name).drop().catch(() => undefined); // absent: nothing to drop
+        await target
+          .collection(info.name)
+          .drop()
+          .catch(() => undefined); // absent: nothing to drop
         const options = (info as { options?: { capped?: boolean; size?: number; max?: number } }).options;
-        await target.createCollection(info.name, options?.capped ? { capped: true, size: options.size, max: options.max } : {});
+        await target.createCollection(
+          info.name,
+          options?.capped ? { capped: true, size: options.size, max: options.max } : {},
+        );
         let batch: Record<string, unknown>[] = [];
         for await (const doc of from.db(name).collection(info.name).find({}, { batchSize: BATCH })) {
           batch.push(doc);
@@ -74,5 +90,7 @@ export async function migrateSqliteData(o: { ferretdbBinary: string; dataDir: st
   }
   const kept = path.join(o.dataDir, `ferretdb-sqlite-migrated-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   fs.renameSync(work, kept);
-  o.log.info(`moved ${documents} documents in ${collections} collections into PostgreSQL in ${Date.now() - started} ms; the SQLite files are kept in ${kept} (delete them when you no longer need them)`);
+  o.log.info(
+    `moved ${documents} documents in ${collections} collections into PostgreSQL in ${Date.now() - started} ms; the SQLite files are kept in ${kept} (delete them when you no longer need them)`,
+  );
 }

@@ -57,7 +57,14 @@ export interface SuperviseOptions {
 }
 
 export const defaultSupervisorOptions = () =>
-  ({ initialBackoffMs: 500, maxBackoffMs: 30_000, stableAfterMs: 60_000, maxFailedRestarts: 5, probeIntervalMs: 5000, probeTimeoutMs: 5000 }) as const;
+  ({
+    initialBackoffMs: 500,
+    maxBackoffMs: 30_000,
+    stableAfterMs: 60_000,
+    maxFailedRestarts: 5,
+    probeIntervalMs: 5000,
+    probeTimeoutMs: 5000,
+  }) as const;
 
 /** Starts one child and resolves once it is ready; `onSpawn` is called as soon as its process exists. */
 export type StartFn<C extends Child = Child> = (onSpawn: (child: Child) => void) => Promise<C>;
@@ -92,7 +99,8 @@ export function describeExit(how: number | string): string {
 }
 
 export class Supervisor {
-  private readonly o: Required<Omit<SupervisorOptions, 'log' | 'onGiveUp'>> & Pick<SupervisorOptions, 'log' | 'onGiveUp'>;
+  private readonly o: Required<Omit<SupervisorOptions, 'log' | 'onGiveUp'>> &
+    Pick<SupervisorOptions, 'log' | 'onGiveUp'>;
   private readonly entries: Entry[] = [];
   private stopping = false;
   private stopGraceMs = 10_000;
@@ -114,7 +122,17 @@ export class Supervisor {
   async start<C extends Child>(name: string, start: StartFn<C>, opts: SuperviseOptions = {}): Promise<C> {
     if (this.stopping) throw new Error(`${name} not started: stopping`);
     if (this.entries.some((e) => e.name === name)) throw new Error(`${name} is already supervised`);
-    const entry: Entry = { name, start, state: 'starting', readyAt: 0, failures: 0, restarts: 0, opts, probeOk: null, probeFailures: 0 };
+    const entry: Entry = {
+      name,
+      start,
+      state: 'starting',
+      readyAt: 0,
+      failures: 0,
+      restarts: 0,
+      opts,
+      probeOk: null,
+      probeFailures: 0,
+    };
     this.entries.push(entry);
     const pending = start((c) => this.spawned(entry, c));
     entry.pending = pending;
@@ -171,7 +189,13 @@ export class Supervisor {
         (ok) => (ok ? null : 'the probe answered not alive'),
         (e: Error) => `the probe failed: ${e.message.split('\n')[0]}`,
       ),
-      new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`the probe did not answer within ${formatMs(this.o.probeTimeoutMs)}`), this.o.probeTimeoutMs))),
+      new Promise<string>(
+        (resolve) =>
+          (timer = setTimeout(
+            () => resolve(`the probe did not answer within ${formatMs(this.o.probeTimeoutMs)}`),
+            this.o.probeTimeoutMs,
+          )),
+      ),
     ]);
     clearTimeout(timer);
     return why;
@@ -209,20 +233,29 @@ export class Supervisor {
       const failing = await this.failingDependencies(entry);
       if (failing.length > 0) {
         entry.probeFailures = 0; // what it failed before its dependency did is not held against it either
-        this.o.log.warn(`${entry.name} does not answer (${why}) while ${failing.join(', ')} does not either: waiting for ${failing.length > 1 ? 'them' : 'it'}`);
+        this.o.log.warn(
+          `${entry.name} does not answer (${why}) while ${failing.join(', ')} does not either: waiting for ${failing.length > 1 ? 'them' : 'it'}`,
+        );
       } else {
         entry.probeFailures++;
         const limit = entry.opts.probeFailures ?? 3;
-        this.o.log.warn(`${entry.name} (pid ${child.process.pid}) does not answer: ${why} (${entry.probeFailures} of ${limit})`);
+        this.o.log.warn(
+          `${entry.name} (pid ${child.process.pid}) does not answer: ${why} (${entry.probeFailures} of ${limit})`,
+        );
         if (entry.probeFailures >= limit) {
-          this.o.log.warn(`${entry.name} (pid ${child.process.pid}) failed ${limit} liveness probes in a row: killing it (SIGKILL to its process group) to restart it`);
+          this.o.log.warn(
+            `${entry.name} (pid ${child.process.pid}) failed ${limit} liveness probes in a row: killing it (SIGKILL to its process group) to restart it`,
+          );
           try {
             killGroup(child, entry.opts.killDescendants ?? false);
           } catch (e) {
             this.o.log.warn(`${entry.name} (pid ${child.process.pid}) could not be killed: ${(e as Error).message}`);
           }
           // Its exit schedules the restart; one that does not come (a process stuck in the kernel) is said.
-          const stuck = setTimeout(() => this.o.log.warn(`${entry.name} (pid ${child.process.pid}) has not exited 30 s after SIGKILL`), 30_000);
+          const stuck = setTimeout(
+            () => this.o.log.warn(`${entry.name} (pid ${child.process.pid}) has not exited 30 s after SIGKILL`),
+            30_000,
+          );
           void child.exited.then(() => clearTimeout(stuck));
           return;
         }
@@ -278,7 +311,10 @@ export class Supervisor {
         // The error's first line and the last line of the output it quotes (a log tail): why, in one line.
         const [first, ...rest] = e.message.split('\n');
         const last = rest.filter((l) => l.trim()).at(-1);
-        this.failed(entry, `restart of ${entry.name} failed: ${first!.replace(/:$/, '')}${last ? `, ending: ${last.slice(-300)}` : ''}`);
+        this.failed(
+          entry,
+          `restart of ${entry.name} failed: ${first!.replace(/:$/, '')}${last ? `, ending: ${last.slice(-300)}` : ''}`,
+        );
       },
     );
   }
@@ -297,4 +333,5 @@ function killGroup(child: Child, descendants: boolean): void {
   signalAll(tree, 'SIGKILL');
 }
 
-const formatMs = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`);
+const formatMs = (ms: number) =>
+  ms < 1000 ? `${ms} ms` : ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;

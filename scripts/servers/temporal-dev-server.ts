@@ -31,14 +31,18 @@ export async function temporalAnswers(address: string, namespace: string, timeou
   let connection: Connection | undefined;
   try {
     connection = await Connection.connect({ address, connectTimeout: Math.min(timeoutMs, 3000) });
-    await connection.withDeadline(Date.now() + timeoutMs, () => connection!.workflowService.describeNamespace({ namespace }));
+    await connection.withDeadline(Date.now() + timeoutMs, () =>
+      connection!.workflowService.describeNamespace({ namespace }),
+    );
     return true;
   } finally {
     await connection?.close().catch(() => undefined);
   }
 }
 
-export async function startTemporalDevServer(o: TemporalDevServerOptions): Promise<Child & { address: string; uiUrl: string }> {
+export async function startTemporalDevServer(
+  o: TemporalDevServerOptions,
+): Promise<Child & { address: string; uiUrl: string }> {
   const address = `127.0.0.1:${o.port}`;
   const args = [
     'server',

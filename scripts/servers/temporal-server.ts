@@ -27,7 +27,10 @@ import { ensureDatabasesRole } from './postgres-service-role';
 export const TEMPORAL_ROLE = 'agent_control_temporal';
 export const TEMPORAL_DATABASES = { history: 'temporal', visibility: 'temporal_visibility' } as const;
 /** The schema tool's embedded schema of each database. */
-const SCHEMAS: Record<string, string> = { [TEMPORAL_DATABASES.history]: 'postgresql/v12/temporal', [TEMPORAL_DATABASES.visibility]: 'postgresql/v12/visibility' };
+const SCHEMAS: Record<string, string> = {
+  [TEMPORAL_DATABASES.history]: 'postgresql/v12/temporal',
+  [TEMPORAL_DATABASES.visibility]: 'postgresql/v12/visibility',
+};
 /**
  * Fixed for the life of a cluster (the count stored at its first start wins over any later config):
  * workflows are spread over this many history shards. Sized for this embedded, loopback cluster.
@@ -60,7 +63,15 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<s
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${path.basename(command)} ${args.join(' ')} failed (exit ${code}):\n${out.trim().split('\n').slice(-5).join('\n')}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(
+            new Error(
+              `${path.basename(command)} ${args.join(' ')} failed (exit ${code}):\n${out.trim().split('\n').slice(-5).join('\n')}`,
+            ),
+          ),
+    );
   });
 }
 
@@ -93,10 +104,18 @@ export async function prepareTemporalStore(sqlTool: string, store: TemporalStore
     connectionLimit: ROLE_CONNECTION_LIMIT,
   });
   // The tool's own environment variables: the password is on no command line.
-  const env = { PATH: process.env.PATH, SQL_HOST: store.host, SQL_PORT: String(store.port), SQL_USER: TEMPORAL_ROLE, SQL_PASSWORD: password, SQL_PLUGIN: 'postgres12' };
+  const env = {
+    PATH: process.env.PATH,
+    SQL_HOST: store.host,
+    SQL_PORT: String(store.port),
+    SQL_USER: TEMPORAL_ROLE,
+    SQL_PASSWORD: password,
+    SQL_PLUGIN: 'postgres12',
+  };
   for (const database of Object.values(TEMPORAL_DATABASES)) {
     const dbEnv = { ...env, SQL_DATABASE: database };
-    if (!(await versioned(roleUrl(store, password, database)))) await run(sqlTool, ['setup-schema', '-v', '0.0'], dbEnv);
+    if (!(await versioned(roleUrl(store, password, database))))
+      await run(sqlTool, ['setup-schema', '-v', '0.0'], dbEnv);
     await run(sqlTool, ['update-schema', '--schema-name', SCHEMAS[database]!], dbEnv);
   }
   return password;
@@ -125,7 +144,14 @@ export async function freeNodePorts(taken: Set<number> = new Set()): Promise<Tem
   }
   for (const port of ports) taken.add(port);
   const [frontend, frontendHttp, history, matching, worker, ...membership] = [...ports];
-  return { frontend: frontend!, frontendHttp: frontendHttp!, history: history!, matching: matching!, worker: worker!, membership: membership as TemporalNodePorts['membership'] };
+  return {
+    frontend: frontend!,
+    frontendHttp: frontendHttp!,
+    history: history!,
+    matching: matching!,
+    worker: worker!,
+    membership: membership as TemporalNodePorts['membership'],
+  };
 }
 
 /** The usual layout around a frontend port (the launcher's: the config reserves the same ports from sandboxes). */
@@ -170,7 +196,9 @@ function nodeConfig(o: TemporalNodeOptions): string {
       maxConnLifetime: '1h',
     },
   });
-  const rpc = (grpcPort: number, membershipPort: number, extra: Record<string, number> = {}) => ({ rpc: { grpcPort, membershipPort, bindOnLocalHost: true, ...extra } });
+  const rpc = (grpcPort: number, membershipPort: number, extra: Record<string, number> = {}) => ({
+    rpc: { grpcPort, membershipPort, bindOnLocalHost: true, ...extra },
+  });
   const { ports } = o;
   const config = {
     log: { stdout: true, level: 'warn' },
@@ -178,7 +206,10 @@ function nodeConfig(o: TemporalNodeOptions): string {
       defaultStore: 'default',
       visibilityStore: 'visibility',
       numHistoryShards: HISTORY_SHARDS,
-      datastores: { default: store(TEMPORAL_DATABASES.history, POOL.history), visibility: store(TEMPORAL_DATABASES.visibility, POOL.visibility) },
+      datastores: {
+        default: store(TEMPORAL_DATABASES.history, POOL.history),
+        visibility: store(TEMPORAL_DATABASES.visibility, POOL.visibility),
+      },
     },
     global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
     services: {
@@ -192,7 +223,14 @@ function nodeConfig(o: TemporalNodeOptions): string {
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `127.0.0.1:${o.clusterFrontendPort}` } },
+      clusterInformation: {
+        active: {
+          enabled: true,
+          initialFailoverVersion: 1,
+          rpcName: 'frontend',
+          rpcAddress: `127.0.0.1:${o.clusterFrontendPort}`,
+        },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
     dynamicConfigClient: { filepath: path.join(o.dir, 'config', 'dynamic.yaml'), pollInterval: '60s' },
@@ -224,7 +262,10 @@ export async function ensureNamespace(address: string, namespace: string): Promi
   const connection = await Connection.connect({ address });
   try {
     await connection.withDeadline(Date.now() + 30_000, () =>
-      connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(RETENTION_SECONDS * 1000) }),
+      connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: msToTs(RETENTION_SECONDS * 1000),
+      }),
     );
     return true;
   } catch (e) {
@@ -256,7 +297,10 @@ export function configFiles(dir: string): (name: string, text: string) => void {
 /** Starts one node of the cluster (every service in one process) and waits until its frontend answers. */
 export async function startTemporalNode(o: TemporalNodeOptions): Promise<Child & { address: string }> {
   const wrong = o.ports.membership.filter((p) => p < 1 || p > MAX_MEMBERSHIP_PORT);
-  if (wrong.length) throw new Error(`Temporal membership ports ${wrong.join(', ')} are not within 1..${MAX_MEMBERSHIP_PORT}: its membership table keeps them as smallint`);
+  if (wrong.length)
+    throw new Error(
+      `Temporal membership ports ${wrong.join(', ')} are not within 1..${MAX_MEMBERSHIP_PORT}: its membership table keeps them as smallint`,
+    );
   const write = configFiles(o.dir);
   write('node.yaml', nodeConfig(o));
   write('dynamic.yaml', DYNAMIC_CONFIG);

@@ -23,7 +23,10 @@ export interface TemporalUiOptions {
 /** True when the UI server answers its API (a round trip to the frontend behind it) within `timeoutMs`. */
 export async function uiAnswers(url: string, timeoutMs = 3000): Promise<boolean> {
   try {
-    const res = await fetch(`${url}/api/v1/cluster-info`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
+    const res = await fetch(`${url}/api/v1/cluster-info`, {
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    });
     await res.body?.cancel();
     return res.ok;
   } catch {

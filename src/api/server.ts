@@ -71,9 +71,15 @@ export async function startApiServer(
     for (let attempt = 1; !closing; attempt++) {
       try {
         await ensureIndexes(database.db, ALL_INDEXES);
-        if (!(await stores.events.probeBlockReads())) logger.warn('the database scans the event log for every query but one by _id (FerretDB on SQLite): pages and catch-ups read it sorted, not by blocks');
+        if (!(await stores.events.probeBlockReads()))
+          logger.warn(
+            'the database scans the event log for every query but one by _id (FerretDB on SQLite): pages and catch-ups read it sorted, not by blocks',
+          );
         await sandboxSpecs.upsert(specs);
-        await live.start((doc) => hub.dispatch(doc), () => hub.hasSubscribers); // ready once it reads from the head
+        await live.start(
+          (doc) => hub.dispatch(doc),
+          () => hub.hasSubscribers,
+        ); // ready once it reads from the head
         prepared = true;
         logger.debug('indexes ensured');
         if (config.postgres.url) void makePostgresIndexes(config.postgres.url);
@@ -93,12 +99,16 @@ export async function startApiServer(
     for (let attempt = 1; !closing; attempt++) {
       try {
         const outcome = await ensurePostgresIndexes(database.db, url, ALL_INDEXES);
-        if ('skipped' in outcome) logger.warn(`no PostgreSQL indexes made, queries scan whole tables: ${outcome.skipped}`);
+        if ('skipped' in outcome)
+          logger.warn(`no PostgreSQL indexes made, queries scan whole tables: ${outcome.skipped}`);
         else logger.debug({ made: outcome.made }, 'PostgreSQL indexes ensured');
         return;
       } catch (e) {
         const wait = Math.min(60_000, 1000 * 2 ** Math.min(attempt, 6));
-        logger.error({ err: e }, `making the PostgreSQL indexes failed (POSTGRES_URL; queries scan whole tables meanwhile): ${(e as Error).message}; trying again in ${wait / 1000} s`);
+        logger.error(
+          { err: e },
+          `making the PostgreSQL indexes failed (POSTGRES_URL; queries scan whole tables meanwhile): ${(e as Error).message}; trying again in ${wait / 1000} s`,
+        );
         await new Promise((r) => setTimeout(r, wait).unref());
       }
     }
@@ -106,10 +116,16 @@ export async function startApiServer(
   /** Conversations stored before the block layout are moved onto it in the background (src/events/event-layout-migration.ts). */
   const moveEventLayouts = async () => {
     try {
-      const moved = await migrateEventLayouts({ conversations: stores.conversations, events: stores.events, log: logger }, { stopped: () => closing });
+      const moved = await migrateEventLayouts(
+        { conversations: stores.conversations, events: stores.events, log: logger },
+        { stopped: () => closing },
+      );
       if (moved > 0) logger.info({ moved }, 'conversation logs moved to the block layout');
     } catch (e) {
-      logger.error({ err: e }, 'moving conversation logs to the block layout failed; their pages are read the older way until the next start');
+      logger.error(
+        { err: e },
+        'moving conversation logs to the block layout failed; their pages are read the older way until the next start',
+      );
     }
   };
   const preparing = prepare();
@@ -123,7 +139,11 @@ export async function startApiServer(
   });
   const { apiKeys, conversations, events } = stores;
   // Workflows started here carry the active trace context (a start's span) in their headers.
-  const temporalClient = new Client({ connection: temporal, namespace: config.temporal.namespace, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
+  const temporalClient = new Client({
+    connection: temporal,
+    namespace: config.temporal.namespace,
+    interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+  });
   const services = createApiServices(stores, { box, temporal: temporalClient, config, live, log: logger });
   const { reconciler } = services;
   reconciler.start();
@@ -185,7 +205,11 @@ export async function startApiServer(
     throw e;
   };
   // Metrics first, on their own listener: a busy METRICS_ADDRESS stops the start before the api listens.
-  const metricsServer = metrics && (await metrics.serve(config.metrics.apiAddress!, (err) => logger.error({ err }, 'metrics listener')).catch(abandon));
+  const metricsServer =
+    metrics &&
+    (await metrics
+      .serve(config.metrics.apiAddress!, (err) => logger.error({ err }, 'metrics listener'))
+      .catch(abandon));
   if (metricsServer) logger.info({ url: metricsServer.url }, 'serving Prometheus metrics');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

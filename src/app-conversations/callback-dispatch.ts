@@ -7,7 +7,14 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { AppConversationsStore } from '../store/app-conversations-store';
-import { callbacksEventsSignal, callbacksWorkflowId, WORKFLOW_TYPES, workflowSummaries, type CallbacksWorkflow, type CallbacksWorkflowInput } from '../temporal/shared';
+import {
+  callbacksEventsSignal,
+  callbacksWorkflowId,
+  WORKFLOW_TYPES,
+  workflowSummaries,
+  type CallbacksWorkflow,
+  type CallbacksWorkflowInput,
+} from '../temporal/shared';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How long "this conversation has no processors" is believed (an app conversation may be recorded later). */
@@ -30,7 +37,9 @@ export class CallbackDispatch {
   constructor(private readonly deps: CallbackDispatchDeps) {}
 
   notify(conversationId: string): void {
-    void this.signal(conversationId).catch((e: Error) => this.deps.log.warn({ conversation_id: conversationId, err: e.message }, 'callbacks could not be signalled'));
+    void this.signal(conversationId).catch((e: Error) =>
+      this.deps.log.warn({ conversation_id: conversationId, err: e.message }, 'callbacks could not be signalled'),
+    );
   }
 
   /** The owner of a conversation that has callback processors; undefined when it has none. */

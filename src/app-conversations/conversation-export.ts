@@ -54,11 +54,15 @@ class CompactedZip {
   private readonly chunks: Buffer[] = [];
   private pending: Buffer[] = [];
   private written = 0;
-  private readonly head: YazlEntry = { state: FILE_DATA_DONE, getCentralDirectoryRecord: () => Buffer.concat([...this.chunks, ...this.pending]) };
+  private readonly head: YazlEntry = {
+    state: FILE_DATA_DONE,
+    getCentralDirectoryRecord: () => Buffer.concat([...this.chunks, ...this.pending]),
+  };
 
   constructor() {
     const internals = this.zip as unknown as Partial<YazlInternals>;
-    if (!Array.isArray(internals.entries) || internals.entries.length !== 0) throw new Error('yazl ZipFile internals changed: no empty `entries` list');
+    if (!Array.isArray(internals.entries) || internals.entries.length !== 0)
+      throw new Error('yazl ZipFile internals changed: no empty `entries` list');
     this.internals = internals as YazlInternals;
   }
 
@@ -138,7 +142,8 @@ export function conversationZip(source: ConversationExportSource, opts: Conversa
       };
       output.once('close', done);
       const stop = start(done);
-      if (stop && finished) stop(); // done was called before `start` returned
+      if (stop && finished)
+        stop(); // done was called before `start` returned
       else if (stop) cleanup = stop;
     });
   /** Adds an entry; resolves when yazl starts writing it (every entry before it is written). */

@@ -14,9 +14,20 @@ import { GitChangeSchema, GitDiffSchema, type GitChange, type GitDiff } from '..
 import type { SandboxStatus } from '../schemas/sandboxes';
 import type { SandboxService } from '../sandboxes/sandbox-service';
 import type { StartSettingsResolver } from '../orgs/start-settings';
-import { runtimeLlm, textOf, type RunControl, type RuntimeAnswer, type RuntimeClient, type RuntimeMessage } from '../sandboxes/runtime-client';
+import {
+  runtimeLlm,
+  textOf,
+  type RunControl,
+  type RuntimeAnswer,
+  type RuntimeClient,
+  type RuntimeMessage,
+} from '../sandboxes/runtime-client';
 import { runtimeClient } from '../sandboxes/runtime-clients';
-import type { AppConversationChange, AppConversationRecord, AppConversationsStore } from '../store/app-conversations-store';
+import type {
+  AppConversationChange,
+  AppConversationRecord,
+  AppConversationsStore,
+} from '../store/app-conversations-store';
 import type { CallbacksStore } from '../store/callbacks-store';
 import type { ConversationStatesStore } from '../store/conversation-states-store';
 import type { ConversationsStore } from '../store/conversations-store';
@@ -84,15 +95,24 @@ export class ConversationService {
    * The conversation's runtime, running. A paused sandbox is resumed when `resume` says so; one that is
    * starting is waited for (bounded); a deleted one is a Conflict, one in ERROR Unavailable.
    */
-  private async runtimeOf(userId: string, c: AppConversationRecord, resume: boolean): Promise<{ runtime: RuntimeClient; resumed: boolean }> {
+  private async runtimeOf(
+    userId: string,
+    c: AppConversationRecord,
+    resume: boolean,
+  ): Promise<{ runtime: RuntimeClient; resumed: boolean }> {
     if (!c.sandbox_id) throw new Conflict(`Conversation ${c.id} has no sandbox`);
     let sandbox = await this.deps.sandboxes.getOwned(c.sandbox_id, userId);
     if (!sandbox || sandbox.status === 'DELETED' || sandbox.status === 'MISSING') {
-      throw new Conflict(`The sandbox of conversation ${c.id} is gone (${sandbox?.status ?? 'deleted'}); start a new conversation`);
+      throw new Conflict(
+        `The sandbox of conversation ${c.id} is gone (${sandbox?.status ?? 'deleted'}); start a new conversation`,
+      );
     }
     let resumed = false;
     if (sandbox.status === 'PAUSED') {
-      if (!resume) throw new Conflict(`The sandbox of conversation ${c.id} is paused; resume it (POST /api/v1/sandboxes/${c.sandbox_id}/resume) or send a message`);
+      if (!resume)
+        throw new Conflict(
+          `The sandbox of conversation ${c.id} is paused; resume it (POST /api/v1/sandboxes/${c.sandbox_id}/resume) or send a message`,
+        );
       await this.deps.sandboxService.operate(userId, c.sandbox_id, 'resume');
       resumed = true;
     }
@@ -100,10 +120,17 @@ export class ConversationService {
     for (;;) {
       sandbox = await this.deps.sandboxes.get(c.sandbox_id);
       if (sandbox?.status === 'RUNNING') break;
-      if (sandbox?.status === 'ERROR') throw new Unavailable(`The sandbox of conversation ${c.id} is in ERROR: ${sandbox.status_detail ?? 'no detail'}; resume it or start a new conversation`);
-      if (sandbox?.status !== 'STARTING' && !resumed) throw new Conflict(`The sandbox of conversation ${c.id} is ${sandbox?.status ?? 'gone'}`);
+      if (sandbox?.status === 'ERROR')
+        throw new Unavailable(
+          `The sandbox of conversation ${c.id} is in ERROR: ${sandbox.status_detail ?? 'no detail'}; resume it or start a new conversation`,
+        );
+      if (sandbox?.status !== 'STARTING' && !resumed)
+        throw new Conflict(`The sandbox of conversation ${c.id} is ${sandbox?.status ?? 'gone'}`);
       if (Date.now() >= deadline) {
-        throw new Unavailable(`The sandbox of conversation ${c.id} did not run within ${Math.round(this.deps.settings.sandboxWaitMs / 1000)} s (it is ${sandbox?.status}); try again shortly`, 5);
+        throw new Unavailable(
+          `The sandbox of conversation ${c.id} did not run within ${Math.round(this.deps.settings.sandboxWaitMs / 1000)} s (it is ${sandbox?.status}); try again shortly`,
+          5,
+        );
       }
       await sleep(250);
     }
@@ -117,14 +144,16 @@ export class ConversationService {
 
   /** A runtime answer other than 2xx, in the domain's terms (a 404 of a conversation call: the runtime lost it). */
   private refusal(c: AppConversationRecord, a: RuntimeAnswer): Error {
-    if (a.status === 404) return new Conflict(`Conversation ${c.id} is not in its sandbox any more (the runtime does not know it)`);
+    if (a.status === 404)
+      return new Conflict(`Conversation ${c.id} is not in its sandbox any more (the runtime does not know it)`);
     return this.workspaceRefusal(a);
   }
 
   /** A runtime answer other than 2xx to a workspace read: its 404 is about the path, not the conversation. */
   private workspaceRefusal(a: RuntimeAnswer): Error {
     if (a.status === 409) return new Conflict(detailOf(a));
-    if (a.status === 400 || a.status === 404 || a.status === 413 || a.status === 422) return new BadRequest(detailOf(a));
+    if (a.status === 400 || a.status === 404 || a.status === 413 || a.status === 422)
+      return new BadRequest(detailOf(a));
     if (a.status === 503) return new Unavailable(`The sandbox's agent server is busy: ${detailOf(a)}`, 5);
     return new UpstreamFailed(`The sandbox's agent server answered ${a.status}: ${detailOf(a)}`);
   }
@@ -139,11 +168,19 @@ export class ConversationService {
   async deliver(userId: string, c: AppConversationRecord, message: RuntimeMessage): Promise<SendMessageResult> {
     const { runtime, resumed } = await this.runtimeOf(userId, c, true);
     if (message.id && (await this.deliveredBefore(runtime, c.id, { ...message, id: message.id }))) {
-      return { success: true, sandbox_status: 'RUNNING', message: 'The message was delivered before; it was not sent again' };
+      return {
+        success: true,
+        sandbox_status: 'RUNNING',
+        message: 'The message was delivered before; it was not sent again',
+      };
     }
     const a = await runtime.sendMessage(c.id, message, this.timeoutMs);
     if (a.status !== 200) throw this.refusal(c, a);
-    return { success: true, sandbox_status: 'RUNNING', message: resumed ? 'The sandbox was paused; it was resumed first' : null };
+    return {
+      success: true,
+      sandbox_status: 'RUNNING',
+      message: resumed ? 'The sandbox was paused; it was resumed first' : null,
+    };
   }
 
   /**
@@ -153,11 +190,24 @@ export class ConversationService {
    * after the first attempt is taken for it, and an attempt the runtime is still holding (busy with a
    * step) when the retry looks is not seen, so both land.
    */
-  private async deliveredBefore(runtime: RuntimeClient, conversationId: string, message: RuntimeMessage & { id: string }): Promise<boolean> {
+  private async deliveredBefore(
+    runtime: RuntimeClient,
+    conversationId: string,
+    message: RuntimeMessage & { id: string },
+  ): Promise<boolean> {
     if (runtime.dropsRepeatedMessages || !runtime.eventLog) return false;
     const first = await this.deps.pendingMessages.firstAttempt(conversationId, message.id);
     // The runtime's clock is this machine's or close to it: a few seconds of slack.
-    if (first !== null && (await runtime.eventLog.hasUserMessage(conversationId, textOf(message.content), new Date(first.getTime() - 5000), this.timeoutMs))) return true;
+    if (
+      first !== null &&
+      (await runtime.eventLog.hasUserMessage(
+        conversationId,
+        textOf(message.content),
+        new Date(first.getTime() - 5000),
+        this.timeoutMs,
+      ))
+    )
+      return true;
     if (first === null) await this.deps.pendingMessages.recordFirstAttempt(conversationId, message.id, new Date());
     return false;
   }
@@ -172,7 +222,8 @@ export class ConversationService {
     const a = await runtime.askAgent(c.id, question, Math.max(this.timeoutMs, ASK_AGENT_TIMEOUT_MS));
     if (a.status !== 200) throw this.refusal(c, a);
     const response = (a.body as { response?: unknown } | null)?.response;
-    if (typeof response !== 'string') throw new UpstreamFailed(`The sandbox's agent server answered ask_agent without a response text`);
+    if (typeof response !== 'string')
+      throw new UpstreamFailed(`The sandbox's agent server answered ask_agent without a response text`);
     return response;
   }
 
@@ -186,18 +237,29 @@ export class ConversationService {
     const { agent_settings: agent } = await this.deps.startSettings.resolve(userId, {}, { name: profileName });
     if (agent.agent_kind === 'acp') throw new Conflict('Your agent is an ACP agent, which takes no LLM');
     const { model, base_url } = agent.llm;
-    if (!model || !base_url) throw new Conflict(`The profile ${profileName} names no model and endpoint (model and base_url), and your organization gives none`);
+    if (!model || !base_url)
+      throw new Conflict(
+        `The profile ${profileName} names no model and endpoint (model and base_url), and your organization gives none`,
+      );
     const { runtime } = await this.runtimeOf(userId, c, false);
     const a = await runtime.switchLlm(c.id, runtimeLlm(agent.llm, model), this.timeoutMs);
     if (a.status === 404) throw this.refusal(c, a);
     // A value it takes in no LLM (a base_url that is no URL, top_p 0): the profile's to change.
-    if (a.status === 400 || a.status === 422) throw new Conflict(`The sandbox's agent server refused the LLM of profile ${profileName} (${a.status}): ${detailOf(a)}`);
-    if (a.status !== 200) throw new UpstreamFailed(`The sandbox's agent server did not take the LLM (${a.status}): ${detailOf(a)}`);
+    if (a.status === 400 || a.status === 422)
+      throw new Conflict(
+        `The sandbox's agent server refused the LLM of profile ${profileName} (${a.status}): ${detailOf(a)}`,
+      );
+    if (a.status !== 200)
+      throw new UpstreamFailed(`The sandbox's agent server did not take the LLM (${a.status}): ${detailOf(a)}`);
     await this.deps.appConversations.setModel(c.id, model);
   }
 
   /** Pause, run or interrupt the agent; answers the runtime's execution status after it. */
-  async control(userId: string, id: string, action: RunControl): Promise<{ conversation: AppConversationRecord; execution_status: string | null }> {
+  async control(
+    userId: string,
+    id: string,
+    action: RunControl,
+  ): Promise<{ conversation: AppConversationRecord; execution_status: string | null }> {
     const c = await this.owned(userId, id);
     // Only run needs a running agent server; a paused sandbox has no agent step to pause or interrupt.
     const { runtime } = await this.runtimeOf(userId, c, action === 'run');
@@ -221,10 +283,14 @@ export class ConversationService {
     const c = await this.owned(userId, id);
     // A start still running would go on writing its statuses (and its conversation record) after the delete.
     const task = await this.deps.startTasks.get(id);
-    if (task && task.status !== 'READY' && task.status !== 'ERROR') throw new Conflict(`Conversation ${id} is still starting (${task.status}); delete it once its start is READY or ERROR`);
+    if (task && task.status !== 'READY' && task.status !== 'ERROR')
+      throw new Conflict(
+        `Conversation ${id} is still starting (${task.status}); delete it once its start is READY or ERROR`,
+      );
     const { sandbox_id: sandboxId } = c;
     const shared = sandboxId
-      ? (await this.deps.appConversations.otherUsesSandbox(sandboxId, id)) || (await this.deps.startTasks.startingIn(sandboxId, userId)).some((t) => t !== id)
+      ? (await this.deps.appConversations.otherUsesSandbox(sandboxId, id)) ||
+        (await this.deps.startTasks.startingIn(sandboxId, userId)).some((t) => t !== id)
       : false;
     if (sandboxId && !shared) {
       await this.deps.sandboxService.operate(userId, sandboxId, 'delete').catch((e: unknown) => {
@@ -234,7 +300,9 @@ export class ConversationService {
       const sandbox = await this.deps.sandboxes.get(sandboxId);
       if (sandbox?.status === 'RUNNING') {
         // Best effort: the sandbox stays for its other conversations; its copy of this one is only disk.
-        await runtimeClient(sandbox, this.deps.box).deleteConversation(id, this.timeoutMs).catch(() => undefined);
+        await runtimeClient(sandbox, this.deps.box)
+          .deleteConversation(id, this.timeoutMs)
+          .catch(() => undefined);
       }
     }
     // The event record first: its session key is what the runtime reports with, so nothing more lands.
@@ -274,7 +342,8 @@ export class ConversationService {
   private workspacePath(c: AppConversationRecord, requested: string): string {
     if (path.posix.isAbsolute(requested)) return requested;
     const joined = path.posix.normalize(c.working_dir ? path.posix.join(c.working_dir, requested) : requested);
-    if (joined === '..' || joined.startsWith('../')) throw new BadRequest(`path ${JSON.stringify(requested)} is outside the workspace`);
+    if (joined === '..' || joined.startsWith('../'))
+      throw new BadRequest(`path ${JSON.stringify(requested)} is outside the workspace`);
     return joined === '.' ? './' : joined;
   }
 
@@ -297,14 +366,24 @@ export class ConversationService {
   }
 
   /** A git view of the runtime's, passed on only when it has the published shape (a runtime is not trusted). */
-  private async git<T>(userId: string, id: string, view: 'changes' | 'diff', p: string, ref: string | undefined, shape: z.ZodType<T>): Promise<T> {
+  private async git<T>(
+    userId: string,
+    id: string,
+    view: 'changes' | 'diff',
+    p: string,
+    ref: string | undefined,
+    shape: z.ZodType<T>,
+  ): Promise<T> {
     const c = await this.owned(userId, id);
     const target = this.workspacePath(c, p);
     const { runtime } = await this.runtimeOf(userId, c, false);
     const a = await runtime.git(view, target, ref, this.timeoutMs);
     if (a.status !== 200) throw this.workspaceRefusal(a);
     const parsed = shape.safeParse(a.body);
-    if (!parsed.success) throw new UpstreamFailed(`The sandbox's agent server answered the git ${view} with something else than its published shape`);
+    if (!parsed.success)
+      throw new UpstreamFailed(
+        `The sandbox's agent server answered the git ${view} with something else than its published shape`,
+      );
     return parsed.data;
   }
 }

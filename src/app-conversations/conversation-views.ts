@@ -32,7 +32,8 @@ export class ConversationViews {
 
   async one(userId: string, record: AppConversationRecord, overrides: ViewOverrides = {}): Promise<AppConversation> {
     const [view] = await this.many(userId, [record]);
-    if (overrides.execution_status !== undefined) view!.execution_status = ConversationExecutionStatusSchema.safeParse(overrides.execution_status).data ?? null;
+    if (overrides.execution_status !== undefined)
+      view!.execution_status = ConversationExecutionStatusSchema.safeParse(overrides.execution_status).data ?? null;
     return view!;
   }
 
@@ -50,7 +51,8 @@ export class ConversationViews {
       const status: SandboxStatus = !sandbox || sandbox.status === 'DELETED' ? 'MISSING' : sandbox.status;
       // The sandbox's address as it is now, and only while it runs: a runtime started again (after it
       // died, or was lost) listens elsewhere, and the port it left may be someone else's next.
-      const agentServer = status === 'RUNNING' ? sandbox?.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url : undefined;
+      const agentServer =
+        status === 'RUNNING' ? sandbox?.exposed_urls.find((u) => u.name === AGENT_SERVER)?.url : undefined;
       const state = states.get(r.id);
       const view: AppConversation = {
         ...rest,

@@ -6,12 +6,15 @@
 
 /** Why `baseApiUrl` may not be posted to, or null when it is under an allowed origin. */
 export function issueTrackerBServerRefusal(baseApiUrl: string, origins: readonly string[]): string | null {
-  if (!URL.canParse(baseApiUrl)) return `base_api_url ${JSON.stringify(baseApiUrl.slice(0, 200))} is not an absolute URL`;
+  if (!URL.canParse(baseApiUrl))
+    return `base_api_url ${JSON.stringify(baseApiUrl.slice(0, 200))} is not an absolute URL`;
   // An empty query or fragment (`...?`, `...#`) parses as none, and an encoded slash or dot step moves
   // the path the comment API is appended to: refused as written.
-  if (/[?#\\]|%2f|%5c|%2e/i.test(baseApiUrl)) return 'base_api_url may carry no query, fragment, backslash or encoded slash or dot';
+  if (/[?#\\]|%2f|%5c|%2e/i.test(baseApiUrl))
+    return 'base_api_url may carry no query, fragment, backslash or encoded slash or dot';
   const url = new URL(baseApiUrl);
-  if (url.username || url.password || url.search || url.hash) return 'base_api_url may carry no credentials, query or fragment';
+  if (url.username || url.password || url.search || url.hash)
+    return 'base_api_url may carry no credentials, query or fragment';
   if (!origins.includes(url.origin)) {
     return origins.length === 0
       ? 'no issue tracker B server is allowed on this service (its operator sets ISSUE_TRACKER_B_ORIGINS)'

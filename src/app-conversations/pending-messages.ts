@@ -47,12 +47,23 @@ export class PendingMessageService {
   async queue(userId: string, conversationId: string, req: PendingMessageRequest): Promise<QueuedAnswer> {
     const task = await this.ownedTask(userId, conversationId);
     const id = req.id ?? randomUUID();
-    if (task.status === 'ERROR') throw new Conflict(`The start of conversation ${conversationId} failed (${task.detail ?? 'no detail'}); the message was not queued`);
+    if (task.status === 'ERROR')
+      throw new Conflict(
+        `The start of conversation ${conversationId} failed (${task.detail ?? 'no detail'}); the message was not queued`,
+      );
     const waiting = await this.deps.pendingMessages.queuedIds(conversationId);
     if (!waiting.includes(id) && waiting.length >= MAX_PENDING_MESSAGES) {
-      throw new TooMany(`Conversation ${conversationId} already has ${MAX_PENDING_MESSAGES} messages waiting for its start`);
+      throw new TooMany(
+        `Conversation ${conversationId} already has ${MAX_PENDING_MESSAGES} messages waiting for its start`,
+      );
     }
-    await this.deps.pendingMessages.add({ id, conversation_id: conversationId, created_by_user_id: userId, role: req.role, content: req.content });
+    await this.deps.pendingMessages.add({
+      id,
+      conversation_id: conversationId,
+      created_by_user_id: userId,
+      role: req.role,
+      content: req.content,
+    });
     if (task.status === 'READY') {
       // Through the one ordered path: a message never overtakes one queued before it.
       await this.deliverQueued(userId, conversationId);
@@ -73,11 +84,17 @@ export class PendingMessageService {
       await this.deps.temporal.workflow.getHandle(startTaskWorkflowId(conversationId)).signal(pendingMessagesSignal);
       return;
     } catch (e) {
-      if (!(e instanceof WorkflowNotFoundError)) throw new Unavailable('The workflow service did not take the message; it is stored: send it again (same id) to have it delivered', 5, { cause: e });
+      if (!(e instanceof WorkflowNotFoundError))
+        throw new Unavailable(
+          'The workflow service did not take the message; it is stored: send it again (same id) to have it delivered',
+          5,
+          { cause: e },
+        );
     }
     const task = await this.deps.startTasks.get(conversationId);
     if (task?.status === 'READY') await this.deliverQueued(userId, conversationId);
-    else if (task?.status === 'ERROR') await this.giveUp(conversationId, `the start failed: ${task.detail ?? 'no detail'}`);
+    else if (task?.status === 'ERROR')
+      await this.giveUp(conversationId, `the start failed: ${task.detail ?? 'no detail'}`);
   }
 
   /** The conversation's pending messages, waiting or not, in the order they came (without their content). */

@@ -14,7 +14,14 @@ import type { Logger } from '../logger';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
 import { isTemporalUnreachable } from '../temporal/call-bounds';
 import { isCancelled } from '../temporal/workflow-answer';
-import { startTaskWorkflowId, WORKFLOW_TYPES, workflowSummaries, type StartTaskSettings, type StartTaskWorkflow, type StartTaskWorkflowInput } from '../temporal/shared';
+import {
+  startTaskWorkflowId,
+  WORKFLOW_TYPES,
+  workflowSummaries,
+  type StartTaskSettings,
+  type StartTaskWorkflow,
+  type StartTaskWorkflowInput,
+} from '../temporal/shared';
 
 export interface StartTaskReconcilerDeps {
   startTasks: StartTasksStore;
@@ -54,7 +61,6 @@ export interface StalledStartTask {
   steps: number;
 }
 
-
 export class StartTaskReconciler {
   readonly afterMs: number;
   private readonly batch: number;
@@ -84,7 +90,9 @@ export class StartTaskReconciler {
     const next = () => {
       this.timer = setTimeout(() => {
         this.sweeping = this.sweep()
-          .catch((e: Error) => this.deps.log.warn({ err: e.message }, 'start-task sweep failed; trying again at the next one'))
+          .catch((e: Error) =>
+            this.deps.log.warn({ err: e.message }, 'start-task sweep failed; trying again at the next one'),
+          )
           .finally(() => {
             if (!this.stopping.signal.aborted) next();
           });
@@ -116,14 +124,18 @@ export class StartTaskReconciler {
 
   /** Checks a task that may have lost its workflow; never throws (a failed check is `unreachable`). */
   async reconcile({ task, steps }: StalledStartTask): Promise<ReconcileOutcome> {
-    if (task.status === 'READY' || task.status === 'ERROR' || Date.now() - task.updated_at.getTime() < this.afterMs) return 'moving';
+    if (task.status === 'READY' || task.status === 'ERROR' || Date.now() - task.updated_at.getTime() < this.afterMs)
+      return 'moving';
     const workflowId = startTaskWorkflowId(task.id);
     let status: string;
     try {
       status = (await this.call(() => this.deps.temporal.workflow.getHandle(workflowId).describe())).status.name;
     } catch (e) {
       if (e instanceof WorkflowNotFoundError) return this.restart(task, steps);
-      this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not check the workflow of a stalled start task; checking again later');
+      this.deps.log.warn(
+        { err: (e as Error).message, task_id: task.id },
+        'could not check the workflow of a stalled start task; checking again later',
+      );
       return 'unreachable';
     }
     if (status === 'RUNNING' || status === 'PAUSED') return 'running'; // a long step, or no worker yet: the workflow goes on
@@ -132,12 +144,20 @@ export class StartTaskReconciler {
   }
 
   private async restart(task: StartTaskRecord, steps: number): Promise<ReconcileOutcome> {
-    const input: StartTaskWorkflowInput = { taskId: task.id, userId: task.created_by_user_id, request: task.request, settings: this.deps.settings };
+    const input: StartTaskWorkflowInput = {
+      taskId: task.id,
+      userId: task.created_by_user_id,
+      request: task.request,
+      settings: this.deps.settings,
+    };
     try {
       // The new run writes its statuses from the first: none of the lost run's may remain after them.
       if (steps > 0 && !(await this.deps.startTasks.clearHistoryIfUnchanged(task.id, task.updated_at))) return 'moving';
     } catch (e) {
-      this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not clear the history of a lost start task; trying again later');
+      this.deps.log.warn(
+        { err: (e as Error).message, task_id: task.id },
+        'could not clear the history of a lost start task; trying again later',
+      );
       return 'unreachable';
     }
     try {
@@ -154,22 +174,41 @@ export class StartTaskReconciler {
       if (e instanceof WorkflowExecutionAlreadyStartedError) return 'running'; // another api process, or a resend, was first
       // Temporal did not answer (or this api is closing): no verdict, checked again later. Any other answer is one.
       if (this.stopping.signal.aborted || isTemporalUnreachable(e) || isCancelled(e)) {
-        this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not start the lost workflow of a start task; trying again later');
+        this.deps.log.warn(
+          { err: (e as Error).message, task_id: task.id },
+          'could not start the lost workflow of a start task; trying again later',
+        );
         return 'unreachable';
       }
-      return this.fail(task, steps, `The start was lost before it ran and could not be scheduled again (${(e as Error).message}); start again`);
+      return this.fail(
+        task,
+        steps,
+        `The start was lost before it ran and could not be scheduled again (${(e as Error).message}); start again`,
+      );
     }
-    this.deps.log.warn({ task_id: task.id, status: task.status, stalled_ms: Date.now() - task.updated_at.getTime() }, 'start task had no workflow; started it again from its record');
+    this.deps.log.warn(
+      { task_id: task.id, status: task.status, stalled_ms: Date.now() - task.updated_at.getTime() },
+      'start task had no workflow; started it again from its record',
+    );
     return 'restarted';
   }
 
   private async fail(task: StartTaskRecord, steps: number, detail: string): Promise<ReconcileOutcome> {
     const { sandbox_id, agent_server_url, app_conversation_id } = task;
     try {
-      const written = await this.deps.startTasks.recordIfUnchanged(task.id, task.updated_at, steps, { status: 'ERROR', detail, sandbox_id, agent_server_url, app_conversation_id });
+      const written = await this.deps.startTasks.recordIfUnchanged(task.id, task.updated_at, steps, {
+        status: 'ERROR',
+        detail,
+        sandbox_id,
+        agent_server_url,
+        app_conversation_id,
+      });
       if (!written) return 'moving'; // the workflow wrote a status meanwhile
     } catch (e) {
-      this.deps.log.warn({ err: (e as Error).message, task_id: task.id }, 'could not record the ERROR of a stalled start task; trying again later');
+      this.deps.log.warn(
+        { err: (e as Error).message, task_id: task.id },
+        'could not record the ERROR of a stalled start task; trying again later',
+      );
       return 'unreachable';
     }
     this.deps.log.warn({ task_id: task.id, detail }, 'stalled start task set to ERROR');
@@ -183,7 +222,9 @@ export class StartTaskReconciler {
     const controller = new AbortController();
     this.calls.add(controller);
     try {
-      return await temporal.withAbortSignal(controller.signal, () => temporal.withDeadline(Date.now() + this.callTimeoutMs, fn));
+      return await temporal.withAbortSignal(controller.signal, () =>
+        temporal.withDeadline(Date.now() + this.callTimeoutMs, fn),
+      );
     } finally {
       this.calls.delete(controller);
     }

@@ -82,10 +82,21 @@ export const snapshotOf = ({ conversation_id: _c, ...t }: StartTaskRecord): Star
  * The task's snapshots from its stored history. A status write that was lost leaves a hole (null) in the
  * array when a later one lands: it is skipped, never a reason to fail.
  */
-const snapshotsOf = ({ task: { conversation_id: _c, ...task }, history }: { task: StartTaskRecord; history: (StartTaskStep | null)[] }): StartTaskSnapshot[] =>
+const snapshotsOf = ({
+  task: { conversation_id: _c, ...task },
+  history,
+}: {
+  task: StartTaskRecord;
+  history: (StartTaskStep | null)[];
+}): StartTaskSnapshot[] =>
   history
     .filter((h): h is StartTaskStep => h != null && typeof h === 'object' && h.at instanceof Date)
-    .map(({ at, ...step }) => ({ ...task, ...step, created_at: task.created_at.toISOString(), updated_at: at.toISOString() }));
+    .map(({ at, ...step }) => ({
+      ...task,
+      ...step,
+      created_at: task.created_at.toISOString(),
+      updated_at: at.toISOString(),
+    }));
 
 export class StartTaskService {
   constructor(private readonly deps: StartTaskServiceDeps) {}
@@ -106,7 +117,9 @@ export class StartTaskService {
     const details = request.processors.flatMap((p, i) => {
       if (p.kind !== 'IssueTrackerBV1CallbackProcessor' || !('base_api_url' in p)) return [];
       const refused = issueTrackerBServerRefusal(p.base_api_url, this.deps.issueTrackerBOrigins ?? []);
-      return refused ? [{ loc: ['body', 'processors', i, 'base_api_url'], msg: refused, type: 'value_error', input: p.base_api_url }] : [];
+      return refused
+        ? [{ loc: ['body', 'processors', i, 'base_api_url'], msg: refused, type: 'value_error', input: p.base_api_url }]
+        : [];
     });
     if (details.length > 0) throw new InvalidInput(details);
   }
@@ -115,10 +128,21 @@ export class StartTaskService {
     if (request.conversation_id !== undefined) await this.refuseTakenConversation(id, userId);
     await this.refuseUnknownProfile(userId, request);
     await this.withinQuota(id, userId, request);
-    const secrets = Object.keys(request.secrets).length > 0 ? this.deps.box.seal(JSON.stringify(request.secrets)) : null;
+    const secrets =
+      Object.keys(request.secrets).length > 0 ? this.deps.box.seal(JSON.stringify(request.secrets)) : null;
     const echoed = echoRequest(request) as Record<string, unknown>;
     const fresh = await this.deps.startTasks.create(
-      { id, created_by_user_id: userId, conversation_id: id, status: 'WORKING', detail: null, request: echoed, app_conversation_id: null, sandbox_id: null, agent_server_url: null },
+      {
+        id,
+        created_by_user_id: userId,
+        conversation_id: id,
+        status: 'WORKING',
+        detail: null,
+        request: echoed,
+        app_conversation_id: null,
+        sandbox_id: null,
+        agent_server_url: null,
+      },
       secrets,
     );
     let accepted = echoed;
@@ -146,7 +170,14 @@ export class StartTaskService {
         // WORKING, and the reconciler starts its workflow if Temporal never got it.
         return id;
       }
-      if (fresh) await this.deps.startTasks.record(id, 0, { status: 'ERROR', detail: `the start could not be scheduled: ${(e as Error).message}`, app_conversation_id: null, sandbox_id: null, agent_server_url: null });
+      if (fresh)
+        await this.deps.startTasks.record(id, 0, {
+          status: 'ERROR',
+          detail: `the start could not be scheduled: ${(e as Error).message}`,
+          app_conversation_id: null,
+          sandbox_id: null,
+          agent_server_url: null,
+        });
       throw new Unavailable('The workflow service did not accept the start; try again shortly', 5, { cause: e });
     }
     return id;
@@ -160,13 +191,18 @@ export class StartTaskService {
   private async withinQuota(id: string, userId: string, request: StartRequest): Promise<void> {
     const { maxPending, maxConversations, appConversations, startTasks } = this.deps;
     if (!maxPending && !(maxConversations && appConversations)) return;
-    const [pending, kept] = await Promise.all([startTasks.countUnfinished(userId), maxConversations && appConversations ? appConversations.count(userId, {}) : 0]);
+    const [pending, kept] = await Promise.all([
+      startTasks.countUnfinished(userId),
+      maxConversations && appConversations ? appConversations.count(userId, {}) : 0,
+    ]);
     const overPending = !!maxPending && pending >= maxPending;
     const overConversations = !!maxConversations && kept + pending >= maxConversations;
     if (!overPending && !overConversations) return;
     if (request.conversation_id !== undefined && (await startTasks.get(id))?.created_by_user_id === userId) return;
     if (overPending) {
-      throw new TooMany(`You have ${pending} starts not finished (under way or waiting in line), as many as one user may (USER_MAX_PENDING_STARTS=${maxPending}): wait for some to end`);
+      throw new TooMany(
+        `You have ${pending} starts not finished (under way or waiting in line), as many as one user may (USER_MAX_PENDING_STARTS=${maxPending}): wait for some to end`,
+      );
     }
     throw new TooMany(
       `You keep ${kept} conversations${pending ? ` and ${pending} starts will make ${pending === 1 ? 'one' : 'more'}` : ''}, as many as one user may (USER_MAX_CONVERSATIONS=${maxConversations}): delete some first`,
@@ -177,7 +213,14 @@ export class StartTaskService {
   private async refuseUnknownProfile(userId: string, request: StartRequest): Promise<void> {
     const id = request.agent_profile_id;
     if (!id || (this.deps.llmProfiles && (await this.deps.llmProfiles.byId(userId, id)))) return;
-    throw new InvalidInput([{ loc: ['body', 'agent_profile_id'], msg: `You have no LLM profile with id ${id}: GET /api/v1/settings/profiles lists yours`, type: 'value_error', input: id }]);
+    throw new InvalidInput([
+      {
+        loc: ['body', 'agent_profile_id'],
+        msg: `You have no LLM profile with id ${id}: GET /api/v1/settings/profiles lists yours`,
+        type: 'value_error',
+        input: id,
+      },
+    ]);
   }
 
   /**
@@ -214,7 +257,12 @@ export class StartTaskService {
    * next, up to `maxPollMs`, and a new status brings it back to `pollMs`. A task that has not moved for
    * the reconciler's bound is checked (at most once per bound): its workflow may be lost.
    */
-  async follow(taskId: string, write: (s: StartTaskSnapshot) => void, closed: () => boolean, o: FollowOptions = {}): Promise<void> {
+  async follow(
+    taskId: string,
+    write: (s: StartTaskSnapshot) => void,
+    closed: () => boolean,
+    o: FollowOptions = {},
+  ): Promise<void> {
     const { reconciler } = this.deps;
     const { pollMs = 100, maxPollMs = 800, onRead } = o;
     const written = new WrittenSnapshots(write);
@@ -263,7 +311,13 @@ export class StartTaskService {
         await sleep(wait);
         continue;
       }
-      const answer = await this.nextFromWorkflow(taskId, `${streamId}:${written.count}:${written.firstAt ?? ''}`, written, closed, acceptMs);
+      const answer = await this.nextFromWorkflow(
+        taskId,
+        `${streamId}:${written.count}:${written.firstAt ?? ''}`,
+        written,
+        closed,
+        acceptMs,
+      );
       if (typeof answer === 'object') {
         onRead?.('update');
         if (written.take(answer.from, answer.snapshots)) {
@@ -289,7 +343,13 @@ export class StartTaskService {
    * WORKFLOW_WAIT_MS, or the client left; 'refused' when the workflow is closed or unknown, or the Update
    * failed.
    */
-  private async nextFromWorkflow(taskId: string, updateId: string, written: WrittenSnapshots, closed: () => boolean, acceptMs: number): Promise<SnapshotsFrom | 'cut' | 'waited' | 'refused'> {
+  private async nextFromWorkflow(
+    taskId: string,
+    updateId: string,
+    written: WrittenSnapshots,
+    closed: () => boolean,
+    acceptMs: number,
+  ): Promise<SnapshotsFrom | 'cut' | 'waited' | 'refused'> {
     const { temporal } = this.deps;
     const workflowId = startTaskWorkflowId(taskId);
     const handle = temporal.workflow.getHandle<StartTaskWorkflow>(workflowId);
@@ -347,7 +407,13 @@ class WrittenSnapshots {
    * False when the list does not reach what was written (a gap): nothing is written.
    */
   take(from: number, snapshots: StartTaskSnapshot[]): boolean {
-    if (from === 0 && this.count > 0 && snapshots.length > 0 && (snapshots.length < this.count || snapshots[0]!.updated_at !== this.firstAt)) this.count = 0;
+    if (
+      from === 0 &&
+      this.count > 0 &&
+      snapshots.length > 0 &&
+      (snapshots.length < this.count || snapshots[0]!.updated_at !== this.firstAt)
+    )
+      this.count = 0;
     if (from > this.count) return false;
     for (const s of snapshots.slice(this.count - from)) {
       this.write(s);

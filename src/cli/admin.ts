@@ -23,7 +23,10 @@ import { resolveSecretsKey, resolveServers } from './embedded-servers';
 
 class CliError extends Error {}
 
-interface Stores extends Pick<AllStores, 'users' | 'apiKeys' | 'memberships' | 'conversations' | 'organizations' | 'organizationQuotas'> {
+interface Stores extends Pick<
+  AllStores,
+  'users' | 'apiKeys' | 'memberships' | 'conversations' | 'organizations' | 'organizationQuotas'
+> {
   orgs: OrganizationsService;
   /** Needs SECRETS_KEY (or the launcher's key file). */
   userSecrets: () => UserSecretsStore;
@@ -31,15 +34,22 @@ interface Stores extends Pick<AllStores, 'users' | 'apiKeys' | 'memberships' | '
 
 async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T>): Promise<T> {
   const { mongoUri, postgresUrl } = resolveServers(config);
-  if (!mongoUri) throw new CliError('MONGODB_URI is not set and no launcher runs on DATA_DIR; start the service or set MONGODB_URI');
+  if (!mongoUri)
+    throw new CliError('MONGODB_URI is not set and no launcher runs on DATA_DIR; start the service or set MONGODB_URI');
   const key = resolveSecretsKey(config);
-  const database = openDatabase(mongoUri, config.mongo.db, { serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs, appName: 'agent-control-admin' });
+  const database = openDatabase(mongoUri, config.mongo.db, {
+    serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
+    appName: 'agent-control-admin',
+  });
   try {
     await ensureIndexes(database.db, ALL_INDEXES);
     if (postgresUrl) {
       // Only speed: a failure is said, and the command goes on (the api tries again at its start).
-      const outcome = await ensurePostgresIndexes(database.db, postgresUrl, ALL_INDEXES).catch((e: Error) => ({ skipped: e.message }));
-      if ('skipped' in outcome) console.error(`warning: PostgreSQL indexes not made (queries scan whole tables): ${outcome.skipped}`);
+      const outcome = await ensurePostgresIndexes(database.db, postgresUrl, ALL_INDEXES).catch((e: Error) => ({
+        skipped: e.message,
+      }));
+      if ('skipped' in outcome)
+        console.error(`warning: PostgreSQL indexes not made (queries scan whole tables): ${outcome.skipped}`);
     }
     // Creating users and organizations seals no secret; a placeholder key serves when none is set
     // (the user secrets need the real one: `userSecrets` refuses to run without it).
@@ -50,7 +60,16 @@ async function withDatabase<T>(config: Config, fn: (stores: Stores) => Promise<T
       if (!key) throw new CliError('SECRETS_KEY is not set and no launcher has kept one in DATA_DIR');
       return stores.userSecrets;
     };
-    return await fn({ users, apiKeys, memberships, conversations, organizations, organizationQuotas, orgs: createServices(stores, { box }).organizations, userSecrets });
+    return await fn({
+      users,
+      apiKeys,
+      memberships,
+      conversations,
+      organizations,
+      organizationQuotas,
+      orgs: createServices(stores, { box }).organizations,
+      userSecrets,
+    });
   } finally {
     await database.close();
   }
@@ -87,12 +106,16 @@ export function buildCli(config: () => Config): Command {
   const user = program.command('user').description('users');
   user
     .command('create')
-    .requiredOption('--email <email>', 'the user\'s email address')
+    .requiredOption('--email <email>', "the user's email address")
     .description('create a user')
     .action(async (o: { email: string }) => {
       if (!/^[^@\s]+@[^@\s]+$/.test(o.email)) throw new CliError(`--email ${o.email} is not an email address`);
       const u = await withDatabase(config(), ({ orgs }) => orgs.createUser(o.email));
-      print({ id: u.id, email: u.email, personal_org_id: u.current_org_id }, json(), `created user ${u.id} <${u.email}>, personal organization ${u.current_org_id}`);
+      print(
+        { id: u.id, email: u.email, personal_org_id: u.current_org_id },
+        json(),
+        `created user ${u.id} <${u.email}>, personal organization ${u.current_org_id}`,
+      );
     });
 
   const key = program.command('key').description('API keys (X-Access-Token)');
@@ -105,7 +128,11 @@ export function buildCli(config: () => Config): Command {
       const { key: info, raw } = await withDatabase(config(), async ({ users, apiKeys }) =>
         apiKeys.create((await findUser(users, o.user)).id, o.name),
       );
-      print({ id: info.id, user_id: info.user_id, key: raw }, json(), `API key ${info.id} for user ${info.user_id}:\n${raw}\n(shown once; it is not stored)`);
+      print(
+        { id: info.id, user_id: info.user_id, key: raw },
+        json(),
+        `API key ${info.id} for user ${info.user_id}:\n${raw}\n(shown once; it is not stored)`,
+      );
     });
   key
     .command('list')
@@ -123,7 +150,12 @@ export function buildCli(config: () => Config): Command {
           after = page.last;
         }
       });
-      print(items, json(), items.map((k) => `${k.id}  ${k.prefix}…  ${k.name}  ${k.revoked_at ? 'revoked' : 'live'}`).join('\n') || '(no keys)');
+      print(
+        items,
+        json(),
+        items.map((k) => `${k.id}  ${k.prefix}…  ${k.name}  ${k.revoked_at ? 'revoked' : 'live'}`).join('\n') ||
+          '(no keys)',
+      );
     });
   key
     .command('revoke')
@@ -142,7 +174,9 @@ export function buildCli(config: () => Config): Command {
     .requiredOption('--owner <id-or-email>', 'its first owner')
     .description('create an organization')
     .action(async (o: { name: string; owner: string }) => {
-      const created = await withDatabase(config(), async ({ users, orgs }) => orgs.createOrganization(o.name, (await findUser(users, o.owner)).id));
+      const created = await withDatabase(config(), async ({ users, orgs }) =>
+        orgs.createOrganization(o.name, (await findUser(users, o.owner)).id),
+      );
       print({ id: created.id, name: created.name }, json(), `created organization ${created.id} (${created.name})`);
     });
   org
@@ -166,7 +200,9 @@ export function buildCli(config: () => Config): Command {
     .requiredOption('--user <id-or-email>', 'the user')
     .description('remove a member')
     .action(async (o: { org: string; user: string }) => {
-      const done = await withDatabase(config(), async ({ users, memberships }) => memberships.remove(o.org, (await findUser(users, o.user)).id));
+      const done = await withDatabase(config(), async ({ users, memberships }) =>
+        memberships.remove(o.org, (await findUser(users, o.user)).id),
+      );
       if (!done) throw new CliError(`${o.user} is not a member of ${o.org}`);
       print({ removed: o.user }, json(), `removed ${o.user} from ${o.org}`);
     });
@@ -182,20 +218,34 @@ export function buildCli(config: () => Config): Command {
   org
     .command('quotas')
     .requiredOption('--org <org-id>', 'the organization')
-    .option('--running-sandboxes <n>', 'sandboxes its members may have starting or running together (0: no limit; "default": ORG_MAX_RUNNING_SANDBOXES)')
-    .option('--concurrent-starts <n>', 'starts of its members under way at once, more wait in line (0: no limit; "default": ORG_MAX_CONCURRENT_STARTS)')
+    .option(
+      '--running-sandboxes <n>',
+      'sandboxes its members may have starting or running together (0: no limit; "default": ORG_MAX_RUNNING_SANDBOXES)',
+    )
+    .option(
+      '--concurrent-starts <n>',
+      'starts of its members under way at once, more wait in line (0: no limit; "default": ORG_MAX_CONCURRENT_STARTS)',
+    )
     .description("show an organization's quotas, or set its own over the defaults")
     .action(async (o: { org: string; runningSandboxes?: string; concurrentStarts?: string }) => {
-      const overrides = { running_sandboxes: quotaValue('--running-sandboxes', o.runningSandboxes), concurrent_starts: quotaValue('--concurrent-starts', o.concurrentStarts) };
+      const overrides = {
+        running_sandboxes: quotaValue('--running-sandboxes', o.runningSandboxes),
+        concurrent_starts: quotaValue('--concurrent-starts', o.concurrentStarts),
+      };
       const c = config();
       const limits = await withDatabase(c, async ({ users, memberships, organizations, organizationQuotas }) => {
         if (!(await organizations.get(o.org))) throw new CliError(`no organization ${o.org}`);
-        if (overrides.running_sandboxes !== undefined || overrides.concurrent_starts !== undefined) await organizationQuotas.set(o.org, overrides);
+        if (overrides.running_sandboxes !== undefined || overrides.concurrent_starts !== undefined)
+          await organizationQuotas.set(o.org, overrides);
         return createOrganizationQuotas({ users, memberships, organizationQuotas }, c).limitsOf(o.org);
       });
       const shown = (l: OrganizationLimit) => `${l.max ?? 'no limit'} (${l.named})`;
       print(
-        { organization_id: o.org, running_sandboxes: limits.runningSandboxes, concurrent_starts: limits.concurrentStarts },
+        {
+          organization_id: o.org,
+          running_sandboxes: limits.runningSandboxes,
+          concurrent_starts: limits.concurrentStarts,
+        },
         json(),
         `organization ${o.org}: running sandboxes ${shown(limits.runningSandboxes)}, concurrent starts ${shown(limits.concurrentStarts)}`,
       );
@@ -208,13 +258,17 @@ export function buildCli(config: () => Config): Command {
     .requiredOption('--name <name>', 'secret name, such as GITHUB_TOKEN')
     .description('store a secret read from standard input (never from the command line)')
     .action(async (o: { user: string; name: string }) => {
-      const value = (await new Promise<string>((resolve) => {
-        let data = '';
-        process.stdin.on('data', (d: Buffer) => (data += d.toString()));
-        process.stdin.on('end', () => resolve(data));
-      })).replace(/\r?\n$/, '');
+      const value = (
+        await new Promise<string>((resolve) => {
+          let data = '';
+          process.stdin.on('data', (d: Buffer) => (data += d.toString()));
+          process.stdin.on('end', () => resolve(data));
+        })
+      ).replace(/\r?\n$/, '');
       if (!value) throw new CliError('send the secret value on standard input');
-      await withDatabase(config(), async ({ users, userSecrets }) => userSecrets().set((await findUser(users, o.user)).id, o.name, value));
+      await withDatabase(config(), async ({ users, userSecrets }) =>
+        userSecrets().set((await findUser(users, o.user)).id, o.name, value),
+      );
       print({ stored: o.name }, json(), `stored ${o.name}`);
     });
 
@@ -223,12 +277,18 @@ export function buildCli(config: () => Config): Command {
     .description('on a fresh install, create the admin user and its first API key')
     .action(async () => {
       const created = await withDatabase(config(), ({ users, apiKeys, orgs }) => bootstrapAdmin(users, apiKeys, orgs));
-      print(created ?? {}, json(), created ? `admin user ${created.userId}, API key:\n${created.key}` : 'users exist already; nothing created');
+      print(
+        created ?? {},
+        json(),
+        created ? `admin user ${created.userId}, API key:\n${created.key}` : 'users exist already; nothing created',
+      );
     });
 
   program
     .command('demo')
-    .description('play a labelled demo conversation with a scripted LLM (no LLM key needed) through the running service')
+    .description(
+      'play a labelled demo conversation with a scripted LLM (no LLM key needed) through the running service',
+    )
     .option('--user <id-or-email>', 'the user it runs as', ADMIN_EMAIL)
     .option('--timeout <seconds>', 'how long the whole demo may take', '120')
     .action(async (o: { user: string; timeout: string }) => {
@@ -280,7 +340,11 @@ export function buildCli(config: () => Config): Command {
             }
             throw e;
           });
-        print(result, json(), `worker ${result.worker.identity} on ${result.worker.taskQueue}; database ${result.database.ok ? `ok (${result.database.latencyMs} ms)` : `DOWN: ${result.database.error}`}`);
+        print(
+          result,
+          json(),
+          `worker ${result.worker.identity} on ${result.worker.taskQueue}; database ${result.database.ok ? `ok (${result.database.latencyMs} ms)` : `DOWN: ${result.database.error}`}`,
+        );
         if (!result.database.ok) process.exitCode = 1;
       } finally {
         await connection.close();

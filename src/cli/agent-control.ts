@@ -5,7 +5,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Command, CommanderError, Option } from 'commander';
-import { AgentControlClient, ApiError, ProtocolError, UnreachableError, unwrap, type Event, type StartRequest, type StartTask } from '../client';
+import {
+  AgentControlClient,
+  ApiError,
+  ProtocolError,
+  UnreachableError,
+  unwrap,
+  type Event,
+  type StartRequest,
+  type StartTask,
+} from '../client';
 import { eventLine, safeJson, terminalSafe } from './event-lines';
 import { readUserConfig, userConfigPath, writeUserConfig } from './user-config';
 
@@ -60,7 +69,10 @@ function exitCodeOf(err: unknown): number {
 
 function client(): AgentControlClient {
   const c = readUserConfig();
-  if (!c.url || !c.apiKey) throw new UsageError('no service configured: run `AGENT_CONTROL_API_KEY=... agent-control login --url URL`, or set AGENT_CONTROL_URL and AGENT_CONTROL_API_KEY');
+  if (!c.url || !c.apiKey)
+    throw new UsageError(
+      'no service configured: run `AGENT_CONTROL_API_KEY=... agent-control login --url URL`, or set AGENT_CONTROL_URL and AGENT_CONTROL_API_KEY',
+    );
   return new AgentControlClient({ baseUrl: c.url, apiKey: c.apiKey });
 }
 
@@ -82,11 +94,23 @@ function interruptSignal(): AbortController {
 
 const finished = (e: Event) => {
   const x = e as { kind: string; key?: string; value?: unknown };
-  return x.kind === 'ConversationStateUpdateEvent' && (x.value === 'finished' || x.value === 'error' || x.value === 'stuck');
+  return (
+    x.kind === 'ConversationStateUpdateEvent' && (x.value === 'finished' || x.value === 'error' || x.value === 'stuck')
+  );
 };
 
-async function follow(c: AgentControlClient, conversationId: string, o: { json?: boolean; afterId?: string; live?: boolean; untilFinished?: boolean }, signal: AbortSignal) {
-  for await (const e of c.events.tail(conversationId, { afterId: o.afterId, live: o.live, signal, onReconnect: (n, why) => note(`(reconnecting to the event stream, attempt ${n}: ${why})`) })) {
+async function follow(
+  c: AgentControlClient,
+  conversationId: string,
+  o: { json?: boolean; afterId?: string; live?: boolean; untilFinished?: boolean },
+  signal: AbortSignal,
+) {
+  for await (const e of c.events.tail(conversationId, {
+    afterId: o.afterId,
+    live: o.live,
+    signal,
+    onReconnect: (n, why) => note(`(reconnecting to the event stream, attempt ${n}: ${why})`),
+  })) {
     if (e.kind === 'StreamingDeltaEvent') continue;
     if (o.json) json(e);
     else out(eventLine(e));
@@ -112,7 +136,9 @@ class StartProgress {
     this.current = { status, since: now };
     if (task.status === 'READY' || task.status === 'ERROR') {
       const mark = task.status === 'READY' ? '✓' : '✗';
-      out(`  ${mark} ${status.padEnd(22)} total ${seconds(now - this.began)}${typeof task.detail === 'string' && task.detail ? `\n    ${task.detail.replace(/\n/g, '\n    ')}` : ''}`);
+      out(
+        `  ${mark} ${status.padEnd(22)} total ${seconds(now - this.began)}${typeof task.detail === 'string' && task.detail ? `\n    ${task.detail.replace(/\n/g, '\n    ')}` : ''}`,
+      );
       this.current = undefined;
     } else if (this.tty) process.stdout.write(`  … ${status}`);
   }
@@ -130,7 +156,11 @@ class StartProgress {
 }
 
 /** Pages until `limit` items, the last page, or a page that cannot be the service's (empty yet not the last, or a page id seen before). */
-async function listPages<T>(fetchPage: (pageId?: string) => Promise<{ items: T[]; next_page_id: string | null }>, limit: number, each: (item: T) => void) {
+async function listPages<T>(
+  fetchPage: (pageId?: string) => Promise<{ items: T[]; next_page_id: string | null }>,
+  limit: number,
+  each: (item: T) => void,
+) {
   let pageId: string | undefined;
   let left = limit;
   const seen = new Set<string>();
@@ -140,23 +170,34 @@ async function listPages<T>(fetchPage: (pageId?: string) => Promise<{ items: T[]
     for (const item of page.items.slice(0, left)) each(item);
     left -= page.items.length;
     pageId = page.next_page_id ?? undefined;
-    if (pageId && (page.items.length === 0 || seen.has(pageId))) throw new ProtocolError('the service', `paging does not advance (next_page_id ${JSON.stringify(pageId).slice(0, 80)})`);
+    if (pageId && (page.items.length === 0 || seen.has(pageId)))
+      throw new ProtocolError(
+        'the service',
+        `paging does not advance (next_page_id ${JSON.stringify(pageId).slice(0, 80)})`,
+      );
     if (pageId) seen.add(pageId);
   } while (pageId && left > 0);
 }
 
-const limitOption = () => new Option('-n, --limit <n>', 'at most this many').default(50).argParser((v) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--limit wants a positive integer, not ${v}`);
-  return n;
-});
+const limitOption = () =>
+  new Option('-n, --limit <n>', 'at most this many').default(50).argParser((v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--limit wants a positive integer, not ${v}`);
+    return n;
+  });
 const jsonOption = () => new Option('--json', 'one JSON object per line, for scripts');
 
 /** An `ls`-like command: pages of the service read until `--limit`, one line (or JSON object) per item. */
 function listCommand<T>(
   parent: Command,
   name: string,
-  fetchPage: (c: AgentControlClient, pageId: string | undefined, limit: number, args: string[], o: Record<string, string | undefined>) => Promise<{ items: T[]; next_page_id: string | null }>,
+  fetchPage: (
+    c: AgentControlClient,
+    pageId: string | undefined,
+    limit: number,
+    args: string[],
+    o: Record<string, string | undefined>,
+  ) => Promise<{ items: T[]; next_page_id: string | null }>,
   line: (item: T) => string,
 ): Command {
   return parent
@@ -167,7 +208,11 @@ function listCommand<T>(
       const cmd = given.at(-1) as Command;
       const o = cmd.opts<{ limit: number; json?: boolean } & Record<string, string | undefined>>();
       const c = client();
-      await listPages((pageId) => fetchPage(c, pageId, Math.min(100, o.limit), cmd.processedArgs as string[], o), o.limit, (x) => (o.json ? json(x) : out(line(x).replace(/\s+/g, ' '))));
+      await listPages(
+        (pageId) => fetchPage(c, pageId, Math.min(100, o.limit), cmd.processedArgs as string[], o),
+        o.limit,
+        (x) => (o.json ? json(x) : out(line(x).replace(/\s+/g, ' '))),
+      );
     });
 }
 
@@ -183,7 +228,10 @@ export function buildProgram(): Command {
     .command('login')
     .description('check an API key against the service and keep it, with the URL, in the config file (mode 0600)')
     .requiredOption('--url <url>', 'the service, e.g. http://127.0.0.1:8000')
-    .option('--api-key <key>', 'the API key (default and better: AGENT_CONTROL_API_KEY; a command line is visible to other processes)')
+    .option(
+      '--api-key <key>',
+      'the API key (default and better: AGENT_CONTROL_API_KEY; a command line is visible to other processes)',
+    )
     .action(async (o: { url: string; apiKey?: string }) => {
       const apiKey = o.apiKey ?? process.env.AGENT_CONTROL_API_KEY;
       if (!apiKey) throw new UsageError('set AGENT_CONTROL_API_KEY (or give --api-key)');
@@ -193,65 +241,91 @@ export function buildProgram(): Command {
       } catch {
         throw new UsageError(`--url wants a URL such as http://127.0.0.1:8000, not ${o.url}`);
       }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url wants http or https, not ${url.protocol}`);
-      if (url.protocol === 'http:' && !isLoopback(url.hostname)) note(`warning: ${url.host} is reached over plain http: the API key crosses the network unencrypted`);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new UsageError(`--url wants http or https, not ${url.protocol}`);
+      if (url.protocol === 'http:' && !isLoopback(url.hostname))
+        note(`warning: ${url.host} is reached over plain http: the API key crosses the network unencrypted`);
       const c = new AgentControlClient({ baseUrl: o.url, apiKey });
       const me = (await unwrap(c.api.GET('/api/v1/users/me'))) as { id?: unknown; email?: unknown } | null;
-      if (typeof me?.id !== 'string') throw new ProtocolError(c.baseUrl, 'GET /api/v1/users/me answered no user: is this the service?');
+      if (typeof me?.id !== 'string')
+        throw new ProtocolError(c.baseUrl, 'GET /api/v1/users/me answered no user: is this the service?');
       const file = writeUserConfig({ url: c.baseUrl, apiKey });
       out(`logged in to ${c.baseUrl} as ${typeof me.email === 'string' ? me.email : me.id}; saved in ${file}`);
     });
 
   program
     .command('start')
-    .description('start a conversation: shows each start status with its time, then follows the agent until it finishes (Ctrl-C detaches, the start goes on)')
+    .description(
+      'start a conversation: shows each start status with its time, then follows the agent until it finishes (Ctrl-C detaches, the start goes on)',
+    )
     .option('-r, --repository <owner/name>', 'the repository to work on')
     .option('-b, --branch <branch>', 'its branch')
     .requiredOption('-m, --message <text>', 'the task for the agent')
-    .option('--model <model>', 'the LLM model (default: your organization\'s)')
+    .option('--model <model>', "the LLM model (default: your organization's)")
     .option('--title <title>', 'a title for the conversation')
     .option('--no-follow', 'exit once the conversation is READY')
     .addOption(jsonOption())
-    .action(async (o: { repository?: string; branch?: string; message: string; model?: string; title?: string; follow: boolean; json?: boolean }) => {
-      const c = client();
-      const ac = interruptSignal();
-      const progress = new StartProgress(!o.json && process.stdout.isTTY === true);
-      let last: StartTask | undefined;
-      // Chosen here, so a detach before the first status still says how to reattach (the same id joins the start).
-      const conversationId = randomUUID();
-      const request: Partial<StartRequest> = {
-        conversation_id: conversationId,
-        selected_repository: o.repository ?? null,
-        selected_branch: o.branch ?? null,
-        llm_model: o.model ?? null,
-        title: o.title ?? null,
-        initial_message: { role: 'user' as const, content: [{ type: 'text' as const, text: o.message, cache_prompt: false }], run: true },
-      };
-      for await (const task of c.startConversation(request, ac.signal)) {
-        if (!last && !o.json) out(`start task ${task.id}`);
-        last = task;
-        if (o.json) json(task);
-        else progress.show(task);
-      }
-      if (ac.signal.aborted) {
-        progress.interrupt();
-        note(`detached; the start goes on. See it with:\n  agent-control tasks show ${last?.id ?? conversationId}`);
-        process.exitCode = EXIT.DETACHED;
-        return;
-      }
-      if (!last) throw new ProtocolError(c.baseUrl, 'the start stream held no start task');
-      // The progress list showed the detail; --json leaves stderr to say it.
-      if (last.status === 'ERROR') throw new StartFailedError(o.json ? `the start ended in ERROR: ${last.detail ?? ''}` : 'the start ended in ERROR (its detail above)');
-      if (last.status !== 'READY') throw new UnreachableError(c.baseUrl, new Error(`the stream ended at ${last.status}`));
-      if (typeof last.app_conversation_id !== 'string') throw new ProtocolError(c.baseUrl, 'READY without an app_conversation_id');
-      if (!o.json) out(`conversation ${last.app_conversation_id} (sandbox ${last.sandbox_id})`);
-      if (!o.follow) return;
-      await follow(c, last.app_conversation_id, { json: o.json, untilFinished: true }, ac.signal);
-      if (ac.signal.aborted) {
-        note(`detached; the conversation goes on. Reattach with:\n  agent-control events tail ${last.app_conversation_id}`);
-        process.exitCode = EXIT.DETACHED;
-      }
-    });
+    .action(
+      async (o: {
+        repository?: string;
+        branch?: string;
+        message: string;
+        model?: string;
+        title?: string;
+        follow: boolean;
+        json?: boolean;
+      }) => {
+        const c = client();
+        const ac = interruptSignal();
+        const progress = new StartProgress(!o.json && process.stdout.isTTY === true);
+        let last: StartTask | undefined;
+        // Chosen here, so a detach before the first status still says how to reattach (the same id joins the start).
+        const conversationId = randomUUID();
+        const request: Partial<StartRequest> = {
+          conversation_id: conversationId,
+          selected_repository: o.repository ?? null,
+          selected_branch: o.branch ?? null,
+          llm_model: o.model ?? null,
+          title: o.title ?? null,
+          initial_message: {
+            role: 'user' as const,
+            content: [{ type: 'text' as const, text: o.message, cache_prompt: false }],
+            run: true,
+          },
+        };
+        for await (const task of c.startConversation(request, ac.signal)) {
+          if (!last && !o.json) out(`start task ${task.id}`);
+          last = task;
+          if (o.json) json(task);
+          else progress.show(task);
+        }
+        if (ac.signal.aborted) {
+          progress.interrupt();
+          note(`detached; the start goes on. See it with:\n  agent-control tasks show ${last?.id ?? conversationId}`);
+          process.exitCode = EXIT.DETACHED;
+          return;
+        }
+        if (!last) throw new ProtocolError(c.baseUrl, 'the start stream held no start task');
+        // The progress list showed the detail; --json leaves stderr to say it.
+        if (last.status === 'ERROR')
+          throw new StartFailedError(
+            o.json ? `the start ended in ERROR: ${last.detail ?? ''}` : 'the start ended in ERROR (its detail above)',
+          );
+        if (last.status !== 'READY')
+          throw new UnreachableError(c.baseUrl, new Error(`the stream ended at ${last.status}`));
+        if (typeof last.app_conversation_id !== 'string')
+          throw new ProtocolError(c.baseUrl, 'READY without an app_conversation_id');
+        if (!o.json) out(`conversation ${last.app_conversation_id} (sandbox ${last.sandbox_id})`);
+        if (!o.follow) return;
+        await follow(c, last.app_conversation_id, { json: o.json, untilFinished: true }, ac.signal);
+        if (ac.signal.aborted) {
+          note(
+            `detached; the conversation goes on. Reattach with:\n  agent-control events tail ${last.app_conversation_id}`,
+          );
+          process.exitCode = EXIT.DETACHED;
+        }
+      },
+    );
 
   program
     .command('send')
@@ -275,7 +349,9 @@ export function buildProgram(): Command {
   const events = program.command('events').description('the event log of a conversation');
   events
     .command('tail')
-    .description('every event of a conversation, then each new one as it comes (reconnects without gap or repeat; Ctrl-C stops)')
+    .description(
+      'every event of a conversation, then each new one as it comes (reconnects without gap or repeat; Ctrl-C stops)',
+    )
     .argument('<conversation-id>')
     .option('--after <event-id>', 'only the events after this one')
     .option('--live', 'only events from now on')
@@ -283,7 +359,12 @@ export function buildProgram(): Command {
     .addOption(jsonOption())
     .action(async (id: string, o: { after?: string; live?: boolean; untilFinished?: boolean; json?: boolean }) => {
       const ac = interruptSignal();
-      await follow(client(), id, { json: o.json, afterId: o.after, live: o.live, untilFinished: o.untilFinished }, ac.signal);
+      await follow(
+        client(),
+        id,
+        { json: o.json, afterId: o.after, live: o.live, untilFinished: o.untilFinished },
+        ac.signal,
+      );
       if (ac.signal.aborted) process.exitCode = EXIT.DETACHED;
     });
   listCommand(
@@ -300,8 +381,14 @@ export function buildProgram(): Command {
   listCommand(
     conversations,
     'ls',
-    (c, pageId, limit) => unwrap(c.api.GET('/api/v1/app-conversations/search', { params: { query: { sort_order: 'CREATED_AT_DESC', page_id: pageId, limit } } })),
-    (x) => `${x.id}  ${String((x as { sandbox_status?: string }).sandbox_status ?? '').padEnd(8)} ${x.created_at.slice(0, 19)}  ${x.title ?? ''}`,
+    (c, pageId, limit) =>
+      unwrap(
+        c.api.GET('/api/v1/app-conversations/search', {
+          params: { query: { sort_order: 'CREATED_AT_DESC', page_id: pageId, limit } },
+        }),
+      ),
+    (x) =>
+      `${x.id}  ${String((x as { sandbox_status?: string }).sandbox_status ?? '').padEnd(8)} ${x.created_at.slice(0, 19)}  ${x.title ?? ''}`,
   ).description('the newest first');
   conversations
     .command('show')
@@ -318,7 +405,8 @@ export function buildProgram(): Command {
   listCommand(
     sandboxes,
     'ls',
-    (c, pageId, limit) => unwrap(c.api.GET('/api/v1/sandboxes/search', { params: { query: { page_id: pageId, limit } } })),
+    (c, pageId, limit) =>
+      unwrap(c.api.GET('/api/v1/sandboxes/search', { params: { query: { page_id: pageId, limit } } })),
     (x) => `${x.id}  ${x.status.padEnd(8)} ${x.created_at.slice(0, 19)}`,
   );
   for (const [name, verb] of [
@@ -347,7 +435,12 @@ export function buildProgram(): Command {
   listCommand(
     tasks,
     'ls',
-    (c, pageId, limit) => unwrap(c.api.GET('/api/v1/app-conversations/start-tasks/search', { params: { query: { sort_order: 'CREATED_AT_DESC', page_id: pageId, limit } } })),
+    (c, pageId, limit) =>
+      unwrap(
+        c.api.GET('/api/v1/app-conversations/start-tasks/search', {
+          params: { query: { sort_order: 'CREATED_AT_DESC', page_id: pageId, limit } },
+        }),
+      ),
     (x) => `${x.id}  ${x.status.padEnd(22)} ${x.created_at.slice(0, 19)}  ${x.app_conversation_id ?? ''}`,
   ).description('the newest first');
   tasks
@@ -355,7 +448,9 @@ export function buildProgram(): Command {
     .argument('<task-id>')
     .action(async (id: string) => {
       const c = client();
-      const found = await unwrap(c.api.GET('/api/v1/app-conversations/start-tasks', { params: { query: { ids: [id] } } }));
+      const found = await unwrap(
+        c.api.GET('/api/v1/app-conversations/start-tasks', { params: { query: { ids: [id] } } }),
+      );
       const task = Array.isArray(found) ? found[0] : undefined;
       if (!task) throw new NotFoundError(`no start task ${id}`);
       json(task, 2);

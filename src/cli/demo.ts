@@ -43,14 +43,21 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
     let sandbox = (await unwrap(client.api.POST('/api/v1/sandboxes', { body: {} }))) as unknown as SandboxView;
     o.print(`[demo] sandbox ${sandbox.id} starting (Temporal workflow sandbox-${sandbox.id})`);
     while (sandbox.status !== 'RUNNING') {
-      if (sandbox.status === 'ERROR' || Date.now() > deadline) throw new Error(`the sandbox did not start: ${sandbox.status} ${sandbox.status_detail ?? ''}`);
+      if (sandbox.status === 'ERROR' || Date.now() > deadline)
+        throw new Error(`the sandbox did not start: ${sandbox.status} ${sandbox.status_detail ?? ''}`);
       await sleep(200);
-      [sandbox] = (await unwrap(client.api.GET('/api/v1/sandboxes', { params: { query: { id: [sandbox.id] } } }))) as unknown as [SandboxView];
+      [sandbox] = (await unwrap(
+        client.api.GET('/api/v1/sandboxes', { params: { query: { id: [sandbox.id] } } }),
+      )) as unknown as [SandboxView];
     }
     const runtimeUrl = sandbox.exposed_urls?.find((u) => u.name === AGENT_SERVER)?.url;
     const sessionKey = sandbox.session_api_key;
     if (!runtimeUrl || !sessionKey) throw new Error(`the running sandbox gives no ${AGENT_SERVER} url or session key`);
-    const conversation = await o.conversations.create({ userId: o.userId, sandboxId: sandbox.id, sessionApiKey: sessionKey });
+    const conversation = await o.conversations.create({
+      userId: o.userId,
+      sandboxId: sandbox.id,
+      sessionApiKey: sessionKey,
+    });
     o.print(`[demo] conversation ${conversation.id} in the runtime at ${runtimeUrl}`);
 
     // The whole log from its start (resend_all), so no event is missed whenever the tail connects.
@@ -60,7 +67,8 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
         if (e.kind === 'StreamingDeltaEvent') continue;
         events++;
         o.print(terminalSafe(`[demo] ${String(events).padStart(3)} ${e.kind.padEnd(29)} ${describeEvent(e)}`));
-        if (e.kind === 'ConversationStateUpdateEvent' && (e.value === 'finished' || e.value === 'error')) return e.value;
+        if (e.kind === 'ConversationStateUpdateEvent' && (e.value === 'finished' || e.value === 'error'))
+          return e.value;
       }
       return 'timed out';
     })();
@@ -71,12 +79,18 @@ export async function runDemo(o: DemoOptions): Promise<DemoResult> {
       headers: { 'X-Session-API-Key': sessionKey, 'Content-Type': 'application/json' },
       body: JSON.stringify({
         conversation_id: conversation.id,
-        agent: { llm: { model: DEMO_MODEL, base_url: llm.url }, system_message_suffix: 'This is a demo conversation played by a scripted LLM.' },
+        agent: {
+          llm: { model: DEMO_MODEL, base_url: llm.url },
+          system_message_suffix: 'This is a demo conversation played by a scripted LLM.',
+        },
         initial_message: { content: [{ text: DEMO_TASK }], run: true },
         max_iterations: 20,
       }),
     });
-    if (!created.ok) throw new Error(`POST ${runtimeUrl}/api/conversations answered ${created.status}: ${(await created.text()).slice(0, 300)}`);
+    if (!created.ok)
+      throw new Error(
+        `POST ${runtimeUrl}/api/conversations answered ${created.status}: ${(await created.text()).slice(0, 300)}`,
+      );
     const status = await followed;
     o.print(`[demo] ${status}: ${events} events, stored in the log; read them again with`);
     o.print(`[demo]   agent-control events search ${conversation.id}`);

@@ -26,7 +26,10 @@ const clip = (s: string, n = 90) => {
   return one.length > n ? `${one.slice(0, n - 1)}…` : one;
 };
 
-const texts = (c: unknown) => (Array.isArray(c) ? c.map((x: { text?: unknown } | null) => (typeof x?.text === 'string' ? x.text : '')).join(' ') : '');
+const texts = (c: unknown) =>
+  Array.isArray(c)
+    ? c.map((x: { text?: unknown } | null) => (typeof x?.text === 'string' ? x.text : '')).join(' ')
+    : '';
 
 /** One readable line per event (raw: see `eventLine` for the terminal). */
 export function describeEvent(event: Event | ClientEvent): string {
@@ -45,8 +48,16 @@ export function describeEvent(event: Event | ClientEvent): string {
       case 'ObservationEvent':
         return `${e.tool_name} -> ${clip(texts(e.observation.content))}`;
       case 'ConversationStateUpdateEvent': {
-        const usage = e.key === 'metrics' ? (e.value as { accumulated_token_usage?: { prompt_tokens: number; completion_tokens: number } } | undefined)?.accumulated_token_usage : undefined;
-        return usage ? `tokens so far: ${usage.prompt_tokens} in, ${usage.completion_tokens} out` : `${e.key} = ${clip(JSON.stringify(e.value) ?? '', 70)}`;
+        const usage =
+          e.key === 'metrics'
+            ? (
+                e.value as
+                  { accumulated_token_usage?: { prompt_tokens: number; completion_tokens: number } } | undefined
+              )?.accumulated_token_usage
+            : undefined;
+        return usage
+          ? `tokens so far: ${usage.prompt_tokens} in, ${usage.completion_tokens} out`
+          : `${e.key} = ${clip(JSON.stringify(e.value) ?? '', 70)}`;
       }
       case 'AgentErrorEvent':
         return `${e.tool_name}: ${clip(e.error)}`;

@@ -21,7 +21,10 @@ export function readUserConfig(env: NodeJS.ProcessEnv = process.env): Partial<Us
   let file: Partial<UserConfig> = {};
   try {
     const parsed = JSON.parse(fs.readFileSync(userConfigPath(env), 'utf8')) as { url?: unknown; api_key?: unknown };
-    file = { url: typeof parsed.url === 'string' ? parsed.url : undefined, apiKey: typeof parsed.api_key === 'string' ? parsed.api_key : undefined };
+    file = {
+      url: typeof parsed.url === 'string' ? parsed.url : undefined,
+      apiKey: typeof parsed.api_key === 'string' ? parsed.api_key : undefined,
+    };
   } catch {
     // no file, or not ours: the environment may still say everything
   }

@@ -23,18 +23,25 @@ export function boundedFetch(baseUrl: string, bounds?: FetchBounds): (req: Reque
   return async (req) => {
     const deadline = bounds ? AbortSignal.timeout(bounds.timeoutMs) : undefined;
     try {
-      const res = await fetch(req, { redirect: 'manual', signal: deadline ? AbortSignal.any([req.signal, deadline]) : req.signal });
+      const res = await fetch(req, {
+        redirect: 'manual',
+        signal: deadline ? AbortSignal.any([req.signal, deadline]) : req.signal,
+      });
       if (res.status >= 300 && res.status < 400 && res.status !== 304) {
         await res.body?.cancel();
         const to = res.headers.get('location');
-        throw new ProtocolError(baseUrl, `answered ${res.status}, a redirect${to ? ` to ${to.slice(0, 200)}` : ''}; not followed (if that is the service, use its URL)`);
+        throw new ProtocolError(
+          baseUrl,
+          `answered ${res.status}, a redirect${to ? ` to ${to.slice(0, 200)}` : ''}; not followed (if that is the service, use its URL)`,
+        );
       }
       // Unbounded (a stream, with its own idle bound) but for an error answer, which is read whole.
       if (bounds) return await readWithin(baseUrl, res, bounds.maxBytes);
       return res.ok ? res : await readWithin(baseUrl, res, ERROR_BODY_MAX);
     } catch (err) {
       if (err instanceof ProtocolError || req.signal.aborted) throw err;
-      if (deadline?.aborted) throw new UnreachableError(baseUrl, new Error(`no whole answer within ${bounds!.timeoutMs} ms`));
+      if (deadline?.aborted)
+        throw new UnreachableError(baseUrl, new Error(`no whole answer within ${bounds!.timeoutMs} ms`));
       throw new UnreachableError(baseUrl, err);
     }
   };
@@ -57,7 +64,11 @@ async function readWithin(baseUrl: string, res: Response, maxBytes: number): Pro
   }
   let copy: Response;
   try {
-    copy = new Response(NULL_BODY.has(res.status) ? null : Buffer.concat(parts), { status: res.status, statusText: res.statusText, headers: res.headers });
+    copy = new Response(NULL_BODY.has(res.status) ? null : Buffer.concat(parts), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   } catch {
     throw new ProtocolError(baseUrl, `an answer with status ${res.status}, which HTTP does not have`);
   }

@@ -68,7 +68,9 @@ interface Answer<T> {
 /** The data of a generated call, or its error as an ApiError (ProtocolError for an answer that is not JSON). */
 export async function unwrap<T>(call: Promise<Answer<T>>): Promise<T> {
   const { data, error, response } = await call.catch((err: unknown) => {
-    throw err instanceof SyntaxError ? new ProtocolError('the service', `an answer that is not JSON (${err.message.slice(0, 120)})`) : err;
+    throw err instanceof SyntaxError
+      ? new ProtocolError('the service', `an answer that is not JSON (${err.message.slice(0, 120)})`)
+      : err;
   });
   if (!response.ok || error !== undefined) {
     throw new ApiError(response.status, 'HTTP', new URL(response.url || 'http://x/').pathname, error);
@@ -106,7 +108,13 @@ export class AgentControlClient {
     this.streamIdleMs = o.streamIdleMs ?? 60_000;
     this.socketLivenessMs = o.socketLivenessMs ?? 75_000;
     const common = { baseUrl: this.baseUrl, headers: { 'X-Access-Token': o.apiKey } };
-    this.api = createClient<paths>({ ...common, fetch: boundedFetch(this.baseUrl, { timeoutMs: o.requestTimeoutMs ?? 120_000, maxBytes: o.maxResponseBytes ?? 64 << 20 }) });
+    this.api = createClient<paths>({
+      ...common,
+      fetch: boundedFetch(this.baseUrl, {
+        timeoutMs: o.requestTimeoutMs ?? 120_000,
+        maxBytes: o.maxResponseBytes ?? 64 << 20,
+      }),
+    });
     this.streaming = createClient<paths>({ ...common, fetch: boundedFetch(this.baseUrl) });
   }
 
@@ -135,7 +143,8 @@ export class AgentControlClient {
         parseAs: 'stream',
         signal: abort.signal,
       });
-      if (!response.ok || !data) throw new ApiError(response.status, 'POST', '/api/v1/app-conversations/stream-start', error);
+      if (!response.ok || !data)
+        throw new ApiError(response.status, 'POST', '/api/v1/app-conversations/stream-start', error);
       const body = data as unknown as AsyncIterable<Uint8Array>;
       const chunks = async function* () {
         for await (const c of body) {
@@ -145,10 +154,12 @@ export class AgentControlClient {
       };
       for await (const task of jsonArrayElements(chunks())) yield task as StartTask;
     } catch (err) {
-      if (timedOut) throw new UnreachableError(this.baseUrl, new Error(`no byte of the start stream for ${this.streamIdleMs} ms`));
+      if (timedOut)
+        throw new UnreachableError(this.baseUrl, new Error(`no byte of the start stream for ${this.streamIdleMs} ms`));
       if (signal?.aborted) return;
       if (err instanceof ApiError || err instanceof UnreachableError || err instanceof ProtocolError) throw err;
-      if (err instanceof JsonArrayStreamError) throw new ProtocolError(this.baseUrl, `the start stream: ${err.message}`);
+      if (err instanceof JsonArrayStreamError)
+        throw new ProtocolError(this.baseUrl, `the start stream: ${err.message}`);
       // The body cut (reset, aborted): the stream is lost, the start goes on in the service.
       throw new UnreachableError(this.baseUrl, err);
     } finally {
@@ -167,19 +178,33 @@ export class AgentControlClient {
      */
     tail: (conversationId: string, o: TailOptions = {}): AsyncGenerator<Event> => this.tail(conversationId, o),
     /** One page of stored events (GET .../events/search). */
-    search: (conversationId: string, query: NonNullable<paths['/api/v1/conversation/{conversation_id}/events/search']['get']['parameters']['query']> = {}, signal?: AbortSignal) =>
-      unwrap(this.api.GET('/api/v1/conversation/{conversation_id}/events/search', { params: { path: { conversation_id: conversationId }, query }, signal })),
+    search: (
+      conversationId: string,
+      query: NonNullable<
+        paths['/api/v1/conversation/{conversation_id}/events/search']['get']['parameters']['query']
+      > = {},
+      signal?: AbortSignal,
+    ) =>
+      unwrap(
+        this.api.GET('/api/v1/conversation/{conversation_id}/events/search', {
+          params: { path: { conversation_id: conversationId }, query },
+          signal,
+        }),
+      ),
   };
 
   private async *tail(conversationId: string, o: TailOptions): AsyncGenerator<Event> {
     let lastId = o.afterId;
     if (!lastId && o.live) {
-      const page = await this.events.search(conversationId, { sort_order: 'TIMESTAMP_DESC', limit: 1 }, o.signal).catch((err: unknown) => {
-        if (o.signal?.aborted) return undefined;
-        throw err;
-      });
+      const page = await this.events
+        .search(conversationId, { sort_order: 'TIMESTAMP_DESC', limit: 1 }, o.signal)
+        .catch((err: unknown) => {
+          if (o.signal?.aborted) return undefined;
+          throw err;
+        });
       if (o.signal?.aborted) return;
-      if (!Array.isArray(page?.items)) throw new ProtocolError(this.baseUrl, 'the latest event was asked for; the answer held no items');
+      if (!Array.isArray(page?.items))
+        throw new ProtocolError(this.baseUrl, 'the latest event was asked for; the answer held no items');
       lastId = (page.items[0] as { id?: string } | undefined)?.id;
     }
     const fromStart = !lastId && !o.live;
@@ -260,8 +285,17 @@ class SocketQueue {
   private silence: NodeJS.Timeout | undefined;
   closeCode: number | undefined;
 
-  constructor(url: string, apiKey: string, private readonly livenessMs: number, private readonly signal?: AbortSignal) {
-    this.ws = new WebSocket(url, { headers: { 'X-Access-Token': apiKey }, handshakeTimeout: 10_000, maxPayload: 16 << 20 });
+  constructor(
+    url: string,
+    apiKey: string,
+    private readonly livenessMs: number,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.ws = new WebSocket(url, {
+      headers: { 'X-Access-Token': apiKey },
+      handshakeTimeout: 10_000,
+      maxPayload: 16 << 20,
+    });
     this.ws.on('open', () => {
       this.openedAt = Date.now();
       this.heard();
@@ -280,7 +314,8 @@ class SocketQueue {
       this.poke();
     });
     this.ws.on('unexpected-response', (_req, res) => {
-      this.closeCode = res.statusCode === 401 || res.statusCode === 403 ? 4001 : res.statusCode === 404 ? 4004 : undefined;
+      this.closeCode =
+        res.statusCode === 401 || res.statusCode === 403 ? 4001 : res.statusCode === 404 ? 4004 : undefined;
       this.end(`the upgrade answered ${res.statusCode}`);
       res.resume();
       this.ws.terminate();
@@ -328,7 +363,8 @@ class SocketQueue {
       const head = this.queue.shift();
       if (head) {
         this.queuedBytes -= head.bytes;
-        if (this.ws.isPaused && this.queue.length < QUEUE_MAX.messages / 10 && this.queuedBytes < QUEUE_MAX.bytes / 8) this.ws.resume();
+        if (this.ws.isPaused && this.queue.length < QUEUE_MAX.messages / 10 && this.queuedBytes < QUEUE_MAX.bytes / 8)
+          this.ws.resume();
         return { done: false, event: head.event };
       }
       if (this.ended !== undefined) return { done: true, reason: this.ended };

@@ -30,7 +30,9 @@ export class UnreachableError extends Error {
     readonly url: string,
     override readonly cause: unknown,
   ) {
-    super(`cannot reach ${url}: ${cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause)}`);
+    super(
+      `cannot reach ${url}: ${cause instanceof Error ? ((cause.cause as Error | undefined)?.message ?? cause.message) : String(cause)}`,
+    );
   }
 }
 

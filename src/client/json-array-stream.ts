@@ -7,7 +7,10 @@ export class JsonArrayStreamError extends Error {
   override readonly name = 'JsonArrayStreamError';
 }
 
-export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array>, maxElementBytes = 1 << 20): AsyncGenerator<unknown> {
+export async function* jsonArrayElements(
+  chunks: AsyncIterable<Uint8Array>,
+  maxElementBytes = 1 << 20,
+): AsyncGenerator<unknown> {
   const decoder = new TextDecoder();
   let opened = false;
   let closed = false;
@@ -46,7 +49,8 @@ export async function* jsonArrayElements(chunks: AsyncIterable<Uint8Array>, maxE
         if (depth === 0 && !element.trim() && /\s/.test(ch)) continue; // keep-alive between elements
         element += ch;
       }
-      if (element.length > maxElementBytes) throw new JsonArrayStreamError(`an element exceeds ${maxElementBytes} bytes`);
+      if (element.length > maxElementBytes)
+        throw new JsonArrayStreamError(`an element exceeds ${maxElementBytes} bytes`);
     }
   }
   if (!closed) throw new JsonArrayStreamError(opened ? 'the stream ended before "]"' : 'the stream was empty');

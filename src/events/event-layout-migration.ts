@@ -10,7 +10,10 @@ import type { EventsStore } from '../store/events-store';
 import { DEFAULT_LEASE_TTL_MS } from './ingest';
 
 export interface LayoutMigrationDeps {
-  conversations: Pick<ConversationsStore, 'withoutBlocks' | 'acquireIngestLease' | 'renewIngestLease' | 'releaseIngestLease' | 'markBlocks' | 'markNoBlocks'>;
+  conversations: Pick<
+    ConversationsStore,
+    'withoutBlocks' | 'acquireIngestLease' | 'renewIngestLease' | 'releaseIngestLease' | 'markBlocks' | 'markNoBlocks'
+  >;
   events: Pick<EventsStore, 'addBlocks'>;
   log: Logger;
 }
@@ -29,11 +32,17 @@ export async function migrateConversationLayout(deps: LayoutMigrationDeps, conve
     if (!facts.complete) {
       // Seqs missing: a page of blocks would stop at the hole. The sorted reads serve it, as before.
       await conversations.markNoBlocks(conversationId);
-      deps.log.warn({ conversationId, lastSeq: facts.lastSeq }, 'conversation log has a hole in its seqs; it stays on the sorted reads');
+      deps.log.warn(
+        { conversationId, lastSeq: facts.lastSeq },
+        'conversation log has a hole in its seqs; it stays on the sorted reads',
+      );
       return true;
     }
     await conversations.markBlocks(conversationId, facts);
-    deps.log.info({ conversationId, updated: facts.updated, ordered: facts.ordered }, 'conversation log moved to the block layout');
+    deps.log.info(
+      { conversationId, updated: facts.updated, ordered: facts.ordered },
+      'conversation log moved to the block layout',
+    );
     return true;
   } finally {
     clearInterval(renewal);

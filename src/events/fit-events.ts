@@ -15,7 +15,9 @@ import type { z } from 'zod';
 import { EventSchema } from '../schemas/events';
 
 /** The top-level fields each kind may have. */
-const FIELDS: ReadonlyMap<string, ReadonlySet<string>> = new Map(EventSchema.options.map((o) => [o.shape.kind.value as string, new Set(Object.keys(o.shape))]));
+const FIELDS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
+  EventSchema.options.map((o) => [o.shape.kind.value as string, new Set(Object.keys(o.shape))]),
+);
 
 export interface Dropped {
   /** Events of unknown kinds, by kind. */
@@ -102,7 +104,8 @@ export function fitNestedFields(batch: unknown, issues: readonly Issue[], droppe
   const targets: [Path, string, Record<string, unknown>][] = [];
   for (const [at, key] of deletions) {
     let target: unknown = batch;
-    for (const step of at) target = isRecord(target) || Array.isArray(target) ? (target as Record<PropertyKey, unknown>)[step] : undefined;
+    for (const step of at)
+      target = isRecord(target) || Array.isArray(target) ? (target as Record<PropertyKey, unknown>)[step] : undefined;
     if (!isRecord(target) || !Object.hasOwn(target, key)) return null;
     targets.push([at, key, target]);
   }

@@ -10,7 +10,11 @@ import type { Logger } from '../logger';
 import { isTransient, type Event } from '../schemas/events';
 import type { ConversationsStore } from '../store/conversations-store';
 import { metricsFromStats } from './usage';
-import { TRACKED_STATE_KEYS, type ConversationStatesStore, type TrackedStateKey } from '../store/conversation-states-store';
+import {
+  TRACKED_STATE_KEYS,
+  type ConversationStatesStore,
+  type TrackedStateKey,
+} from '../store/conversation-states-store';
 import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
 import { normalizeEventTime } from '../schemas/event-time';
 import { blockKey, blockOf, type EventLayout } from '../store/event-blocks';
@@ -20,7 +24,11 @@ import { blockKey, blockOf, type EventLayout } from '../store/event-blocks';
  * their times go back (below `before` or below one another). A log with events but no recorded highest
  * time (stored before it was kept) counts as going back: its order is not known.
  */
-function highestIfOrdered(before: string | null, docs: readonly StoredEvent[], lastSeq: number): string | null | undefined {
+function highestIfOrdered(
+  before: string | null,
+  docs: readonly StoredEvent[],
+  lastSeq: number,
+): string | null | undefined {
   if (before === null && lastSeq > 0) return undefined;
   let highest = before;
   for (const d of docs) {
@@ -91,7 +99,10 @@ export class EventIngest {
     const held = token;
     // The lease is short and renewed while the batch is stored: one left by a process that died blocks the
     // conversation for a few seconds, not for as long as the largest batch could take.
-    const renewal = setInterval(() => void conversations.renewIngestLease(conversationId, held, ttlMs).catch(() => undefined), Math.floor(ttlMs / 3));
+    const renewal = setInterval(
+      () => void conversations.renewIngestLease(conversationId, held, ttlMs).catch(() => undefined),
+      Math.floor(ttlMs / 3),
+    );
     renewal.unref();
     try {
       const persistent = batch.filter((e) => !isTransient(e));
@@ -121,7 +132,9 @@ export class EventIngest {
       // after the next writer's (and on FerretDB an update rewrites the whole record).
       const settled = await Promise.allSettled([
         publishing,
-        stored.length > 0 ? conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered) : undefined,
+        stored.length > 0
+          ? conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered)
+          : undefined,
         latest && this.deps.states ? this.deps.states.record(conversationId, latest) : undefined,
       ]);
       for (const r of settled) if (r.status === 'rejected') throw r.reason;
@@ -146,7 +159,10 @@ export class EventIngest {
       await this.deps.conversations.releaseIngestLease(conversationId, token);
     } catch {
       if (Date.now() + delayMs >= expiresAt) return;
-      setTimeout(() => void this.release(conversationId, token, expiresAt, Math.min(delayMs * 2, 1000)), delayMs).unref();
+      setTimeout(
+        () => void this.release(conversationId, token, expiresAt, Math.min(delayMs * 2, 1000)),
+        delayMs,
+      ).unref();
     }
   }
 
@@ -155,7 +171,11 @@ export class EventIngest {
    * ordered insert; an event that exists already (a retry) or a seq that exists (the recorded last seq
    * fell behind after a crash) stops it, and the rest is sorted out and inserted again.
    */
-  private async store(conversationId: string, events: readonly Event[], state: EventLayout): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null; ordered: boolean }> {
+  private async store(
+    conversationId: string,
+    events: readonly Event[],
+    state: EventLayout,
+  ): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null; ordered: boolean }> {
     const { events: log, conversations } = this.deps;
     let last = state.lastSeq;
     let lastTimestamp = state.lastTimestamp;
@@ -169,7 +189,10 @@ export class EventIngest {
       if (last + pending.length > cap) {
         if (!checkedDuplicates) {
           // Near the cap a retry must still be answered: drop what is stored already, then judge.
-          const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
+          const existing = await log.existingIds(
+            conversationId,
+            pending.map((e) => e.id),
+          );
           pending = pending.filter((e) => !existing.has(e.id));
           checkedDuplicates = true;
           continue;
@@ -193,7 +216,10 @@ export class EventIngest {
       if (ordered && state.blocks && highestIfOrdered(lastTimestamp, docs, last) === undefined) {
         if (!checkedDuplicates) {
           // A resent batch goes back in time by nature: judge only what is not stored yet.
-          const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
+          const existing = await log.existingIds(
+            conversationId,
+            pending.map((e) => e.id),
+          );
           pending = pending.filter((e) => !existing.has(e.id));
           checkedDuplicates = true;
           continue;
@@ -205,7 +231,8 @@ export class EventIngest {
       const r = await log.append(docs);
       stored.push(...docs.slice(0, r.inserted));
       last += r.inserted;
-      for (const d of docs.slice(0, r.inserted)) if (lastTimestamp === null || d.timestamp > lastTimestamp) lastTimestamp = d.timestamp;
+      for (const d of docs.slice(0, r.inserted))
+        if (lastTimestamp === null || d.timestamp > lastTimestamp) lastTimestamp = d.timestamp;
       if (r.conflictAt === undefined) break;
       if (r.inserted > 0) await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
       pending = pending.slice(r.conflictAt);
@@ -225,7 +252,10 @@ export class EventIngest {
           continue;
         }
       }
-      const existing = await log.existingIds(conversationId, pending.map((e) => e.id));
+      const existing = await log.existingIds(
+        conversationId,
+        pending.map((e) => e.id),
+      );
       if (existing.has(pending[0]!.id)) {
         pending = pending.filter((e) => !existing.has(e.id));
       } else {
@@ -233,7 +263,8 @@ export class EventIngest {
         const inLog = await log.lastInLog(conversationId);
         last = inLog.seq;
         // In an ordered log the last event holds the highest time; in any other the order is off already.
-        if (inLog.timestamp !== null && (lastTimestamp === null || inLog.timestamp > lastTimestamp)) lastTimestamp = inLog.timestamp;
+        if (inLog.timestamp !== null && (lastTimestamp === null || inLog.timestamp > lastTimestamp))
+          lastTimestamp = inLog.timestamp;
         await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
       }
     }

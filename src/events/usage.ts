@@ -6,7 +6,13 @@
  */
 import { MetricsSnapshotSchema, TokenUsageSchema, type MetricsSnapshot } from '../schemas/app-conversations';
 
-const TOKEN_COUNTS = ['prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens'] as const;
+const TOKEN_COUNTS = [
+  'prompt_tokens',
+  'completion_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+] as const;
 
 /** The conversation's figures from a `stats` value; null when it holds none that are valid. */
 export function metricsFromStats(stats: unknown): MetricsSnapshot | null {
@@ -24,10 +30,18 @@ export function metricsFromStats(stats: unknown): MetricsSnapshot | null {
   const tokens =
     usages.length === 0
       ? null
-      : TokenUsageSchema.safeParse({
+      : (TokenUsageSchema.safeParse({
           ...(main.accumulated_token_usage ?? usages[0]!),
-          ...Object.fromEntries(TOKEN_COUNTS.map((k) => [k, Math.min(usages.reduce((sum, u) => sum + u[k], 0), Number.MAX_SAFE_INTEGER)])),
-        }).data ?? null;
+          ...Object.fromEntries(
+            TOKEN_COUNTS.map((k) => [
+              k,
+              Math.min(
+                usages.reduce((sum, u) => sum + u[k], 0),
+                Number.MAX_SAFE_INTEGER,
+              ),
+            ]),
+          ),
+        }).data ?? null);
   const cost = entries.reduce((sum, [, m]) => sum + m.accumulated_cost, 0);
   return {
     model_name: main.model_name,

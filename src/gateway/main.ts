@@ -6,7 +6,10 @@ import { startGateway } from './tcp-gateway';
 async function main(): Promise<void> {
   const config = loadConfig();
   const upstream = config.gateway.upstream;
-  if (!upstream) throw new ConfigError(['GATEWAY_UPSTREAM is required: the host:port of the api service the gateway relays to (e.g. api:8000)']);
+  if (!upstream)
+    throw new ConfigError([
+      'GATEWAY_UPSTREAM is required: the host:port of the api service the gateway relays to (e.g. api:8000)',
+    ]);
   const logger = createLogger(config, 'gateway');
   const gateway = await startGateway({
     host: config.api.host,

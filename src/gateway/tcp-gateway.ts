@@ -71,7 +71,10 @@ function connect(address: string, port: number, timeoutMs: number): Promise<net.
 async function answers(address: string, port: number, path: string, timeoutMs: number): Promise<boolean> {
   const host = address.includes(':') ? `[${address}]` : address;
   try {
-    const res = await fetch(`http://${host}:${port}${path}`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+    const res = await fetch(`http://${host}:${port}${path}`, {
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'manual',
+    });
     await res.body?.cancel();
     return res.ok;
   } catch {
@@ -122,7 +125,12 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       error = `${o.upstreamHost} does not resolve: ${(e as Error).message}`;
     }
     const healthy = new Set<string>();
-    await Promise.all(addresses.map(async (a) => (!o.healthPath || (await answers(a, o.upstreamPort, o.healthPath, probeTimeoutMs))) && healthy.add(a)));
+    await Promise.all(
+      addresses.map(
+        async (a) =>
+          (!o.healthPath || (await answers(a, o.upstreamPort, o.healthPath, probeTimeoutMs))) && healthy.add(a),
+      ),
+    );
     known = { addresses, healthy, error };
   };
   /** One refresh at a time; the connections that wait for one share it. */
@@ -155,12 +163,18 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       splice(client, upstream, lingerMs);
       return;
     }
-    if (!client.destroyed) refuse(client, `no address of ${o.upstreamHost}:${o.upstreamPort} took the connection (${candidates.join(', ')})`);
+    if (!client.destroyed)
+      refuse(
+        client,
+        `no address of ${o.upstreamHost}:${o.upstreamPort} took the connection (${candidates.join(', ')})`,
+      );
   };
   // Paused until it is relayed: nothing the client sends is read here, or lost before the upstream is there.
   const server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true }, (client) => void pass(client));
   server.maxConnections = o.maxConnections;
-  server.on('drop', () => o.onRefused?.(`a connection was dropped: ${o.maxConnections} held already (GATEWAY_MAX_CONNECTIONS)`));
+  server.on('drop', () =>
+    o.onRefused?.(`a connection was dropped: ${o.maxConnections} held already (GATEWAY_MAX_CONNECTIONS)`),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {

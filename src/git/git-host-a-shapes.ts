@@ -19,11 +19,20 @@ const RepoShape = z.object({
 });
 
 export const shapes = {
-  user: z.object({ id, login: z.string(), avatar_url: z.string(), company: z.string().nullish(), name: z.string().nullish(), email: z.string().nullish() }),
+  user: z.object({
+    id,
+    login: z.string(),
+    avatar_url: z.string(),
+    company: z.string().nullish(),
+    name: z.string().nullish(),
+    email: z.string().nullish(),
+  }),
   repos: z.array(RepoShape),
   repoSearch: z.object({ items: z.array(RepoShape) }),
   installationRepos: z.object({ repositories: z.array(RepoShape) }),
-  branches: z.array(z.object({ name: z.string(), commit: z.object({ sha: z.string() }), protected: z.boolean().optional() })),
+  branches: z.array(
+    z.object({ name: z.string(), commit: z.object({ sha: z.string() }), protected: z.boolean().optional() }),
+  ),
   installations: z.object({ installations: z.array(z.object({ id })) }),
   orgs: z.array(z.object({ login: z.string() })),
   issueSearch: z.object({
@@ -61,7 +70,12 @@ export const toRepository = (r: z.output<typeof RepoShape>): GitRepository => ({
   main_branch: r.default_branch ?? null,
 });
 
-export const toBranch = (b: Shape<'branches'>[number]): GitBranch => ({ name: b.name, commit_sha: b.commit.sha, protected: b.protected ?? false, last_push_date: null });
+export const toBranch = (b: Shape<'branches'>[number]): GitBranch => ({
+  name: b.name,
+  commit_sha: b.commit.sha,
+  protected: b.protected ?? false,
+  last_push_date: null,
+});
 
 export const toSuggestedTask = (i: Shape<'issueSearch'>['items'][number]): GitSuggestedTask => ({
   git_provider: PROVIDER,

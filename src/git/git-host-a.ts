@@ -20,11 +20,14 @@ type Params = Record<string, string | number | undefined>;
 const contains = (needle: string) => (name: string) => name.toLowerCase().includes(needle.toLowerCase());
 
 /** A search sorts by stars, forks or update time, in either direction; the host's best match without one. */
-const searchSort = (order: RepositorySortOrder | undefined): Params => (order ? { sort: order.split('-')[0], order: order.split('-')[1] } : {});
+const searchSort = (order: RepositorySortOrder | undefined): Params =>
+  order ? { sort: order.split('-')[0], order: order.split('-')[1] } : {};
 
 /** The user's own repositories sort only by time: updated-* as asked, else the last pushed first. */
 const listingSort = (order: RepositorySortOrder | undefined): Params =>
-  order?.startsWith('updated-') ? { sort: 'updated', direction: order.split('-')[1] } : { sort: 'pushed', direction: 'desc' };
+  order?.startsWith('updated-')
+    ? { sort: 'updated', direction: order.split('-')[1] }
+    : { sort: 'pushed', direction: 'desc' };
 
 export class GitHostA implements GitHost {
   readonly provider = PROVIDER;
@@ -33,8 +36,18 @@ export class GitHostA implements GitHost {
   constructor(private readonly apiUrl: string) {}
 
   session(token: string, deadline: Deadline): GitHostSession {
-    const headers = { Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': '2022-11-28', 'User-Agent': 'agent-control' };
-    return new GitHostASession(this.apiUrl.replace(/\/+$/, ''), { provider: PROVIDER, token, signal: deadline.signal, timeoutMs: deadline.ms, headers });
+    const headers = {
+      Accept: 'application/vnd.github+json',
+      'X-GitHub-Api-Version': '2022-11-28',
+      'User-Agent': 'agent-control',
+    };
+    return new GitHostASession(this.apiUrl.replace(/\/+$/, ''), {
+      provider: PROVIDER,
+      token,
+      signal: deadline.signal,
+      timeoutMs: deadline.ms,
+      headers,
+    });
   }
 }
 
@@ -45,17 +58,31 @@ class GitHostASession implements GitHostSession {
   ) {}
 
   /** GET of `path`, its body read as `shape`. */
-  private async get<S extends z.ZodType>(path: string, params: Params, shape: S, notFound?: string): Promise<{ body: z.output<S>; hasNext: boolean }> {
+  private async get<S extends z.ZodType>(
+    path: string,
+    params: Params,
+    shape: S,
+    notFound?: string,
+  ): Promise<{ body: z.output<S>; hasNext: boolean }> {
     const url = new URL(this.base + path);
     for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, String(v));
     const answer = await getHostJson(url, { ...this.call, notFound });
     const parsed = shape.safeParse(answer.body);
-    if (!parsed.success) throw new UpstreamFailed(`${PROVIDER} answered GET ${path} with a shape it does not have: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`.trim());
+    if (!parsed.success)
+      throw new UpstreamFailed(
+        `${PROVIDER} answered GET ${path} with a shape it does not have: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`.trim(),
+      );
     return { body: parsed.data, hasNext: hasNextLink(answer.link) };
   }
 
   /** A listing of `path`, its items picked from each answer. */
-  private listing<S extends z.ZodType, T>(path: string, params: Params, shape: S, items: (body: z.output<S>) => T[], notFound?: string): HostListing<T> {
+  private listing<S extends z.ZodType, T>(
+    path: string,
+    params: Params,
+    shape: S,
+    items: (body: z.output<S>) => T[],
+    notFound?: string,
+  ): HostListing<T> {
     return async (page, perPage) => {
       const got = await this.get(path, { ...params, per_page: perPage, page }, shape, notFound);
       return { items: items(got.body), hasNext: got.hasNext };
@@ -76,14 +103,33 @@ class GitHostASession implements GitHostSession {
     return names;
   }
 
-  repositories({ query, installationId, sortOrder }: RepositorySearch): HostListingPlan<ReturnType<typeof toRepository>> {
+  repositories({
+    query,
+    installationId,
+    sortOrder,
+  }: RepositorySearch): HostListingPlan<ReturnType<typeof toRepository>> {
     if (query !== undefined && installationId === undefined) {
-      return { parts: [this.listing('/search/repositories', { q: query, ...searchSort(sortOrder) }, shapes.repoSearch, (b) => b.items.map(toRepository))] };
+      return {
+        parts: [
+          this.listing('/search/repositories', { q: query, ...searchSort(sortOrder) }, shapes.repoSearch, (b) =>
+            b.items.map(toRepository),
+          ),
+        ],
+      };
     }
     if (installationId !== undefined) {
-      if (!/^\d{1,20}$/.test(installationId)) throw new BadRequest(`${PROVIDER} installation ids are numbers; got ${JSON.stringify(installationId.slice(0, 40))}`);
+      if (!/^\d{1,20}$/.test(installationId))
+        throw new BadRequest(
+          `${PROVIDER} installation ids are numbers; got ${JSON.stringify(installationId.slice(0, 40))}`,
+        );
       const notFound = `No installation ${installationId} that the stored ${PROVIDER} token can reach`;
-      const part = this.listing(`/user/installations/${installationId}/repositories`, {}, shapes.installationRepos, (b) => b.repositories.map(toRepository), notFound);
+      const part = this.listing(
+        `/user/installations/${installationId}/repositories`,
+        {},
+        shapes.installationRepos,
+        (b) => b.repositories.map(toRepository),
+        notFound,
+      );
       // The host cannot search one installation's repositories: they are filtered here by name.
       return query === undefined ? { parts: [part] } : { parts: [part], keep: (r) => contains(query)(r.full_name) };
     }
@@ -92,18 +138,34 @@ class GitHostASession implements GitHostSession {
 
   branches(repository: string, query: string) {
     const segments = repository.split('/');
-    if (segments.length !== 2) throw new BadRequest(`${PROVIDER} repositories are named owner/repo; got ${JSON.stringify(repository)}`);
+    if (segments.length !== 2)
+      throw new BadRequest(`${PROVIDER} repositories are named owner/repo; got ${JSON.stringify(repository)}`);
     const path = `/repos/${segments.map(encodeURIComponent).join('/')}/branches`;
     const notFound = `No repository ${repository} that the stored ${PROVIDER} token can see`;
-    return { parts: [this.listing(path, {}, shapes.branches, (b) => b.map(toBranch), notFound)], keep: (b: { name: string }) => contains(query)(b.name) };
+    return {
+      parts: [this.listing(path, {}, shapes.branches, (b) => b.map(toBranch), notFound)],
+      keep: (b: { name: string }) => contains(query)(b.name),
+    };
   }
 
   installations() {
-    return { parts: [this.listing('/user/installations', {}, shapes.installations, (b) => b.installations.map((i) => String(i.id)))] };
+    return {
+      parts: [
+        this.listing('/user/installations', {}, shapes.installations, (b) => b.installations.map((i) => String(i.id))),
+      ],
+    };
   }
 
   suggestedTasks() {
-    const search = (q: string) => this.listing('/search/issues', { q, sort: 'updated', order: 'desc' }, shapes.issueSearch, (b) => b.items.map(toSuggestedTask));
-    return { parts: [search('is:pr is:open author:@me archived:false'), search('is:issue is:open assignee:@me archived:false')] };
+    const search = (q: string) =>
+      this.listing('/search/issues', { q, sort: 'updated', order: 'desc' }, shapes.issueSearch, (b) =>
+        b.items.map(toSuggestedTask),
+      );
+    return {
+      parts: [
+        search('is:pr is:open author:@me archived:false'),
+        search('is:issue is:open assignee:@me archived:false'),
+      ],
+    };
   }
 }

@@ -32,7 +32,8 @@ export interface HostAnswer {
 }
 
 /** Whether a Link header names a next page. */
-export const hasNextLink = (link: string | null): boolean => link !== null && /;\s*rel="?([^"]*\s)?next(\s[^"]*)?"?/i.test(link);
+export const hasNextLink = (link: string | null): boolean =>
+  link !== null && /;\s*rel="?([^"]*\s)?next(\s[^"]*)?"?/i.test(link);
 
 export async function getHostJson(url: URL, call: HostCall): Promise<HostAnswer> {
   let res: Response;
@@ -44,13 +45,16 @@ export async function getHostJson(url: URL, call: HostCall): Promise<HostAnswer>
     const to = res.headers.get('location');
     const next = to ? safeUrl(to, at) : null;
     if (!next || next.origin !== url.origin || hops === MAX_REDIRECTS) {
-      throw new UpstreamFailed(`${call.provider} answered ${res.status}, a redirect ${next ? `to another origin (${next.origin})` : 'without a usable Location'}; not followed with the token`);
+      throw new UpstreamFailed(
+        `${call.provider} answered ${res.status}, a redirect ${next ? `to another origin (${next.origin})` : 'without a usable Location'}; not followed with the token`,
+      );
     }
     at = next;
   }
   if (!res.ok) throw await refusal(res, call);
   const text = await readAtMost(res, MAX_ANSWER_BYTES, call);
-  if (text === null) throw new UpstreamFailed(`${call.provider} answered more than ${MAX_ANSWER_BYTES} bytes; not read`);
+  if (text === null)
+    throw new UpstreamFailed(`${call.provider} answered more than ${MAX_ANSWER_BYTES} bytes; not read`);
   try {
     return { body: JSON.parse(text) as unknown, link: res.headers.get('link') };
   } catch {
@@ -60,7 +64,11 @@ export async function getHostJson(url: URL, call: HostCall): Promise<HostAnswer>
 
 async function send(url: URL, call: HostCall): Promise<Response> {
   try {
-    return await fetch(url, { headers: { ...call.headers, Authorization: `Bearer ${call.token}` }, redirect: 'manual', signal: call.signal });
+    return await fetch(url, {
+      headers: { ...call.headers, Authorization: `Bearer ${call.token}` },
+      redirect: 'manual',
+      signal: call.signal,
+    });
   } catch (e) {
     throw lost(e, call);
   }
@@ -112,7 +120,10 @@ async function hostMessage(res: Response, call: HostCall): Promise<string> {
     message = undefined;
   }
   if (typeof message !== 'string' || message.trim() === '') return '';
-  const clean = (call.token ? message.split(call.token).join('[token]') : message).replace(/\p{Cc}+/gu, ' ').trim().slice(0, 200);
+  const clean = (call.token ? message.split(call.token).join('[token]') : message)
+    .replace(/\p{Cc}+/gu, ' ')
+    .trim()
+    .slice(0, 200);
   return `: ${clean}`;
 }
 
@@ -120,17 +131,26 @@ async function hostMessage(res: Response, call: HostCall): Promise<string> {
 function retryAfter(res: Response): number {
   const after = Number(res.headers.get('retry-after'));
   const reset = Number(res.headers.get('x-ratelimit-reset'));
-  const seconds = Number.isFinite(after) && after > 0 ? after : Number.isFinite(reset) && reset > 0 ? reset - Date.now() / 1000 : 60;
+  const seconds =
+    Number.isFinite(after) && after > 0 ? after : Number.isFinite(reset) && reset > 0 ? reset - Date.now() / 1000 : 60;
   return Math.min(3600, Math.max(1, Math.ceil(seconds)));
 }
 
 async function refusal(res: Response, call: HostCall): Promise<Error> {
   const { provider } = call;
-  const limited = res.status === 429 || (res.status === 403 && (res.headers.get('x-ratelimit-remaining') === '0' || res.headers.has('retry-after')));
+  const limited =
+    res.status === 429 ||
+    (res.status === 403 && (res.headers.get('x-ratelimit-remaining') === '0' || res.headers.has('retry-after')));
   const said = await hostMessage(res, call);
   if (limited) return new Unavailable(`${provider} rate limit reached${said}`, retryAfter(res));
-  if (res.status === 401) return new UpstreamFailed(`${provider} refused the stored token (401${said}): store a valid ${provider} token with ${STORE_TOKEN_ROUTE}`);
-  if (res.status === 403) return new UpstreamFailed(`${provider} refused the request with the stored token (403${said}): it may lack a scope or an installation`);
+  if (res.status === 401)
+    return new UpstreamFailed(
+      `${provider} refused the stored token (401${said}): store a valid ${provider} token with ${STORE_TOKEN_ROUTE}`,
+    );
+  if (res.status === 403)
+    return new UpstreamFailed(
+      `${provider} refused the request with the stored token (403${said}): it may lack a scope or an installation`,
+    );
   if (res.status === 404 && call.notFound) return new NotFound(`${call.notFound} (${provider} answered 404)`);
   if (res.status === 422) return new BadRequest(`${provider} refused the search (422${said})`);
   return new UpstreamFailed(`${provider} failed to answer (${res.status}${said})`);

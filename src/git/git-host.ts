@@ -4,7 +4,13 @@
  * request's deadline. Listings are read a host page at a time; the search service pages over them.
  */
 import type { GitProvider } from '../schemas/app-conversations';
-import type { GitBranch, GitRepository, GitSuggestedTask, RepositorySortOrder, UserGitInfo } from '../schemas/git-searches';
+import type {
+  GitBranch,
+  GitRepository,
+  GitSuggestedTask,
+  RepositorySortOrder,
+  UserGitInfo,
+} from '../schemas/git-searches';
 
 /** One page of a host listing, and whether the host has a page after it. */
 export interface HostPage<T> {

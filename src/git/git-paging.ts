@@ -23,7 +23,11 @@ export function searchScope(...params: (string | number | null | undefined)[]): 
  * Up to `limit` items from `start`, and where the next page starts (null at the end). Reads at most
  * MAX_HOST_PAGES_PER_ANSWER host pages: a filter that matches little answers fewer items, with a next page.
  */
-export async function collectPage<T>(plan: HostListingPlan<T>, start: HostPosition, limit: number): Promise<{ items: T[]; next: HostPosition | null }> {
+export async function collectPage<T>(
+  plan: HostListingPlan<T>,
+  start: HostPosition,
+  limit: number,
+): Promise<{ items: T[]; next: HostPosition | null }> {
   const { perPage } = start;
   const keep = plan.keep ?? (() => true);
   const items: T[] = [];

@@ -5,7 +5,14 @@
  */
 import { BadRequest, Conflict, InvalidInput } from '../errors';
 import { GIT_PROVIDERS, type GitProvider } from '../schemas/app-conversations';
-import type { GitBranch, GitOrganizations, GitPagePosition, GitRepository, GitSuggestedTask, UserGitInfo } from '../schemas/git-searches';
+import type {
+  GitBranch,
+  GitOrganizations,
+  GitPagePosition,
+  GitRepository,
+  GitSuggestedTask,
+  UserGitInfo,
+} from '../schemas/git-searches';
 import type { UserSecretsStore } from '../store/user-secrets-store';
 import type { GitHost, GitHostSession, HostListingPlan, RepositorySearch } from './git-host';
 import { STORE_TOKEN_ROUTE } from './git-host-http';
@@ -41,38 +48,74 @@ export class GitSearchService {
     return GIT_PROVIDERS.filter((p) => this.hosts.has(p));
   }
 
-  private async session(userId: string, named?: GitProvider): Promise<{ provider: GitProvider; session: GitHostSession }> {
+  private async session(
+    userId: string,
+    named?: GitProvider,
+  ): Promise<{ provider: GitProvider; session: GitHostSession }> {
     const served = this.served;
-    if (named !== undefined && !this.hosts.has(named)) throw new BadRequest(`Provider ${named} cannot be searched by this service; it searches ${served.join(', ')}`);
+    if (named !== undefined && !this.hosts.has(named))
+      throw new BadRequest(`Provider ${named} cannot be searched by this service; it searches ${served.join(', ')}`);
     const tokens = await this.deps.userSecrets.providerTokens(userId);
     const provider = named ?? served.find((p) => tokens[p]);
     const token = provider && tokens[provider]?.token;
     if (!provider || !token) {
       const wanted = provider ?? served.join(' or ');
-      throw new Conflict(`No ${wanted} token is stored for you: store one with ${STORE_TOKEN_ROUTE}, body {"provider_tokens": {"${provider ?? served[0]}": {"token": "..."}}}`);
+      throw new Conflict(
+        `No ${wanted} token is stored for you: store one with ${STORE_TOKEN_ROUTE}, body {"provider_tokens": {"${provider ?? served[0]}": {"token": "..."}}}`,
+      );
     }
-    return { provider, session: this.hosts.get(provider)!.session(token, { signal: AbortSignal.timeout(this.deps.timeoutMs), ms: this.deps.timeoutMs }) };
+    return {
+      provider,
+      session: this.hosts
+        .get(provider)!
+        .session(token, { signal: AbortSignal.timeout(this.deps.timeoutMs), ms: this.deps.timeoutMs }),
+    };
   }
 
   /** One page of `plan`; a page_id is valid only with the parameters of the search it came from. */
   private async page<T>(plan: HostListingPlan<T>, scope: string, req: PageRequest): Promise<GitPage<T>> {
     if (req.cursor && req.cursor.scope !== scope) {
-      throw new InvalidInput([{ loc: ['query', 'page_id'], msg: 'This page_id belongs to a search with other parameters: send the same ones with it', type: 'value_error' }]);
+      throw new InvalidInput([
+        {
+          loc: ['query', 'page_id'],
+          msg: 'This page_id belongs to a search with other parameters: send the same ones with it',
+          type: 'value_error',
+        },
+      ]);
     }
     const start = req.cursor ?? { part: 0, page: 1, perPage: plan.keep ? FILTERED_PAGE_SIZE : req.limit, skip: 0 };
     const got = await collectPage(plan, start, req.limit);
     return { items: got.items, next: got.next && { ...got.next, scope } };
   }
 
-  async repositories(userId: string, provider: GitProvider, search: RepositorySearch, req: PageRequest): Promise<GitPage<GitRepository>> {
+  async repositories(
+    userId: string,
+    provider: GitProvider,
+    search: RepositorySearch,
+    req: PageRequest,
+  ): Promise<GitPage<GitRepository>> {
     const { session } = await this.session(userId, provider);
     const s: RepositorySearch = { ...search, query: search.query?.trim() || undefined };
-    return this.page(session.repositories(s), searchScope('repositories', provider, s.query, s.installationId, s.sortOrder), req);
+    return this.page(
+      session.repositories(s),
+      searchScope('repositories', provider, s.query, s.installationId, s.sortOrder),
+      req,
+    );
   }
 
-  async branches(userId: string, provider: GitProvider, repository: string, query: string, req: PageRequest): Promise<GitPage<GitBranch>> {
+  async branches(
+    userId: string,
+    provider: GitProvider,
+    repository: string,
+    query: string,
+    req: PageRequest,
+  ): Promise<GitPage<GitBranch>> {
     const { session } = await this.session(userId, provider);
-    return this.page(session.branches(repository, query.trim()), searchScope('branches', provider, repository, query.trim()), req);
+    return this.page(
+      session.branches(repository, query.trim()),
+      searchScope('branches', provider, repository, query.trim()),
+      req,
+    );
   }
 
   async installations(userId: string, provider: GitProvider, req: PageRequest): Promise<GitPage<string>> {

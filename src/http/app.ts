@@ -121,7 +121,11 @@ function countRequests(metrics: ApiMetrics): Koa.Middleware {
     try {
       await next();
     } finally {
-      const labels = { method: ctx.method, route: (ctx as { _matchedRoute?: unknown })._matchedRoute?.toString() ?? 'unmatched', status: String(ctx.status) };
+      const labels = {
+        method: ctx.method,
+        route: (ctx as { _matchedRoute?: unknown })._matchedRoute?.toString() ?? 'unmatched',
+        status: String(ctx.status),
+      };
       metrics.requests.inc(labels);
       stop(labels);
     }
@@ -135,7 +139,8 @@ export function createApp(deps: AppDeps): App {
     SessionAPIKeyHeader: sessionKeyAuth(deps.conversations),
   };
   // The store (FerretDB on PostgreSQL: jsonb) cannot hold U+0000 in a string: refused at the edge.
-  const router = (prefix: string, tag: string) => new ApiRouter({ prefix, tag, registry, auth, maxBodyBytes: deps.config.limits.maxBodyBytes, rejectNul: true });
+  const router = (prefix: string, tag: string) =>
+    new ApiRouter({ prefix, tag, registry, auth, maxBodyBytes: deps.config.limits.maxBodyBytes, rejectNul: true });
 
   const routers: ApiRouter[] = [
     healthRoutes(router('', 'health'), deps.readiness),
@@ -149,8 +154,19 @@ export function createApp(deps: AppDeps): App {
     webClientRoutes(router('/api/v1/web-client', 'web-client'), deps.webClient),
     apiKeysRoutes(router('/api/v1/api-keys', 'api-keys'), deps.apiKeys, deps.config.quotas?.apiKeys ?? null),
     eventsRoutes(router('/api/v1/conversation', 'events'), deps),
-    webhooksRoutes(router('/api/v1/webhooks', 'webhooks'), deps.ingest, deps.sandboxService, deps.callbacks, deps.conversations, deps.metrics),
-    sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), { service: deps.sandboxService, sandboxes: deps.sandboxes, box: deps.box }),
+    webhooksRoutes(
+      router('/api/v1/webhooks', 'webhooks'),
+      deps.ingest,
+      deps.sandboxService,
+      deps.callbacks,
+      deps.conversations,
+      deps.metrics,
+    ),
+    sandboxesRoutes(router('/api/v1/sandboxes', 'sandboxes'), {
+      service: deps.sandboxService,
+      sandboxes: deps.sandboxes,
+      box: deps.box,
+    }),
     sandboxSpecsRoutes(router('/api/v1/sandbox-specs', 'sandbox-specs'), deps.sandboxSpecs),
     appConversationsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
     appConversationActionsRoutes(router('/api/v1/app-conversations', 'app-conversations'), deps),
@@ -162,7 +178,11 @@ export function createApp(deps: AppDeps): App {
       layout: (id) => deps.conversations.layout(id),
       // A file to keep and share: without the sandbox's live address and key.
       view: async (record) => {
-        const { session_api_key: _key, conversation_url: _url, ...meta } = await deps.conversationViews.one(record.created_by_user_id, record);
+        const {
+          session_api_key: _key,
+          conversation_url: _url,
+          ...meta
+        } = await deps.conversationViews.one(record.created_by_user_id, record);
         return { ...meta, agent_server_url: null };
       },
     }),

@@ -30,7 +30,10 @@ export function sessionKeyAuth(conversations: ConversationsStore): Middleware {
     const raw = ctx.get(SESSION_KEY_HEADER);
     if (!raw) throw unauthorized(`Missing ${SESSION_KEY_HEADER} header`);
     const param = (ctx as unknown as { params: Record<string, string | undefined> }).params.conversation_id;
-    const allowed = param === undefined ? await conversations.anyWithSessionKey(raw) : await conversations.sessionKeyMatches(canonicalConversationId(param), raw);
+    const allowed =
+      param === undefined
+        ? await conversations.anyWithSessionKey(raw)
+        : await conversations.sessionKeyMatches(canonicalConversationId(param), raw);
     if (!allowed) throw unauthorized(`${SESSION_KEY_HEADER} does not authorize events for this conversation`);
     return next();
   };

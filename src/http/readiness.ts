@@ -20,7 +20,6 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-
 export class Readiness {
   /** Checks still running after /ready answered (a timed-out call); awaited before connections close. */
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -64,7 +63,10 @@ export class Readiness {
         if (!this.deps.databasePrepared()) throw new Error('indexes are still being created');
       }, 'MongoDB'),
       this.check(
-        () => temporal.withDeadline(Date.now() + timeoutMs, () => temporal.workflowService.describeNamespace({ namespace })),
+        () =>
+          temporal.withDeadline(Date.now() + timeoutMs, () =>
+            temporal.workflowService.describeNamespace({ namespace }),
+          ),
         'Temporal',
       ),
     ]);

@@ -16,7 +16,13 @@ import type { ApiKeysStore } from '../store/api-keys-store';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { EventsStore } from '../store/events-store';
 import { DatabaseBusyError, translateStoreError } from '../store/errors';
-import { CLOSE_TRY_AGAIN_LATER, DEFAULT_SUBSCRIPTION_LIMITS, Subscription, type EventHub, type SubscriptionLimits } from '../live/event-hub';
+import {
+  CLOSE_TRY_AGAIN_LATER,
+  DEFAULT_SUBSCRIPTION_LIMITS,
+  Subscription,
+  type EventHub,
+  type SubscriptionLimits,
+} from '../live/event-hub';
 
 export const SOCKET_PATH = /^\/api\/v1\/conversation\/([^/]+)\/events\/socket$/;
 export const CLOSE_BAD_AUTH = 4001;
@@ -70,8 +76,10 @@ const WS_KEY = /^[+/0-9A-Za-z]{22}==$/;
 /** What ws would refuse in a handshake, found first so the answer is JSON like every other error. */
 function handshakeProblem(req: http.IncomingMessage): { status: number; detail: string } | null {
   if (req.method !== 'GET') return { status: 400, detail: 'A websocket handshake must be a GET request' };
-  if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return { status: 400, detail: 'Upgrade must be websocket' };
-  if (!WS_KEY.test(req.headers['sec-websocket-key'] ?? '')) return { status: 400, detail: 'Missing or invalid Sec-WebSocket-Key header' };
+  if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
+    return { status: 400, detail: 'Upgrade must be websocket' };
+  if (!WS_KEY.test(req.headers['sec-websocket-key'] ?? ''))
+    return { status: 400, detail: 'Missing or invalid Sec-WebSocket-Key header' };
   const version = req.headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') return { status: 426, detail: 'Unsupported Sec-WebSocket-Version: send 13' };
   return null;
@@ -85,7 +93,9 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
   const openByUser = new Map<string, number>();
 
   // Handshake problems ws finds itself (a bad extension header, say) get the same JSON answer as ours.
-  wss.on('wsClientError', (err: Error, socket: Duplex) => writeRawError(socket, 400, `Bad websocket handshake: ${err.message}`));
+  wss.on('wsClientError', (err: Error, socket: Duplex) =>
+    writeRawError(socket, 400, `Bad websocket handshake: ${err.message}`),
+  );
   wss.on('error', (err: Error) => deps.log.warn({ err }, 'event socket server error'));
 
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -111,22 +121,37 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
     if (!match) {
       // Any other route asked to switch protocols (Upgrade: h2c, or a websocket elsewhere): a request
       // without a body is answered over HTTP/1.1 as if it had not asked; anything else is refused.
-      if ((req.method === 'GET' || req.method === 'HEAD') && !req.headers['content-length'] && !req.headers['transfer-encoding']) {
+      if (
+        (req.method === 'GET' || req.method === 'HEAD') &&
+        !req.headers['content-length'] &&
+        !req.headers['transfer-encoding']
+      ) {
         serveOverHttp(req, socket);
       } else {
-        writeRawError(socket, 400, 'Protocol upgrades are served only on /api/v1/conversation/{conversation_id}/events/socket');
+        writeRawError(
+          socket,
+          400,
+          'Protocol upgrades are served only on /api/v1/conversation/{conversation_id}/events/socket',
+        );
       }
       return;
     }
     const problem = handshakeProblem(req);
     if (problem) {
-      writeRawError(socket, problem.status, problem.detail, problem.status === 426 ? { 'Sec-WebSocket-Version': '13, 8' } : {});
+      writeRawError(
+        socket,
+        problem.status,
+        problem.detail,
+        problem.status === 426 ? { 'Sec-WebSocket-Version': '13, 8' } : {},
+      );
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       // Protocol errors of the peer (a frame over maxPayload: 1009; a malformed frame: 1002) close this
       // socket, which ws does itself; an unhandled 'error' event would end the process.
-      ws.on('error', (err: Error & { code?: string }) => deps.log.debug({ err: err.message, code: err.code }, 'event socket protocol error'));
+      ws.on('error', (err: Error & { code?: string }) =>
+        deps.log.debug({ err: err.message, code: err.code }, 'event socket protocol error'),
+      );
       let conversationId: string;
       try {
         conversationId = decodeURIComponent(match[1]!);
@@ -159,14 +184,23 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
     server.emit('request', req, res);
   }
 
-  async function serve(ws: WebSocket, req: http.IncomingMessage, conversationId: string, params: URLSearchParams): Promise<void> {
+  async function serve(
+    ws: WebSocket,
+    req: http.IncomingMessage,
+    conversationId: string,
+    params: URLSearchParams,
+  ): Promise<void> {
     // Until the api has prepared its database (indexes, the live channel), live events would not reach
     // a subscriber: it is told to come back before anything is looked up.
-    if (deps.ready && !deps.ready()) return ws.close(CLOSE_TRY_AGAIN_LATER, 'the service is starting; try again shortly');
+    if (deps.ready && !deps.ready())
+      return ws.close(CLOSE_TRY_AGAIN_LATER, 'the service is starting; try again shortly');
     alive.set(ws, true);
     ws.on('pong', () => alive.set(ws, true));
     const headerToken = req.headers['x-access-token'];
-    const token = typeof headerToken === 'string' && headerToken ? headerToken : await firstFrameToken(ws, deps.authTimeoutMs ?? 10_000);
+    const token =
+      typeof headerToken === 'string' && headerToken
+        ? headerToken
+        : await firstFrameToken(ws, deps.authTimeoutMs ?? 10_000);
     if (ws.readyState !== ws.OPEN) return;
     const userId = token ? await deps.apiKeys.resolve(token) : null;
     if (!userId) return ws.close(CLOSE_BAD_AUTH, token ? 'invalid API key' : 'authentication required');
@@ -177,7 +211,10 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
     if (ws.readyState !== ws.OPEN) return;
     const open = openByUser.get(userId) ?? 0;
     if (deps.maxPerUser && open >= deps.maxPerUser) {
-      return ws.close(CLOSE_TOO_MANY, `${open} event sockets open, as many as one user may (USER_MAX_WEBSOCKETS=${deps.maxPerUser}); close one first`);
+      return ws.close(
+        CLOSE_TOO_MANY,
+        `${open} event sockets open, as many as one user may (USER_MAX_WEBSOCKETS=${deps.maxPerUser}); close one first`,
+      );
     }
     openByUser.set(userId, open + 1);
     ws.once('close', () => {
@@ -188,7 +225,8 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
 
     const afterId = params.get('after_id');
     const resendAll = params.get('resend_all');
-    if (resendAll !== null && !['true', 'false'].includes(resendAll)) return ws.close(CLOSE_BAD_REQUEST, 'resend_all must be true or false');
+    if (resendAll !== null && !['true', 'false'].includes(resendAll))
+      return ws.close(CLOSE_BAD_REQUEST, 'resend_all must be true or false');
     let afterSeq: number | null = null;
     if (resendAll === 'true') afterSeq = 0;
     else if (afterId) {
@@ -205,7 +243,10 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
         bufferedAmount: () => ws.bufferedAmount,
         close: (code, reason) => ws.close(code, reason),
       },
-      { range: (id, after, limit, until) => deps.events.range(id, after, limit, until, blocks), lastSeq: (id) => deps.conversations.lastSeq(id) },
+      {
+        range: (id, after, limit, until) => deps.events.range(id, after, limit, until, blocks),
+        lastSeq: (id) => deps.conversations.lastSeq(id),
+      },
       deps.limits ?? DEFAULT_SUBSCRIPTION_LIMITS,
       deps.onDelivered,
     );
@@ -217,8 +258,10 @@ export function attachEventSocket(server: http.Server, deps: EventSocketDeps): (
     // Registered before reading the log: what is appended during the catch-up waits in the subscription.
     await sub.start(afterSeq).catch((e: unknown) => {
       // A log too busy to read within its budget: the client may come back later; anything else is ours.
-      if (e instanceof DatabaseBusyError) return sub.close(CLOSE_TRY_AGAIN_LATER, 'the event log is busy; try again shortly');
-      if (translateStoreError(e) instanceof Unavailable) return sub.close(CLOSE_TRY_AGAIN_LATER, 'the database did not answer; try again shortly');
+      if (e instanceof DatabaseBusyError)
+        return sub.close(CLOSE_TRY_AGAIN_LATER, 'the event log is busy; try again shortly');
+      if (translateStoreError(e) instanceof Unavailable)
+        return sub.close(CLOSE_TRY_AGAIN_LATER, 'the database did not answer; try again shortly');
       throw e;
     });
   }

@@ -8,7 +8,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /** What a subscription reads from the log: a seq range, and the conversation's last seq. */
 export interface EventLogReader {
-  range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number): Promise<{ seq: number; json: string }[]>;
+  range(
+    conversationId: string,
+    afterSeq: number,
+    limit: number,
+    untilSeq?: number,
+  ): Promise<{ seq: number; json: string }[]>;
   lastSeq(conversationId: string): Promise<number>;
 }
 
@@ -104,7 +109,9 @@ export class Subscription {
 
   private enqueue(doc: LiveDoc): void {
     // A gap the log cannot fill now (busy or away): the client is told to reconnect later with after_id.
-    this.queue = this.queue.then(() => this.deliver(doc)).catch(() => this.close(CLOSE_TRY_AGAIN_LATER, 'event log unavailable; reconnect with after_id'));
+    this.queue = this.queue
+      .then(() => this.deliver(doc))
+      .catch(() => this.close(CLOSE_TRY_AGAIN_LATER, 'event log unavailable; reconnect with after_id'));
   }
 
   private async deliver(doc: LiveDoc): Promise<void> {
@@ -180,7 +187,8 @@ export class EventHub {
     set.add(sub);
     return () => {
       set.delete(sub);
-      if (set.size === 0 && this.byConversation.get(sub.conversationId) === set) this.byConversation.delete(sub.conversationId);
+      if (set.size === 0 && this.byConversation.get(sub.conversationId) === set)
+        this.byConversation.delete(sub.conversationId);
     };
   }
 

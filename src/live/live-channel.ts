@@ -147,7 +147,16 @@ export class LiveChannel {
   publish(conversationId: string, items: readonly LiveItem[]): Promise<void> {
     if (items.length === 0) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ docs: items.map((i) => ({ conversation_id: conversationId, seq: i.seq, json: i.json, ...(i.stored_at !== undefined && { stored_at: i.stored_at }) })), resolve, reject });
+      this.queue.push({
+        docs: items.map((i) => ({
+          conversation_id: conversationId,
+          seq: i.seq,
+          json: i.json,
+          ...(i.stored_at !== undefined && { stored_at: i.stored_at }),
+        })),
+        resolve,
+        reject,
+      });
       if (!this.flushing) void this.flush();
     });
   }
@@ -219,7 +228,10 @@ export class LiveChannel {
       this.readerAt = next;
       // Cleanup moved past this reader (it fell behind): skip ahead (maintenance reads the floor).
       if (this.floorSeen >= next) {
-        this.log.warn({ from: next, to: this.floorSeen + 1 }, 'live channel reader fell behind the retained slots; skipping ahead');
+        this.log.warn(
+          { from: next, to: this.floorSeen + 1 },
+          'live channel reader fell behind the retained slots; skipping ahead',
+        );
         next = this.floorSeen + 1;
         for (const n of this.own.keys()) if (n < next) this.own.delete(n); // skipped: never handed on
         continue;
@@ -248,7 +260,10 @@ export class LiveChannel {
         await sleep(500);
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, listening() ? this.opts.pollMs : Math.max(this.opts.pollMs, this.opts.idlePollMs ?? this.opts.pollMs));
+        const timer = setTimeout(
+          resolve,
+          listening() ? this.opts.pollMs : Math.max(this.opts.pollMs, this.opts.idlePollMs ?? this.opts.pollMs),
+        );
         this.wake = () => {
           clearTimeout(timer);
           resolve();

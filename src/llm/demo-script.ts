@@ -29,8 +29,14 @@ export const DEMO_SCRIPT: ScriptStep[] = [
       },
     ],
   },
-  { content: 'Let me see what the workspace holds.', tool_calls: [{ name: 'terminal', arguments: { command: 'pwd && ls -la' } }] },
-  { content: 'The workspace is empty; I will write the script.', tool_calls: [{ name: 'file_editor', arguments: { command: 'create', path: 'greet.js', file_text: GREET_V1 } }] },
+  {
+    content: 'Let me see what the workspace holds.',
+    tool_calls: [{ name: 'terminal', arguments: { command: 'pwd && ls -la' } }],
+  },
+  {
+    content: 'The workspace is empty; I will write the script.',
+    tool_calls: [{ name: 'file_editor', arguments: { command: 'create', path: 'greet.js', file_text: GREET_V1 } }],
+  },
   {
     content: 'Two checks in one step: with a name and without one.',
     tool_calls: [
@@ -38,12 +44,34 @@ export const DEMO_SCRIPT: ScriptStep[] = [
       { name: 'terminal', arguments: { command: 'node greet.js' } },
     ],
   },
-  { tool_calls: [{ name: 'think', arguments: { thought: 'Without a name it prints "Hello, undefined". A default name fixes that.' } }] },
   {
     tool_calls: [
-      { name: 'file_editor', arguments: { command: 'str_replace', path: 'greet.js', old_str: 'process.argv[2];', new_str: "process.argv[2] ?? 'world';" } },
+      {
+        name: 'think',
+        arguments: { thought: 'Without a name it prints "Hello, undefined". A default name fixes that.' },
+      },
+    ],
+  },
+  {
+    tool_calls: [
+      {
+        name: 'file_editor',
+        arguments: {
+          command: 'str_replace',
+          path: 'greet.js',
+          old_str: 'process.argv[2];',
+          new_str: "process.argv[2] ?? 'world';",
+        },
+      },
     ],
   },
   { tool_calls: [{ name: 'terminal', arguments: { command: 'node greet.js && node greet.js Ada' } }] },
-  { tool_calls: [{ name: 'finish', arguments: { message: 'greet.js prints "Hello, <name>", and "Hello, world" when no name is given.' } }] },
+  {
+    tool_calls: [
+      {
+        name: 'finish',
+        arguments: { message: 'greet.js prints "Hello, <name>", and "Hello, world" when no name is given.' },
+      },
+    ],
+  },
 ];

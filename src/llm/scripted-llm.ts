@@ -80,7 +80,9 @@ export class ScriptedLlm {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-      res.writeHead(404, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+      res
+        .writeHead(404, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'not found' } }));
       return;
     }
     const chunks: Buffer[] = [];
@@ -100,14 +102,19 @@ export class ScriptedLlm {
       if (aborted) return;
     }
     if (step.status) {
-      res.writeHead(step.status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: { message: `scripted failure ${step.status}` } }));
+      res
+        .writeHead(step.status, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ error: { message: `scripted failure ${step.status}` } }));
       return;
     }
     const id = `chatcmpl-scripted-${n + 1}`;
     const toolCalls = (step.tool_calls ?? []).map((c, i) => ({
       id: step.omit_call_ids ? '' : `call_${n + 1}_${i + 1}`,
       type: 'function' as const,
-      function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+      function: {
+        name: c.name,
+        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+      },
     }));
     const model = body.model ?? 'scripted';
     const usage = scriptedUsage(step, Array.isArray(body.messages) ? body.messages.length : 0);
@@ -122,7 +129,11 @@ export class ScriptedLlm {
           choices: [
             {
               index: 0,
-              message: { role: 'assistant', content: step.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+              message: {
+                role: 'assistant',
+                content: step.content ?? null,
+                ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+              },
               finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
               ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}),
             },
@@ -134,14 +145,29 @@ export class ScriptedLlm {
     }
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
     const eol = step.crlf ? '\r\n' : '\n';
-    const send = (chunk: object) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}${eol}${eol}`);
+    const send = (chunk: object) =>
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}${eol}${eol}`);
     // Token ids as vLLM-style servers stream them: the prompt's in the first chunk, the answer's in the last.
-    send({ ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}), choices: [{ index: 0, delta: { role: 'assistant' } }] });
+    send({
+      ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}),
+      choices: [{ index: 0, delta: { role: 'assistant' } }],
+    });
     const words = (step.content ?? '').match(/\S+\s*/g) ?? [];
     for (const w of words) send({ choices: [{ index: 0, delta: { content: w } }] });
-    toolCalls.forEach((c, index) => send({ choices: [{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: c.function }] } }] }));
+    toolCalls.forEach((c, index) =>
+      send({
+        choices: [{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: c.function }] } }],
+      }),
+    );
     send({
-      choices: [{ index: 0, delta: {}, finish_reason: toolCalls.length ? 'tool_calls' : 'stop', ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}) }],
+      choices: [
+        {
+          index: 0,
+          delta: {},
+          finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
+          ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}),
+        },
+      ],
     });
     const options = body.stream_options as { include_usage?: unknown } | undefined;
     if (usage && options?.include_usage === true) send({ choices: [], usage });

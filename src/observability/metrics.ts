@@ -89,7 +89,8 @@ export class ApiMetrics {
       }
       this.registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-        (e: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${(e as Error).message}\n`),
+        (e: unknown) =>
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${(e as Error).message}\n`),
       );
     });
     server.on('clientError', (_e, socket) => socket.destroy());

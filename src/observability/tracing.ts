@@ -10,7 +10,13 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import { BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config';
 import type { StartRequest } from '../schemas/app-conversations';
 
@@ -35,7 +41,11 @@ export interface Tracing {
 export function installTracing(config: Config['tracing'], serviceName: string): Tracing {
   const resource = new Resource({ 'service.name': serviceName });
   const exporter: SpanExporter | null =
-    config.exporter === 'console' ? new ConsoleSpanExporter() : config.exporter === 'otlp' ? new OTLPTraceExporter(config.otlpEndpoint ? { url: config.otlpEndpoint } : {}) : null;
+    config.exporter === 'console'
+      ? new ConsoleSpanExporter()
+      : config.exporter === 'otlp'
+        ? new OTLPTraceExporter(config.otlpEndpoint ? { url: config.otlpEndpoint } : {})
+        : null;
   if (!exporter) return { exporter: null, resource, shutdown: async () => undefined };
   const provider = new BasicTracerProvider({ resource });
   provider.addSpanProcessor(new BatchSpanProcessor(exporter));
@@ -54,7 +64,8 @@ export function startAttributes(request: StartRequest, ids: { taskId: string; us
     'agent_control.start_task.id': ids.taskId,
     'agent_control.user.id': ids.userId,
   };
-  for (const [key, value] of Object.entries(request.observability_metadata ?? {})) attributes[`metadata.${key}`] = value;
+  for (const [key, value] of Object.entries(request.observability_metadata ?? {}))
+    attributes[`metadata.${key}`] = value;
   if (request.observability_tags?.length) attributes['agent_control.tags'] = request.observability_tags;
   if (request.selected_repository) attributes['agent_control.repository'] = request.selected_repository;
   if (request.trigger) attributes['agent_control.trigger'] = request.trigger;
@@ -67,27 +78,35 @@ const failed = (span: Span, e: unknown) => {
 };
 
 /** Runs `work` in the start's span, and in a named child span when the request names one. */
-export function inStartSpan<T>(request: StartRequest, ids: { taskId: string; userId: string }, work: () => Promise<T>): Promise<T> {
+export function inStartSpan<T>(
+  request: StartRequest,
+  ids: { taskId: string; userId: string },
+  work: () => Promise<T>,
+): Promise<T> {
   const tracer = trace.getTracer(TRACER_NAME);
-  return tracer.startActiveSpan('app_conversation.start', { attributes: startAttributes(request, ids) }, async (root) => {
-    const name = request.observability_span_name;
-    try {
-      if (!name) return await work();
-      return await tracer.startActiveSpan(name, async (child) => {
-        try {
-          return await work();
-        } catch (e) {
-          failed(child, e);
-          throw e;
-        } finally {
-          child.end();
-        }
-      });
-    } catch (e) {
-      failed(root, e);
-      throw e;
-    } finally {
-      root.end();
-    }
-  });
+  return tracer.startActiveSpan(
+    'app_conversation.start',
+    { attributes: startAttributes(request, ids) },
+    async (root) => {
+      const name = request.observability_span_name;
+      try {
+        if (!name) return await work();
+        return await tracer.startActiveSpan(name, async (child) => {
+          try {
+            return await work();
+          } catch (e) {
+            failed(child, e);
+            throw e;
+          } finally {
+            child.end();
+          }
+        });
+      } catch (e) {
+        failed(root, e);
+        throw e;
+      } finally {
+        root.end();
+      }
+    },
+  );
 }

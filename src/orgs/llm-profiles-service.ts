@@ -29,10 +29,18 @@ export interface LlmProfilesDeps {
 
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null);
 const keySet = (llm: Json) => str(llm.api_key) !== null;
-const info = (p: LlmProfile) => ({ name: p.name, model: str(p.llm.model), base_url: str(p.llm.base_url), api_key_set: keySet(p.llm), id: p.id, revision: p.revision });
+const info = (p: LlmProfile) => ({
+  name: p.name,
+  model: str(p.llm.model),
+  base_url: str(p.llm.base_url),
+  api_key_set: keySet(p.llm),
+  id: p.id,
+  revision: p.revision,
+});
 
 /** The LLM without its secrets (for a profile saved with include_secrets false). */
-const withoutSecrets = (llm: Json): Json => Object.fromEntries(Object.entries(llm).filter(([k]) => !(LLM_SECRET_FIELDS as readonly string[]).includes(k)));
+const withoutSecrets = (llm: Json): Json =>
+  Object.fromEntries(Object.entries(llm).filter(([k]) => !(LLM_SECRET_FIELDS as readonly string[]).includes(k)));
 
 export class LlmProfilesService {
   constructor(private readonly deps: LlmProfilesDeps) {}
@@ -41,7 +49,10 @@ export class LlmProfilesService {
   private async context(userId: string) {
     const user = await this.deps.users.get(userId);
     const org = user?.current_org_id ? await this.deps.organizations.get(user.current_org_id) : null;
-    if (!org) throw new NotFound('Your active organization does not exist; switch to one of yours (POST /api/organizations/{org_id}/switch)');
+    if (!org)
+      throw new NotFound(
+        'Your active organization does not exist; switch to one of yours (POST /api/organizations/{org_id}/switch)',
+      );
     return { org, settings: await this.deps.userSettings.get(userId) };
   }
 
@@ -52,7 +63,10 @@ export class LlmProfilesService {
   }
 
   async list(userId: string) {
-    const [profiles, activeId] = await Promise.all([this.deps.llmProfiles.list(userId), this.deps.llmProfiles.activeId(userId)]);
+    const [profiles, activeId] = await Promise.all([
+      this.deps.llmProfiles.list(userId),
+      this.deps.llmProfiles.activeId(userId),
+    ]);
     return { profiles: profiles.map(info), active_profile: profiles.find((p) => p.id === activeId)?.name ?? null };
   }
 
@@ -71,7 +85,9 @@ export class LlmProfilesService {
     let llm: Json;
     if (request.llm) {
       llm = { ...request.llm };
-      const previous = request.preserve_existing_api_key ? (await this.deps.llmProfiles.byName(userId, name))?.llm : undefined;
+      const previous = request.preserve_existing_api_key
+        ? (await this.deps.llmProfiles.byName(userId, name))?.llm
+        : undefined;
       for (const k of LLM_SECRET_FIELDS) {
         const v = llm[k];
         if (v === undefined || v === '' || v === SECRET_MASK) {
@@ -85,7 +101,8 @@ export class LlmProfilesService {
       const { org, settings } = await this.context(userId);
       const current = applyAgentDiff(org.agent_settings, settings.agent_settings_diff);
       const agent = current.success ? current.data : org.agent_settings;
-      if (agent.agent_kind === 'acp') throw new Conflict('Your agent is an ACP agent, which has no LLM to copy: send the profile\'s llm');
+      if (agent.agent_kind === 'acp')
+        throw new Conflict("Your agent is an ACP agent, which has no LLM to copy: send the profile's llm");
       // Secrets only from the user's own settings: a profile never carries the organization's key out of
       // it (to another organization, or past a rotation); where it has none, the organization's applies.
       const own = (current.success ? settings.agent_settings_diff.llm : undefined) as Json | undefined;
@@ -95,10 +112,19 @@ export class LlmProfilesService {
     if (!request.include_secrets) llm = withoutSecrets(llm);
     const bytes = Buffer.byteLength(JSON.stringify(llm), 'utf8');
     if (bytes > SECRET_LIMITS.diffBytes) {
-      throw new InvalidInput([{ loc: ['body', 'llm'], msg: `The profile would hold ${bytes} bytes, more than ${SECRET_LIMITS.diffBytes}`, type: 'too_long', input: null, ctx: { max_bytes: SECRET_LIMITS.diffBytes } }]);
+      throw new InvalidInput([
+        {
+          loc: ['body', 'llm'],
+          msg: `The profile would hold ${bytes} bytes, more than ${SECRET_LIMITS.diffBytes}`,
+          type: 'too_long',
+          input: null,
+          ctx: { max_bytes: SECRET_LIMITS.diffBytes },
+        },
+      ]);
     }
     const saved = await this.deps.llmProfiles.save(userId, name, llm, MAX_PROFILES_PER_USER);
-    if (!saved) throw new Conflict(`You have ${MAX_PROFILES_PER_USER} profiles, the most a user may keep: delete one first`);
+    if (!saved)
+      throw new Conflict(`You have ${MAX_PROFILES_PER_USER} profiles, the most a user may keep: delete one first`);
     return { name: saved.name, message: `Profile ${saved.name} saved (revision ${saved.revision})` };
   }
 
@@ -110,7 +136,8 @@ export class LlmProfilesService {
 
   async rename(userId: string, name: string, newName: string) {
     if (name === newName) await this.named(userId, name);
-    else if (!(await this.deps.llmProfiles.rename(userId, name, newName))) throw new NotFound(`You have no LLM profile named ${name}`);
+    else if (!(await this.deps.llmProfiles.rename(userId, name, newName)))
+      throw new NotFound(`You have no LLM profile named ${name}`);
     return { name: newName, message: `Profile ${name} renamed to ${newName}` };
   }
 
@@ -120,12 +147,25 @@ export class LlmProfilesService {
     const { org, settings } = await this.context(userId);
     const diff = { ...settings.agent_settings_diff, llm: p.llm };
     const checked = applyAgentDiff(org.agent_settings, diff);
-    if (!checked.success) throw new Conflict(`The profile ${name} does not fit your agent settings: ${checked.error.issues[0]?.message}`);
-    if (checked.data.agent_kind === 'acp') throw new Conflict('Your agent is an ACP agent, which takes no LLM: set agent_settings.agent_kind to platform or llm first');
+    if (!checked.success)
+      throw new Conflict(`The profile ${name} does not fit your agent settings: ${checked.error.issues[0]?.message}`);
+    if (checked.data.agent_kind === 'acp')
+      throw new Conflict(
+        'Your agent is an ACP agent, which takes no LLM: set agent_settings.agent_kind to platform or llm first',
+      );
     const bytes = Buffer.byteLength(JSON.stringify(diff), 'utf8');
-    if (bytes > SECRET_LIMITS.diffBytes) throw new Conflict(`Your agent settings with this profile would hold ${bytes} bytes, more than ${SECRET_LIMITS.diffBytes}`);
-    const put = { ...settings, agent_settings_diff: diff, user_version: settings.user_version + 1, updated_at: new Date() };
-    if (!(await this.deps.userSettings.put(put, settings.user_version))) throw new Conflict('Your settings changed while the profile was activated; activate it again');
+    if (bytes > SECRET_LIMITS.diffBytes)
+      throw new Conflict(
+        `Your agent settings with this profile would hold ${bytes} bytes, more than ${SECRET_LIMITS.diffBytes}`,
+      );
+    const put = {
+      ...settings,
+      agent_settings_diff: diff,
+      user_version: settings.user_version + 1,
+      updated_at: new Date(),
+    };
+    if (!(await this.deps.userSettings.put(put, settings.user_version)))
+      throw new Conflict('Your settings changed while the profile was activated; activate it again');
     await this.deps.llmProfiles.setActive(userId, p.id);
     return { name, message: `Profile ${name} is now your LLM`, model: str(checked.data.llm.model) };
   }

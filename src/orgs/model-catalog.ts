@@ -24,7 +24,9 @@ const MAX_CACHED = 100;
 /** "provider/name" splits at the first slash; a bare name has no provider. */
 export function modelOf(entry: string, verified = false): LLMModel {
   const i = entry.indexOf('/');
-  return i > 0 ? { provider: entry.slice(0, i), name: entry.slice(i + 1), verified, hidden: false, canonical: null } : { provider: null, name: entry, verified, hidden: false, canonical: null };
+  return i > 0
+    ? { provider: entry.slice(0, i), name: entry.slice(i + 1), verified, hidden: false, canonical: null }
+    : { provider: null, name: entry, verified, hidden: false, canonical: null };
 }
 
 /** Reads LLM_MODELS_FILE; a file that is missing or malformed stops start-up with what is wrong. */
@@ -36,11 +38,20 @@ export function loadModelFile(file: string): LLMModel[] {
     throw new ConfigError([`LLM_MODELS_FILE=${file} could not be read as JSON: ${(e as Error).message}`]);
   }
   const parsed = ModelFileSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((i) => `LLM_MODELS_FILE=${file}: at [${i.path.join('][')}]: ${i.message}`));
+  if (!parsed.success)
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `LLM_MODELS_FILE=${file}: at [${i.path.join('][')}]: ${i.message}`),
+    );
   return parsed.data.map((e) =>
     typeof e === 'string'
       ? modelOf(e, true)
-      : { provider: e.provider ?? null, name: e.name, verified: e.verified ?? true, hidden: e.hidden ?? false, canonical: e.canonical ?? null },
+      : {
+          provider: e.provider ?? null,
+          name: e.name,
+          verified: e.verified ?? true,
+          hidden: e.hidden ?? false,
+          canonical: e.canonical ?? null,
+        },
   );
 }
 
@@ -57,7 +68,10 @@ export class ModelCatalog {
 
   /** Every model for a caller whose effective LLM is `llm`, sorted by provider and name, without duplicates. */
   async models(llm: { model?: string; base_url?: string; api_key?: string } | undefined): Promise<LLMModel[]> {
-    const listed = [...(this.fileModels ?? []), ...(this.opts.fromEndpoint && llm?.base_url ? await this.fromEndpoint(llm.base_url, llm.api_key) : [])];
+    const listed = [
+      ...(this.fileModels ?? []),
+      ...(this.opts.fromEndpoint && llm?.base_url ? await this.fromEndpoint(llm.base_url, llm.api_key) : []),
+    ];
     if (llm?.model) listed.push(modelOf(llm.model));
     const unique = new Map<string, LLMModel>();
     for (const m of listed) if (!unique.has(modelKey(m))) unique.set(modelKey(m), m);

@@ -18,7 +18,9 @@ export const SECRET_PATHS: readonly (readonly string[])[] = [
 ];
 
 /** The secret fields of an LLM's settings (api_key, the cloud credentials). */
-export const LLM_SECRET_FIELDS: readonly string[] = SECRET_PATHS.filter((p) => p[0] === 'agent_settings' && p[1] === 'llm').map((p) => p[2]!);
+export const LLM_SECRET_FIELDS: readonly string[] = SECRET_PATHS.filter(
+  (p) => p[0] === 'agent_settings' && p[1] === 'llm',
+).map((p) => p[2]!);
 
 function get(obj: unknown, path: readonly string[]): unknown {
   let v: unknown = obj;

@@ -52,7 +52,8 @@ export function newOrganization(name: string, isPersonal: boolean): Organization
   };
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** JSON merge patch (RFC 7386) without deletion: objects merge key by key, anything else replaces. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
@@ -60,7 +61,12 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   const out: Record<string, unknown> = { ...target };
   for (const [k, v] of Object.entries(patch)) {
     // defineProperty: a key named __proto__ is data like any other, never the object's prototype.
-    Object.defineProperty(out, k, { value: mergePatch(Object.hasOwn(target, k) ? target[k] : undefined, v), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, k, {
+      value: mergePatch(Object.hasOwn(target, k) ? target[k] : undefined, v),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }
@@ -97,7 +103,11 @@ export class OrganizationsService {
     return maskSecrets((await this.access(orgId, userId)).org);
   }
 
-  async list(userId: string, limit: number, afterOrgId?: string): Promise<{ items: Organization[]; last: string | null }> {
+  async list(
+    userId: string,
+    limit: number,
+    afterOrgId?: string,
+  ): Promise<{ items: Organization[]; last: string | null }> {
     const page = await this.deps.memberships.pageForUser(userId, limit, afterOrgId);
     const orgs = await this.deps.organizations.getMany(page.items.map((m) => m.organization_id));
     return { items: orgs.map(maskSecrets), last: page.last };
@@ -110,15 +120,24 @@ export class OrganizationsService {
   async update(orgId: string, userId: string, patch: Record<string, unknown>): Promise<Organization> {
     const { org, role } = await this.access(orgId, userId);
     if (!EDITORS.includes(role)) throw new Forbidden('Only owners and admins can change an organization');
-    const current = Object.fromEntries(Object.keys(OrganizationEditableSchema.shape).map((k) => [k, org[k as keyof Organization]]));
+    const current = Object.fromEntries(
+      Object.keys(OrganizationEditableSchema.shape).map((k) => [k, org[k as keyof Organization]]),
+    );
     // Switching agent_kind starts that variant afresh rather than merging two shapes.
     const agentPatch = patch.agent_settings;
-    const kindChanges = isPlainObject(agentPatch) && agentPatch.agent_kind !== undefined && agentPatch.agent_kind !== org.agent_settings.agent_kind;
+    const kindChanges =
+      isPlainObject(agentPatch) &&
+      agentPatch.agent_kind !== undefined &&
+      agentPatch.agent_kind !== org.agent_settings.agent_kind;
     const base = kindChanges ? { ...current, agent_settings: {} } : current;
     const merged = mergePatch(base, patch);
     const parsed = OrganizationEditableSchema.safeParse(merged);
     if (!parsed.success) throw new InvalidInput(toValidationDetail(parsed.error.issues, merged, 'body'));
-    const next: Organization = sealSecrets({ ...org, ...parsed.data, org_version: org.org_version + 1 }, org, this.deps.box);
+    const next: Organization = sealSecrets(
+      { ...org, ...parsed.data, org_version: org.org_version + 1 },
+      org,
+      this.deps.box,
+    );
     if (!(await this.deps.organizations.replace(next, org.org_version))) {
       throw new Conflict('The organization changed meanwhile; read it again and retry');
     }
@@ -130,7 +149,8 @@ export class OrganizationsService {
     const { org } = await this.access(orgId, userId);
     // The user exists (the caller's key resolved to it) and is a member: a false here is a broken
     // invariant, a 500 with the cause logged by the api.
-    if (!(await this.deps.users.setCurrentOrg(userId, orgId))) throw new Error(`switching user ${userId} to organization ${orgId} changed no user`);
+    if (!(await this.deps.users.setCurrentOrg(userId, orgId)))
+      throw new Error(`switching user ${userId} to organization ${orgId} changed no user`);
     return maskSecrets(org);
   }
 }

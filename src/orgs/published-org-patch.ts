@@ -12,12 +12,19 @@ const PAIRS = [
 ] as const;
 
 export function fromPublishedPatch(body: Record<string, unknown>): Record<string, unknown> {
-  const patch: Record<string, unknown> = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null && v !== undefined));
+  const patch: Record<string, unknown> = Object.fromEntries(
+    Object.entries(body).filter(([, v]) => v !== null && v !== undefined),
+  );
   const problems: ValidationDetail[] = [];
   for (const [diff, field] of PAIRS) {
     if (patch[diff] === undefined) continue;
     if (patch[field] !== undefined) {
-      problems.push({ loc: ['body', diff], msg: `Send ${field} or ${diff}, not both`, type: 'value_error', input: null });
+      problems.push({
+        loc: ['body', diff],
+        msg: `Send ${field} or ${diff}, not both`,
+        type: 'value_error',
+        input: null,
+      });
       continue;
     }
     patch[field] = patch[diff];

@@ -46,8 +46,17 @@ export class StartSettingsResolver {
 
   /** The user's profile named by `ref`; NotFound when they have none such. */
   async profile(userId: string, ref: ProfileRef): Promise<LlmProfile> {
-    const found = !this.deps.llmProfiles ? null : 'id' in ref ? await this.deps.llmProfiles.byId(userId, ref.id) : await this.deps.llmProfiles.byName(userId, ref.name);
-    if (!found) throw new NotFound('id' in ref ? `You have no LLM profile with id ${ref.id} (GET /api/v1/settings/profiles lists yours)` : `You have no LLM profile named ${ref.name}`);
+    const found = !this.deps.llmProfiles
+      ? null
+      : 'id' in ref
+        ? await this.deps.llmProfiles.byId(userId, ref.id)
+        : await this.deps.llmProfiles.byName(userId, ref.name);
+    if (!found)
+      throw new NotFound(
+        'id' in ref
+          ? `You have no LLM profile with id ${ref.id} (GET /api/v1/settings/profiles lists yours)`
+          : `You have no LLM profile named ${ref.name}`,
+      );
     return found;
   }
 
@@ -55,7 +64,11 @@ export class StartSettingsResolver {
    * The settings a start copies; with `profile`, that saved profile's LLM takes the place of the user's
    * own agent_settings.llm (laid over the organization's, as activating it would).
    */
-  async resolve(userId: string, requestSecrets: Record<string, string> = {}, profile?: ProfileRef): Promise<StartSettings> {
+  async resolve(
+    userId: string,
+    requestSecrets: Record<string, string> = {},
+    profile?: ProfileRef,
+  ): Promise<StartSettings> {
     const user = await this.deps.users.get(userId);
     if (!user?.current_org_id) throw new NotFound(`user ${userId} has no active organization`);
     const org = await this.deps.organizations.get(user.current_org_id);
@@ -74,7 +87,9 @@ export class StartSettingsResolver {
     if (chosen) {
       const withProfile = applyAgentDiff(org.agent_settings, { ...ownDiff, llm: chosen.llm });
       if (!withProfile.success || withProfile.data.agent_kind === 'acp') {
-        throw new Conflict(`The LLM profile ${chosen.name} does not fit your agent settings (${withProfile.success ? 'your agent is an ACP agent, which takes no LLM' : withProfile.error.issues[0]?.message})`);
+        throw new Conflict(
+          `The LLM profile ${chosen.name} does not fit your agent settings (${withProfile.success ? 'your agent is an ACP agent, which takes no LLM' : withProfile.error.issues[0]?.message})`,
+        );
       }
       agent_settings = withProfile.data;
     }

@@ -6,9 +6,22 @@
 import { z } from 'zod';
 import { SecretBox } from '../auth/secret-box';
 import { Conflict, InvalidInput, NotFound } from '../errors';
-import { AgentSettingsSchema, ConversationSettingsSchema, type AgentSettings, type ConversationSettings, type Organization, type Role } from '../schemas/organizations';
+import {
+  AgentSettingsSchema,
+  ConversationSettingsSchema,
+  type AgentSettings,
+  type ConversationSettings,
+  type Organization,
+  type Role,
+} from '../schemas/organizations';
 import { SECRET_MASK } from '../schemas/secret-mask';
-import { PERMISSIONS, SECRET_LIMITS, type GitProvider, type SettingsUpdate, type SettingsView } from '../schemas/settings';
+import {
+  PERMISSIONS,
+  SECRET_LIMITS,
+  type GitProvider,
+  type SettingsUpdate,
+  type SettingsView,
+} from '../schemas/settings';
 import { toValidationDetail, type ValidationDetail } from '../schemas/validation-detail';
 import type { MembershipsStore } from '../store/memberships-store';
 import type { OrganizationsStore } from '../store/organizations-store';
@@ -62,7 +75,10 @@ export function applyAgentDiff(org: AgentSettings, diff: Json): z.ZodSafeParseRe
   return AgentSettingsSchema.safeParse(mergePatch(base, diff));
 }
 
-export function applyConversationDiff(org: ConversationSettings, diff: Json): z.ZodSafeParseResult<ConversationSettings> {
+export function applyConversationDiff(
+  org: ConversationSettings,
+  diff: Json,
+): z.ZodSafeParseResult<ConversationSettings> {
   return ConversationSettingsSchema.safeParse(mergePatch(org, diff));
 }
 
@@ -118,7 +134,10 @@ export class UserSettingsService {
   /** The user's active organization (sealed, as stored). */
   private async activeOrganization(user: User): Promise<Organization> {
     const org = user.current_org_id ? await this.deps.organizations.get(user.current_org_id) : null;
-    if (!org) throw new NotFound('Your active organization does not exist; switch to one of yours (POST /api/organizations/{org_id}/switch)');
+    if (!org)
+      throw new NotFound(
+        'Your active organization does not exist; switch to one of yours (POST /api/organizations/{org_id}/switch)',
+      );
     return org;
   }
 
@@ -126,7 +145,10 @@ export class UserSettingsService {
   private effective(org: Organization, s: UserSettings): { agent: AgentSettings; conversation: ConversationSettings } {
     const agent = applyAgentDiff(org.agent_settings, s.agent_settings_diff);
     const conversation = applyConversationDiff(org.conversation_settings, s.conversation_settings_diff);
-    return { agent: agent.success ? agent.data : org.agent_settings, conversation: conversation.success ? conversation.data : org.conversation_settings };
+    return {
+      agent: agent.success ? agent.data : org.agent_settings,
+      conversation: conversation.success ? conversation.data : org.conversation_settings,
+    };
   }
 
   /** GET /api/v1/settings. */
@@ -168,7 +190,11 @@ export class UserSettingsService {
     const { agent } = this.effective(org, await this.deps.userSettings.get(userId));
     if (agent.agent_kind === 'acp') return undefined;
     const key = agent.llm.api_key;
-    return { model: agent.llm.model, base_url: agent.llm.base_url, api_key: key && SecretBox.isSealed(key) ? this.deps.box.open(key) : key };
+    return {
+      model: agent.llm.model,
+      base_url: agent.llm.base_url,
+      api_key: key && SecretBox.isSealed(key) ? this.deps.box.open(key) : key,
+    };
   }
 
   /** POST /api/v1/settings: diffs merged into the stored ones, the result validated whole over the organization's. */
@@ -180,21 +206,43 @@ export class UserSettingsService {
     const next: UserSettings = { ...s, user_version: s.user_version + 1, updated_at: new Date() };
 
     let agentPatch: Json | undefined = update.agent_settings_diff ?? undefined;
-    if (update.llm_api_key !== undefined && update.llm_api_key !== null) agentPatch = mergePatch(agentPatch ?? {}, { llm: { api_key: update.llm_api_key } }) as Json;
+    if (update.llm_api_key !== undefined && update.llm_api_key !== null)
+      agentPatch = mergePatch(agentPatch ?? {}, { llm: { api_key: update.llm_api_key } }) as Json;
     if (agentPatch) {
       const current = this.effective(org, s).agent;
       const kindChanges = agentPatch.agent_kind !== undefined && agentPatch.agent_kind !== current.agent_kind;
       const previous = kindChanges ? {} : s.agent_settings_diff;
-      const diff = dropClearedSecrets(mergePatch(previous, sealDiffSecrets(agentPatch, s.agent_settings_diff, this.deps.box)) as Json);
+      const diff = dropClearedSecrets(
+        mergePatch(previous, sealDiffSecrets(agentPatch, s.agent_settings_diff, this.deps.box)) as Json,
+      );
       const checked = applyAgentDiff(org.agent_settings, diff);
       if (checked.success) next.agent_settings_diff = diff;
-      else problems.push(...underField('agent_settings_diff', checked.error.issues, mergePatch(diff.agent_kind !== undefined && diff.agent_kind !== org.agent_settings.agent_kind ? {} : org.agent_settings, diff)));
+      else
+        problems.push(
+          ...underField(
+            'agent_settings_diff',
+            checked.error.issues,
+            mergePatch(
+              diff.agent_kind !== undefined && diff.agent_kind !== org.agent_settings.agent_kind
+                ? {}
+                : org.agent_settings,
+              diff,
+            ),
+          ),
+        );
     }
     if (update.conversation_settings_diff) {
       const diff = mergePatch(s.conversation_settings_diff, update.conversation_settings_diff) as Json;
       const checked = applyConversationDiff(org.conversation_settings, diff);
       if (checked.success) next.conversation_settings_diff = diff;
-      else problems.push(...underField('conversation_settings_diff', checked.error.issues, mergePatch(org.conversation_settings, diff)));
+      else
+        problems.push(
+          ...underField(
+            'conversation_settings_diff',
+            checked.error.issues,
+            mergePatch(org.conversation_settings, diff),
+          ),
+        );
     }
     for (const [field, diff] of [
       ['agent_settings_diff', next.agent_settings_diff],
@@ -202,15 +250,23 @@ export class UserSettingsService {
     ] as const) {
       const bytes = Buffer.byteLength(JSON.stringify(diff), 'utf8');
       if (bytes > SECRET_LIMITS.diffBytes) {
-        problems.push({ loc: ['body', field], msg: `Your stored ${field} would hold ${bytes} bytes, more than ${SECRET_LIMITS.diffBytes}`, type: 'too_long', input: null, ctx: { max_bytes: SECRET_LIMITS.diffBytes } });
+        problems.push({
+          loc: ['body', field],
+          msg: `Your stored ${field} would hold ${bytes} bytes, more than ${SECRET_LIMITS.diffBytes}`,
+          type: 'too_long',
+          input: null,
+          ctx: { max_bytes: SECRET_LIMITS.diffBytes },
+        });
       }
     }
     if (problems.length > 0) throw new InvalidInput(problems);
     for (const k of ['language', 'git_user_name', 'git_user_email', 'user_consents_to_analytics'] as const) {
       if (update[k] !== undefined && update[k] !== null) (next as unknown as Json)[k] = update[k];
     }
-    if (typeof update.enable_sound_notifications === 'boolean') next.enable_sound_notifications = update.enable_sound_notifications;
-    if (!(await this.deps.userSettings.put(next, s.user_version))) throw new Conflict('Your settings changed while this change was made; send it again');
+    if (typeof update.enable_sound_notifications === 'boolean')
+      next.enable_sound_notifications = update.enable_sound_notifications;
+    if (!(await this.deps.userSettings.put(next, s.user_version)))
+      throw new Conflict('Your settings changed while this change was made; send it again');
     return this.load(userId);
   }
 
@@ -222,7 +278,10 @@ export class UserSettingsService {
 
   /** Creates a secret, or overwrites one of the same name; a new name past the per-user limit is refused. */
   async createSecret(userId: string, s: { name: string; value: string; description?: string | null }): Promise<void> {
-    if (!(await this.deps.userSecrets.has(userId, s.name)) && (await this.deps.userSecrets.count(userId)) >= SECRET_LIMITS.perUser) {
+    if (
+      !(await this.deps.userSecrets.has(userId, s.name)) &&
+      (await this.deps.userSecrets.count(userId)) >= SECRET_LIMITS.perUser
+    ) {
       throw new Conflict(`You have ${SECRET_LIMITS.perUser} secrets, the most a user may keep: delete one first`);
     }
     await this.deps.userSecrets.set(userId, s.name, s.value, s.description);
@@ -240,13 +299,21 @@ export class UserSettingsService {
    * Stores git provider tokens. A token that is null, "" or the mask keeps the stored one (its host may
    * change); a provider without a stored token needs one. Providers not named keep theirs.
    */
-  async storeProviderTokens(userId: string, tokens: Partial<Record<GitProvider, { token?: string | null; host?: string | null }>>): Promise<void> {
+  async storeProviderTokens(
+    userId: string,
+    tokens: Partial<Record<GitProvider, { token?: string | null; host?: string | null }>>,
+  ): Promise<void> {
     const stored = await this.deps.userSecrets.providersSet(userId);
     const problems: ValidationDetail[] = [];
     for (const [provider, t] of Object.entries(tokens)) {
       const keeps = t.token === undefined || t.token === null || t.token === '' || t.token === SECRET_MASK;
       if (keeps && !stored[provider]) {
-        problems.push({ loc: ['body', 'provider_tokens', provider, 'token'], msg: `No token is stored for ${provider}: send one`, type: 'missing', input: t.token ?? null });
+        problems.push({
+          loc: ['body', 'provider_tokens', provider, 'token'],
+          msg: `No token is stored for ${provider}: send one`,
+          type: 'missing',
+          input: t.token ?? null,
+        });
       }
     }
     if (problems.length > 0) throw new InvalidInput(problems);
@@ -284,7 +351,9 @@ export class UserSettingsService {
       git_user_name: s.git_user_name,
       git_user_email: s.git_user_email,
       v1_enabled: org?.v1_enabled ?? true,
-      agent_settings: effective ? (maskSecrets({ agent_settings: effective.agent }).agent_settings as unknown as Json) : {},
+      agent_settings: effective
+        ? (maskSecrets({ agent_settings: effective.agent }).agent_settings as unknown as Json)
+        : {},
       conversation_settings: effective?.conversation ?? ConversationSettingsSchema.parse({}),
     };
   }

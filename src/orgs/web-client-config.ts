@@ -2,7 +2,10 @@
 import type { Config } from '../config';
 import { SECRET_LIMITS, type WebClientConfig } from '../schemas/settings';
 
-export function webClientConfig(config: Pick<Config, 'starts' | 'limits'>, startedAt: Date = new Date()): WebClientConfig {
+export function webClientConfig(
+  config: Pick<Config, 'starts' | 'limits'>,
+  startedAt: Date = new Date(),
+): WebClientConfig {
   let cloneHost: string | undefined;
   try {
     cloneHost = new URL(config.starts.gitCloneBaseUrl).host;
@@ -37,6 +40,11 @@ export function webClientConfig(config: Pick<Config, 'starts' | 'limits'>, start
     error_message: null,
     updated_at: startedAt.toISOString(),
     provider_default_hosts: cloneHost ? { git_host_a: cloneHost } : {},
-    limits: { max_body_bytes: config.limits.maxBodyBytes, secret_value_bytes: SECRET_LIMITS.valueBytes, secrets_per_user: SECRET_LIMITS.perUser, page_limit: 100 },
+    limits: {
+      max_body_bytes: config.limits.maxBodyBytes,
+      secret_value_bytes: SECRET_LIMITS.valueBytes,
+      secrets_per_user: SECRET_LIMITS.perUser,
+      page_limit: 100,
+    },
   };
 }

@@ -37,5 +37,11 @@ export function readAgentServerEnv(dir: string): AgentServerEnv | null {
   } catch {
     return null;
   }
-  return { dir, python: path.join(dir, d.python), libDir: d.libDir === null ? null : path.join(dir, d.libDir), version: d.version, pythonVersion: d.pythonVersion };
+  return {
+    dir,
+    python: path.join(dir, d.python),
+    libDir: d.libDir === null ? null : path.join(dir, d.libDir),
+    version: d.version,
+    pythonVersion: d.pythonVersion,
+  };
 }

@@ -82,7 +82,7 @@ export async function processesWithEnv(name: string, value: string): Promise<num
 
 function splitNul(buf: Buffer): Buffer[] {
   const parts: Buffer[] = [];
-  for (let start = 0; start < buf.length; ) {
+  for (let start = 0; start < buf.length;) {
     const end = buf.indexOf(0, start);
     parts.push(buf.subarray(start, end === -1 ? buf.length : end));
     start = end === -1 ? buf.length : end + 1;
@@ -90,7 +90,11 @@ function splitNul(buf: Buffer): Buffer[] {
   return parts;
 }
 
-const pids = () => fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number);
+const pids = () =>
+  fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number);
 
 /**
  * Each process's `/proc/<pid>/<file>` now, as [pid, text]; a process that exited between the listing
@@ -120,7 +124,8 @@ async function userProcesses(uid: number): Promise<{ pid: number; state: string 
     pids().map(async (pid) => {
       const status = await fs.promises.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
       const state = /^State:\s+(\S)/m.exec(status)?.[1] ?? 'X';
-      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && state !== 'Z' && state !== 'X') found.push({ pid, state });
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && state !== 'Z' && state !== 'X')
+        found.push({ pid, state });
     }),
   );
   return found.sort((a, b) => a.pid - b.pid);
@@ -151,7 +156,8 @@ export async function stopThenKill(list: () => number[] | Promise<number[]>, wha
     // Done when all it lists are zombies: one that vanished since the listing may have forked first.
     if (listed.every((pid) => readStat(pid)?.state === 'Z')) return;
     const pids = listed.filter((pid) => !['Z', 'X'].includes(readStat(pid)?.state ?? 'X'));
-    if (round >= 20 || pids.every((pid) => ['T', 't'].includes(readStat(pid)?.state ?? 'X'))) signalAll(pids, 'SIGKILL');
+    if (round >= 20 || pids.every((pid) => ['T', 't'].includes(readStat(pid)?.state ?? 'X')))
+      signalAll(pids, 'SIGKILL');
     else signalAll(pids, 'SIGSTOP');
     await sleep(round < 20 ? 2 : 20);
   }

@@ -51,7 +51,8 @@ function chainUntrusted(file: string, lexical: boolean): string | null {
       if (!allowed.has(st.uid)) return `${p} belongs to uid ${st.uid}`;
       const sticky = below && !missing && st.isDirectory() && (st.mode & STICKY) !== 0;
       // A link's own mode means nothing; who may replace it is its directory's business (the next step up).
-      if (!st.isSymbolicLink() && (st.mode & GROUP_OR_OTHER_WRITE) !== 0 && !sticky) return `${p} is writable by others (mode ${(st.mode & 0o7777).toString(8)})`;
+      if (!st.isSymbolicLink() && (st.mode & GROUP_OR_OTHER_WRITE) !== 0 && !sticky)
+        return `${p} is writable by others (mode ${(st.mode & 0o7777).toString(8)})`;
     }
     const parent = path.dirname(p);
     if (parent === p) return null;
@@ -107,5 +108,7 @@ export function trustedProgram(name: string, install = name): string {
     resolved.set(name, file);
     return file;
   }
-  throw new Error(`${name} was not found in ${trustedPath()} (a program the service runs must be there, owned by root and writable by no one else): install ${install}`);
+  throw new Error(
+    `${name} was not found in ${trustedPath()} (a program the service runs must be there, owned by root and writable by no one else): install ${install}`,
+  );
 }

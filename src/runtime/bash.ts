@@ -27,7 +27,12 @@ const DRAIN_MS = 100;
 
 export function executeBash(o: BashOptions): Promise<BashResult> {
   return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', o.command], { cwd: o.cwd, env: o.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', o.command], {
+      cwd: o.cwd,
+      env: o.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     let kept = 0;
     let dropped = 0;

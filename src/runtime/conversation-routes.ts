@@ -37,11 +37,7 @@ async function conflictsAs409<T>(f: () => T | Promise<T>): Promise<T> {
 }
 
 export function conversationRoutes(router: ApiRouter, registry: ConversationRegistry): ApiRouter {
-  const action = (
-    name: 'run' | 'pause' | 'interrupt' | 'condense',
-    summary: string,
-    act: (c: Conversation) => void,
-  ) =>
+  const action = (name: 'run' | 'pause' | 'interrupt' | 'condense', summary: string, act: (c: Conversation) => void) =>
     router.route(
       {
         method: 'post',
@@ -100,7 +96,8 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
         method: 'delete',
         path: '/api/conversations/:conversation_id',
         operationId: 'deleteConversation',
-        summary: 'Delete a conversation: its agent loop stops (as by an interrupt), its state and unsent events are removed',
+        summary:
+          'Delete a conversation: its agent loop stops (as by an interrupt), its state and unsent events are removed',
         security: 'SessionAPIKeyHeader',
         params: ConversationPathSchema,
         responses: { 200: { description: 'Deleted', schema: SuccessSchema }, 404: error('No such conversation') },
@@ -156,11 +153,16 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
       path: '/api/conversations/:conversation_id/ask_agent',
       operationId: 'askAgent',
       summary: 'Ask the agent a question about the conversation without adding to it; answers its reply',
-      description: 'One LLM call on the conversation so far and the question, no tools; the conversation and its log are unchanged. 502 when the LLM endpoint fails.',
+      description:
+        'One LLM call on the conversation so far and the question, no tools; the conversation and its log are unchanged. 502 when the LLM endpoint fails.',
       security: 'SessionAPIKeyHeader',
       params: ConversationPathSchema,
       body: AskAgentRequestSchema,
-      responses: { 200: { description: 'The agent answered', schema: AskAgentResponseSchema }, 404: error('No such conversation'), 502: error('The LLM endpoint failed') },
+      responses: {
+        200: { description: 'The agent answered', schema: AskAgentResponseSchema },
+        404: error('No such conversation'),
+        502: error('The LLM endpoint failed'),
+      },
     },
     async (ctx, { params, body }) => {
       const c = registry.get(params.conversation_id);
@@ -168,9 +170,15 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
       const gone = new AbortController();
       ctx.res.once('close', () => gone.abort());
       try {
-        ctx.body = { response: await c.ask(body.question, AbortSignal.any([gone.signal, AbortSignal.timeout(ASK_AGENT_TIMEOUT_MS)])) };
+        ctx.body = {
+          response: await c.ask(
+            body.question,
+            AbortSignal.any([gone.signal, AbortSignal.timeout(ASK_AGENT_TIMEOUT_MS)]),
+          ),
+        };
       } catch (e) {
-        if (e instanceof LlmError || (e as Error).name === 'TimeoutError') throw new HttpError(502, `The LLM endpoint failed: ${(e as Error).message}`);
+        if (e instanceof LlmError || (e as Error).name === 'TimeoutError')
+          throw new HttpError(502, `The LLM endpoint failed: ${(e as Error).message}`);
         throw e;
       }
     },
@@ -194,6 +202,8 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
   action('run', 'Run the agent until it finishes, is paused or needs a confirmation', (c) => c.run());
   action('pause', 'Pause after the current step (PauseEvent now, PAUSED when the step ends)', (c) => c.pause());
   action('interrupt', 'Cancel the current step at once (InterruptEvent, then PAUSED)', (c) => c.interrupt());
-  action('condense', 'Ask for a condensation of the history (CondensationRequest); it happens at the next step', (c) => c.requestCondensation());
+  action('condense', 'Ask for a condensation of the history (CondensationRequest); it happens at the next step', (c) =>
+    c.requestCondensation(),
+  );
   return router;
 }

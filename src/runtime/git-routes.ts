@@ -9,7 +9,14 @@ import { z } from 'zod';
 import { HttpError } from '../web/errors';
 import type { ApiRouter } from '../web/route';
 import { ErrorResponseSchema } from '../schemas/errors';
-import { GIT_REF_PATTERN, GitChangeSchema, GitDiffSchema, GitViewError, type GitViewFailure, type GitViews } from './git-views';
+import {
+  GIT_REF_PATTERN,
+  GitChangeSchema,
+  GitDiffSchema,
+  GitViewError,
+  type GitViewFailure,
+  type GitViews,
+} from './git-views';
 
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 
@@ -27,7 +34,10 @@ const GitRefQuerySchema = z.object({
     .string()
     .min(1)
     .max(200)
-    .regex(GIT_REF_PATTERN, 'a ref is a branch, tag or commit name (letters, digits and . _ / ~ ^ @ { } -), and does not start with -')
+    .regex(
+      GIT_REF_PATTERN,
+      'a ref is a branch, tag or commit name (letters, digits and . _ / ~ ^ @ { } -), and does not start with -',
+    )
     .optional()
     .meta({ description: 'The ref to compare with. Default: HEAD.' }),
 });
@@ -66,7 +76,8 @@ export function gitRoutes(router: ApiRouter, views: GitViews): ApiRouter {
         method: 'get',
         path: '/api/git/changes/:path',
         operationId: 'gitChanges',
-        summary: "The files a repository's working tree changed against the ref (untracked ones are ADDED), relative to its root",
+        summary:
+          "The files a repository's working tree changed against the ref (untracked ones are ADDED), relative to its root",
         security: 'SessionAPIKeyHeader',
         params: GitPathSchema,
         query: GitRefQuerySchema,

@@ -12,13 +12,30 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PathEscapeError, resolveInside } from './workspace-paths';
 
-export { GIT_CHANGE_STATUSES, GitChangeSchema, GitDiffSchema, type GitChange, type GitChangeStatus, type GitDiff } from '../schemas/git';
+export {
+  GIT_CHANGE_STATUSES,
+  GitChangeSchema,
+  GitDiffSchema,
+  type GitChange,
+  type GitChangeStatus,
+  type GitDiff,
+} from '../schemas/git';
 import type { GitChange, GitDiff } from '../schemas/git';
 
 /** A ref a client may name: a branch, a tag, a commit, `HEAD~2`, `main^`, `HEAD@{1}`; never an option. */
 export const GIT_REF_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._/~^@{}-]*$/;
 
-export const GIT_VIEW_FAILURES = ['outside', 'not_found', 'not_a_repository', 'not_a_file', 'unknown_ref', 'too_large', 'timeout', 'busy', 'unavailable'] as const;
+export const GIT_VIEW_FAILURES = [
+  'outside',
+  'not_found',
+  'not_a_repository',
+  'not_a_file',
+  'unknown_ref',
+  'too_large',
+  'timeout',
+  'busy',
+  'unavailable',
+] as const;
 export type GitViewFailure = (typeof GIT_VIEW_FAILURES)[number];
 
 /** Why a view cannot be given; the routes map each reason to a status. */
@@ -46,7 +63,16 @@ export interface GitViewOptions {
 }
 
 /** Settings that keep a repository's configuration from running programs or printing quoted names. */
-const SAFE_CONFIG = ['-c', 'core.fsmonitor=false', '-c', 'core.quotePath=false', '-c', 'diff.external=', '-c', 'core.untrackedCache=false'];
+const SAFE_CONFIG = [
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'core.quotePath=false',
+  '-c',
+  'diff.external=',
+  '-c',
+  'core.untrackedCache=false',
+];
 
 interface GitRun {
   code: number;
@@ -74,14 +100,28 @@ export class GitViews {
       const target = this.resolve(requested);
       const stat = await fs.promises.stat(target).catch(() => null);
       if (!stat) throw new GitViewError('not_found', `No such directory: ${requested}`);
-      if (!stat.isDirectory()) throw new GitViewError('not_a_repository', `${requested} is a file, not a repository directory`);
+      if (!stat.isDirectory())
+        throw new GitViewError('not_a_repository', `${requested} is a file, not a repository directory`);
       const top = await this.repositoryOf(target, requested);
       const base = await this.base(top, ref);
-      const diff = await this.git(top, ['diff', '--no-ext-diff', '--no-textconv', '--name-status', '-z', '-M', base, '--'], this.maxListBytes, 'the list of changes');
+      const diff = await this.git(
+        top,
+        ['diff', '--no-ext-diff', '--no-textconv', '--name-status', '-z', '-M', base, '--'],
+        this.maxListBytes,
+        'the list of changes',
+      );
       if (diff.code !== 0) throw new Error(`git diff failed: ${diff.stderr.slice(0, 500)}`);
-      const untracked = await this.git(top, ['ls-files', '--others', '--exclude-standard', '-z'], this.maxListBytes, 'the list of changes');
+      const untracked = await this.git(
+        top,
+        ['ls-files', '--others', '--exclude-standard', '-z'],
+        this.maxListBytes,
+        'the list of changes',
+      );
       if (untracked.code !== 0) throw new Error(`git ls-files failed: ${untracked.stderr.slice(0, 500)}`);
-      const changes = [...parseNameStatus(diff.stdout.toString('utf8')), ...nulSeparated(untracked.stdout.toString('utf8')).map((p) => ({ status: 'ADDED' as const, path: p }))];
+      const changes = [
+        ...parseNameStatus(diff.stdout.toString('utf8')),
+        ...nulSeparated(untracked.stdout.toString('utf8')).map((p) => ({ status: 'ADDED' as const, path: p })),
+      ];
       return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     });
   }
@@ -94,7 +134,8 @@ export class GitViews {
       if (stat?.isDirectory()) throw new GitViewError('not_a_file', `${requested} is a directory, not a file`);
       const top = await this.repositoryOf(await this.existingDirOf(target), requested);
       const relative = path.relative(top, target).split(path.sep).join('/');
-      if (!relative || relative.startsWith('../')) throw new GitViewError('not_a_file', `${requested} is not a file of the repository at ${top}`);
+      if (!relative || relative.startsWith('../'))
+        throw new GitViewError('not_a_file', `${requested} is not a file of the repository at ${top}`);
       const base = await this.base(top, ref);
       const original = await this.blobAt(top, base, relative, requested);
       let modified: string | null = null;
@@ -102,7 +143,8 @@ export class GitViews {
         if (stat.size > this.maxFileBytes) throw this.tooLarge(requested, stat.size);
         modified = await readBounded(target, this.maxFileBytes, () => this.tooLarge(requested));
       }
-      if (original === null && modified === null) throw new GitViewError('not_found', `${requested} is neither in ${ref ?? 'HEAD'} nor in the working tree`);
+      if (original === null && modified === null)
+        throw new GitViewError('not_found', `${requested} is neither in ${ref ?? 'HEAD'} nor in the working tree`);
       return { modified, original };
     });
   }
@@ -110,7 +152,8 @@ export class GitViews {
   // ---- pieces ----
 
   private async limited<T>(f: () => Promise<T>): Promise<T> {
-    if (this.running >= this.maxConcurrent) throw new GitViewError('busy', `Too many git views at once (${this.maxConcurrent}); try again`);
+    if (this.running >= this.maxConcurrent)
+      throw new GitViewError('busy', `Too many git views at once (${this.maxConcurrent}); try again`);
     this.running++;
     try {
       return await f();
@@ -141,18 +184,31 @@ export class GitViews {
   private async repositoryOf(dir: string, requested: string): Promise<string> {
     const r = await this.git(dir, ['rev-parse', '--show-toplevel'], 64 * 1024, 'the repository root');
     const top = r.stdout.toString('utf8').trim();
-    if (r.code !== 0 || !top) throw new GitViewError('not_a_repository', `${requested} is not in a git repository (with a working tree) inside the working directory`);
+    if (r.code !== 0 || !top)
+      throw new GitViewError(
+        'not_a_repository',
+        `${requested} is not in a git repository (with a working tree) inside the working directory`,
+      );
     try {
       return resolveInside(this.o.workingDir, top);
     } catch {
-      throw new GitViewError('not_a_repository', `${requested} is not in a git repository inside the working directory`);
+      throw new GitViewError(
+        'not_a_repository',
+        `${requested} is not in a git repository inside the working directory`,
+      );
     }
   }
 
   /** The commit `ref` names; without a ref HEAD, or the empty tree while HEAD is unborn (no commit yet). */
   private async base(top: string, ref: string | undefined): Promise<string> {
-    if (ref !== undefined && !GIT_REF_PATTERN.test(ref)) throw new GitViewError('unknown_ref', `Not a ref: ${JSON.stringify(ref)}`);
-    const r = await this.git(top, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref ?? 'HEAD'}^{commit}`], 4096, 'a commit id');
+    if (ref !== undefined && !GIT_REF_PATTERN.test(ref))
+      throw new GitViewError('unknown_ref', `Not a ref: ${JSON.stringify(ref)}`);
+    const r = await this.git(
+      top,
+      ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref ?? 'HEAD'}^{commit}`],
+      4096,
+      'a commit id',
+    );
     if (r.code === 0) return r.stdout.toString('utf8').trim();
     if (ref !== undefined) throw new GitViewError('unknown_ref', `No commit ${JSON.stringify(ref)} in the repository`);
     const empty = await this.git(top, ['hash-object', '-t', 'tree', '/dev/null'], 4096, 'the empty tree');
@@ -169,12 +225,20 @@ export class GitViews {
     const bytes = Number(size.stdout.toString('utf8').trim());
     if (size.code !== 0 || !Number.isFinite(bytes)) return null;
     if (bytes > this.maxFileBytes) throw this.tooLarge(requested, bytes);
-    const blob = await this.git(top, ['cat-file', 'blob', object], this.maxFileBytes + 1, `the content of ${requested}`);
+    const blob = await this.git(
+      top,
+      ['cat-file', 'blob', object],
+      this.maxFileBytes + 1,
+      `the content of ${requested}`,
+    );
     return blob.code === 0 ? blob.stdout.toString('utf8') : null;
   }
 
   private tooLarge(requested: string, size?: number): GitViewError {
-    return new GitViewError('too_large', `${requested} is larger than the limit of ${this.maxFileBytes} bytes${size !== undefined ? ` (${size} bytes)` : ''}`);
+    return new GitViewError(
+      'too_large',
+      `${requested} is larger than the limit of ${this.maxFileBytes} bytes${size !== undefined ? ` (${size} bytes)` : ''}`,
+    );
   }
 
   private git(cwd: string, args: string[], maxBuffer: number, what: string): Promise<GitRun> {
@@ -183,12 +247,23 @@ export class GitViews {
       execFile(
         'git',
         [...SAFE_CONFIG, ...args],
-        { cwd, env: gitEnv(path.dirname(root)), timeout: this.timeoutMs, killSignal: 'SIGKILL', maxBuffer, encoding: 'buffer', windowsHide: true },
+        {
+          cwd,
+          env: gitEnv(path.dirname(root)),
+          timeout: this.timeoutMs,
+          killSignal: 'SIGKILL',
+          maxBuffer,
+          encoding: 'buffer',
+          windowsHide: true,
+        },
         (err, stdout, stderr) => {
           const e = err as (NodeJS.ErrnoException & { killed?: boolean; code?: string | number }) | null;
-          if (e?.code === 'ENOENT') return reject(new GitViewError('unavailable', 'git is not installed in this runtime'));
-          if (e?.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') return reject(new GitViewError('too_large', `${what} is larger than the limit of ${maxBuffer} bytes`));
-          if (e?.killed) return reject(new GitViewError('timeout', `git took longer than ${this.timeoutMs} ms for ${what}`));
+          if (e?.code === 'ENOENT')
+            return reject(new GitViewError('unavailable', 'git is not installed in this runtime'));
+          if (e?.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER')
+            return reject(new GitViewError('too_large', `${what} is larger than the limit of ${maxBuffer} bytes`));
+          if (e?.killed)
+            return reject(new GitViewError('timeout', `git took longer than ${this.timeoutMs} ms for ${what}`));
           if (e && typeof e.code !== 'number') return reject(e);
           resolve({ code: typeof e?.code === 'number' ? e.code : 0, stdout, stderr: stderr.toString('utf8') });
         },
@@ -210,7 +285,7 @@ const nulSeparated = (s: string) => s.split('\0').filter(Boolean);
 export function parseNameStatus(output: string): GitChange[] {
   const fields = output.split('\0');
   const changes: GitChange[] = [];
-  for (let i = 0; i < fields.length; ) {
+  for (let i = 0; i < fields.length;) {
     const code = fields[i++]!;
     if (!code) continue;
     const kind = code[0];

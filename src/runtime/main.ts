@@ -14,7 +14,9 @@ async function main(): Promise<void> {
   const config = loadRuntimeConfig();
   const logger = pino({ name: 'runtime', level: process.env.LOG_LEVEL ?? 'info' });
   // One conversation's unexpected failure must not stop the others: logged, and the runtime goes on.
-  process.on('unhandledRejection', (e) => logger.error({ err: (e as Error)?.message ?? String(e) }, 'unhandled rejection'));
+  process.on('unhandledRejection', (e) =>
+    logger.error({ err: (e as Error)?.message ?? String(e) }, 'unhandled rejection'),
+  );
   const server = await startRuntimeServer(config, logger);
   logger.info({ url: server.url, working_dir: config.workingDir }, 'runtime listening');
   // With RUNTIME_PORT=0 the system chose the port (no other process can take it first): the provider
@@ -24,7 +26,10 @@ async function main(): Promise<void> {
     try {
       fs.writeSync(portFd, new URL(server.url).port);
     } catch (e) {
-      logger.warn({ err: (e as Error).message }, 'the port could not be reported (the worker that started this runtime is gone)');
+      logger.warn(
+        { err: (e as Error).message },
+        'the port could not be reported (the worker that started this runtime is gone)',
+      );
     }
     fs.closeSync(portFd);
   }

@@ -29,7 +29,8 @@ export function groupDeadline(child: ChildProcess, timeoutMs: number, signal?: A
     state.aborted = true;
     kill();
   };
-  if (signal?.aborted) onAbort(); // a listener added now would never fire
+  if (signal?.aborted)
+    onAbort(); // a listener added now would never fire
   else signal?.addEventListener('abort', onAbort, { once: true });
   return {
     get timedOut() {

@@ -39,7 +39,9 @@ export interface RuntimeConfig {
 export function loadRuntimeConfig(env: NodeJS.ProcessEnv = process.env): RuntimeConfig {
   const r = runtimeEnvSchema.safeParse(env);
   if (!r.success) {
-    throw new Error(`Invalid runtime configuration:\n${r.error.issues.map((i) => `  - ${i.path.join('.')}: ${i.message}`).join('\n')}`);
+    throw new Error(
+      `Invalid runtime configuration:\n${r.error.issues.map((i) => `  - ${i.path.join('.')}: ${i.message}`).join('\n')}`,
+    );
   }
   const e = r.data;
   return {
@@ -50,7 +52,10 @@ export function loadRuntimeConfig(env: NodeJS.ProcessEnv = process.env): Runtime
     sandboxDir: e.RUNTIME_SANDBOX_DIR && path.resolve(e.RUNTIME_SANDBOX_DIR),
     controlPlaneUrl: e.CONTROL_PLANE_URL?.replace(/\/+$/, ''),
     stateDir: path.resolve(
-      e.RUNTIME_STATE_DIR ?? (e.RUNTIME_SANDBOX_DIR ? path.join(e.RUNTIME_SANDBOX_DIR, 'conversations') : path.join(path.dirname(path.resolve(e.RUNTIME_WORKING_DIR)), '.agent-runtime', 'conversations')),
+      e.RUNTIME_STATE_DIR ??
+        (e.RUNTIME_SANDBOX_DIR
+          ? path.join(e.RUNTIME_SANDBOX_DIR, 'conversations')
+          : path.join(path.dirname(path.resolve(e.RUNTIME_WORKING_DIR)), '.agent-runtime', 'conversations')),
     ),
     maxOutputBytes: e.RUNTIME_MAX_OUTPUT_BYTES,
     maxUploadBytes: e.RUNTIME_MAX_UPLOAD_BYTES,

@@ -29,8 +29,18 @@ import { PathEscapeError, resolveInside } from './workspace-paths';
 const BashRequestSchema = z
   .strictObject({
     command: z.string().min(1),
-    cwd: z.string().min(1).nullable().optional().meta({ description: 'Relative to the working directory (default: it).' }),
-    timeout: z.number().positive().max(24 * 3600).default(300).meta({ description: 'Seconds before the command is killed.' }),
+    cwd: z
+      .string()
+      .min(1)
+      .nullable()
+      .optional()
+      .meta({ description: 'Relative to the working directory (default: it).' }),
+    timeout: z
+      .number()
+      .positive()
+      .max(24 * 3600)
+      .default(300)
+      .meta({ description: 'Seconds before the command is killed.' }),
   })
   .meta({ id: 'ExecuteBashRequest' });
 
@@ -38,7 +48,9 @@ const BashResultSchema = z
   .object({ exit_code: z.number().int(), output: z.string(), timed_out: z.boolean() })
   .meta({ id: 'ExecuteBashResult' });
 
-const FileQuerySchema = z.object({ path: z.string().min(1).meta({ description: 'Relative to the working directory.' }) });
+const FileQuerySchema = z.object({
+  path: z.string().min(1).meta({ description: 'Relative to the working directory.' }),
+});
 
 function sessionKeyCheck(expected: string): Middleware {
   const want = Buffer.from(expected);
@@ -79,15 +91,34 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry
 
   router
     .route(
-      { method: 'get', path: '/alive', operationId: 'alive', summary: 'Liveness', security: null, responses: { 200: { description: 'Up' } } },
+      {
+        method: 'get',
+        path: '/alive',
+        operationId: 'alive',
+        summary: 'Liveness',
+        security: null,
+        responses: { 200: { description: 'Up' } },
+      },
       (ctx) => {
         ctx.body = { status: 'ok' };
       },
     )
     .route(
-      { method: 'get', path: '/health', operationId: 'health', summary: 'Health', security: 'SessionAPIKeyHeader', responses: { 200: { description: 'Healthy' } } },
+      {
+        method: 'get',
+        path: '/health',
+        operationId: 'health',
+        summary: 'Health',
+        security: 'SessionAPIKeyHeader',
+        responses: { 200: { description: 'Healthy' } },
+      },
       (ctx) => {
-        ctx.body = { status: 'ok', uptime_s: Math.round((Date.now() - started) / 1000), working_dir: config.workingDir, pid: process.pid };
+        ctx.body = {
+          status: 'ok',
+          uptime_s: Math.round((Date.now() - started) / 1000),
+          working_dir: config.workingDir,
+          pid: process.pid,
+        };
       },
     )
     .route(
@@ -98,12 +129,22 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry
         summary: 'Run a shell command in the working directory',
         security: 'SessionAPIKeyHeader',
         body: BashRequestSchema,
-        responses: { 200: { description: 'The exit code and the (capped) output', schema: BashResultSchema }, 400: error('cwd outside the working directory') },
+        responses: {
+          200: { description: 'The exit code and the (capped) output', schema: BashResultSchema },
+          400: error('cwd outside the working directory'),
+        },
       },
       async (ctx, { body }) => {
         const cwd = confined(config.workingDir, body.cwd ?? '.');
-        if (!fs.statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) throw new HttpError(400, `cwd ${JSON.stringify(body.cwd)} is not a directory`);
-        ctx.body = await executeBash({ command: body.command, cwd, timeoutMs: body.timeout * 1000, maxOutputBytes: config.maxOutputBytes, env: commandEnv() });
+        if (!fs.statSync(cwd, { throwIfNoEntry: false })?.isDirectory())
+          throw new HttpError(400, `cwd ${JSON.stringify(body.cwd)} is not a directory`);
+        ctx.body = await executeBash({
+          command: body.command,
+          cwd,
+          timeoutMs: body.timeout * 1000,
+          maxOutputBytes: config.maxOutputBytes,
+          env: commandEnv(),
+        });
       },
     )
     .route(
@@ -114,7 +155,11 @@ export function createRuntimeApp(config: RuntimeConfig, logger: Logger, registry
         summary: 'Write the request body (application/octet-stream) to a file, creating its directories',
         security: 'SessionAPIKeyHeader',
         query: FileQuerySchema,
-        responses: { 200: { description: 'Written' }, 400: error('Path outside the working directory'), 413: error('Larger than the upload limit') },
+        responses: {
+          200: { description: 'Written' },
+          400: error('Path outside the working directory'),
+          413: error('Larger than the upload limit'),
+        },
       },
       async (ctx, { query }) => {
         const target = confined(config.workingDir, query.path);

@@ -28,7 +28,8 @@ export type RuntimeMessage = SendMessageRequest & { id?: string };
 export type RunControl = 'pause' | 'run' | 'interrupt';
 
 /** The text of a message's content, as a delivery by id compares an earlier attempt's. */
-export const textOf = (content: readonly unknown[]) => content.map((c) => String((c as { text?: unknown } | null)?.text ?? '')).join('\n');
+export const textOf = (content: readonly unknown[]) =>
+  content.map((c) => String((c as { text?: unknown } | null)?.text ?? '')).join('\n');
 
 /** A skill given to the agent: always on, or when a message holds one of its triggers. */
 export interface RuntimeSkill {
@@ -85,7 +86,8 @@ export interface ConversationStart {
 }
 
 /** What creating a conversation came to: made now, there already (a retried step), or refused. */
-export type Created = { created: true } | { created: false; exists: true } | { created: false; exists: false; refused: RuntimeAnswer };
+export type Created =
+  { created: true } | { created: false; exists: true } | { created: false; exists: false; refused: RuntimeAnswer };
 
 /**
  * A runtime's own copy of a conversation's log, read back when it may have lost events on their way to
@@ -97,7 +99,12 @@ export interface RuntimeEventLog {
   /** Whether a user message with this text was added at or after `since` (among its latest 100): a delivery by id looks for its earlier attempt. */
   hasUserMessage(conversationId: string, text: string, since: Date, timeoutMs: number): Promise<boolean>;
   /** A page of its events, oldest first; `next` continues it. */
-  page(conversationId: string, pageId: string | null, limit: number, timeoutMs: number): Promise<{ items: unknown[]; next: string | null } | null>;
+  page(
+    conversationId: string,
+    pageId: string | null,
+    limit: number,
+    timeoutMs: number,
+  ): Promise<{ items: unknown[]; next: string | null } | null>;
 }
 
 export abstract class RuntimeClient {
@@ -122,7 +129,11 @@ export abstract class RuntimeClient {
   abstract sendMessage(conversationId: string, message: RuntimeMessage, timeoutMs: number): Promise<RuntimeAnswer>;
 
   /** Pause, run or interrupt the agent; a 200 carries the execution status after it, when the runtime says. */
-  abstract control(conversationId: string, action: RunControl, timeoutMs: number): Promise<RuntimeAnswer & { executionStatus: string | null }>;
+  abstract control(
+    conversationId: string,
+    action: RunControl,
+    timeoutMs: number,
+  ): Promise<RuntimeAnswer & { executionStatus: string | null }>;
 
   abstract deleteConversation(conversationId: string, timeoutMs: number): Promise<RuntimeAnswer>;
 
@@ -131,7 +142,12 @@ export abstract class RuntimeClient {
    * `ask_agent` (the built-in runtime serves the same route). 200 carries `{response}`.
    */
   askAgent(conversationId: string, question: string, timeoutMs: number): Promise<RuntimeAnswer> {
-    return this.call('POST', `/api/conversations/${encodeURIComponent(conversationId)}/ask_agent`, { question }, timeoutMs);
+    return this.call(
+      'POST',
+      `/api/conversations/${encodeURIComponent(conversationId)}/ask_agent`,
+      { question },
+      timeoutMs,
+    );
   }
 
   /**
@@ -141,7 +157,12 @@ export abstract class RuntimeClient {
   abstract switchLlm(conversationId: string, llm: RuntimeLlm, timeoutMs: number): Promise<RuntimeAnswer>;
 
   /** A git view (changes of a repository, diff of a file) of `target`, relative to the runtime's working directory. */
-  abstract git(view: 'changes' | 'diff', target: string, ref: string | undefined, timeoutMs: number): Promise<RuntimeAnswer>;
+  abstract git(
+    view: 'changes' | 'diff',
+    target: string,
+    ref: string | undefined,
+    timeoutMs: number,
+  ): Promise<RuntimeAnswer>;
 
   /**
    * A workspace file's text, read up to `maxBytes`: a larger one is refused (413) without reading it
@@ -167,7 +188,9 @@ export abstract class RuntimeClient {
         method,
         headers: {
           [SESSION_KEY_HEADER]: this.key,
-          ...(body !== undefined && !form ? { 'Content-Type': bytes ? 'application/octet-stream' : 'application/json' } : {}),
+          ...(body !== undefined && !form
+            ? { 'Content-Type': bytes ? 'application/octet-stream' : 'application/json' }
+            : {}),
         },
         body: body === undefined ? undefined : bytes || form ? body : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
@@ -175,7 +198,10 @@ export abstract class RuntimeClient {
         redirect: 'error',
       });
     } catch (e) {
-      const why = (e as Error).name === 'TimeoutError' ? `did not answer within ${Math.round(timeoutMs / 1000)} s` : `could not be reached (${(e as Error).message})`;
+      const why =
+        (e as Error).name === 'TimeoutError'
+          ? `did not answer within ${Math.round(timeoutMs / 1000)} s`
+          : `could not be reached (${(e as Error).message})`;
       throw new Unavailable(`The sandbox's agent server ${why}`, 5, { cause: e });
     }
   }
@@ -184,7 +210,8 @@ export abstract class RuntimeClient {
   protected async call(method: string, path: string, body: unknown, timeoutMs: number): Promise<RuntimeAnswer> {
     const res = await this.fetch(method, path, body, timeoutMs);
     const text = await readBounded(res, MAX_ANSWER_BYTES);
-    if (text === null) throw new UpstreamFailed(`The sandbox's agent server answered with more than ${MAX_ANSWER_BYTES} bytes`);
+    if (text === null)
+      throw new UpstreamFailed(`The sandbox's agent server answered with more than ${MAX_ANSWER_BYTES} bytes`);
     return { status: res.status, body: parse(text) };
   }
 
@@ -193,7 +220,8 @@ export abstract class RuntimeClient {
     const res = await this.fetch('GET', path, undefined, timeoutMs);
     if (res.status !== 200) return { status: res.status, body: parse(await readBounded(res, MAX_ANSWER_BYTES)) };
     const text = await readBounded(res, maxBytes);
-    if (text === null) return { status: 413, body: { detail: `The file is larger than ${maxBytes} bytes; read it in the sandbox` } };
+    if (text === null)
+      return { status: 413, body: { detail: `The file is larger than ${maxBytes} bytes; read it in the sandbox` } };
     return { status: 200, body: text };
   }
 }

@@ -3,7 +3,13 @@
  * delete to its workflow as Updates and answering with the resulting sandbox, and counting use for
  * idle auto-pause. The workflow owns the status; this module only reads it.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateStage, type Client } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateStage,
+  type Client,
+} from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
 import type { SecretBox } from '../auth/secret-box';
@@ -27,7 +33,15 @@ import {
   workflowSummaries,
 } from '../temporal/shared';
 import { isTemporalUnreachable } from '../temporal/call-bounds';
-import { askWorkflow, formatSeconds, isCancelled, isWorkflowTaskFailing, NoWorkerAnswered, withinBound, WorkflowTaskFailing } from '../temporal/workflow-answer';
+import {
+  askWorkflow,
+  formatSeconds,
+  isCancelled,
+  isWorkflowTaskFailing,
+  NoWorkerAnswered,
+  withinBound,
+  WorkflowTaskFailing,
+} from '../temporal/workflow-answer';
 import { sandboxView } from './sandbox-view';
 
 export interface SandboxServiceDeps {
@@ -88,7 +102,13 @@ export class SandboxService {
    * an existing record of that id is kept and only its workflow is made sure of. It counts in
    * `organizationId` (a start's, the one it waited in line for), else in the user's current organization.
    */
-  async create(userId: string, specId: string | undefined, source: SpecIdSource, sandboxId?: string, organizationId?: string): Promise<SandboxView> {
+  async create(
+    userId: string,
+    specId: string | undefined,
+    source: SpecIdSource,
+    sandboxId?: string,
+    organizationId?: string,
+  ): Promise<SandboxView> {
     if (sandboxId) {
       const existing = await this.deps.sandboxes.get(sandboxId);
       if (existing) {
@@ -116,7 +136,11 @@ export class SandboxService {
       );
     }
     const quotas = this.deps.organizationQuotas;
-    const organization = !quotas ? null : organizationId ? await quotas.limitsOf(organizationId) : await quotas.ofUser(userId);
+    const organization = !quotas
+      ? null
+      : organizationId
+        ? await quotas.limitsOf(organizationId)
+        : await quotas.ofUser(userId);
     await this.withinQuota(userId, organization);
     const { created_at: _created, ...specFields } = spec;
     const key = generateApiKey();
@@ -144,11 +168,19 @@ export class SandboxService {
       if (sandboxId !== undefined && isTemporalUnreachable(e)) {
         // A start's sandbox: the start's activity is retried and finds this record (above), so it stays
         // STARTING rather than failing the start. Temporal may have taken the workflow anyway.
-        throw new Unavailable(`The workflow service did not answer the start of sandbox ${record.id}; try again shortly`, 5, { cause: e });
+        throw new Unavailable(
+          `The workflow service did not answer the start of sandbox ${record.id}; try again shortly`,
+          5,
+          { cause: e },
+        );
       }
       // Not run, as far as anyone knows: ERROR, which holds no quota. Had Temporal taken the workflow after
       // all, it runs the sandbox and its statuses replace this one.
-      await this.deps.sandboxes.setStatus(record.id, 'ERROR', `its workflow could not be started: ${(e as Error).message}`);
+      await this.deps.sandboxes.setStatus(
+        record.id,
+        'ERROR',
+        `its workflow could not be started: ${(e as Error).message}`,
+      );
       throw new Unavailable('The workflow service did not accept the sandbox; try again shortly', 5, { cause: e });
     }
     return sandboxView(record, this.deps.box);
@@ -158,7 +190,12 @@ export class SandboxService {
   private async startWorkflow(sandboxId: string, userId: string): Promise<void> {
     const input: SandboxWorkflowInput = { sandboxId, ownerUserId: userId, settings: this.deps.settings };
     try {
-      await this.deps.temporal.workflow.start<SandboxWorkflow>(WORKFLOW_TYPES.sandbox, { workflowId: sandboxWorkflowId(sandboxId), taskQueue: this.deps.taskQueue, args: [input], ...workflowSummaries.sandbox(input) });
+      await this.deps.temporal.workflow.start<SandboxWorkflow>(WORKFLOW_TYPES.sandbox, {
+        workflowId: sandboxWorkflowId(sandboxId),
+        taskQueue: this.deps.taskQueue,
+        args: [input],
+        ...workflowSummaries.sandbox(input),
+      });
     } catch (e) {
       if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
     }
@@ -184,7 +221,9 @@ export class SandboxService {
       organization && orgMax ? this.deps.sandboxes.countActiveInOrganization(organization.organizationId) : 0,
     ]);
     if (max && active >= max) {
-      throw new TooMany(`You have ${active} sandboxes starting or running, as many as one user may (USER_MAX_RUNNING_SANDBOXES=${max}): pause or delete one first`);
+      throw new TooMany(
+        `You have ${active} sandboxes starting or running, as many as one user may (USER_MAX_RUNNING_SANDBOXES=${max}): pause or delete one first`,
+      );
     }
     if (organization && orgMax && orgActive >= orgMax) {
       throw new TooMany(
@@ -213,7 +252,9 @@ export class SandboxService {
       // Accepted by a worker within the answer bound (else no worker runs the workflow: 503 at once),
       // then its result within the operation bound (stopping a runtime may take a while).
       const update = await askWorkflow(temporal, workflowId, this.deps.answerTimeoutMs ?? 10_000, () =>
-        temporal.workflow.getHandle(workflowId).startUpdate(SANDBOX_UPDATES[op], { waitForStage: WorkflowUpdateStage.ACCEPTED }),
+        temporal.workflow
+          .getHandle(workflowId)
+          .startUpdate(SANDBOX_UPDATES[op], { waitForStage: WorkflowUpdateStage.ACCEPTED }),
       );
       await withinBound(temporal, this.deps.operationTimeoutMs ?? 60_000, () => update.result());
     } catch (e) {
@@ -235,7 +276,8 @@ export class SandboxService {
       // A provider failure is upstream (502); the rest (deleted, wrong status) is a conflict with the state (409).
       return cause?.type === SANDBOX_FAILURES.providerFailed ? new UpstreamFailed(message) : new Conflict(message);
     }
-    if (e instanceof WorkflowNotFoundError) return new Conflict(`Sandbox ${id} has no running workflow; delete it and start a new one`);
+    if (e instanceof WorkflowNotFoundError)
+      return new Conflict(`Sandbox ${id} has no running workflow; delete it and start a new one`);
     if (e instanceof NoWorkerAnswered) {
       return new Unavailable(
         `No worker answered the workflow of sandbox ${id} within ${formatSeconds(e.boundMs)} s (is a worker running?); the ${op} may still happen when one does: read the sandbox again`,
@@ -254,7 +296,10 @@ export class SandboxService {
     }
     if (isCancelled(e)) {
       const s = Math.round((this.deps.operationTimeoutMs ?? 60_000) / 1000);
-      return new Unavailable(`The workflow of sandbox ${id} accepted the ${op} but did not finish it within ${s} s; it may still happen: read the sandbox again`, 5);
+      return new Unavailable(
+        `The workflow of sandbox ${id} accepted the ${op} but did not finish it within ${s} s; it may still happen: read the sandbox again`,
+        5,
+      );
     }
     return e as Error;
   }

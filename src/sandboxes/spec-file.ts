@@ -16,7 +16,9 @@ export function loadSandboxSpecs(file: string | undefined): SandboxSpecInput[] {
   }
   const parsed = z.array(SandboxSpecInputSchema).safeParse(raw);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `SANDBOX_SPECS_FILE=${file}: at [${i.path.join('][')}]: ${i.message}`));
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `SANDBOX_SPECS_FILE=${file}: at [${i.path.join('][')}]: ${i.message}`),
+    );
   }
   const ids = parsed.data.map((s) => s.id);
   const twice = ids.find((id, i) => ids.indexOf(id) !== i);

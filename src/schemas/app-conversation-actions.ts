@@ -10,7 +10,11 @@ import { MessageContentSchema } from './messages';
 import { SandboxStatusSchema } from './sandboxes';
 
 /** An optional field whose null means "not given". */
-const notGiven = <T extends z.ZodType>(schema: T) => schema.nullable().optional().transform((v) => v ?? undefined);
+const notGiven = <T extends z.ZodType>(schema: T) =>
+  schema
+    .nullable()
+    .optional()
+    .transform((v) => v ?? undefined);
 
 export const ConversationPathSchema = z.object({ conversation_id: uuidString() });
 
@@ -54,7 +58,9 @@ export const PendingMessageRequestSchema = z
     content: MessageContentSchema.refine((c) => Buffer.byteLength(JSON.stringify(c)) <= MAX_PENDING_MESSAGE_BYTES, {
       error: `at most ${MAX_PENDING_MESSAGE_BYTES} bytes of content in a queued message (send larger ones once the conversation is READY)`,
     }),
-    id: notGiven(z.string().regex(MESSAGE_ID, { error: 'a message id: 1..100 letters, digits, ".", "_", ":" or "-"' })).meta({
+    id: notGiven(
+      z.string().regex(MESSAGE_ID, { error: 'a message id: 1..100 letters, digits, ".", "_", ":" or "-"' }),
+    ).meta({
       description: 'Yours to choose: sending the same id again stores the message once (default: a new UUID).',
     }),
   })
@@ -80,7 +86,10 @@ export const PendingMessageSchema = z
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   })
-  .meta({ id: 'PendingMessage', description: 'A queued message and what became of it (its content is what was sent; not repeated here).' });
+  .meta({
+    id: 'PendingMessage',
+    description: 'A queued message and what became of it (its content is what was sent; not repeated here).',
+  });
 
 export const FileQuerySchema = z.object({
   file_path: z
@@ -88,11 +97,18 @@ export const FileQuerySchema = z.object({
     .min(1)
     .max(4096)
     .default('PLAN.md')
-    .meta({ description: "Relative to the conversation's working directory (the repository), or absolute inside the sandbox's workspace." }),
+    .meta({
+      description:
+        "Relative to the conversation's working directory (the repository), or absolute inside the sandbox's workspace.",
+    }),
 });
 
 export const GitChangesQuerySchema = z.object({
-  path: z.string().min(1).max(4096).meta({ description: 'The git repository (relative to the working directory, or absolute).' }),
+  path: z
+    .string()
+    .min(1)
+    .max(4096)
+    .meta({ description: 'The git repository (relative to the working directory, or absolute).' }),
   ref: notGiven(z.string().min(1).max(200)).meta({ description: 'The git ref to compare with (default HEAD).' }),
 });
 
@@ -104,12 +120,22 @@ export const GitDiffQuerySchema = z.object({
 export { GitChangeSchema, GitDiffSchema } from './git';
 
 export const SkillResponseSchema = z
-  .object({ name: z.string(), type: z.enum(['repo', 'knowledge', 'agentskills']), content: z.string(), triggers: z.array(z.string()) })
+  .object({
+    name: z.string(),
+    type: z.enum(['repo', 'knowledge', 'agentskills']),
+    content: z.string(),
+    triggers: z.array(z.string()),
+  })
   .meta({ id: 'SkillResponse' });
 
 export const HookEventResponseSchema = z
   .object({
     event_type: z.string(),
-    matchers: z.array(z.object({ matcher: z.string(), hooks: z.array(z.object({ type: z.string(), command: z.string(), timeout: z.number(), async: z.boolean() })) })),
+    matchers: z.array(
+      z.object({
+        matcher: z.string(),
+        hooks: z.array(z.object({ type: z.string(), command: z.string(), timeout: z.number(), async: z.boolean() })),
+      }),
+    ),
   })
   .meta({ id: 'HookEventResponse' });

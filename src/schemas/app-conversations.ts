@@ -13,7 +13,15 @@ import { SandboxStatusSchema } from './sandboxes';
 // ---- enums ----
 
 /** SPEC 2.4: the first six are neutral stand-ins for code hosting providers. */
-export const GIT_PROVIDERS = ['git_host_a', 'git_host_b', 'git_host_c', 'git_host_d', 'git_host_e', 'git_host_f', 'enterprise_sso'] as const;
+export const GIT_PROVIDERS = [
+  'git_host_a',
+  'git_host_b',
+  'git_host_c',
+  'git_host_d',
+  'git_host_e',
+  'git_host_f',
+  'enterprise_sso',
+] as const;
 export const GitProviderSchema = z.enum(GIT_PROVIDERS).meta({ id: 'GitProvider' });
 export type GitProvider = z.infer<typeof GitProviderSchema>;
 
@@ -38,7 +46,14 @@ export const AgentTypeSchema = z.enum(AGENT_TYPES).meta({ id: 'AgentType' });
 export type AgentType = z.infer<typeof AgentTypeSchema>;
 
 /** The reference service's task types (SPEC 2.4 names MERGE_CONFLICTS). */
-export const SUGGESTED_TASK_TYPES = ['MERGE_CONFLICTS', 'FAILING_CHECKS', 'UNRESOLVED_COMMENTS', 'OPEN_ISSUE', 'OPEN_PR', 'CREATE_MICROAGENT'] as const;
+export const SUGGESTED_TASK_TYPES = [
+  'MERGE_CONFLICTS',
+  'FAILING_CHECKS',
+  'UNRESOLVED_COMMENTS',
+  'OPEN_ISSUE',
+  'OPEN_PR',
+  'CREATE_MICROAGENT',
+] as const;
 export const SuggestedTaskTypeSchema = z.enum(SUGGESTED_TASK_TYPES).meta({ id: 'SuggestedTaskType' });
 export type SuggestedTaskType = z.infer<typeof SuggestedTaskTypeSchema>;
 
@@ -79,9 +94,18 @@ const viewData = (description: string) => z.record(z.string(), z.unknown()).defa
 const shouldRequestSummary = z
   .boolean()
   .default(true)
-  .meta({ description: 'When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.' });
-const issueKey = z.string().regex(/^[A-Z][A-Z0-9_]*-\d+$/, { error: 'an issue key: a project key, a dash and a number (PROJ-123)' });
-const processor = <K extends CallbackProcessorKind, S extends z.core.$ZodLooseShape>(kind: K, shape: S, description: string, check?: (p: Record<string, unknown>) => ViewProblem | null) =>
+  .meta({
+    description: 'When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.',
+  });
+const issueKey = z
+  .string()
+  .regex(/^[A-Z][A-Z0-9_]*-\d+$/, { error: 'an issue key: a project key, a dash and a number (PROJ-123)' });
+const processor = <K extends CallbackProcessorKind, S extends z.core.$ZodLooseShape>(
+  kind: K,
+  shape: S,
+  description: string,
+  check?: (p: Record<string, unknown>) => ViewProblem | null,
+) =>
   z
     .strictObject({ kind: z.literal(kind), ...shape })
     .superRefine((p, ctx) => {
@@ -97,10 +121,18 @@ type ViewProblem = { path: string[]; message: string };
 export const REPOSITORY_NAME = /^(?!\.\.?\/)[A-Za-z0-9_.-]+\/(?!\.\.?$)[A-Za-z0-9_.-]+$/;
 
 /** A view data field, when given, that is not what `test` wants: the problem. */
-function viewProblem(view: unknown, field: string, test: (v: string) => boolean, what: string, required = false): ViewProblem | null {
+function viewProblem(
+  view: unknown,
+  field: string,
+  test: (v: string) => boolean,
+  what: string,
+  required = false,
+): ViewProblem | null {
   const v = (view as Record<string, unknown> | undefined)?.[field];
   if (v === undefined || v === null) return required ? { path: [field], message: `${field} is needed: ${what}` } : null;
-  return (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) && test(String(v)) ? null : { path: [field], message: `${field} must be ${what}` };
+  return (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) && test(String(v))
+    ? null
+    : { path: [field], message: `${field} must be ${what}` };
 }
 
 const firstProblem = (view: string, ...problems: (ViewProblem | null)[]): ViewProblem | null => {
@@ -114,9 +146,14 @@ export const CallbackProcessorSchema = z
     processor(
       'GitHostAV1CallbackProcessor',
       {
-        git_host_a_view_data: viewData('The pull request: repo (owner/name) and pr_number; with inline_pr_comment, the review comment_id to reply to. Default: the start\'s repository and first pr_number.'),
+        git_host_a_view_data: viewData(
+          "The pull request: repo (owner/name) and pr_number; with inline_pr_comment, the review comment_id to reply to. Default: the start's repository and first pr_number.",
+        ),
         should_request_summary: shouldRequestSummary,
-        inline_pr_comment: z.boolean().default(false).meta({ description: 'Reply in the review comment thread (comment_id) instead of on the pull request.' }),
+        inline_pr_comment: z
+          .boolean()
+          .default(false)
+          .meta({ description: 'Reply in the review comment thread (comment_id) instead of on the pull request.' }),
       },
       "Posts the agent's summary to the originating pull request of git host A when the agent finishes.",
       (p) =>
@@ -125,29 +162,56 @@ export const CallbackProcessorSchema = z
           viewProblem(p.git_host_a_view_data, 'repo', (v) => REPOSITORY_NAME.test(v), 'owner/name'),
           viewProblem(p.git_host_a_view_data, 'full_name', (v) => REPOSITORY_NAME.test(v), 'owner/name'),
           viewProblem(p.git_host_a_view_data, 'pr_number', positiveInt, 'a pull request number'),
-          viewProblem(p.git_host_a_view_data, 'comment_id', positiveInt, 'the id of the review comment to reply to (inline_pr_comment)', p.inline_pr_comment === true),
+          viewProblem(
+            p.git_host_a_view_data,
+            'comment_id',
+            positiveInt,
+            'the id of the review comment to reply to (inline_pr_comment)',
+            p.inline_pr_comment === true,
+          ),
         ),
     ),
     processor(
       'GitHostBV1CallbackProcessor',
       {
-        git_host_b_view_data: viewData('The merge request: project_id (id or group/project path) and mr_iid; with inline_mr_comment, the discussion_id to reply in. Default: the start\'s repository and first pr_number.'),
+        git_host_b_view_data: viewData(
+          "The merge request: project_id (id or group/project path) and mr_iid; with inline_mr_comment, the discussion_id to reply in. Default: the start's repository and first pr_number.",
+        ),
         should_request_summary: shouldRequestSummary,
-        inline_mr_comment: z.boolean().default(false).meta({ description: 'Reply in the merge request discussion (discussion_id) instead of as a note on the merge request.' }),
+        inline_mr_comment: z
+          .boolean()
+          .default(false)
+          .meta({
+            description:
+              'Reply in the merge request discussion (discussion_id) instead of as a note on the merge request.',
+          }),
       },
       "Posts the agent's summary as a note on the originating merge request of git host B when the agent finishes.",
       (p) =>
         firstProblem(
           'git_host_b_view_data',
-          viewProblem(p.git_host_b_view_data, 'project_id', (v) => positiveInt(v) || /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/.test(v), 'a project id or group/project path'),
+          viewProblem(
+            p.git_host_b_view_data,
+            'project_id',
+            (v) => positiveInt(v) || /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/.test(v),
+            'a project id or group/project path',
+          ),
           viewProblem(p.git_host_b_view_data, 'mr_iid', positiveInt, 'a merge request iid'),
-          viewProblem(p.git_host_b_view_data, 'discussion_id', (v) => /^[0-9a-f]{1,64}$/i.test(v), 'the id of the discussion to reply in (inline_mr_comment)', p.inline_mr_comment === true),
+          viewProblem(
+            p.git_host_b_view_data,
+            'discussion_id',
+            (v) => /^[0-9a-f]{1,64}$/i.test(v),
+            'the id of the discussion to reply in (inline_mr_comment)',
+            p.inline_mr_comment === true,
+          ),
         ),
     ),
     processor(
       'GitHostCV1CallbackProcessor',
       {
-        git_host_c_view_data: viewData('The pull request: repo (workspace/repo_slug) and pr_id. Default: the start\'s repository and first pr_number.'),
+        git_host_c_view_data: viewData(
+          "The pull request: repo (workspace/repo_slug) and pr_id. Default: the start's repository and first pr_number.",
+        ),
         should_request_summary: shouldRequestSummary,
       },
       "Posts the agent's summary as a comment on the originating pull request of git host C when the agent finishes.",
@@ -162,15 +226,18 @@ export const CallbackProcessorSchema = z
       'IssueTrackerAV1CallbackProcessor',
       {
         should_request_summary: shouldRequestSummary,
-        svc_acc_email: z.email({ error: 'the service account\'s email address' }),
+        svc_acc_email: z.email({ error: "the service account's email address" }),
         issue_key: issueKey,
-        issue_tracker_a_cloud_id: z.string().regex(/^[A-Za-z0-9-]{1,100}$/, { error: 'the cloud site id (letters, digits and dashes)' }),
+        issue_tracker_a_cloud_id: z
+          .string()
+          .regex(/^[A-Za-z0-9-]{1,100}$/, { error: 'the cloud site id (letters, digits and dashes)' }),
         decrypted_api_key: z
           .string()
           .optional()
           .superRefine((v, ctx) => {
             if (v === undefined) return;
-            const message = "credentials are not taken in a request: store the service account's API key as the secret ISSUE_TRACKER_A_API_KEY (POST /api/v1/secrets)";
+            const message =
+              "credentials are not taken in a request: store the service account's API key as the secret ISSUE_TRACKER_A_API_KEY (POST /api/v1/secrets)";
             ctx.addIssue({ code: 'custom', message, params: { withheld: true } });
           })
           .meta({ description: 'Refused: the API key is the stored secret ISSUE_TRACKER_A_API_KEY.' }),
@@ -189,13 +256,24 @@ export const CallbackProcessorSchema = z
     ),
     processor(
       'ChatV1CallbackProcessor',
-      { chat_view_data: z.record(z.string(), z.string().nullable()).default({}).meta({ description: 'The thread: channel_id and thread_ts.' }) },
+      {
+        chat_view_data: z
+          .record(z.string(), z.string().nullable())
+          .default({})
+          .meta({ description: 'The thread: channel_id and thread_ts.' }),
+      },
       "Replies in the originating chat thread with the agent's summary when the agent finishes.",
       (p) =>
         firstProblem(
           'chat_view_data',
           viewProblem(p.chat_view_data, 'channel_id', (v) => /^[A-Z0-9]{1,40}$/i.test(v), 'the channel id', true),
-          viewProblem(p.chat_view_data, 'thread_ts', (v) => /^\d{1,12}(\.\d{1,9})?$/.test(v), 'the timestamp of the thread\'s first message', true),
+          viewProblem(
+            p.chat_view_data,
+            'thread_ts',
+            (v) => /^\d{1,12}(\.\d{1,9})?$/.test(v),
+            "the timestamp of the thread's first message",
+            true,
+          ),
         ),
     ),
     z
@@ -215,7 +293,8 @@ export type CallbackProcessor = z.output<typeof CallbackProcessorSchema>;
 function attributeProblem(v: unknown): string | null {
   const scalar = (x: unknown) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean';
   if (scalar(v)) return null;
-  if (!Array.isArray(v)) return `a value is a string, number, boolean or a list of one of those, not ${v === null ? 'null' : typeof v}`;
+  if (!Array.isArray(v))
+    return `a value is a string, number, boolean or a list of one of those, not ${v === null ? 'null' : typeof v}`;
   if (!v.every(scalar)) return 'a list may hold only strings, numbers or booleans (no null, object or list)';
   const types = [...new Set(v.map((x) => typeof x))];
   return types.length > 1 ? `a list must hold values of one type, found ${types.join(' and ')}` : null;
@@ -233,7 +312,9 @@ const attributeValue = z.preprocess(
 
 export const ObservabilityMetadataSchema = z
   .record(z.string().min(1), attributeValue)
-  .meta({ description: 'Trace-level metadata: scalars (string, number, boolean) or homogeneous lists of one scalar type.' });
+  .meta({
+    description: 'Trace-level metadata: scalars (string, number, boolean) or homogeneous lists of one scalar type.',
+  });
 
 // ---- the start request ----
 
@@ -286,7 +367,9 @@ const repositoryRef = (description: string) =>
   z
     .string()
     .min(1)
-    .refine((v) => !/^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i.test(v), { error: 'Put no credentials in the URL: send the token in secrets (GIT_TOKEN or <GIT_PROVIDER>_TOKEN)' })
+    .refine((v) => !/^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i.test(v), {
+      error: 'Put no credentials in the URL: send the token in secrets (GIT_TOKEN or <GIT_PROVIDER>_TOKEN)',
+    })
     .meta({ description });
 
 export const PluginSchema = closed(
@@ -296,7 +379,10 @@ export const PluginSchema = closed(
     repo_path: optional(z.string()),
     parameters: withDefault(z.record(z.string(), z.unknown()), () => ({})),
   },
-  { id: 'PluginSpec', description: 'Loaded for the conversation; its skills and tool-server config are merged into the agent.' },
+  {
+    id: 'PluginSpec',
+    description: 'Loaded for the conversation; its skills and tool-server config are merged into the agent.',
+  },
 );
 
 /** Every optional field takes null as "not given" (see `optional`); unknown fields are still refused. */
@@ -307,7 +393,10 @@ const startRequestShape = {
   system_message_suffix: optional(z.string()),
   processors: withDefault(z.array(CallbackProcessorSchema).max(MAX_PROCESSORS), () => []),
   llm_model: optional(z.string()),
-  agent_profile_id: optional(z.string()).meta({ description: 'The id of one of your saved LLM profiles (GET /api/v1/settings/profiles): its LLM replaces your agent_settings.llm for this conversation.' }),
+  agent_profile_id: optional(z.string()).meta({
+    description:
+      'The id of one of your saved LLM profiles (GET /api/v1/settings/profiles): its LLM replaces your agent_settings.llm for this conversation.',
+  }),
   selected_repository: optional(repositoryRef('owner/repo, a URL or a local path.')),
   selected_branch: optional(z.string()),
   git_provider: optional(GitProviderSchema),
@@ -319,7 +408,9 @@ const startRequestShape = {
   agent_type: withDefault(AgentTypeSchema, () => 'default' as const),
   public: optional(z.boolean()),
   observability_metadata: optional(ObservabilityMetadataSchema),
-  observability_tags: optional(z.array(z.string().min(1))).meta({ description: 'Tags for the conversation root span.' }),
+  observability_tags: optional(z.array(z.string().min(1))).meta({
+    description: 'Tags for the conversation root span.',
+  }),
   observability_span_name: optional(
     z
       .string()
@@ -328,7 +419,13 @@ const startRequestShape = {
       .regex(SPAN_NAME, { error: 'a stable, low-cardinality name: letters, digits, ".", "_", "-", "/" and spaces' }),
   ).meta({ description: 'A named child span under the root span.' }),
   plugins: optional(z.array(PluginSchema)),
-  secrets: withDefault(z.record(z.string().regex(ENV_NAME, { error: 'a secret name: letters, digits and "_", not starting with a digit' }), z.string()), () => ({})).meta({
+  secrets: withDefault(
+    z.record(
+      z.string().regex(ENV_NAME, { error: 'a secret name: letters, digits and "_", not starting with a digit' }),
+      z.string(),
+    ),
+    () => ({}),
+  ).meta({
     description: 'Merged over the stored secrets; a request secret wins on an equal name.',
     writeOnly: true,
   }),
@@ -349,7 +446,11 @@ export const EchoedStartRequestSchema = z
     git_provider: z.union([GitProviderSchema, z.null()]),
     trigger: z.union([TriggerSchema, z.null()]),
     suggested_task: z
-      .strictObject({ ...suggestedTaskShape, git_provider: z.union([GitProviderSchema, z.null()]), task_type: z.union([SuggestedTaskTypeSchema, z.null()]) })
+      .strictObject({
+        ...suggestedTaskShape,
+        git_provider: z.union([GitProviderSchema, z.null()]),
+        task_type: z.union([SuggestedTaskTypeSchema, z.null()]),
+      })
       .optional(),
     secrets: z.record(z.string(), z.string()).meta({ description: `Secret names; every value is "${SECRET_MASK}".` }),
   })
@@ -363,14 +464,20 @@ export function echoRequest(req: StartRequest): EchoedStartRequest {
     ...rest,
     git_provider: req.git_provider ?? null,
     trigger: req.trigger ?? 'platform_api',
-    ...(task ? { suggested_task: { ...task, git_provider: task.git_provider ?? null, task_type: task.task_type ?? null } } : {}),
+    ...(task
+      ? { suggested_task: { ...task, git_provider: task.git_provider ?? null, task_type: task.task_type ?? null } }
+      : {}),
     secrets: Object.fromEntries(Object.keys(req.secrets).map((name) => [name, SECRET_MASK])),
   };
 }
 
 // ---- views ----
 
-const nullableString = (description?: string) => z.string().nullable().meta(description ? { description } : {});
+const nullableString = (description?: string) =>
+  z
+    .string()
+    .nullable()
+    .meta(description ? { description } : {});
 
 export const StartTaskSchema = z
   .object({
@@ -443,15 +550,27 @@ export const AppConversationSchema = z
     pr_number: z.array(z.number().int()),
     tags: z.record(z.string(), z.string()),
     parent_conversation_id: nullableString(),
-    sub_conversation_ids: z.array(z.string()).meta({ description: 'Conversations started with this one as their parent.' }),
+    sub_conversation_ids: z
+      .array(z.string())
+      .meta({ description: 'Conversations started with this one as their parent.' }),
     sandbox_status: SandboxStatusSchema.meta({ description: 'The sandbox as it is now; MISSING when it is gone.' }),
-    execution_status: ConversationExecutionStatusSchema.nullable().meta({ description: 'What its agent last reported (ConversationStateUpdateEvent), or the runtime itself after a run control.' }),
-    metrics: MetricsSnapshotSchema.nullable().meta({ description: 'Tokens and cost so far, as the runtime last reported them.' }),
+    execution_status: ConversationExecutionStatusSchema.nullable().meta({
+      description:
+        'What its agent last reported (ConversationStateUpdateEvent), or the runtime itself after a run control.',
+    }),
+    metrics: MetricsSnapshotSchema.nullable().meta({
+      description: 'Tokens and cost so far, as the runtime last reported them.',
+    }),
     conversation_url: nullableString("The conversation on the sandbox's agent server (while it runs)."),
-    session_api_key: nullableString("The sandbox's session key, for calls to conversation_url; only while the sandbox runs."),
-    acp_server: nullableString('The ACP provider its agent runs (the published field); null: this service runs no ACP agents.'),
+    session_api_key: nullableString(
+      "The sandbox's session key, for calls to conversation_url; only while the sandbox runs.",
+    ),
+    acp_server: nullableString(
+      'The ACP provider its agent runs (the published field); null: this service runs no ACP agents.',
+    ),
     launched_agent_profile: LaunchedAgentProfileSchema.nullable().meta({
-      description: 'The saved LLM profile its start named in agent_profile_id (GET /api/v1/settings/profiles), at the revision the start used; null: none.',
+      description:
+        'The saved LLM profile its start named in agent_profile_id (GET /api/v1/settings/profiles), at the revision the start used; null: none.',
     }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
@@ -470,25 +589,37 @@ export const APP_CONVERSATIONS_LISTING = 'app-conversations';
 /** A page cursor's key: the sort time (epoch ms) of the last item, then its id (ties). */
 const pageKey = z.tuple([z.number().int(), z.string()]);
 const pageId = (listing: string) =>
-  pageIdParam(listing, pageKey).optional().meta({ type: 'string', description: 'The next_page_id of the previous page (an opaque cursor).' });
+  pageIdParam(listing, pageKey)
+    .optional()
+    .meta({ type: 'string', description: 'The next_page_id of the previous page (an opaque cursor).' });
 
 export const START_TASK_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
 export const APP_CONVERSATION_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
 
 export const StartTaskCountQuerySchema = z.object({
-  conversation_id__eq: uuidString().optional().meta({ description: 'Keep only the tasks that started this conversation.' }),
+  conversation_id__eq: uuidString()
+    .optional()
+    .meta({ description: 'Keep only the tasks that started this conversation.' }),
   created_at__gte: dateTimeQuery('Created at or after this time.'),
   created_at__lt: dateTimeQuery('Created before this time.'),
 });
 
 export const StartTaskSearchQuerySchema = StartTaskCountQuerySchema.extend({
-  sort_order: z.enum(START_TASK_SORT_ORDERS).default('CREATED_AT_DESC').meta({ description: 'By creation or by last change (the last status), oldest or newest first; ties by id.' }),
+  sort_order: z
+    .enum(START_TASK_SORT_ORDERS)
+    .default('CREATED_AT_DESC')
+    .meta({ description: 'By creation or by last change (the last status), oldest or newest first; ties by id.' }),
   page_id: pageId(START_TASKS_LISTING),
   limit: pageLimit(),
 });
 
 export const AppConversationCountQuerySchema = z.object({
-  title__contains: z.string().min(1).max(200).optional().meta({ description: 'Keep titles containing this text (case-insensitive).' }),
+  title__contains: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .meta({ description: 'Keep titles containing this text (case-insensitive).' }),
   created_at__gte: dateTimeQuery('Created at or after this time.'),
   created_at__lt: dateTimeQuery('Created before this time.'),
   updated_at__gte: dateTimeQuery('Updated at or after this time.'),

@@ -61,7 +61,13 @@ export const pageLimit = () =>
     .pipe(z.number().int().gt(0).lte(100))
     .optional()
     .default(100)
-    .meta({ description: 'Maximum number of results in the page (1..100).', type: 'integer', minimum: 1, maximum: 100, default: 100 });
+    .meta({
+      description: 'Maximum number of results in the page (1..100).',
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      default: 100,
+    });
 
 /** A date-time query parameter, as its sortable UTC key (`YYYY-MM-DDTHH:MM:SS.ffffffZ`). A value without zone is read as UTC. */
 export const dateTimeQuery = (description: string) =>
@@ -80,4 +86,8 @@ export const dateTimeQuery = (description: string) =>
       return key;
     })
     .optional()
-    .meta({ type: 'string', format: 'date-time', description: `${description} ISO 8601; without a zone it is read as UTC.` });
+    .meta({
+      type: 'string',
+      format: 'date-time',
+      description: `${description} ISO 8601; without a zone it is read as UTC.`,
+    });

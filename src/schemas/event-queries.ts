@@ -35,7 +35,10 @@ export const EventFilterQuerySchema = z.object({
 });
 
 export const EventSearchQuerySchema = EventFilterQuerySchema.extend({
-  sort_order: z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP').meta({ description: 'Order by event time (ties in append order).' }),
+  sort_order: z
+    .enum(['TIMESTAMP', 'TIMESTAMP_DESC'])
+    .default('TIMESTAMP')
+    .meta({ description: 'Order by event time (ties in append order).' }),
   page_id: pageIdParam(EVENTS_LISTING, z.tuple([z.string().regex(NORMALIZED_TIME), z.number().int().positive()]))
     .optional()
     .meta({ type: 'string', description: 'The next_page_id of the previous page (an opaque cursor).' }),
@@ -43,7 +46,11 @@ export const EventSearchQuerySchema = EventFilterQuerySchema.extend({
 });
 
 export const EventBatchGetQuerySchema = z.object({
-  id: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Event ids (1..100); repeat the parameter.' }),
+  id: z
+    .array(z.string().min(1).max(200))
+    .min(1)
+    .max(100)
+    .meta({ description: 'Event ids (1..100); repeat the parameter.' }),
 });
 
 export const IngestResultSchema = z

@@ -4,7 +4,8 @@
  * `YYYY-MM-DDTHH:MM:SS.ffffffZ` whose string order is time order, with no precision lost to a Date.
  * A timestamp without a zone is read as UTC.
  */
-const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
+const ISO =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
 
 export function normalizeEventTime(text: string): string | null {
   const m = ISO.exec(text.trim());

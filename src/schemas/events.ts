@@ -34,20 +34,56 @@ export const EVENT_SOURCES = ['agent', 'user', 'environment', 'hook'] as const;
 export type EventSource = (typeof EVENT_SOURCES)[number];
 
 export const ACTION_KINDS = [
-  'MCPToolAction', 'FinishAction', 'InvokeSkillAction', 'SwitchLLMAction', 'ThinkAction', 'VisionInspectAction',
-  'ApplyPatchAction', 'BrowserAction', 'BrowserClickAction', 'BrowserCloseTabAction', 'BrowserGetContentAction',
-  'BrowserGetStateAction', 'BrowserGetStorageAction', 'BrowserGoBackAction', 'BrowserListTabsAction',
-  'BrowserNavigateAction', 'BrowserScrollAction', 'BrowserSetStorageAction', 'BrowserStartRecordingAction',
-  'BrowserStopRecordingAction', 'BrowserSwitchTabAction', 'BrowserTypeAction', 'DelegateAction',
-  'FileEditorAction', 'EditAction', 'ListDirectoryAction', 'ReadFileAction', 'WriteFileAction', 'GlobAction',
-  'GrepAction', 'PlanningFileEditorAction', 'TaskAction', 'TaskTrackerAction', 'TerminalAction',
-  'ConsultAdvisorAction', 'SleeptimeComputeAction', 'WorkflowAction',
+  'MCPToolAction',
+  'FinishAction',
+  'InvokeSkillAction',
+  'SwitchLLMAction',
+  'ThinkAction',
+  'VisionInspectAction',
+  'ApplyPatchAction',
+  'BrowserAction',
+  'BrowserClickAction',
+  'BrowserCloseTabAction',
+  'BrowserGetContentAction',
+  'BrowserGetStateAction',
+  'BrowserGetStorageAction',
+  'BrowserGoBackAction',
+  'BrowserListTabsAction',
+  'BrowserNavigateAction',
+  'BrowserScrollAction',
+  'BrowserSetStorageAction',
+  'BrowserStartRecordingAction',
+  'BrowserStopRecordingAction',
+  'BrowserSwitchTabAction',
+  'BrowserTypeAction',
+  'DelegateAction',
+  'FileEditorAction',
+  'EditAction',
+  'ListDirectoryAction',
+  'ReadFileAction',
+  'WriteFileAction',
+  'GlobAction',
+  'GrepAction',
+  'PlanningFileEditorAction',
+  'TaskAction',
+  'TaskTrackerAction',
+  'TerminalAction',
+  'ConsultAdvisorAction',
+  'SleeptimeComputeAction',
+  'WorkflowAction',
 ] as const;
 
 /** UNKNOWN is the spec's default; the other values are those of the reference agent SDK. */
 export const SECURITY_RISKS = ['UNKNOWN', 'LOW', 'MEDIUM', 'HIGH'] as const;
 
-export const HOOK_EVENT_TYPES = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'SessionStart', 'SessionEnd', 'Stop'] as const;
+export const HOOK_EVENT_TYPES = [
+  'PreToolUse',
+  'PostToolUse',
+  'UserPromptSubmit',
+  'SessionStart',
+  'SessionEnd',
+  'Stop',
+] as const;
 
 // ---- supporting shapes ----
 
@@ -85,7 +121,10 @@ export const ActionSchema = z
   .meta({ id: 'Action', description: 'An executable action; its payload fields depend on its kind.' });
 
 /** Thinking blocks are told apart by `type`; a block without one is a ThinkingBlock. */
-const ThinkingBlockItemSchema = z.union([RedactedThinkingBlockSchema.extend({ type: z.literal('redacted_thinking') }), ThinkingBlockSchema]);
+const ThinkingBlockItemSchema = z.union([
+  RedactedThinkingBlockSchema.extend({ type: z.literal('redacted_thinking') }),
+  ThinkingBlockSchema,
+]);
 
 // ---- the events ----
 
@@ -121,7 +160,11 @@ function event<K extends EventKind, S extends z.ZodRawShape>(kind: K, defaultSou
         () => randomUUID(),
         'The event id: a new UUID when absent.',
       ),
-      timestamp: filledWhenAbsent(eventTimestamp, () => new Date().toISOString(), 'Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.'),
+      timestamp: filledWhenAbsent(
+        eventTimestamp,
+        () => new Date().toISOString(),
+        'Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.',
+      ),
       source: defaultSource ? z.enum(EVENT_SOURCES).default(defaultSource) : z.enum(EVENT_SOURCES),
       parent_id: z.string().nullable().default(null),
       kind: z.literal(kind),
@@ -157,7 +200,10 @@ export const CondensationRequestSchema = event('CondensationRequest', 'environme
 
 export const CondensationSummaryEventSchema = event('CondensationSummaryEvent', 'environment', { summary: z.string() });
 
-export const ConversationErrorEventSchema = event('ConversationErrorEvent', null, { code: z.string(), detail: z.string() });
+export const ConversationErrorEventSchema = event('ConversationErrorEvent', null, {
+  code: z.string(),
+  detail: z.string(),
+});
 
 export const ConversationStateUpdateEventSchema = event('ConversationStateUpdateEvent', 'environment', {
   key: z.string().optional().meta({ description: 'Unique key of the update.' }),
@@ -212,7 +258,11 @@ export const MessageEventSchema = event('MessageEvent', null, {
   critic_result: jsonObject('CriticResult').nullable().default(null),
 });
 
-export const AgentErrorEventSchema = event('AgentErrorEvent', 'agent', { tool_name: z.string(), tool_call_id: z.string(), error: z.string() });
+export const AgentErrorEventSchema = event('AgentErrorEvent', 'agent', {
+  tool_name: z.string(),
+  tool_call_id: z.string(),
+  error: z.string(),
+});
 
 export const ObservationEventSchema = event('ObservationEvent', 'environment', {
   tool_name: z.string(),
@@ -294,4 +344,5 @@ export const SNAPSHOT_STATE_KEY = 'full_state';
 
 /** Published live, never stored: a transient kind, or a state snapshot. */
 export const isTransient = (e: { kind: string; key?: unknown }): boolean =>
-  TRANSIENT_KINDS.has(e.kind as EventKind) || (e.kind === 'ConversationStateUpdateEvent' && e.key === SNAPSHOT_STATE_KEY);
+  TRANSIENT_KINDS.has(e.kind as EventKind) ||
+  (e.kind === 'ConversationStateUpdateEvent' && e.key === SNAPSHOT_STATE_KEY);

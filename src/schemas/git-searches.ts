@@ -9,7 +9,14 @@ import { queryInt } from './common';
 import { encodeCursor, pageIdParam } from './page-cursor';
 
 /** Published SortOrder: a repository search's sort field and direction. */
-export const REPOSITORY_SORT_ORDERS = ['stars-desc', 'stars-asc', 'forks-desc', 'forks-asc', 'updated-desc', 'updated-asc'] as const;
+export const REPOSITORY_SORT_ORDERS = [
+  'stars-desc',
+  'stars-asc',
+  'forks-desc',
+  'forks-asc',
+  'updated-desc',
+  'updated-asc',
+] as const;
 export const RepositorySortOrderSchema = z.enum(REPOSITORY_SORT_ORDERS).meta({ id: 'GitRepositorySortOrder' });
 export type RepositorySortOrder = z.infer<typeof RepositorySortOrderSchema>;
 
@@ -31,17 +38,38 @@ export const GitRepositorySchema = z
 export type GitRepository = z.infer<typeof GitRepositorySchema>;
 
 export const GitBranchSchema = z
-  .object({ name: z.string(), commit_sha: z.string(), protected: z.boolean(), last_push_date: z.string().nullable().optional() })
+  .object({
+    name: z.string(),
+    commit_sha: z.string(),
+    protected: z.boolean(),
+    last_push_date: z.string().nullable().optional(),
+  })
   .meta({ id: 'GitBranch' });
 export type GitBranch = z.infer<typeof GitBranchSchema>;
 
 export const GitSuggestedTaskSchema = z
-  .object({ git_provider: GitProviderSchema, task_type: SuggestedTaskTypeSchema, repo: z.string(), issue_number: z.number().int(), title: z.string() })
-  .meta({ id: 'GitSuggestedTask', description: 'An open pull request of the caller (OPEN_PR) or an open issue assigned to them (OPEN_ISSUE).' });
+  .object({
+    git_provider: GitProviderSchema,
+    task_type: SuggestedTaskTypeSchema,
+    repo: z.string(),
+    issue_number: z.number().int(),
+    title: z.string(),
+  })
+  .meta({
+    id: 'GitSuggestedTask',
+    description: 'An open pull request of the caller (OPEN_PR) or an open issue assigned to them (OPEN_ISSUE).',
+  });
 export type GitSuggestedTask = z.infer<typeof GitSuggestedTaskSchema>;
 
 export const UserGitInfoSchema = z
-  .object({ id: z.string(), login: z.string(), avatar_url: z.string(), company: z.string().nullable(), name: z.string().nullable(), email: z.string().nullable() })
+  .object({
+    id: z.string(),
+    login: z.string(),
+    avatar_url: z.string(),
+    company: z.string().nullable(),
+    name: z.string().nullable(),
+    email: z.string().nullable(),
+  })
   .meta({ id: 'UserGitInfo' });
 export type UserGitInfo = z.infer<typeof UserGitInfoSchema>;
 
@@ -51,7 +79,12 @@ export const GitOrganizationsSchema = z
 export type GitOrganizations = z.infer<typeof GitOrganizationsSchema>;
 
 const pageOf = <T extends z.ZodType>(item: T, id: string) =>
-  z.object({ items: z.array(item), next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null at the end.' }) }).meta({ id });
+  z
+    .object({
+      items: z.array(item),
+      next_page_id: z.string().nullable().meta({ description: 'Pass as page_id for the next page; null at the end.' }),
+    })
+    .meta({ id });
 
 export const GitRepositoryPageSchema = pageOf(GitRepositorySchema, 'GitRepositoryPage');
 export const GitBranchPageSchema = pageOf(GitBranchSchema, 'GitBranchPage');
@@ -61,7 +94,12 @@ export const GitSuggestedTaskPageSchema = pageOf(GitSuggestedTaskSchema, 'GitSug
 // ---- paging ----
 
 /** The listings a page_id belongs to: a cursor of one is refused by the others. */
-export const GIT_LISTINGS = { repositories: 'git-repositories', branches: 'git-branches', installations: 'git-installations', suggestedTasks: 'git-suggested-tasks' } as const;
+export const GIT_LISTINGS = {
+  repositories: 'git-repositories',
+  branches: 'git-branches',
+  installations: 'git-installations',
+  suggestedTasks: 'git-suggested-tasks',
+} as const;
 export type GitListing = (typeof GIT_LISTINGS)[keyof typeof GIT_LISTINGS];
 
 /**
@@ -80,12 +118,19 @@ export interface GitPagePosition {
 const int = (min: number, max: number) => z.number().int().gte(min).lte(max);
 
 export const gitPageIdParam = (listing: GitListing) =>
-  pageIdParam(listing, z.tuple([int(0, 9), int(1, 100_000), int(1, 100), int(0, 99), z.string().regex(/^[0-9a-f]{16}$/)]))
+  pageIdParam(
+    listing,
+    z.tuple([int(0, 9), int(1, 100_000), int(1, 100), int(0, 99), z.string().regex(/^[0-9a-f]{16}$/)]),
+  )
     .transform(([part, page, perPage, skip, scope]): GitPagePosition => ({ part, page, perPage, skip, scope }))
     .optional()
-    .meta({ type: 'string', description: 'The next_page_id of the previous page, sent with the same other parameters.' });
+    .meta({
+      type: 'string',
+      description: 'The next_page_id of the previous page, sent with the same other parameters.',
+    });
 
-export const encodeGitPageId = (listing: GitListing, p: GitPagePosition): string => encodeCursor(listing, [p.part, p.page, p.perPage, p.skip, p.scope]);
+export const encodeGitPageId = (listing: GitListing, p: GitPagePosition): string =>
+  encodeCursor(listing, [p.part, p.page, p.perPage, p.skip, p.scope]);
 
 /** Published limits: 1..100, default 100 for repositories and installations, 30 for branches and suggested tasks. */
 export const gitPageLimit = (byDefault: 30 | 100) =>
@@ -93,7 +138,13 @@ export const gitPageLimit = (byDefault: 30 | 100) =>
     .pipe(z.number().int().gt(0).lte(100))
     .optional()
     .default(byDefault)
-    .meta({ description: 'Maximum number of results in the page (1..100).', type: 'integer', minimum: 1, maximum: 100, default: byDefault });
+    .meta({
+      description: 'Maximum number of results in the page (1..100).',
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      default: byDefault,
+    });
 
 // ---- queries ----
 
@@ -109,11 +160,21 @@ const repositoryName = z
 
 export const RepositorySearchQuerySchema = z.object({
   provider: GitProviderSchema,
-  query: text(256, 'Search the host for repositories matching this; without it, the caller\'s own repositories.').optional(),
-  installation_id: z.string().min(1).max(100).optional().meta({ description: 'Only the repositories of this installation (app).' }),
+  query: text(
+    256,
+    "Search the host for repositories matching this; without it, the caller's own repositories.",
+  ).optional(),
+  installation_id: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .meta({ description: 'Only the repositories of this installation (app).' }),
   page_id: gitPageIdParam(GIT_LISTINGS.repositories),
   limit: gitPageLimit(100),
-  sort_order: RepositorySortOrderSchema.optional().meta({ description: 'Sort order of a search (stars, forks, updated); the caller\'s own listing takes only updated-*.' }),
+  sort_order: RepositorySortOrderSchema.optional().meta({
+    description: "Sort order of a search (stars, forks, updated); the caller's own listing takes only updated-*.",
+  }),
 });
 export type RepositorySearchQuery = z.output<typeof RepositorySearchQuerySchema>;
 

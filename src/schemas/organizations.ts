@@ -12,7 +12,9 @@ export { SECRET_MASK };
 const nonNegative = () => z.number().gte(0);
 const positiveInt = () => z.number().int().gt(0);
 const secret = (description: string) =>
-  z.string().meta({ description: `${description} Secret: encrypted at rest, answered as "${SECRET_MASK}".`, writeOnly: true });
+  z
+    .string()
+    .meta({ description: `${description} Secret: encrypted at rest, answered as "${SECRET_MASK}".`, writeOnly: true });
 
 export const LLMSettingsSchema = z
   .strictObject({
@@ -111,7 +113,13 @@ export const AgentContextSchema = z
     load_public_skills: z.boolean(),
     marketplace_path: z.string(),
     registered_marketplaces: z.array(
-      z.object({ name: z.string(), source: z.string(), ref: z.string().optional(), repo_path: z.string().optional(), auto_load: z.boolean().optional() }),
+      z.object({
+        name: z.string(),
+        source: z.string(),
+        ref: z.string().optional(),
+        repo_path: z.string().optional(),
+        auto_load: z.boolean().optional(),
+      }),
     ),
     load_project_skills: z.boolean(),
     load_memory: z.boolean(),
@@ -222,9 +230,25 @@ export const OrganizationEditableSchema = z.strictObject({
 
 /** What the published OrgUpdate body adds to the PATCH (sparse diffs merged into the stored settings). */
 export const PUBLISHED_ORG_PATCH_FIELDS = {
-  agent_settings_diff: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'Merged into agent_settings (as agent_settings is); send one of the two.' }),
-  conversation_settings_diff: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: 'Merged into conversation_settings; send one of the two.' }),
-  llm_api_key: z.string().max(65_536).nullable().optional().meta({ description: `Sets agent_settings.llm.api_key. Secret: encrypted at rest; "${SECRET_MASK}" keeps it.`, writeOnly: true }),
+  agent_settings_diff: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .optional()
+    .meta({ description: 'Merged into agent_settings (as agent_settings is); send one of the two.' }),
+  conversation_settings_diff: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .optional()
+    .meta({ description: 'Merged into conversation_settings; send one of the two.' }),
+  llm_api_key: z
+    .string()
+    .max(65_536)
+    .nullable()
+    .optional()
+    .meta({
+      description: `Sets agent_settings.llm.api_key. Secret: encrypted at rest; "${SECRET_MASK}" keeps it.`,
+      writeOnly: true,
+    }),
 };
 
 export const OrganizationSchema = z

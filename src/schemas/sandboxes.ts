@@ -42,10 +42,18 @@ export const SandboxSchema = z
     created_by_user_id: z.string(),
     sandbox_spec_id: z.string(),
     status: SandboxStatusSchema,
-    session_api_key: z.string().nullable().meta({ description: 'The key the runtime accepts; present only while RUNNING.' }),
-    exposed_urls: z.array(ExposedUrlSchema).meta({ description: 'AGENT_SERVER and whatever else the provider exposes.' }),
+    session_api_key: z
+      .string()
+      .nullable()
+      .meta({ description: 'The key the runtime accepts; present only while RUNNING.' }),
+    exposed_urls: z
+      .array(ExposedUrlSchema)
+      .meta({ description: 'AGENT_SERVER and whatever else the provider exposes.' }),
     created_at: z.iso.datetime(),
-    status_detail: z.string().nullable().meta({ description: 'Why the sandbox is in its status, when there is more to say.' }),
+    status_detail: z
+      .string()
+      .nullable()
+      .meta({ description: 'Why the sandbox is in its status, when there is more to say.' }),
   })
   .meta({ id: 'Sandbox', description: 'SPEC 2.5' });
 export type SandboxView = z.infer<typeof SandboxSchema>;
@@ -59,19 +67,24 @@ const LIMIT_DESCRIPTIONS = {
   memory_mb: "Memory limit in MiB, swap included; null: the operator's default (SANDBOX_DEFAULT_MEMORY_MB).",
   cpus: "CPU limit in cores, fractions allowed; null: the operator's default (SANDBOX_DEFAULT_CPUS).",
   pids_limit: "Most processes and threads at once; null: the operator's default (SANDBOX_DEFAULT_PIDS_LIMIT).",
-  disk_mb: "Size in MiB of a process sandbox's file system (its workspace, home and state); null: the operator's default (SANDBOX_DEFAULT_DISK_MB).",
+  disk_mb:
+    "Size in MiB of a process sandbox's file system (its workspace, home and state); null: the operator's default (SANDBOX_DEFAULT_DISK_MB).",
 };
 
 const specId = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, { error: 'letters, digits, . _ - (at most 100), starting with a letter or digit' });
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, {
+    error: 'letters, digits, . _ - (at most 100), starting with a letter or digit',
+  });
 
 /** What an operator writes to define a spec (SANDBOX_SPECS_FILE); the stored record adds created_at. */
 export const SandboxSpecInputSchema = z
   .strictObject({
     id: specId,
     provider: SandboxProviderSchema,
-    runtime: RuntimeKindSchema.default('built-in').meta({ description: 'The agent server it runs: built-in, or openhands (the real OpenHands agent server).' }),
+    runtime: RuntimeKindSchema.default('built-in').meta({
+      description: 'The agent server it runs: built-in, or openhands (the real OpenHands agent server).',
+    }),
     image: z.string().min(1).nullable().default(null).meta({ description: 'Container image (docker, remote).' }),
     command: z
       .array(z.string().min(1))
@@ -84,15 +97,39 @@ export const SandboxSpecInputSchema = z
       .min(1)
       .nullable()
       .default(null)
-      .meta({ description: 'Workspace of the runtime: relative to the sandbox directory (process) or absolute (containers).' }),
+      .meta({
+        description: 'Workspace of the runtime: relative to the sandbox directory (process) or absolute (containers).',
+      }),
     initial_env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
-    memory_mb: z.number().int().min(64).max(1_048_576).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.memory_mb }),
+    memory_mb: z
+      .number()
+      .int()
+      .min(64)
+      .max(1_048_576)
+      .nullable()
+      .default(null)
+      .meta({ description: LIMIT_DESCRIPTIONS.memory_mb }),
     cpus: z.number().positive().max(1024).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.cpus }),
-    pids_limit: z.number().int().min(16).max(4_194_304).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.pids_limit }),
-    disk_mb: z.number().int().min(64).max(16_777_216).nullable().default(null).meta({ description: LIMIT_DESCRIPTIONS.disk_mb }),
+    pids_limit: z
+      .number()
+      .int()
+      .min(16)
+      .max(4_194_304)
+      .nullable()
+      .default(null)
+      .meta({ description: LIMIT_DESCRIPTIONS.pids_limit }),
+    disk_mb: z
+      .number()
+      .int()
+      .min(64)
+      .max(16_777_216)
+      .nullable()
+      .default(null)
+      .meta({ description: LIMIT_DESCRIPTIONS.disk_mb }),
   })
   .superRefine((s, ctx) => {
-    if (s.provider !== 'process' && !s.image) ctx.addIssue({ code: 'custom', path: ['image'], message: `a ${s.provider} spec needs an image` });
+    if (s.provider !== 'process' && !s.image)
+      ctx.addIssue({ code: 'custom', path: ['image'], message: `a ${s.provider} spec needs an image` });
   });
 export type SandboxSpecInput = z.output<typeof SandboxSpecInputSchema>;
 

@@ -37,17 +37,23 @@ export const SecretNameSchema = z
     if (!ENV_VAR_NAME.test(v)) {
       ctx.addIssue({
         code: 'custom',
-        message: 'A secret name must be an environment variable name: letters, digits and _, not starting with a digit (such as DEPLOY_TOKEN)',
+        message:
+          'A secret name must be an environment variable name: letters, digits and _, not starting with a digit (such as DEPLOY_TOKEN)',
         params: { type: 'value_error', ctx: { pattern: ENV_VAR_NAME.source } },
       });
     }
   })
-  .meta({ description: 'An environment variable name: letters, digits and _, not starting with a digit.', pattern: ENV_VAR_NAME.source });
+  .meta({
+    description: 'An environment variable name: letters, digits and _, not starting with a digit.',
+    pattern: ENV_VAR_NAME.source,
+  });
 
 const secretValue = () =>
   z
     .string()
-    .refine((v) => Buffer.byteLength(v, 'utf8') <= SECRET_LIMITS.valueBytes, { error: `A secret value holds at most ${SECRET_LIMITS.valueBytes} bytes` })
+    .refine((v) => Buffer.byteLength(v, 'utf8') <= SECRET_LIMITS.valueBytes, {
+      error: `A secret value holds at most ${SECRET_LIMITS.valueBytes} bytes`,
+    })
     .meta({ format: 'password', writeOnly: true });
 
 const description = () => z.string().max(SECRET_LIMITS.descriptionChars).nullable().optional();
@@ -74,21 +80,29 @@ export const CustomSecretViewSchema = z
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   })
-  .meta({ id: 'CustomSecretView', description: 'A stored secret as listed: its name, description and dates, never its value.' });
+  .meta({
+    id: 'CustomSecretView',
+    description: 'A stored secret as listed: its name, description and dates, never its value.',
+  });
 
 export const CustomSecretPageSchema = z
   .object({ items: z.array(CustomSecretViewSchema), next_page_id: z.string().nullable() })
   .meta({ id: 'CustomSecretPage', description: 'Paginated response for custom secrets search.' });
 
-export const EditResponseSchema = z.object({ message: z.string() }).meta({ id: 'EditResponse', description: 'General response to an edit operation' });
+export const EditResponseSchema = z
+  .object({ message: z.string() })
+  .meta({ id: 'EditResponse', description: 'General response to an edit operation' });
 
 export const SecretIdParamsSchema = z.object({
-  secret_id: z.string().min(1).max(SECRET_LIMITS.nameChars).meta({ description: 'The secret\'s name.' }),
+  secret_id: z.string().min(1).max(SECRET_LIMITS.nameChars).meta({ description: "The secret's name." }),
 });
 
 export const ProviderTokenSchema = z
   .strictObject({
-    token: secretValue().nullable().optional().meta({ description: `The token; null, "" or "${SECRET_MASK}" keeps the stored one.` }),
+    token: secretValue()
+      .nullable()
+      .optional()
+      .meta({ description: `The token; null, "" or "${SECRET_MASK}" keeps the stored one.` }),
     user_id: z.string().max(200).nullable().optional(),
     host: z
       .string()
@@ -102,14 +116,24 @@ export const ProviderTokenSchema = z
 /** POST /api/v1/secrets/git-providers. */
 export const ProviderTokensRequestSchema = z
   .strictObject({
-    mcp_config: z.null().optional().meta({ description: 'Not stored here: set tool-server config with POST /api/v1/settings (agent_settings_diff.mcp_config).' }),
+    mcp_config: z
+      .null()
+      .optional()
+      .meta({
+        description:
+          'Not stored here: set tool-server config with POST /api/v1/settings (agent_settings_diff.mcp_config).',
+      }),
     provider_tokens: z.partialRecord(GitProviderSchema, ProviderTokenSchema).default({}),
   })
   .meta({ id: 'POSTProviderModel', description: 'Git provider tokens to store; providers not named keep theirs.' });
 
 /** Query of GET /api/v1/secrets/search (as published). */
 export const SecretSearchQuerySchema = z.object({
-  name__contains: z.string().max(SECRET_LIMITS.nameChars).optional().meta({ description: 'Filter by name containing this string.' }),
+  name__contains: z
+    .string()
+    .max(SECRET_LIMITS.nameChars)
+    .optional()
+    .meta({ description: 'Filter by name containing this string.' }),
 });
 
 /** Keys of POST /api/v1/settings that the published API no longer takes (the nested settings objects). */
@@ -118,9 +142,25 @@ export const LEGACY_SETTINGS_KEYS = ['agent_settings', 'conversation_settings'] 
 /** POST /api/v1/settings: a partial payload; the diffs are deep-merged into what the user stored. */
 export const SettingsUpdateSchema = z
   .strictObject({
-    agent_settings_diff: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: "Merged into the user's agent settings (over the organization's)." }),
-    conversation_settings_diff: z.record(z.string(), z.unknown()).nullable().optional().meta({ description: "Merged into the user's conversation settings." }),
-    llm_api_key: z.string().max(SECRET_LIMITS.valueBytes).nullable().optional().meta({ description: `The user's LLM key; "${SECRET_MASK}" keeps it, "" removes it (the organization's applies).`, writeOnly: true }),
+    agent_settings_diff: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .optional()
+      .meta({ description: "Merged into the user's agent settings (over the organization's)." }),
+    conversation_settings_diff: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .optional()
+      .meta({ description: "Merged into the user's conversation settings." }),
+    llm_api_key: z
+      .string()
+      .max(SECRET_LIMITS.valueBytes)
+      .nullable()
+      .optional()
+      .meta({
+        description: `The user's LLM key; "${SECRET_MASK}" keeps it, "" removes it (the organization's applies).`,
+        writeOnly: true,
+      }),
     language: z.string().max(35).nullable().optional(),
     git_user_name: z.string().max(200).nullable().optional(),
     git_user_email: z.string().max(320).nullable().optional(),
@@ -131,7 +171,9 @@ export const SettingsUpdateSchema = z
         k,
         z
           .unknown()
-          .refine(() => false, { error: `Legacy nested settings keys are not accepted: send ${k}_diff (merged into what is stored)` })
+          .refine(() => false, {
+            error: `Legacy nested settings keys are not accepted: send ${k}_diff (merged into what is stored)`,
+          })
           .optional()
           .meta({ description: `Not accepted: send ${k}_diff.`, deprecated: true }),
       ]),
@@ -140,7 +182,9 @@ export const SettingsUpdateSchema = z
   .meta({ id: 'SettingsUpdate', description: 'Fields to change; null or absent leaves a field as it is.' });
 export type SettingsUpdate = z.output<typeof SettingsUpdateSchema>;
 
-export const ProviderTokensSetSchema = z.partialRecord(GitProviderSchema, z.string().nullable()).meta({ description: 'Providers with a stored token, each with its host (null: the default).' });
+export const ProviderTokensSetSchema = z
+  .partialRecord(GitProviderSchema, z.string().nullable())
+  .meta({ description: 'Providers with a stored token, each with its host (null: the default).' });
 
 /** GET /api/v1/settings (the published GETSettingsModel, with the fields that mean something here). */
 export const SettingsViewSchema = z
@@ -159,7 +203,11 @@ export const SettingsViewSchema = z
     git_user_name: z.string().nullable(),
     git_user_email: z.string().nullable(),
     v1_enabled: z.boolean(),
-    agent_settings: z.record(z.string(), z.unknown()).meta({ description: `The effective agent settings: the user's over the organization's; secrets shown as "${SECRET_MASK}".` }),
+    agent_settings: z
+      .record(z.string(), z.unknown())
+      .meta({
+        description: `The effective agent settings: the user's over the organization's; secrets shown as "${SECRET_MASK}".`,
+      }),
     conversation_settings: ConversationSettingsSchema,
     provider_tokens_set: ProviderTokensSetSchema,
     llm_api_key_set: z.boolean(),
@@ -170,7 +218,9 @@ export const SettingsViewSchema = z
 export type SettingsView = z.infer<typeof SettingsViewSchema>;
 
 /** A JSON Schema document (what the two schema routes answer). */
-export const JsonSchemaDocumentSchema = z.record(z.string(), z.unknown()).meta({ id: 'JsonSchemaDocument', description: 'A JSON Schema (draft 2020-12).' });
+export const JsonSchemaDocumentSchema = z
+  .record(z.string(), z.unknown())
+  .meta({ id: 'JsonSchemaDocument', description: 'A JSON Schema (draft 2020-12).' });
 
 // ---- models ----
 
@@ -185,10 +235,16 @@ export const LLMModelSchema = z
   .meta({ id: 'LLMModel', description: 'LLM Model object for API responses.' });
 export type LLMModel = z.infer<typeof LLMModelSchema>;
 
-export const LLMModelPageSchema = z.object({ items: z.array(LLMModelSchema), next_page_id: z.string().nullable() }).meta({ id: 'LLMModelPage' });
+export const LLMModelPageSchema = z
+  .object({ items: z.array(LLMModelSchema), next_page_id: z.string().nullable() })
+  .meta({ id: 'LLMModelPage' });
 
-export const LLMProviderSchema = z.object({ name: z.string(), verified: z.boolean() }).meta({ id: 'Provider', description: 'LLM Provider object for API responses.' });
-export const LLMProviderPageSchema = z.object({ items: z.array(LLMProviderSchema), next_page_id: z.string().nullable() }).meta({ id: 'ProviderPage' });
+export const LLMProviderSchema = z
+  .object({ name: z.string(), verified: z.boolean() })
+  .meta({ id: 'Provider', description: 'LLM Provider object for API responses.' });
+export const LLMProviderPageSchema = z
+  .object({ items: z.array(LLMProviderSchema), next_page_id: z.string().nullable() })
+  .meta({ id: 'ProviderPage' });
 
 /** One entry of LLM_MODELS_FILE: "provider/name" or an object. */
 export const ModelFileEntrySchema = z.union([
@@ -211,7 +267,11 @@ export const queryBool = () =>
       const s = v.trim().toLowerCase();
       if (['true', '1', 'yes', 'on'].includes(s)) return true;
       if (['false', '0', 'no', 'off'].includes(s)) return false;
-      ctx.addIssue({ code: 'custom', message: 'Input should be a valid boolean, unable to interpret input', params: { type: 'bool_parsing' } });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'Input should be a valid boolean, unable to interpret input',
+        params: { type: 'bool_parsing' },
+      });
       return z.NEVER;
     })
     .optional()
@@ -233,7 +293,9 @@ export const WebClientConfigSchema = z
   .object({
     kind: z.literal('WebClientConfig'),
     app_mode: z.enum(['oss', 'saas']),
-    auth_mode: z.literal('api_key').meta({ description: 'Every /api route takes an API key in X-Access-Token; there is no login page.' }),
+    auth_mode: z
+      .literal('api_key')
+      .meta({ description: 'Every /api route takes an API key in X-Access-Token; there is no login page.' }),
     feature_flags: z.object({
       enable_billing: z.boolean(),
       hide_llm_settings: z.boolean(),

@@ -18,7 +18,9 @@ export const UserSchema = z
     git_user_name: z.string().nullable(),
     git_user_email: z.string().nullable(),
     v1_enabled: z.boolean(),
-    agent_settings: z.record(z.string(), z.unknown()).meta({ description: 'The effective agent settings (secrets masked).' }),
+    agent_settings: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'The effective agent settings (secrets masked).' }),
     conversation_settings: ConversationSettingsSchema,
   })
   .meta({ id: 'User', description: 'The user behind the credential.' });

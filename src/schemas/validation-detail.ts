@@ -56,21 +56,42 @@ const TYPE_NAMES: Record<string, [type: string, msg: string]> = {
   null: ['none_required', 'Input should be None'],
 };
 
-function sizeDetail(issue: Extract<Issue, { code: 'too_small' | 'too_big' }>, actual: unknown): Omit<ValidationDetail, 'loc' | 'input'> {
+function sizeDetail(
+  issue: Extract<Issue, { code: 'too_small' | 'too_big' }>,
+  actual: unknown,
+): Omit<ValidationDetail, 'loc' | 'input'> {
   const small = issue.code === 'too_small';
-  const bound = small ? (issue as { minimum: number | bigint }).minimum : (issue as { maximum: number | bigint }).maximum;
+  const bound = small
+    ? (issue as { minimum: number | bigint }).minimum
+    : (issue as { maximum: number | bigint }).maximum;
   const n = Number(bound);
   switch (issue.origin) {
     case 'string':
       return small
-        ? { type: 'string_too_short', msg: `String should have at least ${n} character${n === 1 ? '' : 's'}`, ctx: { min_length: n } }
-        : { type: 'string_too_long', msg: `String should have at most ${n} character${n === 1 ? '' : 's'}`, ctx: { max_length: n } };
+        ? {
+            type: 'string_too_short',
+            msg: `String should have at least ${n} character${n === 1 ? '' : 's'}`,
+            ctx: { min_length: n },
+          }
+        : {
+            type: 'string_too_long',
+            msg: `String should have at most ${n} character${n === 1 ? '' : 's'}`,
+            ctx: { max_length: n },
+          };
     case 'array':
     case 'set': {
       const len = Array.isArray(actual) ? actual.length : actual instanceof Set ? actual.size : undefined;
       return small
-        ? { type: 'too_short', msg: `List should have at least ${n} item${n === 1 ? '' : 's'} after validation, not ${len}`, ctx: { field_type: 'List', min_length: n, actual_length: len } }
-        : { type: 'too_long', msg: `List should have at most ${n} item${n === 1 ? '' : 's'} after validation, not ${len}`, ctx: { field_type: 'List', max_length: n, actual_length: len } };
+        ? {
+            type: 'too_short',
+            msg: `List should have at least ${n} item${n === 1 ? '' : 's'} after validation, not ${len}`,
+            ctx: { field_type: 'List', min_length: n, actual_length: len },
+          }
+        : {
+            type: 'too_long',
+            msg: `List should have at most ${n} item${n === 1 ? '' : 's'} after validation, not ${len}`,
+            ctx: { field_type: 'List', max_length: n, actual_length: len },
+          };
     }
     default:
       if (small) {
@@ -91,7 +112,11 @@ function formatDetail(issue: Extract<Issue, { code: 'invalid_format' }>): Omit<V
       return { type: 'uuid_parsing', msg: 'Input should be a valid UUID', ctx: { error: issue.message } };
     case 'datetime':
     case 'date':
-      return { type: 'datetime_from_date_parsing', msg: 'Input should be a valid datetime or date', ctx: { error: issue.message } };
+      return {
+        type: 'datetime_from_date_parsing',
+        msg: 'Input should be a valid datetime or date',
+        ctx: { error: issue.message },
+      };
     case 'url':
       return { type: 'url_parsing', msg: 'Input should be a valid URL', ctx: { error: issue.message } };
     case 'email':
@@ -117,14 +142,20 @@ export const WITHHELD_FIELDS: ReadonlySet<string> = new Set(['decrypted_api_key'
 function withheld(input: unknown, depth = 0): unknown {
   if (input === null || typeof input !== 'object' || depth > 20) return input;
   if (Array.isArray(input)) return input.map((v) => withheld(v, depth + 1));
-  return Object.fromEntries(Object.entries(input).map(([k, v]) => [k, WITHHELD_FIELDS.has(k) ? '<withheld>' : withheld(v, depth + 1)]));
+  return Object.fromEntries(
+    Object.entries(input).map(([k, v]) => [k, WITHHELD_FIELDS.has(k) ? '<withheld>' : withheld(v, depth + 1)]),
+  );
 }
 
 function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[], prefix: Loc): ValidationDetail[] {
   const path = [...basePath, ...issue.path];
   const loc: Loc = [...prefix, ...path.map((p) => (typeof p === 'number' ? p : String(p)))];
   const value = valueAt(root, path);
-  const detail = (d: Omit<ValidationDetail, 'loc' | 'input'>, l: Loc = loc, input: unknown = value): ValidationDetail => ({
+  const detail = (
+    d: Omit<ValidationDetail, 'loc' | 'input'>,
+    l: Loc = loc,
+    input: unknown = value,
+  ): ValidationDetail => ({
     loc: l,
     msg: d.msg,
     type: d.type,
@@ -144,9 +175,20 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
     case 'invalid_type': {
       const known = TYPE_NAMES[issue.expected];
       if (issue.expected === 'int' && typeof value === 'number') {
-        return [detail({ type: 'int_from_float', msg: 'Input should be a valid integer, got a number with a fractional part' })];
+        return [
+          detail({
+            type: 'int_from_float',
+            msg: 'Input should be a valid integer, got a number with a fractional part',
+          }),
+        ];
       }
-      return [detail(known ? { type: known[0], msg: known[1] } : { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` })];
+      return [
+        detail(
+          known
+            ? { type: known[0], msg: known[1] }
+            : { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` },
+        ),
+      ];
     }
     case 'too_small':
     case 'too_big':
@@ -160,10 +202,20 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
     case 'invalid_format':
       return [detail(formatDetail(issue))];
     case 'not_multiple_of':
-      return [detail({ type: 'multiple_of', msg: `Input should be a multiple of ${issue.divisor}`, ctx: { multiple_of: Number(issue.divisor) } })];
+      return [
+        detail({
+          type: 'multiple_of',
+          msg: `Input should be a multiple of ${issue.divisor}`,
+          ctx: { multiple_of: Number(issue.divisor) },
+        }),
+      ];
     case 'unrecognized_keys':
       return issue.keys.map((key) =>
-        detail({ type: 'extra_forbidden', msg: 'Extra inputs are not permitted' }, [...loc, key], valueAt(root, [...path, key])),
+        detail(
+          { type: 'extra_forbidden', msg: 'Extra inputs are not permitted' },
+          [...loc, key],
+          valueAt(root, [...path, key]),
+        ),
       );
     case 'invalid_union': {
       const u = issue as Issue & { note?: string; discriminator?: string; options?: unknown[] };
@@ -178,7 +230,17 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
           return [detail({ type: 'model_attributes_type', msg: TYPE_NAMES.object![1] }, unionLoc, obj)];
         }
         if (tag === undefined) {
-          return [detail({ type: 'union_tag_not_found', msg: `Unable to extract tag using discriminator ${d}`, ctx: { discriminator: d } }, unionLoc, obj)];
+          return [
+            detail(
+              {
+                type: 'union_tag_not_found',
+                msg: `Unable to extract tag using discriminator ${d}`,
+                ctx: { discriminator: d },
+              },
+              unionLoc,
+              obj,
+            ),
+          ];
         }
         const expectedTags = (u.options ?? []).map(quote).join(', ');
         return [

@@ -72,7 +72,10 @@ export class ApiKeysStore {
     const filter = after
       ? {
           user_id: userId,
-          $or: [{ created_at: { $gt: new Date(after[0]) } }, { created_at: new Date(after[0]), _id: { $gt: after[1] } }],
+          $or: [
+            { created_at: { $gt: new Date(after[0]) } },
+            { created_at: new Date(after[0]), _id: { $gt: after[1] } },
+          ],
         }
       : { user_id: userId };
     const docs = await this.keys
@@ -90,7 +93,10 @@ export class ApiKeysStore {
 
   /** Revokes one of a user's keys; false when that user has no such live key. */
   async revokeForUser(userId: string, id: string): Promise<boolean> {
-    const r = await this.keys.updateOne({ _id: id, user_id: userId, revoked_at: null }, { $set: { revoked_at: new Date() } });
+    const r = await this.keys.updateOne(
+      { _id: id, user_id: userId, revoked_at: null },
+      { $set: { revoked_at: new Date() } },
+    );
     return r.modifiedCount === 1;
   }
 

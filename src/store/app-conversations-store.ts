@@ -46,13 +46,26 @@ export interface StartedSkill {
 }
 
 /** What PATCH may change (SPEC: AppConversationUpdateRequest); absent fields stay as they are. */
-export type AppConversationChange = Partial<Pick<AppConversationRecord, 'title' | 'public' | 'selected_repository' | 'selected_branch' | 'git_provider'>>;
+export type AppConversationChange = Partial<
+  Pick<AppConversationRecord, 'title' | 'public' | 'selected_repository' | 'selected_branch' | 'git_provider'>
+>;
 
 /** Fields added after the first records were written: absent from those. */
-type LaterFields = 'llm_model' | 'launched_agent_profile' | 'public' | 'pr_number' | 'tags' | 'parent_conversation_id' | 'skills' | 'hooks' | 'working_dir';
+type LaterFields =
+  | 'llm_model'
+  | 'launched_agent_profile'
+  | 'public'
+  | 'pr_number'
+  | 'tags'
+  | 'parent_conversation_id'
+  | 'skills'
+  | 'hooks'
+  | 'working_dir';
 /** A new record: the later fields may be left out (their empty values). */
-export type NewAppConversation = Omit<AppConversationRecord, LaterFields> & Partial<Pick<AppConversationRecord, LaterFields>>;
-type AppConversationDoc = Omit<AppConversationRecord, 'id' | LaterFields> & Partial<Pick<AppConversationRecord, LaterFields>> & { _id: string };
+export type NewAppConversation = Omit<AppConversationRecord, LaterFields> &
+  Partial<Pick<AppConversationRecord, LaterFields>>;
+type AppConversationDoc = Omit<AppConversationRecord, 'id' | LaterFields> &
+  Partial<Pick<AppConversationRecord, LaterFields>> & { _id: string };
 
 export interface AppConversationFilters {
   titleContains?: string;
@@ -105,7 +118,13 @@ export class AppConversationsStore {
     const record = toRecord({ _id: input.id, ...input } as AppConversationDoc);
     const { id, ...rest } = record;
     try {
-      await this.conversations.insertOne({ _id: id, ...rest, processors: encodeKeys(rest.processors), tags: encodeKeys(rest.tags), hooks: encodeKeys(rest.hooks) });
+      await this.conversations.insertOne({
+        _id: id,
+        ...rest,
+        processors: encodeKeys(rest.processors),
+        tags: encodeKeys(rest.tags),
+        hooks: encodeKeys(rest.hooks),
+      });
       return record;
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
@@ -130,7 +149,11 @@ export class AppConversationsStore {
   /** Applies the change to the owner's conversation; answers it as it then is, or null when it is not the owner's. */
   async update(id: string, userId: string, change: AppConversationChange): Promise<AppConversationRecord | null> {
     const set = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined)); // absent: unchanged
-    if (Object.keys(set).length > 0) await this.conversations.updateOne({ _id: id, created_by_user_id: userId }, { $set: { ...set, updated_at: new Date() } });
+    if (Object.keys(set).length > 0)
+      await this.conversations.updateOne(
+        { _id: id, created_by_user_id: userId },
+        { $set: { ...set, updated_at: new Date() } },
+      );
     const d = await this.conversations.findOne({ _id: id, created_by_user_id: userId });
     return d && toRecord(d);
   }
@@ -142,7 +165,12 @@ export class AppConversationsStore {
 
   /** Whether a conversation other than `exceptId` runs in the sandbox. */
   async otherUsesSandbox(sandboxId: string, exceptId: string): Promise<boolean> {
-    return (await this.conversations.findOne({ sandbox_id: sandboxId, _id: { $ne: exceptId } }, { projection: { _id: 1 } })) !== null;
+    return (
+      (await this.conversations.findOne(
+        { sandbox_id: sandboxId, _id: { $ne: exceptId } },
+        { projection: { _id: 1 } },
+      )) !== null
+    );
   }
 
   /** The owner's conversations started as children of any of `parentIds`: parent id -> child ids. One query per page of parents. */
@@ -150,7 +178,10 @@ export class AppConversationsStore {
     const out = new Map<string, string[]>();
     if (parentIds.length === 0) return out;
     const docs = await this.conversations
-      .find({ parent_conversation_id: { $in: [...parentIds] }, created_by_user_id: userId }, { projection: { _id: 1, parent_conversation_id: 1 } })
+      .find(
+        { parent_conversation_id: { $in: [...parentIds] }, created_by_user_id: userId },
+        { projection: { _id: 1, parent_conversation_id: 1 } },
+      )
       .toArray();
     for (const d of docs) out.set(d.parent_conversation_id!, [...(out.get(d.parent_conversation_id!) ?? []), d._id]);
     return out;
@@ -165,7 +196,8 @@ export class AppConversationsStore {
     const filter: Filter<AppConversationDoc> = { created_by_user_id: userId };
     if (f.titleContains !== undefined) filter.title = { $regex: escapeRegExp(f.titleContains), $options: 'i' };
     if (f.sandboxId !== undefined) filter.sandbox_id = f.sandboxId;
-    const range = (gte?: Date, lt?: Date) => (gte || lt ? { ...(gte ? { $gte: gte } : {}), ...(lt ? { $lt: lt } : {}) } : undefined);
+    const range = (gte?: Date, lt?: Date) =>
+      gte || lt ? { ...(gte ? { $gte: gte } : {}), ...(lt ? { $lt: lt } : {}) } : undefined;
     const created = range(f.createdAtGte, f.createdAtLt);
     const updated = range(f.updatedAtGte, f.updatedAtLt);
     if (created) filter.created_at = created;
@@ -188,7 +220,11 @@ export class AppConversationsStore {
       const beyond = sort.order === 'asc' ? '$gt' : '$lt';
       filter.$and = [{ $or: [{ [sort.field]: { [beyond]: at } }, { [sort.field]: at, _id: { [beyond]: after[1] } }] }];
     }
-    const docs = await this.conversations.find(filter).sort({ [sort.field]: dir, _id: dir }).limit(limit + 1).toArray();
+    const docs = await this.conversations
+      .find(filter)
+      .sort({ [sort.field]: dir, _id: dir })
+      .limit(limit + 1)
+      .toArray();
     const items = docs.slice(0, limit).map(toRecord);
     const last = docs.length > limit ? items.at(-1)! : null;
     return { items, last: last ? [last[sort.field].getTime(), last.id] : null };

@@ -57,11 +57,18 @@ export class CallbacksStore {
 
   /** True when the processor already did `action` for the conversation (a side effect is never repeated). */
   async done(conversationId: string, processorIndex: number, action: string): Promise<boolean> {
-    return (await this.results.countDocuments({ conversation_id: conversationId, processor_index: processorIndex, status: 'ok', actions: action }, { limit: 1 })) > 0;
+    return (
+      (await this.results.countDocuments(
+        { conversation_id: conversationId, processor_index: processorIndex, status: 'ok', actions: action },
+        { limit: 1 },
+      )) > 0
+    );
   }
 
   private get summaries() {
-    return this.db.collection<{ _id: string; conversation_id: string; summary: string | null; at: Date }>('callback_summaries');
+    return this.db.collection<{ _id: string; conversation_id: string; summary: string | null; at: Date }>(
+      'callback_summaries',
+    );
   }
 
   /**
@@ -98,7 +105,10 @@ export class CallbacksStore {
   }
 
   async list(conversationId: string): Promise<CallbackResult[]> {
-    const docs = await this.results.find({ conversation_id: conversationId }).sort({ processor_index: 1, to_seq: 1 }).toArray();
+    const docs = await this.results
+      .find({ conversation_id: conversationId })
+      .sort({ processor_index: 1, to_seq: 1 })
+      .toArray();
     return docs.map(({ _id, ...r }) => r);
   }
 }

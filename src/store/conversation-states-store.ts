@@ -36,7 +36,8 @@ export class ConversationStatesStore {
   async record(conversationId: string, latest: Partial<Record<TrackedStateKey, unknown>>): Promise<void> {
     const set: Record<string, unknown> = { updated_at: new Date() };
     if (typeof latest.execution_status === 'string') set.execution_status = latest.execution_status;
-    if (latest.metrics && typeof latest.metrics === 'object' && !Array.isArray(latest.metrics)) set.metrics = encodeKeys(latest.metrics as Record<string, unknown>);
+    if (latest.metrics && typeof latest.metrics === 'object' && !Array.isArray(latest.metrics))
+      set.metrics = encodeKeys(latest.metrics as Record<string, unknown>);
     if (Object.keys(set).length === 1) return;
     await this.states.updateOne({ _id: conversationId }, { $set: set }, { upsert: true });
   }
@@ -46,7 +47,14 @@ export class ConversationStatesStore {
     if (ids.length === 0) return new Map();
     const docs = await this.states.find({ _id: { $in: [...ids] } }).toArray();
     return new Map(
-      docs.map((d) => [d._id, { execution_status: d.execution_status ?? null, metrics: d.metrics ? decodeKeys(d.metrics) : null, updated_at: d.updated_at }]),
+      docs.map((d) => [
+        d._id,
+        {
+          execution_status: d.execution_status ?? null,
+          metrics: d.metrics ? decodeKeys(d.metrics) : null,
+          updated_at: d.updated_at,
+        },
+      ]),
     );
   }
 

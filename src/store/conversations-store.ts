@@ -54,7 +54,9 @@ export const conversationsIndexes: CollectionIndexes = {
   ],
 };
 
-const layoutOf = (d: Pick<ConversationDoc, 'last_seq' | 'event_blocks' | 'events_unordered' | 'last_timestamp'>): EventLayout => ({
+const layoutOf = (
+  d: Pick<ConversationDoc, 'last_seq' | 'event_blocks' | 'events_unordered' | 'last_timestamp'>,
+): EventLayout => ({
   blocks: d.event_blocks === true,
   ordered: d.events_unordered !== true,
   lastSeq: d.last_seq ?? 0,
@@ -78,7 +80,12 @@ export class ConversationsStore {
     return this.db.collection<ConversationDoc>('conversations');
   }
 
-  async create(input: { id?: string; userId: string; sandboxId?: string | null; sessionApiKey?: string | null }): Promise<Conversation> {
+  async create(input: {
+    id?: string;
+    userId: string;
+    sandboxId?: string | null;
+    sessionApiKey?: string | null;
+  }): Promise<Conversation> {
     const doc: ConversationDoc = {
       _id: input.id ?? randomUUID(),
       created_by_user_id: input.userId,
@@ -159,12 +166,18 @@ export class ConversationsStore {
    * the ingest lease: where it ends, whether it is ordered, its highest time. Each only moves the way it
    * may (the end and the time up, the log to unordered), so a late writer's mark is never undone.
    */
-  async markBlocks(id: string, facts: { lastSeq: number; ordered: boolean; lastTimestamp: string | null }): Promise<void> {
+  async markBlocks(
+    id: string,
+    facts: { lastSeq: number; ordered: boolean; lastTimestamp: string | null },
+  ): Promise<void> {
     await this.conversations.updateOne(
       { _id: id },
       {
         $set: { event_blocks: true, ...(facts.ordered ? {} : { events_unordered: true }) },
-        $max: { last_seq: facts.lastSeq, ...(facts.lastTimestamp !== null ? { last_timestamp: facts.lastTimestamp } : {}) },
+        $max: {
+          last_seq: facts.lastSeq,
+          ...(facts.lastTimestamp !== null ? { last_timestamp: facts.lastTimestamp } : {}),
+        },
       },
     );
   }
@@ -177,20 +190,27 @@ export class ConversationsStore {
   /** Conversations whose log predates the block layout (a scan; start-up migration only). */
   async withoutBlocks(limit: number): Promise<string[]> {
     // `false`: looked at and left on the sorted reads (see markNoBlocks); absent: not looked at yet.
-    const docs = await this.conversations.find({ event_blocks: { $exists: false } }, { projection: { _id: 1 } }).limit(limit).toArray();
+    const docs = await this.conversations
+      .find({ event_blocks: { $exists: false } }, { projection: { _id: 1 } })
+      .limit(limit)
+      .toArray();
     return docs.map((d) => d._id);
   }
 
   /** True when the raw session key is the one of the sandbox running this conversation. */
   /** The conversations a sandbox runs and how many events each has stored. */
   async inSandbox(sandboxId: string): Promise<{ id: string; stored: number }[]> {
-    const docs = await this.conversations.find({ sandbox_id: sandboxId }, { projection: { _id: 1, last_seq: 1 } }).toArray();
+    const docs = await this.conversations
+      .find({ sandbox_id: sandboxId }, { projection: { _id: 1, last_seq: 1 } })
+      .toArray();
     return docs.map((d) => ({ id: d._id, stored: d.last_seq ?? 0 }));
   }
 
   /** Whether the key is the session key of any conversation (a runtime's webhook without a conversation in its path). */
   async anyWithSessionKey(rawKey: string): Promise<boolean> {
-    return (await this.conversations.findOne({ session_key_hash: hashApiKey(rawKey) }, { projection: { _id: 1 } })) !== null;
+    return (
+      (await this.conversations.findOne({ session_key_hash: hashApiKey(rawKey) }, { projection: { _id: 1 } })) !== null
+    );
   }
 
   async sessionKeyMatches(id: string, rawKey: string): Promise<boolean> {

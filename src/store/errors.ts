@@ -2,7 +2,13 @@
  * Errors of the store layer that callers answer differently from a crash, translated from the driver's
  * raw errors here, at the boundary, as domain errors (src/errors.ts); nothing in this layer knows HTTP.
  */
-import { MongoBulkWriteError, MongoNetworkError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError } from 'mongodb';
+import {
+  MongoBulkWriteError,
+  MongoNetworkError,
+  MongoOperationTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+} from 'mongodb';
 import { Unavailable } from '../errors';
 
 /** Seconds a client is asked to wait after a read of a busy database. */
@@ -22,7 +28,11 @@ export class DatabaseBusyError extends Unavailable {
     options?: { cause?: unknown },
   ) {
     // The message is what a client reads: no operation names or budgets (they are fields, for the log).
-    super('The database is busy and the request ran out of its time budget; retry shortly', BUSY_RETRY_AFTER_SECONDS, options);
+    super(
+      'The database is busy and the request ran out of its time budget; retry shortly',
+      BUSY_RETRY_AFTER_SECONDS,
+      options,
+    );
     this.name = 'DatabaseBusyError';
   }
 }
@@ -41,7 +51,8 @@ const POSTGRES_UNIQUE_VIOLATION = /duplicate key value violates unique constrain
  * (`writeErrors`); any other error carries its own.
  */
 export function isDuplicateKey(e: unknown): boolean {
-  const err = e as { code?: unknown; message?: unknown; writeErrors?: { code?: unknown }[] | { code?: unknown } } | null | undefined;
+  const err = e as
+    { code?: unknown; message?: unknown; writeErrors?: { code?: unknown }[] | { code?: unknown } } | null | undefined;
   const first = Array.isArray(err?.writeErrors) ? err.writeErrors[0] : err?.writeErrors;
   if ((first?.code ?? err?.code) === DUPLICATE_KEY) return true;
   return e instanceof MongoServerError && e.code === 1 && POSTGRES_UNIQUE_VIOLATION.test(e.message);
@@ -73,7 +84,12 @@ const UNREACHABLE_RETRY_AFTER_SECONDS = 5;
  */
 export function isDatabaseUnreachable(e: unknown): boolean {
   for (let c = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) {
-    if (c instanceof MongoNetworkError || c instanceof MongoServerSelectionError || c instanceof MongoOperationTimeoutError) return true;
+    if (
+      c instanceof MongoNetworkError ||
+      c instanceof MongoServerSelectionError ||
+      c instanceof MongoOperationTimeoutError
+    )
+      return true;
     if ((c as Error).name === 'MongoWaitQueueTimeoutError') return true;
     if (isBackendUnreachable(c) || isBulkWriteCutShort(c) || isSocketCutShort(c)) return true;
   }
@@ -96,14 +112,20 @@ function isSocketCutShort(e: unknown): boolean {
 }
 
 /** The driver's own messages for a connection that broke, timed out or was cleared, or no server to select. */
-const DRIVER_NETWORK_MESSAGE = /^connection \d+ to \S+ (timed out|closed)|^Connection pool for \S+ was cleared|^Server selection timed out/;
+const DRIVER_NETWORK_MESSAGE =
+  /^connection \d+ to \S+ (timed out|closed)|^Connection pool for \S+ was cleared|^Server selection timed out/;
 
 /**
  * insertMany and bulkWrite rethrow a network error as a MongoBulkWriteError carrying its message (no
  * cause, no write errors): the batch may or may not have been stored, which a resend sorts out.
  */
 function isBulkWriteCutShort(e: unknown): boolean {
-  return e instanceof MongoBulkWriteError && [e.writeErrors].flat().length === 0 && !e.writeConcernError && DRIVER_NETWORK_MESSAGE.test(e.message);
+  return (
+    e instanceof MongoBulkWriteError &&
+    [e.writeErrors].flat().length === 0 &&
+    !e.writeConcernError &&
+    DRIVER_NETWORK_MESSAGE.test(e.message)
+  );
 }
 
 /** FerretDB's InternalError (code 1) says why in its message: these are its PostgreSQL not answering. */

@@ -58,7 +58,8 @@ const APPEND_CHUNK = 100;
 
 /** The (timestamp, seq) order of the log. */
 const key = (d: { timestamp: string; seq: number }) => [d.timestamp, d.seq] as const;
-const before = (a: readonly [string, number], b: readonly [string, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+const before = (a: readonly [string, number], b: readonly [string, number]) =>
+  a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
 
 /** Block reads in flight for one page or range: a page with its cursor's event and the seq after it spans three. */
 const READS_IN_FLIGHT = 3;
@@ -106,7 +107,11 @@ interface Taken<T> {
 type PageDoc = Pick<StoredEvent, 'timestamp' | 'seq' | 'json'>;
 const PAGE_PROJECTION = { _id: 0, timestamp: 1, seq: 1, json: 1 } as const;
 
-async function takeWithin<T extends { json: string }>(cursor: FindCursor<T>, limit: number, maxBytes: number): Promise<Taken<T>> {
+async function takeWithin<T extends { json: string }>(
+  cursor: FindCursor<T>,
+  limit: number,
+  maxBytes: number,
+): Promise<Taken<T>> {
   const docs: T[] = [];
   let bytes = 0;
   cursor.batchSize(Math.min(limit + 1, TAKE_BATCH));
@@ -139,7 +144,10 @@ export interface EventsStoreOptions {
   blockReads?: boolean;
 }
 
-export const defaultEventsStoreOptions = (): Required<EventsStoreOptions> => ({ queryTimeoutMs: 15_000, blockReads: true });
+export const defaultEventsStoreOptions = (): Required<EventsStoreOptions> => ({
+  queryTimeoutMs: 15_000,
+  blockReads: true,
+});
 
 export class EventsStore {
   private readonly maxTimeMS: number;
@@ -185,7 +193,10 @@ export class EventsStore {
     const projection = withJson ? { _id: 0, id: 1, json: 1 } : { _id: 0, id: 1 };
     return this.read(operation, (maxTimeMS) =>
       this.events
-        .find({ conversation_id: conversationId, id: { $in: unique } }, { projection, maxTimeMS, batchSize: unique.length + 1 })
+        .find(
+          { conversation_id: conversationId, id: { $in: unique } },
+          { projection, maxTimeMS, batchSize: unique.length + 1 },
+        )
         .toArray(),
     );
   }
@@ -205,7 +216,10 @@ export class EventsStore {
     let updated = 0;
     const inFlight = new Set<Promise<void>>();
     let failed: unknown;
-    const cursor = this.events.find({ conversation_id: conversationId }, { projection: { _id: 1, seq: 1, timestamp: 1, block: 1 }, batchSize: 1000 });
+    const cursor = this.events.find(
+      { conversation_id: conversationId },
+      { projection: { _id: 1, seq: 1, timestamp: 1, block: 1 }, batchSize: 1000 },
+    );
     try {
       for await (const d of cursor) {
         times[d.seq - 1] = d.timestamp;
@@ -280,7 +294,14 @@ export class EventsStore {
       if (left <= 0) throw new DatabaseBusyError('events endAfter', this.maxTimeMS);
       const docs = await this.read('endAfter', (maxTimeMS) =>
         this.events
-          .find({ block: blockKey(conversationId, b), seq: { $gt: seq } }, { projection: { _id: 0, seq: 1, timestamp: 1 }, maxTimeMS: Math.min(maxTimeMS, left), batchSize: BLOCK_SIZE + 1 })
+          .find(
+            { block: blockKey(conversationId, b), seq: { $gt: seq } },
+            {
+              projection: { _id: 0, seq: 1, timestamp: 1 },
+              maxTimeMS: Math.min(maxTimeMS, left),
+              batchSize: BLOCK_SIZE + 1,
+            },
+          )
           .sort({ seq: 1 })
           .toArray(),
       );
@@ -323,7 +344,10 @@ export class EventsStore {
 
   private async appendChunk(docs: readonly StoredEvent[]): Promise<AppendResult> {
     try {
-      await this.events.insertMany(docs.map((d) => ({ ...d })), { ordered: true });
+      await this.events.insertMany(
+        docs.map((d) => ({ ...d })),
+        { ordered: true },
+      );
       return { inserted: docs.length };
     } catch (e) {
       const err = e as { insertedCount?: number; writeErrors?: { index: number }[] | { index: number } };
@@ -352,26 +376,32 @@ export class EventsStore {
     opts: { descending: boolean; limit: number; after?: EventCursor },
     layout: EventLayout = LEGACY_LAYOUT,
   ): Promise<{ jsons: string[]; last: EventCursor | null }> {
-    const inBlocks = this.blockReads && layout.blocks && layout.ordered && f.kind === undefined ? await this.searchBlocks(f, opts, layout) : null;
+    const inBlocks =
+      this.blockReads && layout.blocks && layout.ordered && f.kind === undefined
+        ? await this.searchBlocks(f, opts, layout)
+        : null;
     const { docs, more } = inBlocks ?? (await this.searchSorted(f, opts));
     const tail = docs[docs.length - 1];
     return { jsons: docs.map((d) => d.json), last: more && tail ? [tail.timestamp, tail.seq] : null };
   }
 
-  private async searchSorted(f: EventFilter, opts: { descending: boolean; limit: number; after?: EventCursor }): Promise<Taken<PageDoc>> {
+  private async searchSorted(
+    f: EventFilter,
+    opts: { descending: boolean; limit: number; after?: EventCursor },
+  ): Promise<Taken<PageDoc>> {
     const filter = baseFilter(f);
     if (opts.after) {
       const [ts, seq] = opts.after;
       const beyond = opts.descending ? '$lt' : '$gt';
-      filter.$or = [
-        { timestamp: { [beyond]: ts } },
-        { timestamp: ts, seq: { [beyond]: seq } },
-      ];
+      filter.$or = [{ timestamp: { [beyond]: ts } }, { timestamp: ts, seq: { [beyond]: seq } }];
     }
     const dir = opts.descending ? -1 : 1;
     return this.read('search', (maxTimeMS) =>
       takeWithin(
-        this.events.find(filter, { projection: PAGE_PROJECTION, maxTimeMS }).sort({ timestamp: dir, seq: dir }).limit(opts.limit + 1),
+        this.events
+          .find(filter, { projection: PAGE_PROJECTION, maxTimeMS })
+          .sort({ timestamp: dir, seq: dir })
+          .limit(opts.limit + 1),
         opts.limit,
         PAGE_BYTES,
       ),
@@ -389,7 +419,13 @@ export class EventsStore {
   }
 
   /** The seq window [lo, hi] of an ordered log ending at `end` that the time bounds and the cursor leave. */
-  private async window(f: EventFilter, after: EventCursor | undefined, descending: boolean, end: number, deadline: number): Promise<{ lo: number; hi: number }> {
+  private async window(
+    f: EventFilter,
+    after: EventCursor | undefined,
+    descending: boolean,
+    end: number,
+    deadline: number,
+  ): Promise<{ lo: number; hi: number }> {
     let lo = 1;
     let hi = end;
     if (after) {
@@ -399,14 +435,20 @@ export class EventsStore {
     // In an ordered log a time bound is a seq bound. A genuine cursor already past it (its time says so)
     // needs no search; a forged one is caught by `fromBlocks`.
     const gte = f.timestampGte;
-    if (gte !== undefined && !(after && !descending && after[0] >= gte)) lo = Math.max(lo, await this.firstSeqFrom(f.conversationId, gte, end, deadline));
+    if (gte !== undefined && !(after && !descending && after[0] >= gte))
+      lo = Math.max(lo, await this.firstSeqFrom(f.conversationId, gte, end, deadline));
     const lt = f.timestampLt;
-    if (lt !== undefined && !(after && descending && after[0] < lt)) hi = Math.min(hi, (await this.firstSeqFrom(f.conversationId, lt, end, deadline)) - 1);
+    if (lt !== undefined && !(after && descending && after[0] < lt))
+      hi = Math.min(hi, (await this.firstSeqFrom(f.conversationId, lt, end, deadline)) - 1);
     return { lo, hi };
   }
 
   /** A page of an ordered log in blocks, or null when the blocks' answer does not hold together. */
-  private async searchBlocks(f: EventFilter, opts: { descending: boolean; limit: number; after?: EventCursor }, layout: EventLayout): Promise<Taken<PageDoc> | null> {
+  private async searchBlocks(
+    f: EventFilter,
+    opts: { descending: boolean; limit: number; after?: EventCursor },
+    layout: EventLayout,
+  ): Promise<Taken<PageDoc> | null> {
     const deadline = Date.now() + this.maxTimeMS;
     // Ascending with no time bound needs no end: the page reads on from the cursor (the common case).
     const bounded = opts.descending || f.timestampGte !== undefined || f.timestampLt !== undefined;
@@ -423,7 +465,13 @@ export class EventsStore {
     // it exists says whether more follow, in the same reads (events stored past the record included).
     const lookahead = !bounded && lo + opts.limit - 1 >= layout.lastSeq ? 1 : 0;
     const limit = opts.limit + (withCursor ? 1 : 0) + lookahead;
-    const read = await this.readSpan('search', f.conversationId, { ...span, descending: opts.descending, limit, maxBytes: PAGE_BYTES, deadline });
+    const read = await this.readSpan('search', f.conversationId, {
+      ...span,
+      descending: opts.descending,
+      limit,
+      maxBytes: PAGE_BYTES,
+      deadline,
+    });
     if (!read) return null;
     if (withCursor) {
       const own = read.docs.shift();
@@ -498,15 +546,21 @@ export class EventsStore {
         left <= 0
           ? Promise.reject(new DatabaseBusyError(`events ${operation}`, this.maxTimeMS))
           : this.read(operation, (maxTimeMS) =>
-        takeWithin(
-          this.events
-            .find({ block: blockKey(conversationId, b), seq: { $gte: Math.max(from, firstSeqOf(b)), $lte: Math.min(to, lastSeqOf(b)) } }, { projection: PAGE_PROJECTION, maxTimeMS: Math.min(maxTimeMS, left) })
-            .sort({ seq: dir })
-            .limit(o.limit),
-              o.limit,
-              o.maxBytes,
-            ),
-          );
+              takeWithin(
+                this.events
+                  .find(
+                    {
+                      block: blockKey(conversationId, b),
+                      seq: { $gte: Math.max(from, firstSeqOf(b)), $lte: Math.min(to, lastSeqOf(b)) },
+                    },
+                    { projection: PAGE_PROJECTION, maxTimeMS: Math.min(maxTimeMS, left) },
+                  )
+                  .sort({ seq: dir })
+                  .limit(o.limit),
+                o.limit,
+                o.maxBytes,
+              ),
+            );
       p.catch(() => undefined); // a read ahead that is not awaited (the page was cut) fails quietly
       return p;
     };
@@ -546,7 +600,11 @@ export class EventsStore {
     };
     const firstTime = async (b: number) => {
       const [d] = await within((maxTimeMS) =>
-        this.events.find({ block: blockKey(conversationId, b) }, { projection: { _id: 0, timestamp: 1 }, maxTimeMS }).sort({ seq: 1 }).limit(1).toArray(),
+        this.events
+          .find({ block: blockKey(conversationId, b) }, { projection: { _id: 0, timestamp: 1 }, maxTimeMS })
+          .sort({ seq: 1 })
+          .limit(1)
+          .toArray(),
       );
       return d?.timestamp;
     };
@@ -565,7 +623,10 @@ export class EventsStore {
     if (found < 0) return 1;
     const times = await within((maxTimeMS) =>
       this.events
-        .find({ block: blockKey(conversationId, found) }, { projection: { _id: 0, seq: 1, timestamp: 1 }, maxTimeMS, batchSize: BLOCK_SIZE + 1 })
+        .find(
+          { block: blockKey(conversationId, found) },
+          { projection: { _id: 0, seq: 1, timestamp: 1 }, maxTimeMS, batchSize: BLOCK_SIZE + 1 },
+        )
         .sort({ seq: 1 })
         .toArray(),
     );
@@ -580,7 +641,8 @@ export class EventsStore {
   async count(f: EventFilter, layout: EventLayout = LEGACY_LAYOUT): Promise<number> {
     if (this.blockReads && layout.blocks && f.kind === undefined) {
       const deadline = Date.now() + this.maxTimeMS;
-      if (f.timestampGte === undefined && f.timestampLt === undefined) return (await this.endAfter(f.conversationId, layout.lastSeq, deadline)).seq;
+      if (f.timestampGte === undefined && f.timestampLt === undefined)
+        return (await this.endAfter(f.conversationId, layout.lastSeq, deadline)).seq;
       const end = layout.ordered ? await this.endOf(f.conversationId, layout, deadline) : null;
       if (end !== null) {
         const { lo, hi } = await this.window(f, undefined, false, end, deadline);
@@ -608,16 +670,36 @@ export class EventsStore {
    * Events with afterSeq < seq <= untilSeq (when given), in seq order, at most `limit` or RANGE_BYTES of
    * text. With `blocks` (the conversation's layout says every event has its block), read block by block.
    */
-  async range(conversationId: string, afterSeq: number, limit: number, untilSeq?: number, blocks = false): Promise<{ seq: number; json: string }[]> {
+  async range(
+    conversationId: string,
+    afterSeq: number,
+    limit: number,
+    untilSeq?: number,
+    blocks = false,
+  ): Promise<{ seq: number; json: string }[]> {
     if (blocks && this.blockReads) {
       const hi = untilSeq ?? Number.MAX_SAFE_INTEGER;
-      const read = await this.readSpan('range', conversationId, { lo: afterSeq + 1, hi, descending: false, limit, maxBytes: RANGE_BYTES, deadline: Date.now() + this.maxTimeMS });
+      const read = await this.readSpan('range', conversationId, {
+        lo: afterSeq + 1,
+        hi,
+        descending: false,
+        limit,
+        maxBytes: RANGE_BYTES,
+        deadline: Date.now() + this.maxTimeMS,
+      });
       // A seq missing inside a block (an event written without its block): read the range the sorted way.
       if (read) return read.docs.map((d) => ({ seq: d.seq, json: d.json }));
     }
     const seq = untilSeq === undefined ? { $gt: afterSeq } : { $gt: afterSeq, $lte: untilSeq };
     const { docs } = await this.read('range', (maxTimeMS) =>
-      takeWithin(this.events.find({ conversation_id: conversationId, seq }, { projection: { _id: 0, seq: 1, json: 1 }, maxTimeMS }).sort({ seq: 1 }).limit(limit), limit, RANGE_BYTES),
+      takeWithin(
+        this.events
+          .find({ conversation_id: conversationId, seq }, { projection: { _id: 0, seq: 1, json: 1 }, maxTimeMS })
+          .sort({ seq: 1 })
+          .limit(limit),
+        limit,
+        RANGE_BYTES,
+      ),
     );
     return docs;
   }
@@ -629,7 +711,11 @@ export class EventsStore {
    * two pages are held, never the log. A consumer that stops iterating (break, return, a thrown error)
    * stops the reads after the page being read; no cursor stays open between pages.
    */
-  async *inSeqOrder(conversationId: string, pageSize = 500, blocks = false): AsyncGenerator<{ seq: number; json: string }, void, undefined> {
+  async *inSeqOrder(
+    conversationId: string,
+    pageSize = 500,
+    blocks = false,
+  ): AsyncGenerator<{ seq: number; json: string }, void, undefined> {
     const read = (after: number) => {
       const p = this.range(conversationId, after, pageSize, undefined, blocks);
       void p.catch(() => undefined); // a read ahead that nobody awaits (the consumer stopped) fails quietly

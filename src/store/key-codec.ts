@@ -15,9 +15,12 @@ const ESCAPED = /%(25|2E|24|00)/g;
 const UNESCAPE: Record<string, string> = { '25': '%', '2E': '.', '24': '$', '00': '\0' };
 
 export const escapeKey = (key: string): string =>
-  NEEDS_ESCAPE.test(key) ? key.replace(/%/g, '%25').replace(/\./g, '%2E').replace(/\0/g, '%00').replace(/^\$/, '%24') : key;
+  NEEDS_ESCAPE.test(key)
+    ? key.replace(/%/g, '%25').replace(/\./g, '%2E').replace(/\0/g, '%00').replace(/^\$/, '%24')
+    : key;
 
-export const unescapeKey = (key: string): string => (key.includes('%') ? key.replace(ESCAPED, (_, hex: string) => UNESCAPE[hex]!) : key);
+export const unescapeKey = (key: string): string =>
+  key.includes('%') ? key.replace(ESCAPED, (_, hex: string) => UNESCAPE[hex]!) : key;
 
 /** A plain object (of any realm: structuredClone's copies have the main realm's prototype), not a Date or a BSON value. */
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -32,7 +35,12 @@ function mapKeys(value: unknown, rename: (key: string) => string): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
     // defineProperty: a key named __proto__ stays a key, never the object's prototype.
-    Object.defineProperty(out, rename(k), { value: mapKeys(v, rename), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, rename(k), {
+      value: mapKeys(v, rename),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }

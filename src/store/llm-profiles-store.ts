@@ -37,7 +37,11 @@ export const llmProfilesIndexes: CollectionIndexes = {
   ],
 };
 
-const fromDoc = ({ _id, slot: _slot, llm, ...rest }: LlmProfileDoc): LlmProfile => ({ ...rest, id: _id, llm: decodeKeys(llm) as Record<string, unknown> });
+const fromDoc = ({ _id, slot: _slot, llm, ...rest }: LlmProfileDoc): LlmProfile => ({
+  ...rest,
+  id: _id,
+  llm: decodeKeys(llm) as Record<string, unknown>,
+});
 
 export class LlmProfilesStore {
   constructor(private readonly db: Db) {}
@@ -80,12 +84,23 @@ export class LlmProfilesStore {
         { returnDocument: 'after' },
       );
       if (updated) return fromDoc(updated);
-      const taken = new Set((await this.profiles.find({ user_id: userId }, { projection: { slot: 1 } }).toArray()).map((d) => d.slot));
+      const taken = new Set(
+        (await this.profiles.find({ user_id: userId }, { projection: { slot: 1 } }).toArray()).map((d) => d.slot),
+      );
       const free = Array.from({ length: max }, (_, i) => i).filter((i) => !taken.has(i));
       if (free.length === 0) return null;
       const now = new Date();
       // A random free slot: saves at once seldom pick the same one.
-      const doc: LlmProfileDoc = { _id: randomUUID(), user_id: userId, name, slot: free[Math.floor(Math.random() * free.length)]!, llm: stored, revision: 0, created_at: now, updated_at: now };
+      const doc: LlmProfileDoc = {
+        _id: randomUUID(),
+        user_id: userId,
+        name,
+        slot: free[Math.floor(Math.random() * free.length)]!,
+        llm: stored,
+        revision: 0,
+        created_at: now,
+        updated_at: now,
+      };
       try {
         await this.profiles.insertOne(doc);
         return fromDoc(doc);
@@ -99,7 +114,10 @@ export class LlmProfilesStore {
   /** Renames; false when the user has no profile of that name. Conflict when `to` is another profile's. */
   async rename(userId: string, from: string, to: string): Promise<boolean> {
     try {
-      const r = await this.profiles.updateOne({ user_id: userId, name: from }, { $set: { name: to, updated_at: new Date() } });
+      const r = await this.profiles.updateOne(
+        { user_id: userId, name: from },
+        { $set: { name: to, updated_at: new Date() } },
+      );
       return r.matchedCount > 0;
     } catch (e) {
       if (isDuplicateKey(e)) throw new Conflict(`You have a profile named ${to} already: delete or rename it first`);

@@ -27,7 +27,11 @@ export const membershipsIndexes: CollectionIndexes = {
 };
 
 const key = (orgId: string, userId: string) => `${orgId}/${userId}`;
-const toMembership = ({ organization_id, user_id, role }: MembershipDoc): Membership => ({ organization_id, user_id, role });
+const toMembership = ({ organization_id, user_id, role }: MembershipDoc): Membership => ({
+  organization_id,
+  user_id,
+  role,
+});
 
 export class MembershipsStore {
   constructor(private readonly db: Db) {}
@@ -55,9 +59,17 @@ export class MembershipsStore {
   }
 
   /** The user's organizations by id, `limit` at a time after `afterOrgId`. */
-  async pageForUser(userId: string, limit: number, afterOrgId?: string): Promise<{ items: Membership[]; last: string | null }> {
+  async pageForUser(
+    userId: string,
+    limit: number,
+    afterOrgId?: string,
+  ): Promise<{ items: Membership[]; last: string | null }> {
     const filter = afterOrgId ? { user_id: userId, organization_id: { $gt: afterOrgId } } : { user_id: userId };
-    const docs = await this.memberships.find(filter).sort({ organization_id: 1 }).limit(limit + 1).toArray();
+    const docs = await this.memberships
+      .find(filter)
+      .sort({ organization_id: 1 })
+      .limit(limit + 1)
+      .toArray();
     const page = docs.slice(0, limit).map(toMembership);
     return { items: page, last: docs.length > limit ? page[page.length - 1]!.organization_id : null };
   }

@@ -21,8 +21,14 @@ export const SOCKET_TIMEOUT_MS = 20_000;
 export const COUNT_BUDGET_MS = 15_000;
 
 /** Counts `filter`'s documents within COUNT_BUDGET_MS (DatabaseBusyError past it). */
-export function countWithinBudget<T extends Document>(collection: Collection<T>, operation: string, filter: Filter<T> = {}): Promise<number> {
-  return withinBudget(operation, COUNT_BUDGET_MS, () => collection.countDocuments(filter, { maxTimeMS: COUNT_BUDGET_MS }));
+export function countWithinBudget<T extends Document>(
+  collection: Collection<T>,
+  operation: string,
+  filter: Filter<T> = {},
+): Promise<number> {
+  return withinBudget(operation, COUNT_BUDGET_MS, () =>
+    collection.countDocuments(filter, { maxTimeMS: COUNT_BUDGET_MS }),
+  );
 }
 
 /** How long an operation may wait for a pooled connection to come free. */
@@ -34,7 +40,11 @@ export const WAIT_QUEUE_TIMEOUT_MS = 10_000;
  * selection, a connection from the pool, and the answer on a socket (a frozen server keeps its sockets
  * open and answers nothing). What runs out is a network error the api answers as 503 (store/errors.ts).
  */
-export function openDatabase(uri: string, dbName: string, opts: { serverSelectionTimeoutMs?: number; appName?: string } = {}): Database {
+export function openDatabase(
+  uri: string,
+  dbName: string,
+  opts: { serverSelectionTimeoutMs?: number; appName?: string } = {},
+): Database {
   const client = new MongoClient(uri, {
     serverSelectionTimeoutMS: opts.serverSelectionTimeoutMs ?? 5000,
     socketTimeoutMS: SOCKET_TIMEOUT_MS,

@@ -9,7 +9,8 @@ type OrganizationDoc = Omit<Organization, 'id'> & { _id: string; created_at: Dat
 export const organizationsIndexes: CollectionIndexes = { collection: 'organizations', indexes: [] };
 
 /** Settings hold free-form objects: their keys are stored escaped (key-codec). */
-const toOrganization = ({ _id, created_at: _c, updated_at: _u, ...rest }: OrganizationDoc): Organization => decodeKeys({ id: _id, ...rest });
+const toOrganization = ({ _id, created_at: _c, updated_at: _u, ...rest }: OrganizationDoc): Organization =>
+  decodeKeys({ id: _id, ...rest });
 
 export class OrganizationsStore {
   constructor(private readonly db: Db) {}
@@ -37,7 +38,10 @@ export class OrganizationsStore {
   /** Replaces the record with `next`, whose org_version is one more than `expectedVersion`. */
   async replace(next: Organization, expectedVersion: number): Promise<boolean> {
     const { id, ...rest } = next;
-    const r = await this.orgs.updateOne({ _id: id, org_version: expectedVersion }, { $set: { ...encodeKeys(rest), updated_at: new Date() } });
+    const r = await this.orgs.updateOne(
+      { _id: id, org_version: expectedVersion },
+      { $set: { ...encodeKeys(rest), updated_at: new Date() } },
+    );
     return r.matchedCount === 1;
   }
 }

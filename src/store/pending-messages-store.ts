@@ -36,7 +36,11 @@ export const pendingMessagesIndexes: CollectionIndexes = {
 };
 
 const key = (conversationId: string, messageId: string) => `${conversationId}:${messageId}`;
-const toRecord = <D extends Partial<PendingMessageDoc> & Pick<PendingMessageDoc, 'message_id'>>({ _id: _k, message_id, ...rest }: D) => ({ id: message_id, ...rest });
+const toRecord = <D extends Partial<PendingMessageDoc> & Pick<PendingMessageDoc, 'message_id'>>({
+  _id: _k,
+  message_id,
+  ...rest
+}: D) => ({ id: message_id, ...rest });
 
 export class PendingMessagesStore {
   constructor(private readonly db: Db) {}
@@ -49,10 +53,20 @@ export class PendingMessagesStore {
    * Stores the message unless its id is stored already for this conversation; answers the stored one and
    * whether this call stored it.
    */
-  async add(m: Omit<PendingMessageRecord, 'status' | 'detail' | 'created_at' | 'updated_at'>): Promise<{ record: PendingMessageRecord; fresh: boolean }> {
+  async add(
+    m: Omit<PendingMessageRecord, 'status' | 'detail' | 'created_at' | 'updated_at'>,
+  ): Promise<{ record: PendingMessageRecord; fresh: boolean }> {
     const now = new Date();
     const { id, ...rest } = m;
-    const doc: PendingMessageDoc = { _id: key(m.conversation_id, id), message_id: id, ...rest, status: 'QUEUED', detail: null, created_at: now, updated_at: now };
+    const doc: PendingMessageDoc = {
+      _id: key(m.conversation_id, id),
+      message_id: id,
+      ...rest,
+      status: 'QUEUED',
+      detail: null,
+      created_at: now,
+      updated_at: now,
+    };
     try {
       await this.messages.insertOne(doc);
       return { record: toRecord(doc), fresh: true };
@@ -65,7 +79,11 @@ export class PendingMessagesStore {
 
   /** The conversation's messages in the order they came (at most `limit`), without their content. */
   async list(conversationId: string, limit = 100): Promise<Omit<PendingMessageRecord, 'content'>[]> {
-    const docs = await this.messages.find({ conversation_id: conversationId }, { projection: { content: 0 } }).sort({ created_at: 1, _id: 1 }).limit(limit).toArray();
+    const docs = await this.messages
+      .find({ conversation_id: conversationId }, { projection: { content: 0 } })
+      .sort({ created_at: 1, _id: 1 })
+      .limit(limit)
+      .toArray();
     return docs.map(toRecord);
   }
 
@@ -89,8 +107,16 @@ export class PendingMessagesStore {
     return (await this.queuedIds(conversationId)).indexOf(messageId) + 1;
   }
 
-  async mark(conversationId: string, messageId: string, status: PendingMessageStatus, detail: string | null = null): Promise<void> {
-    await this.messages.updateOne({ _id: key(conversationId, messageId) }, { $set: { status, detail, updated_at: new Date() } });
+  async mark(
+    conversationId: string,
+    messageId: string,
+    status: PendingMessageStatus,
+    detail: string | null = null,
+  ): Promise<void> {
+    await this.messages.updateOne(
+      { _id: key(conversationId, messageId) },
+      { $set: { status, detail, updated_at: new Date() } },
+    );
   }
 
   /**
@@ -98,18 +124,27 @@ export class PendingMessagesStore {
    * a retry looks for it in the runtime's log from then on.
    */
   async firstAttempt(conversationId: string, messageId: string): Promise<Date | null> {
-    const d = await this.messages.findOne({ _id: key(conversationId, messageId) }, { projection: { first_attempt_at: 1 } });
+    const d = await this.messages.findOne(
+      { _id: key(conversationId, messageId) },
+      { projection: { first_attempt_at: 1 } },
+    );
     return d?.first_attempt_at instanceof Date ? d.first_attempt_at : null;
   }
 
   /** Records the first attempt (a later one keeps the first's time). */
   async recordFirstAttempt(conversationId: string, messageId: string, at: Date): Promise<void> {
-    await this.messages.updateOne({ _id: key(conversationId, messageId), first_attempt_at: { $exists: false } }, { $set: { first_attempt_at: at, updated_at: new Date() } });
+    await this.messages.updateOne(
+      { _id: key(conversationId, messageId), first_attempt_at: { $exists: false } },
+      { $set: { first_attempt_at: at, updated_at: new Date() } },
+    );
   }
 
   /** Marks every message still waiting UNDELIVERED with the reason; answers how many. */
   async giveUp(conversationId: string, detail: string): Promise<number> {
-    const r = await this.messages.updateMany({ conversation_id: conversationId, status: 'QUEUED' }, { $set: { status: 'UNDELIVERED', detail, updated_at: new Date() } });
+    const r = await this.messages.updateMany(
+      { conversation_id: conversationId, status: 'QUEUED' },
+      { $set: { status: 'UNDELIVERED', detail, updated_at: new Date() } },
+    );
     return r.modifiedCount;
   }
 

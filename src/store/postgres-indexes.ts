@@ -52,8 +52,16 @@ export type PostgresIndexesOutcome = { made: number } | { skipped: string };
  * nothing when the database is not a FerretDB one on this PostgreSQL (a wrong POSTGRES_URL, or
  * MONGODB_URI naming another server): the caller says so, since every query then scans its table.
  */
-export async function ensurePostgresIndexes(db: Db, postgresUrl: string, declared: readonly CollectionIndexes[]): Promise<PostgresIndexesOutcome> {
-  const client = new Client({ connectionString: postgresUrl, connectionTimeoutMillis: 5000, statement_timeout: 60_000 });
+export async function ensurePostgresIndexes(
+  db: Db,
+  postgresUrl: string,
+  declared: readonly CollectionIndexes[],
+): Promise<PostgresIndexesOutcome> {
+  const client = new Client({
+    connectionString: postgresUrl,
+    connectionTimeoutMillis: 5000,
+    statement_timeout: 60_000,
+  });
   client.on('error', () => undefined);
   await client.connect();
   try {
@@ -61,7 +69,9 @@ export async function ensurePostgresIndexes(db: Db, postgresUrl: string, declare
     const metadata = `${ident(schema)}.${METADATA_TABLE}`;
     // No such table: the MongoDB-wire server is not a FerretDB on this PostgreSQL (a real MongoDB, say).
     if ((await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [metadata])).rows[0]?.t == null) {
-      return { skipped: `PostgreSQL database ${client.database} has no FerretDB schema ${schema}: is POSTGRES_URL the server FerretDB stores into?` };
+      return {
+        skipped: `PostgreSQL database ${client.database} has no FerretDB schema ${schema}: is POSTGRES_URL the server FerretDB stores into?`,
+      };
     }
     const tables = new Map<string, string>();
     const rows = await client.query<{ collection: string; table: string }>(
@@ -69,7 +79,9 @@ export async function ensurePostgresIndexes(db: Db, postgresUrl: string, declare
     );
     for (const r of rows.rows) tables.set(r.collection, r.table);
     const present = new Set(
-      (await client.query<{ indexname: string }>('SELECT indexname FROM pg_indexes WHERE schemaname = $1', [schema])).rows.map((r) => r.indexname),
+      (
+        await client.query<{ indexname: string }>('SELECT indexname FROM pg_indexes WHERE schemaname = $1', [schema])
+      ).rows.map((r) => r.indexname),
     );
     let made = 0;
     for (const [collection, fields] of ginFields(declared)) {
@@ -79,7 +91,9 @@ export async function ensurePostgresIndexes(db: Db, postgresUrl: string, declare
         const name = indexName(table, field);
         if (present.has(name)) continue;
         await client
-          .query(`CREATE INDEX IF NOT EXISTS ${ident(name)} ON ${ident(schema)}.${ident(table)} USING gin ((_jsonb -> ${literal(field)}) jsonb_path_ops)`)
+          .query(
+            `CREATE INDEX IF NOT EXISTS ${ident(name)} ON ${ident(schema)}.${ident(table)} USING gin ((_jsonb -> ${literal(field)}) jsonb_path_ops)`,
+          )
           .catch((e: { code?: string }) => {
             // 23505/42P07: another process (a second api, the admin CLI) created it at the same moment.
             if (e.code !== '23505' && e.code !== '42P07') throw e;

@@ -32,7 +32,11 @@ export const DEFAULT_SANDBOX_SPEC: SandboxSpecInput = {
  * The same on the real OpenHands agent server (`DEFAULT_SANDBOX_SPEC_ID=local-process-openhands npm start`
  * runs every conversation on it; the launcher installs it first).
  */
-export const OPENHANDS_SANDBOX_SPEC: SandboxSpecInput = { ...DEFAULT_SANDBOX_SPEC, id: 'local-process-openhands', runtime: 'openhands' };
+export const OPENHANDS_SANDBOX_SPEC: SandboxSpecInput = {
+  ...DEFAULT_SANDBOX_SPEC,
+  id: 'local-process-openhands',
+  runtime: 'openhands',
+};
 
 /** The specs every install offers. */
 export const BUILT_IN_SANDBOX_SPECS: readonly SandboxSpecInput[] = [DEFAULT_SANDBOX_SPEC, OPENHANDS_SANDBOX_SPEC];
@@ -58,7 +62,11 @@ export class SandboxSpecsStore {
   /** Writes each spec (insert, or replace its fields keeping created_at). */
   async upsert(specs: readonly SandboxSpecInput[]): Promise<void> {
     for (const { id, ...fields } of specs) {
-      await this.specs.updateOne({ _id: id }, { $set: fields, $setOnInsert: { created_at: new Date() } }, { upsert: true });
+      await this.specs.updateOne(
+        { _id: id },
+        { $set: fields, $setOnInsert: { created_at: new Date() } },
+        { upsert: true },
+      );
     }
   }
 

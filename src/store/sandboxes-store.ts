@@ -65,7 +65,11 @@ export const sandboxesIndexes: CollectionIndexes = {
 };
 
 /** Records made before the runtime choice ran the built-in runtime. */
-const toRecord = ({ _id, ...rest }: SandboxDoc): SandboxRecord => ({ id: _id, ...rest, spec: { ...rest.spec, runtime: rest.spec.runtime ?? 'built-in' } });
+const toRecord = ({ _id, ...rest }: SandboxDoc): SandboxRecord => ({
+  id: _id,
+  ...rest,
+  spec: { ...rest.spec, runtime: rest.spec.runtime ?? 'built-in' },
+});
 
 export class SandboxesStore {
   constructor(private readonly db: Db) {}
@@ -106,12 +110,18 @@ export class SandboxesStore {
 
   /** The user's sandboxes starting or running (what a running-sandbox quota counts). */
   async countActive(userId: string): Promise<number> {
-    return countWithinBudget(this.sandboxes, 'sandboxes countActive', { created_by_user_id: userId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
+    return countWithinBudget(this.sandboxes, 'sandboxes countActive', {
+      created_by_user_id: userId,
+      status: { $in: [...ACTIVE_SANDBOX_STATUSES] },
+    });
   }
 
   /** The organization's sandboxes starting or running, whoever of its members made them. */
   async countActiveInOrganization(organizationId: string): Promise<number> {
-    return countWithinBudget(this.sandboxes, 'sandboxes countActiveInOrganization', { organization_id: organizationId, status: { $in: [...ACTIVE_SANDBOX_STATUSES] } });
+    return countWithinBudget(this.sandboxes, 'sandboxes countActiveInOrganization', {
+      organization_id: organizationId,
+      status: { $in: [...ACTIVE_SANDBOX_STATUSES] },
+    });
   }
 
   /**
@@ -134,10 +144,17 @@ export class SandboxesStore {
       const at = new Date(after[0]);
       filter.$or = [{ created_at: { $lt: at } }, { created_at: at, _id: { $lt: after[1] } }];
     }
-    const docs = await this.sandboxes.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
+    const docs = await this.sandboxes
+      .find(filter)
+      .sort({ created_at: -1, _id: -1 })
+      .limit(limit + 1)
+      .toArray();
     const page = docs.slice(0, limit);
     const tail = page[page.length - 1];
-    return { items: page.map(toRecord), last: docs.length > limit && tail ? [tail.created_at.getTime(), tail._id] : null };
+    return {
+      items: page.map(toRecord),
+      last: docs.length > limit && tail ? [tail.created_at.getTime(), tail._id] : null,
+    };
   }
 
   /** The workflow's status write (through an activity). */
@@ -146,7 +163,12 @@ export class SandboxesStore {
   }
 
   /** Where the provider started the runtime; a new session key when the provider issued its own. */
-  async setRuntime(id: string, runtime: RuntimeHandle | null, exposedUrls: ExposedUrl[], sessionKey?: { sealed: string; hash: string }): Promise<void> {
+  async setRuntime(
+    id: string,
+    runtime: RuntimeHandle | null,
+    exposedUrls: ExposedUrl[],
+    sessionKey?: { sealed: string; hash: string },
+  ): Promise<void> {
     const set: Partial<SandboxDoc> = { runtime, exposed_urls: exposedUrls, updated_at: new Date() };
     if (sessionKey) Object.assign(set, { session_key_sealed: sessionKey.sealed, session_key_hash: sessionKey.hash });
     await this.sandboxes.updateOne({ _id: id }, { $set: set });
@@ -154,13 +176,19 @@ export class SandboxesStore {
 
   /** Sandboxes of `hostQueue` deleted while no worker of that host took the call: their runtime and files are still there. */
   async leftOn(hostQueue: string, limit = 100): Promise<SandboxRecord[]> {
-    const docs = await this.sandboxes.find({ host_queue: hostQueue, status: 'DELETED', runtime: { $ne: null } }).limit(limit).toArray();
+    const docs = await this.sandboxes
+      .find({ host_queue: hostQueue, status: 'DELETED', runtime: { $ne: null } })
+      .limit(limit)
+      .toArray();
     return docs.map(toRecord);
   }
 
   /** Places the sandbox on `hostQueue` unless it is placed already; answers where it is. */
   async placeOn(id: string, hostQueue: string): Promise<string | null> {
-    await this.sandboxes.updateOne({ _id: id, $or: [{ host_queue: { $exists: false } }, { host_queue: null }] }, { $set: { host_queue: hostQueue } });
+    await this.sandboxes.updateOne(
+      { _id: id, $or: [{ host_queue: { $exists: false } }, { host_queue: null }] },
+      { $set: { host_queue: hostQueue } },
+    );
     return (await this.get(id))?.host_queue ?? null;
   }
 

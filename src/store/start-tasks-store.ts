@@ -29,10 +29,17 @@ export type StartTaskStep = StartTaskChange & { at: Date };
  * `secrets_sealed`: the request's secrets, sealed; read only by the start's activities, never shown.
  * `history`: every status so far, appended by the workflow's record step (its only writer).
  */
-type StartTaskDoc = Omit<StartTaskRecord, 'id'> & { _id: string; secrets_sealed?: string | null; history?: (StartTaskStep | null)[] };
+type StartTaskDoc = Omit<StartTaskRecord, 'id'> & {
+  _id: string;
+  secrets_sealed?: string | null;
+  history?: (StartTaskStep | null)[];
+};
 
 /** What each status of a start changes. */
-export type StartTaskChange = Pick<StartTaskRecord, 'status' | 'detail' | 'app_conversation_id' | 'sandbox_id' | 'agent_server_url'>;
+export type StartTaskChange = Pick<
+  StartTaskRecord,
+  'status' | 'detail' | 'app_conversation_id' | 'sandbox_id' | 'agent_server_url'
+>;
 
 export interface StartTaskFilters {
   conversationId?: string;
@@ -59,7 +66,13 @@ export const startTasksIndexes: CollectionIndexes = {
 const UNFINISHED: StartTaskStatus[] = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR');
 
 /** The request holds free-form objects (plugin parameters, observability metadata): its keys are stored escaped (key-codec). */
-const toRecord = ({ _id, secrets_sealed: _secrets, history: _history, request, ...rest }: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest, request: decodeKeys(request) });
+const toRecord = ({
+  _id,
+  secrets_sealed: _secrets,
+  history: _history,
+  request,
+  ...rest
+}: StartTaskDoc): StartTaskRecord => ({ id: _id, ...rest, request: decodeKeys(request) });
 
 export class StartTasksStore {
   constructor(private readonly db: Db) {}
@@ -72,10 +85,22 @@ export class StartTasksStore {
    * Creates the task as the api accepted it (WORKING), with its request's secrets sealed. False when a
    * task with this id exists already (the same conversation_id sent again: the caller joins that one).
    */
-  async create(task: Omit<StartTaskRecord, 'created_at' | 'updated_at'>, secretsSealed: string | null, at = new Date()): Promise<boolean> {
+  async create(
+    task: Omit<StartTaskRecord, 'created_at' | 'updated_at'>,
+    secretsSealed: string | null,
+    at = new Date(),
+  ): Promise<boolean> {
     const { id, ...fields } = task;
     try {
-      await this.tasks.insertOne({ _id: id, ...fields, request: encodeKeys(fields.request), secrets_sealed: secretsSealed, history: [], created_at: at, updated_at: at });
+      await this.tasks.insertOne({
+        _id: id,
+        ...fields,
+        request: encodeKeys(fields.request),
+        secrets_sealed: secretsSealed,
+        history: [],
+        created_at: at,
+        updated_at: at,
+      });
       return true;
     } catch (e) {
       if (isDuplicateKey(e)) return false;
@@ -118,7 +143,10 @@ export class StartTasksStore {
    * it. True when done.
    */
   async clearHistoryIfUnchanged(id: string, seenUpdatedAt: Date): Promise<boolean> {
-    const r = await this.tasks.updateOne({ _id: id, updated_at: seenUpdatedAt, status: { $in: UNFINISHED } }, { $set: { history: [] } });
+    const r = await this.tasks.updateOne(
+      { _id: id, updated_at: seenUpdatedAt, status: { $in: UNFINISHED } },
+      { $set: { history: [] } },
+    );
     return r.matchedCount === 1;
   }
 
@@ -127,7 +155,13 @@ export class StartTasksStore {
    * unchanged): the reconciler's write, which must never overwrite a status the workflow wrote meanwhile.
    * True when written.
    */
-  async recordIfUnchanged(id: string, seenUpdatedAt: Date, step: number, change: StartTaskChange, at = new Date()): Promise<boolean> {
+  async recordIfUnchanged(
+    id: string,
+    seenUpdatedAt: Date,
+    step: number,
+    change: StartTaskChange,
+    at = new Date(),
+  ): Promise<boolean> {
     const r = await this.tasks.updateOne(
       { _id: id, updated_at: seenUpdatedAt, status: { $in: UNFINISHED } },
       { $set: { ...change, updated_at: at, [`history.${step}`]: { ...change, at } } },
@@ -140,10 +174,18 @@ export class StartTasksStore {
    * id) order after `after`, each with the number of statuses in its history: a page of the reconciler's
    * sweep (one query, on the status index).
    */
-  async stalled(before: Date, limit: number, after?: readonly [updatedAt: Date, id: string]): Promise<{ task: StartTaskRecord; steps: number }[]> {
+  async stalled(
+    before: Date,
+    limit: number,
+    after?: readonly [updatedAt: Date, id: string],
+  ): Promise<{ task: StartTaskRecord; steps: number }[]> {
     const filter: Filter<StartTaskDoc> = { status: { $in: UNFINISHED }, updated_at: { $lt: before } };
     if (after) filter.$or = [{ updated_at: { $gt: after[0] } }, { updated_at: after[0], _id: { $gt: after[1] } }];
-    const docs = await this.tasks.find(filter, { projection: { secrets_sealed: 0 } }).sort({ updated_at: 1, _id: 1 }).limit(limit).toArray();
+    const docs = await this.tasks
+      .find(filter, { projection: { secrets_sealed: 0 } })
+      .sort({ updated_at: 1, _id: 1 })
+      .limit(limit)
+      .toArray();
     return docs.map((d) => ({ task: toRecord(d), steps: d.history?.length ?? 0 }));
   }
 
@@ -156,13 +198,23 @@ export class StartTasksStore {
 
   /** How many of the user's starts have not ended (READY or ERROR): under way, or waiting in line. */
   async countUnfinished(userId: string): Promise<number> {
-    return countWithinBudget(this.tasks, 'start tasks countUnfinished', { created_by_user_id: userId, status: { $nin: ['READY', 'ERROR'] } });
+    return countWithinBudget(this.tasks, 'start tasks countUnfinished', {
+      created_by_user_id: userId,
+      status: { $nin: ['READY', 'ERROR'] },
+    });
   }
 
   async startingIn(sandboxId: string, userId: string): Promise<string[]> {
     const docs = await this.tasks
       // Before it reports its sandbox, a start that was given one names it in its request.
-      .find({ created_by_user_id: userId, status: { $nin: ['READY', 'ERROR'] }, $or: [{ sandbox_id: sandboxId }, { 'request.sandbox_id': sandboxId }] }, { projection: { _id: 1 } })
+      .find(
+        {
+          created_by_user_id: userId,
+          status: { $nin: ['READY', 'ERROR'] },
+          $or: [{ sandbox_id: sandboxId }, { 'request.sandbox_id': sandboxId }],
+        },
+        { projection: { _id: 1 } },
+      )
       .limit(1000)
       .toArray();
     return docs.map((d) => d._id);
@@ -220,7 +272,11 @@ export class StartTasksStore {
       const beyond = sort.order === 'asc' ? '$gt' : '$lt';
       filter.$and = [{ $or: [{ [sort.field]: { [beyond]: at } }, { [sort.field]: at, _id: { [beyond]: after[1] } }] }];
     }
-    const docs = await this.tasks.find(filter, { projection: { secrets_sealed: 0, history: 0 } }).sort({ [sort.field]: dir, _id: dir }).limit(limit + 1).toArray();
+    const docs = await this.tasks
+      .find(filter, { projection: { secrets_sealed: 0, history: 0 } })
+      .sort({ [sort.field]: dir, _id: dir })
+      .limit(limit + 1)
+      .toArray();
     const items = docs.slice(0, limit).map(toRecord);
     const last = docs.length > limit ? items.at(-1)! : null;
     return { items, last: last ? [last[sort.field].getTime(), last.id] : null };

@@ -96,10 +96,20 @@ export class UserSecretsStore {
   }
 
   /** Custom secrets by name, after `afterName`, optionally those whose name contains a string (case-insensitive). */
-  async page(userId: string, limit: number, afterName?: string, nameContains?: string): Promise<{ items: UserSecretInfo[]; last: string | null }> {
+  async page(
+    userId: string,
+    limit: number,
+    afterName?: string,
+    nameContains?: string,
+  ): Promise<{ items: UserSecretInfo[]; last: string | null }> {
     const needle = nameContains?.toLowerCase();
     const all = (await this.docs(userId))
-      .filter((d) => !isProvider(d) && (afterName === undefined || d.name > afterName) && (needle === undefined || d.name.toLowerCase().includes(needle)))
+      .filter(
+        (d) =>
+          !isProvider(d) &&
+          (afterName === undefined || d.name > afterName) &&
+          (needle === undefined || d.name.toLowerCase().includes(needle)),
+      )
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const items = all.slice(0, limit).map(info);
     return { items, last: all.length > limit ? items[items.length - 1]!.name : null };
@@ -117,7 +127,13 @@ export class UserSecretsStore {
     }
     try {
       // The new one first (its unique _id refuses a taken name), then the old one goes.
-      await this.secrets.insertOne({ ...doc, _id: customId(userId, next.name), name: next.name, description, updated_at: updatedAt });
+      await this.secrets.insertOne({
+        ...doc,
+        _id: customId(userId, next.name),
+        name: next.name,
+        description,
+        updated_at: updatedAt,
+      });
     } catch (e) {
       if (isDuplicateKey(e)) throw new Conflict(`A secret named ${next.name} already exists`);
       throw e;
@@ -127,7 +143,9 @@ export class UserSecretsStore {
 
   /** Removes a custom secret; false when the user has none of that name. */
   async delete(userId: string, name: string): Promise<boolean> {
-    return (await this.secrets.deleteOne({ _id: customId(userId, name), kind: { $ne: 'provider' } })).deletedCount === 1;
+    return (
+      (await this.secrets.deleteOne({ _id: customId(userId, name), kind: { $ne: 'provider' } })).deletedCount === 1
+    );
   }
 
   /** Custom secrets, name to plain value (what a start receives). */
@@ -154,14 +172,25 @@ export class UserSecretsStore {
     const existing = await this.secrets.findOne({ _id: providerId(userId, provider) });
     await this.secrets.replaceOne(
       { _id: providerId(userId, provider) },
-      { user_id: userId, kind: 'provider', name: provider, value: this.box.seal(token), host, created_at: existing?.created_at ?? now, updated_at: now },
+      {
+        user_id: userId,
+        kind: 'provider',
+        name: provider,
+        value: this.box.seal(token),
+        host,
+        created_at: existing?.created_at ?? now,
+        updated_at: now,
+      },
       { upsert: true },
     );
   }
 
   /** Changes the host of a stored token; false when the provider has none. */
   async setProviderHost(userId: string, provider: string, host: string | null): Promise<boolean> {
-    return (await this.secrets.updateOne({ _id: providerId(userId, provider) }, { $set: { host, updated_at: new Date() } })).matchedCount === 1;
+    return (
+      (await this.secrets.updateOne({ _id: providerId(userId, provider) }, { $set: { host, updated_at: new Date() } }))
+        .matchedCount === 1
+    );
   }
 
   /** Removes every provider token of the user; how many there were. */

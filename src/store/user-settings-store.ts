@@ -77,7 +77,8 @@ export class UserSettingsStore {
       agent_settings_diff: encodeKeys(rest.agent_settings_diff) as Record<string, unknown>,
       conversation_settings_diff: encodeKeys(rest.conversation_settings_diff) as Record<string, unknown>,
     };
-    if (readVersion > 0) return (await this.settings.replaceOne({ _id: user_id, user_version: readVersion }, doc)).matchedCount === 1;
+    if (readVersion > 0)
+      return (await this.settings.replaceOne({ _id: user_id, user_version: readVersion }, doc)).matchedCount === 1;
     try {
       await this.settings.insertOne({ _id: user_id, ...doc });
       return true;

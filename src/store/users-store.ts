@@ -29,7 +29,12 @@ export class DuplicateEmailError extends Error {
   }
 }
 
-const toUser = (d: UserDoc): User => ({ id: d._id, email: d.email, current_org_id: d.current_org_id ?? null, created_at: d.created_at });
+const toUser = (d: UserDoc): User => ({
+  id: d._id,
+  email: d.email,
+  current_org_id: d.current_org_id ?? null,
+  created_at: d.created_at,
+});
 
 export class UsersStore {
   constructor(private readonly db: Db) {}
@@ -39,7 +44,12 @@ export class UsersStore {
   }
 
   async create(email: string, currentOrgId: string | null = null, id: string = randomUUID()): Promise<User> {
-    const doc: UserDoc = { _id: id, email: email.trim().toLowerCase(), current_org_id: currentOrgId, created_at: new Date() };
+    const doc: UserDoc = {
+      _id: id,
+      email: email.trim().toLowerCase(),
+      current_org_id: currentOrgId,
+      created_at: new Date(),
+    };
     try {
       await this.users.insertOne(doc);
     } catch (e) {

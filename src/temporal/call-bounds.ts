@@ -44,7 +44,9 @@ export function callDeadline(timeoutMs: number): Interceptor {
   return (options, nextCall) => {
     const path = options.method_definition.path;
     if (options.deadline !== undefined) return new InterceptingCall(nextCall(options));
-    const bound = WAITING_METHODS.has(path.slice(path.lastIndexOf('/') + 1)) ? Math.max(timeoutMs, WAITING_CALL_CEILING_MS) : timeoutMs;
+    const bound = WAITING_METHODS.has(path.slice(path.lastIndexOf('/') + 1))
+      ? Math.max(timeoutMs, WAITING_CALL_CEILING_MS)
+      : timeoutMs;
     return new InterceptingCall(nextCall({ ...options, deadline: Date.now() + bound }));
   };
 }
@@ -91,11 +93,16 @@ function endingOnClose(inner: Interceptor): Interceptor {
 
 /** A client connection (made on first use) whose plain calls are bounded, with the SDK's retries inside the bound. */
 export function boundedConnection(address: string, timeoutMs: number = CALL_TIMEOUT_MS): Connection {
-  return Connection.lazy({ address, interceptors: [callDeadline(timeoutMs), endingOnClose(makeGrpcRetryInterceptor(defaultGrpcRetryOptions()))] });
+  return Connection.lazy({
+    address,
+    interceptors: [callDeadline(timeoutMs), endingOnClose(makeGrpcRetryInterceptor(defaultGrpcRetryOptions()))],
+  });
 }
 
 /** gRPC codes of a server that did not answer in time, could not be reached, or is overloaded. */
-const NOT_ANSWERED: ReadonlySet<number> = new Set([4 /* DEADLINE_EXCEEDED */, 8 /* RESOURCE_EXHAUSTED */, 14 /* UNAVAILABLE */]);
+const NOT_ANSWERED: ReadonlySet<number> = new Set([
+  4 /* DEADLINE_EXCEEDED */, 8 /* RESOURCE_EXHAUSTED */, 14 /* UNAVAILABLE */,
+]);
 
 /** The workflow service did not answer (or could not be reached) in time: nothing says the call was refused. */
 export function isTemporalUnreachable(e: unknown): boolean {
@@ -107,6 +114,7 @@ export function isTemporalUnreachable(e: unknown): boolean {
 
 /** The api's view of a Temporal failure: a server that did not answer is Unavailable (503, Retry-After); anything else as it came. */
 export function translateTemporalError(e: unknown): unknown {
-  if (isTemporalUnreachable(e) && !(e instanceof DomainError)) return new Unavailable('The workflow service did not answer; retry shortly', RETRY_AFTER_SECONDS, { cause: e });
+  if (isTemporalUnreachable(e) && !(e instanceof DomainError))
+    return new Unavailable('The workflow service did not answer; retry shortly', RETRY_AFTER_SECONDS, { cause: e });
   return e;
 }

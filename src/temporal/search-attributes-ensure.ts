@@ -35,7 +35,11 @@ export interface EnsureOptions {
  * worker registering them at the same moment (the server answers that race as Unavailable): it looks
  * again, and adds only what is still missing. Answers the names it added.
  */
-export async function ensureSearchAttributes(connection: NativeConnection, namespace: string, options: EnsureOptions = {}): Promise<string[]> {
+export async function ensureSearchAttributes(
+  connection: NativeConnection,
+  namespace: string,
+  options: EnsureOptions = {},
+): Promise<string[]> {
   const added: string[] = [];
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -51,7 +55,10 @@ export async function ensureSearchAttributes(connection: NativeConnection, names
       added.push(...missing.map(([name]) => name).filter((name) => !added.includes(name)));
     } catch (e) {
       if (!notYet(e) || (options.giveUpMs !== undefined && Date.now() - started > options.giveUpMs)) throw e;
-      if (attempt === 1 || attempt % 10 === 0) options.log?.(`search attributes of namespace ${namespace} not registered yet (${(e as Error).message}); trying again`);
+      if (attempt === 1 || attempt % 10 === 0)
+        options.log?.(
+          `search attributes of namespace ${namespace} not registered yet (${(e as Error).message}); trying again`,
+        );
       await sleep(Math.min(options.maxWaitMs ?? 5000, 250 * attempt));
     }
   }

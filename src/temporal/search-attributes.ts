@@ -18,7 +18,9 @@ const SERVER_TYPE = {
 
 type Keys = typeof SEARCH_ATTRIBUTE_KEYS;
 
-export const SEARCH_ATTRIBUTES = Object.fromEntries(Object.entries(SEARCH_ATTRIBUTE_KEYS).map(([name, key]) => [name, SERVER_TYPE[key.type]])) as {
+export const SEARCH_ATTRIBUTES = Object.fromEntries(
+  Object.entries(SEARCH_ATTRIBUTE_KEYS).map(([name, key]) => [name, SERVER_TYPE[key.type]]),
+) as {
   readonly [K in SearchAttributeName]: (typeof SERVER_TYPE)[Keys[K]['type']];
 };
 

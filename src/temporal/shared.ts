@@ -220,7 +220,8 @@ export interface AdmissionRequest {
 }
 
 /** Whose line: a user's (every run before organization lines), or an organization's. */
-export type AdmissionLineOwner = { userId: string; organizationId?: undefined } | { organizationId: string; userId?: undefined };
+export type AdmissionLineOwner =
+  { userId: string; organizationId?: undefined } | { organizationId: string; userId?: undefined };
 
 export type StartAdmissionInput = AdmissionLineOwner & {
   limits: AdmissionLimits;
@@ -242,7 +243,9 @@ export const admissionLineQuery = defineQuery<{ admitted: string[]; waiting: str
  * The admission workflow's word to a start: go on, or its place in line and what holds it up. `line`
  * says which of the start's lines speaks (absent: its user's, as before organization lines).
  */
-export type AdmissionVerdict = ({ admitted: true } | { admitted: false; place: number; reason: string }) & { line?: AdmissionLineKind };
+export type AdmissionVerdict = ({ admitted: true } | { admitted: false; place: number; reason: string }) & {
+  line?: AdmissionLineKind;
+};
 /** Signal to the start-task workflow carrying the verdict. */
 export const admissionVerdictSignal = defineSignal<[AdmissionVerdict]>('admissionVerdict');
 
@@ -297,10 +300,14 @@ export function shown(value: string): string {
  * list of workflows without decoding payloads. Built from the inputs, which hold no secrets.
  */
 export const workflowSummaries = {
-  sandbox: (input: SandboxWorkflowInput) => ({ staticSummary: `Sandbox ${input.sandboxId} of user ${input.ownerUserId}` }),
+  sandbox: (input: SandboxWorkflowInput) => ({
+    staticSummary: `Sandbox ${input.sandboxId} of user ${input.ownerUserId}`,
+  }),
   startTask: (input: StartTaskWorkflowInput) => {
     const r = input.request;
-    const what = r.selected_repository ? `${shown(r.selected_repository)}${r.selected_branch ? ` branch ${shown(r.selected_branch)}` : ''}` : 'an empty workspace';
+    const what = r.selected_repository
+      ? `${shown(r.selected_repository)}${r.selected_branch ? ` branch ${shown(r.selected_branch)}` : ''}`
+      : 'an empty workspace';
     // What the service knows first, then what the user sent, quoted: a request cannot dress itself up
     // as another user's start or add lines to the details.
     const details = [
@@ -312,6 +319,13 @@ export const workflowSummaries = {
     ];
     return { staticSummary: `Start for user ${input.userId}: ${what}`, staticDetails: details.join('\n') };
   },
-  callbacks: (input: CallbacksWorkflowInput) => ({ staticSummary: `Callbacks of conversation ${input.conversationId}` }),
-  startAdmission: (input: StartAdmissionInput) => ({ staticSummary: input.organizationId !== undefined ? `Start line of organization ${input.organizationId}` : `Start line of user ${input.userId}` }),
+  callbacks: (input: CallbacksWorkflowInput) => ({
+    staticSummary: `Callbacks of conversation ${input.conversationId}`,
+  }),
+  startAdmission: (input: StartAdmissionInput) => ({
+    staticSummary:
+      input.organizationId !== undefined
+        ? `Start line of organization ${input.organizationId}`
+        : `Start line of user ${input.userId}`,
+  }),
 };

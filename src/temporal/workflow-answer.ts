@@ -39,8 +39,19 @@ export const formatSeconds = (ms: number): string => String(Math.round(ms / 100)
 
 /** A call cut by its abort signal or deadline (gRPC CANCELLED or DEADLINE_EXCEEDED, or an AbortError). */
 export function isCancelled(e: unknown): boolean {
-  for (let c = e as { name?: string; code?: number; cause?: unknown } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++) {
-    if (c.name === 'AbortError' || c.name === 'TimeoutError' || c.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' || c.code === 1 || c.code === 4) return true;
+  for (
+    let c = e as { name?: string; code?: number; cause?: unknown } | undefined, i = 0;
+    c && i < 5;
+    c = c.cause as typeof c, i++
+  ) {
+    if (
+      c.name === 'AbortError' ||
+      c.name === 'TimeoutError' ||
+      c.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' ||
+      c.code === 1 ||
+      c.code === 4
+    )
+      return true;
   }
   return false;
 }
@@ -55,7 +66,11 @@ const WORKFLOW_NOT_READY = 'type.googleapis.com/temporal.api.errordetails.v1.Wor
  * meanings that retrying does not mend.
  */
 export function isWorkflowTaskFailing(e: unknown): boolean {
-  for (let c = e as { code?: number; metadata?: { get?: (key: string) => unknown[] }; cause?: unknown } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++) {
+  for (
+    let c = e as { code?: number; metadata?: { get?: (key: string) => unknown[] }; cause?: unknown } | undefined, i = 0;
+    c && i < 5;
+    c = c.cause as typeof c, i++
+  ) {
     if (c.code !== FAILED_PRECONDITION || typeof c.metadata?.get !== 'function') continue;
     const status = c.metadata.get('grpc-status-details-bin')?.[0];
     if (!(status instanceof Uint8Array)) continue;
@@ -73,7 +88,12 @@ export function isWorkflowTaskFailing(e: unknown): boolean {
  * `boundMs`; a cut call becomes NoWorkerAnswered, a refusal of a workflow whose task is failing
  * WorkflowTaskFailing, anything else is thrown as it came.
  */
-export async function askWorkflow<T>(client: Client, workflowId: string, boundMs: number, ask: () => Promise<T>): Promise<T> {
+export async function askWorkflow<T>(
+  client: Client,
+  workflowId: string,
+  boundMs: number,
+  ask: () => Promise<T>,
+): Promise<T> {
   try {
     return await withinBound(client, boundMs, ask);
   } catch (e) {
@@ -88,7 +108,14 @@ export async function askWorkflow<T>(client: Client, workflowId: string, boundMs
  * deadline covers every retry the SDK makes of a call (a signal cancels only the first attempt), the
  * signal lets a caller leave early.
  */
-export function withinBound<T>(client: Client, boundMs: number, call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+export function withinBound<T>(
+  client: Client,
+  boundMs: number,
+  call: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
   const timeout = AbortSignal.timeout(boundMs);
-  return client.withAbortSignal(signal ? AbortSignal.any([signal, timeout]) : timeout, () => client.withDeadline(Date.now() + boundMs, call));
+  return client.withAbortSignal(signal ? AbortSignal.any([signal, timeout]) : timeout, () =>
+    client.withDeadline(Date.now() + boundMs, call),
+  );
 }

@@ -19,7 +19,12 @@ const REASONS: Record<number, string> = {
 };
 
 /** Writes a whole HTTP/1.1 answer with a `{detail}` body on a raw socket, and ends it. */
-export function writeRawError(socket: Duplex, status: number, detail: string, headers: Record<string, string> = {}): void {
+export function writeRawError(
+  socket: Duplex,
+  status: number,
+  detail: string,
+  headers: Record<string, string> = {},
+): void {
   if (!socket.writable) {
     socket.destroy();
     return;
@@ -45,11 +50,19 @@ const STATUS_OF_CODE: Record<string, number> = {
 export function answerClientErrors(server: http.Server): void {
   server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
     // Nothing to answer on a connection the client already dropped, or one whose answer has begun.
-    if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { bytesWritten?: number }).bytesWritten !== 0) {
+    if (
+      err.code === 'ECONNRESET' ||
+      !socket.writable ||
+      (socket as Duplex & { bytesWritten?: number }).bytesWritten !== 0
+    ) {
       socket.destroy();
       return;
     }
     const status = STATUS_OF_CODE[err.code ?? ''] ?? 400;
-    writeRawError(socket, status, status === 400 ? 'Bad Request: the request could not be parsed' : httpStatusText(status));
+    writeRawError(
+      socket,
+      status,
+      status === 400 ? 'Bad Request: the request could not be parsed' : httpStatusText(status),
+    );
   });
 }

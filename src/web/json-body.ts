@@ -27,7 +27,8 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
@@ -73,18 +74,32 @@ export function jsonBody(limitBytes: number, rejectNul = false): Middleware {
     const length = ctx.request.length;
     const chunked = ctx.get('transfer-encoding') !== '';
     if (!chunked && !length) return next();
-    const codings = ctx.get('transfer-encoding').toLowerCase().split(',').map((c) => c.trim()).filter(Boolean);
-    if (codings.some((c) => c !== 'chunked')) throw new HttpError(501, `Transfer-Encoding ${codings.join(', ')} is not supported: send the body plain or chunked`);
+    const codings = ctx
+      .get('transfer-encoding')
+      .toLowerCase()
+      .split(',')
+      .map((c) => c.trim())
+      .filter(Boolean);
+    if (codings.some((c) => c !== 'chunked'))
+      throw new HttpError(
+        501,
+        `Transfer-Encoding ${codings.join(', ')} is not supported: send the body plain or chunked`,
+      );
     if (!ctx.is('application/json', '+json') && ctx.get('content-type') !== '') {
-      throw new HttpError(415, `Unsupported Media Type: send the body as application/json, not ${ctx.get('content-type')}`);
+      throw new HttpError(
+        415,
+        `Unsupported Media Type: send the body as application/json, not ${ctx.get('content-type')}`,
+      );
     }
-    if (length !== undefined && length > limitBytes) throw new HttpError(413, `Request body is larger than the limit of ${limitBytes} bytes`);
+    if (length !== undefined && length > limitBytes)
+      throw new HttpError(413, `Request body is larger than the limit of ${limitBytes} bytes`);
     let text: string;
     try {
       text = await getRawBody(ctx.req, { length, limit: limitBytes, encoding: 'utf8' });
     } catch (e) {
       const err = e as { type?: string; status?: number };
-      if (err.type === 'entity.too.large') throw new HttpError(413, `Request body is larger than the limit of ${limitBytes} bytes`);
+      if (err.type === 'entity.too.large')
+        throw new HttpError(413, `Request body is larger than the limit of ${limitBytes} bytes`);
       // The client's own doing: it went away (request.aborted), or its framing left nothing to read
       // (stream.not.readable: Content-Length beside chunked); never a server error.
       if ((err.status && err.status < 500) || err.type === 'stream.not.readable' || err.type === 'request.aborted') {
@@ -109,7 +124,13 @@ export function jsonBody(limitBytes: number, rejectNul = false): Middleware {
       ctx.state.body = JSON.parse(text);
     } catch (e) {
       throw new RequestValidationError([
-        { loc: ['body'], msg: 'JSON decode error', type: 'json_invalid', input: {}, ctx: { error: (e as Error).message } },
+        {
+          loc: ['body'],
+          msg: 'JSON decode error',
+          type: 'json_invalid',
+          input: {},
+          ctx: { error: (e as Error).message },
+        },
       ]);
     }
     return next();

@@ -71,7 +71,10 @@ function isArraySchema(schema: z.ZodType | undefined): boolean {
  * Koa gives repeated query parameters as arrays. A list parameter (`?id=a&id=b`) keeps them all; a
  * scalar one takes the last value, as FastAPI does.
  */
-function queryValues(query: Record<string, string | string[] | undefined>, schema: AnyObject | undefined): Record<string, string | string[]> {
+function queryValues(
+  query: Record<string, string | string[] | undefined>,
+  schema: AnyObject | undefined,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(query)) {
     if (v === undefined) continue;
@@ -81,7 +84,12 @@ function queryValues(query: Record<string, string | string[] | undefined>, schem
   return out;
 }
 
-function parsePart(schema: z.ZodType | undefined, raw: unknown, part: InputPart, problems: ValidationDetail[]): unknown {
+function parsePart(
+  schema: z.ZodType | undefined,
+  raw: unknown,
+  part: InputPart,
+  problems: ValidationDetail[],
+): unknown {
   if (!schema) return undefined;
   const r = schema.safeParse(raw);
   if (r.success) return r.data;
@@ -90,7 +98,11 @@ function parsePart(schema: z.ZodType | undefined, raw: unknown, part: InputPart,
 }
 
 /** The body, prepared and validated; refitted and validated once more when the route knows how. */
-function parseBody(spec: Pick<RouteSpec<AnyObject, AnyObject, z.ZodType>, 'body' | 'prepareBody' | 'refitBody'>, ctx: RouteContext, problems: ValidationDetail[]): unknown {
+function parseBody(
+  spec: Pick<RouteSpec<AnyObject, AnyObject, z.ZodType>, 'body' | 'prepareBody' | 'refitBody'>,
+  ctx: RouteContext,
+  problems: ValidationDetail[],
+): unknown {
   if (!spec.body) return undefined;
   const raw = spec.prepareBody ? spec.prepareBody(ctx.state.body, ctx) : ctx.state.body;
   const r = spec.body.safeParse(raw);
@@ -129,7 +141,8 @@ export class ApiRouter {
   ): this {
     this.register(spec);
     const check = spec.security && this.opts.auth[spec.security];
-    if (spec.security && !check) throw new Error(`route ${spec.method} ${spec.path} needs ${spec.security}, which this server does not check`);
+    if (spec.security && !check)
+      throw new Error(`route ${spec.method} ${spec.path} needs ${spec.security}, which this server does not check`);
     const validate = async (ctx: RouteContext) => {
       const problems: ValidationDetail[] = [];
       const params = parsePart(spec.params, ctx.params, 'path', problems);
@@ -159,10 +172,16 @@ export class ApiRouter {
       };
     }
     if (spec.security) {
-      responses[401] ??= { description: 'Missing or invalid credential', content: { 'application/json': { schema: ErrorResponseSchema } } };
+      responses[401] ??= {
+        description: 'Missing or invalid credential',
+        content: { 'application/json': { schema: ErrorResponseSchema } },
+      };
     }
     if (spec.params || spec.query || spec.body) {
-      responses[422] ??= { description: 'Validation Error', content: { 'application/json': { schema: HTTPValidationErrorSchema } } };
+      responses[422] ??= {
+        description: 'Validation Error',
+        content: { 'application/json': { schema: HTTPValidationErrorSchema } },
+      };
     }
     this.opts.registry.registerPath({
       method: spec.method,
@@ -175,7 +194,12 @@ export class ApiRouter {
       request: {
         params: spec.params,
         query: spec.query,
-        body: spec.body ? { required: !spec.body.safeParse(undefined).success, content: { 'application/json': { schema: spec.body } } } : undefined,
+        body: spec.body
+          ? {
+              required: !spec.body.safeParse(undefined).success,
+              content: { 'application/json': { schema: spec.body } },
+            }
+          : undefined,
       },
       responses,
     });

@@ -59,23 +59,38 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
   /** docker-compose on this project, bounded; rejects with its output when it fails. */
   const compose = (args: string[], timeoutMs = 60_000): Promise<Output> =>
     new Promise((resolve, reject) => {
-      const files = ['-f', path.join(root, 'docker-compose.yml'), '-f', path.join(root, 'test/docker/compose.override.yml')];
+      const files = [
+        '-f',
+        path.join(root, 'docker-compose.yml'),
+        '-f',
+        path.join(root, 'test/docker/compose.override.yml'),
+      ];
       execFile(
         'docker-compose',
         ['-p', project, '--project-directory', root, ...files, ...args],
         { env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 },
         (err, stdout, stderr) => {
-          if (err) reject(new Error(`docker-compose ${args.join(' ')} failed (${err.message.split('\n')[0]}):\n${stdout}\n${stderr}`.trim()));
+          if (err)
+            reject(
+              new Error(
+                `docker-compose ${args.join(' ')} failed (${err.message.split('\n')[0]}):\n${stdout}\n${stderr}`.trim(),
+              ),
+            );
           else resolve({ stdout, stderr });
         },
       );
     });
 
   /** The end of every service's log, for a failure's message. */
-  const logs = async () => (await compose(['logs', '--no-color', '--tail=40']).catch((e: Error) => ({ stdout: e.message }))).stdout;
+  const logs = async () =>
+    (await compose(['logs', '--no-color', '--tail=40']).catch((e: Error) => ({ stdout: e.message }))).stdout;
 
   /** `what` within `timeoutMs`, or a failure carrying the services' logs. */
-  const waitFor = async <T>(what: string, timeoutMs: number, check: () => Promise<T>): Promise<Exclude<Awaited<T>, false>> => {
+  const waitFor = async <T>(
+    what: string,
+    timeoutMs: number,
+    check: () => Promise<T>,
+  ): Promise<Exclude<Awaited<T>, false>> => {
     try {
       return await eventually(check, { timeoutMs, intervalMs: 500, what });
     } catch (e) {
@@ -103,16 +118,19 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
       req.on('timeout', () => req.destroy());
       req.on('error', () => resolve(0));
     });
-  const taskOf = async (id: string) => (await request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`)).body?.[0];
+  const taskOf = async (id: string) =>
+    (await request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`)).body?.[0];
   const ended = (id: string, timeoutMs = 240_000) =>
     waitFor(`start ${id} to end`, timeoutMs, async () => {
       const task = await taskOf(id);
       return task && (task.status === 'READY' || task.status === 'ERROR') ? task : false;
     });
 
-  const admin = async (...args: string[]) => JSON.parse((await compose(['exec', '-T', 'api', 'node', 'dist/src/cli/admin.js', '--json', ...args])).stdout);
+  const admin = async (...args: string[]) =>
+    JSON.parse((await compose(['exec', '-T', 'api', 'node', 'dist/src/cli/admin.js', '--json', ...args])).stdout);
   /** A service's port published on loopback. */
-  const published = async (service: string, port: number) => (await compose(['port', service, String(port)])).stdout.trim();
+  const published = async (service: string, port: number) =>
+    (await compose(['port', service, String(port)])).stdout.trim();
 
   /** The project's containers by service (several for a scaled one), running or not. */
   const containersByService = async () => {
@@ -128,20 +146,33 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
   const health = async () => {
     const docker = dockerClient();
     const all = await docker.listContainers({ filters: { label: [PROJECT_LABEL] } });
-    return Object.fromEntries(await Promise.all(all.map(async (c) => [c.Names[0]!.replace(/^\//, ''), (await docker.getContainer(c.Id).inspect()).State.Health?.Status ?? 'none'] as const)));
+    return Object.fromEntries(
+      await Promise.all(
+        all.map(
+          async (c) =>
+            [
+              c.Names[0]!.replace(/^\//, ''),
+              (await docker.getContainer(c.Id).inspect()).State.Health?.Status ?? 'none',
+            ] as const,
+        ),
+      ),
+    );
   };
 
   const projectObjects = async () => {
     const docker = dockerClient();
     return {
-      containers: (await docker.listContainers({ all: true, filters: { label: [PROJECT_LABEL] } })).map((c) => c.Names.join(',')),
+      containers: (await docker.listContainers({ all: true, filters: { label: [PROJECT_LABEL] } })).map((c) =>
+        c.Names.join(','),
+      ),
       volumes: ((await docker.listVolumes({ filters: { label: [PROJECT_LABEL] } })).Volumes ?? []).map((v) => v.Name),
       networks: (await docker.listNetworks({ filters: { label: [PROJECT_LABEL] } })).map((n) => n.Name),
     };
   };
 
   /** Sandbox containers on the project's network (the provider's label), whatever a failed step left. */
-  const sandboxContainersOnNetwork = async () => dockerClient().listContainers({ all: true, filters: { label: [SANDBOX_LABEL], network: [network] } });
+  const sandboxContainersOnNetwork = async () =>
+    dockerClient().listContainers({ all: true, filters: { label: [SANDBOX_LABEL], network: [network] } });
 
   beforeAll(async () => {
     const d = dockerEnv();
@@ -157,7 +188,8 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     const specs = path.join(dir, 'sandbox-specs.json');
     fs.writeFileSync(specs, JSON.stringify([runtimeSpec()]));
     fs.chmodSync(specs, 0o644);
-    if (!d.host.startsWith('unix://')) throw new Error(`the compose test mounts the engine's socket into the workers; the engine is at ${d.host}`);
+    if (!d.host.startsWith('unix://'))
+      throw new Error(`the compose test mounts the engine's socket into the workers; the engine is at ${d.host}`);
     const socket = d.host.slice('unix://'.length);
     env = {
       PATH: process.env.PATH,
@@ -195,11 +227,20 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     const left = new Set(sandboxIds);
     for (const c of await sandboxContainersOnNetwork().catch(() => [])) {
       left.add(c.Labels[SANDBOX_LABEL]!);
-      await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined);
     }
-    for (const id of left) await docker.getVolume(`agent-control-sandbox-${id}`).remove().catch(() => undefined);
+    for (const id of left)
+      await docker
+        .getVolume(`agent-control-sandbox-${id}`)
+        .remove()
+        .catch(() => undefined);
     if (dir) {
-      await compose(['down', '-v', '--remove-orphans', '--timeout', '5'], 120_000).catch((e: Error) => console.error(e.message));
+      await compose(['down', '-v', '--remove-orphans', '--timeout', '5'], 120_000).catch((e: Error) =>
+        console.error(e.message),
+      );
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 180_000);
@@ -229,12 +270,22 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     // The one-shot jobs ran and succeeded: Temporal's schemas, then its namespace.
     for (const job of ['temporal-schema', 'temporal-namespace']) {
       const [c] = byService.get(job)!;
-      expect(await waitFor(`${job} done`, 120_000, async () => ((await docker.getContainer(c!.Id).inspect()).State.Status === 'exited' ? (await docker.getContainer(c!.Id).inspect()).State.ExitCode : false))).toBe(0);
+      expect(
+        await waitFor(`${job} done`, 120_000, async () =>
+          (await docker.getContainer(c!.Id).inspect()).State.Status === 'exited'
+            ? (await docker.getContainer(c!.Id).inspect()).State.ExitCode
+            : false,
+        ),
+      ).toBe(0);
     }
 
     // Each worker its own host name (kept in its own DATA_DIR), so its own host queue.
     const hosts = await waitFor("each worker's host name", 60_000, () =>
-      Promise.all(['1', '2'].map(async (i) => (await compose(['exec', '-T', '--index', i, 'worker', 'cat', '/data/worker-host'])).stdout.trim())),
+      Promise.all(
+        ['1', '2'].map(async (i) =>
+          (await compose(['exec', '-T', '--index', i, 'worker', 'cat', '/data/worker-host'])).stdout.trim(),
+        ),
+      ),
     );
     expect(new Set(hosts).size).toBe(2);
 
@@ -247,7 +298,9 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
       return r.json();
     });
     expect(ready).toEqual({ ready: true, checks: { mongodb: { ok: true }, temporal: { ok: true } } });
-    console.log(`compose up (2 apis, 2 workers, the real Temporal server on PostgreSQL): /ready ${((Date.now() - t0) / 1000).toFixed(1)} s after up`);
+    console.log(
+      `compose up (2 apis, 2 workers, the real Temporal server on PostgreSQL): /ready ${((Date.now() - t0) / 1000).toFixed(1)} s after up`,
+    );
     // The UI answers through to the real server (its cluster's persistence is PostgreSQL).
     const ui = await published('temporal-ui', 8080);
     expect(ui).toMatch(/^127\.0\.0\.1:\d+$/);
@@ -261,9 +314,13 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
   it('health checks are round trips: every service healthy; an api and a worker frozen (SIGSTOP) are unhealthy, and healthy again after SIGCONT', async () => {
     const docker = dockerClient();
     const byService = await containersByService();
-    const longRunning = ['postgresql', 'mongodb', 'api', 'gateway', 'worker'].flatMap((s) => byService.get(s)!.map((c) => c.Names[0]!.replace(/^\//, '')));
+    const longRunning = ['postgresql', 'mongodb', 'api', 'gateway', 'worker'].flatMap((s) =>
+      byService.get(s)!.map((c) => c.Names[0]!.replace(/^\//, '')),
+    );
     const allAre = (status: string) => Object.fromEntries(longRunning.map((n) => [n, status]));
-    await waitFor('every service healthy', 120_000, async () => expect(await health()).toMatchObject(allAre('healthy')));
+    await waitFor('every service healthy', 120_000, async () =>
+      expect(await health()).toMatchObject(allAre('healthy')),
+    );
 
     // One api's and one worker's main process (pid 1, node) stopped: alive, sockets open, answering nothing.
     const frozen = [byService.get('api')![0]!, byService.get('worker')![0]!];
@@ -274,7 +331,10 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     try {
       await waitFor('the frozen api and worker unhealthy', 90_000, async () =>
-        expect(await health()).toMatchObject({ ...allAre('healthy'), ...Object.fromEntries(names.map((n) => [n, 'unhealthy'])) }),
+        expect(await health()).toMatchObject({
+          ...allAre('healthy'),
+          ...Object.fromEntries(names.map((n) => [n, 'unhealthy'])),
+        }),
       );
       // Meanwhile the gateway passes the frozen api over (it accepts, but answers no probe): every request
       // through it on a new connection is answered, by the other api. (A connection opened to the frozen
@@ -286,12 +346,18 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     } finally {
       for (const pid of pids) process.kill(pid, 'SIGCONT');
     }
-    await waitFor('every service healthy after the thaw', 90_000, async () => expect(await health()).toMatchObject(allAre('healthy')));
+    await waitFor('every service healthy after the thaw', 90_000, async () =>
+      expect(await health()).toMatchObject(allAre('healthy')),
+    );
   }, 360_000);
 
   it('the admin CLI in an api container makes a user and an API key the apis take', async () => {
     const user = await admin('user', 'create', '--email', 'operator@example.com');
-    expect(user).toMatchObject({ id: expect.any(String), email: 'operator@example.com', personal_org_id: expect.any(String) });
+    expect(user).toMatchObject({
+      id: expect.any(String),
+      email: 'operator@example.com',
+      personal_org_id: expect.any(String),
+    });
     const created = await admin('key', 'create', '--user', user.id, '--name', 'compose-test');
     expect(created).toMatchObject({ user_id: user.id, key: expect.any(String) });
     key = created.key;
@@ -307,7 +373,10 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
   it('a start reaches READY with a docker sandbox on the project network; both api containers reach it, and it reaches an api', async () => {
     // A start without a message calls no model, but it needs one configured (nothing listens at this one).
     const patched = await request('PATCH', `/api/organizations/${orgId}`, {
-      agent_settings: { agent_kind: 'platform', llm: { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1', api_key: 'sk-unused' } },
+      agent_settings: {
+        agent_kind: 'platform',
+        llm: { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1', api_key: 'sk-unused' },
+      },
     });
     expect(patched.status).toBe(200);
 
@@ -321,7 +390,11 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     const url = `http://agent-control-sandbox-${sandboxId}:8000`;
     expect(ready.agent_server_url).toBe(url);
     const [s] = (await request('GET', `/api/v1/sandboxes?id=${sandboxId}`)).body;
-    expect(s).toMatchObject({ status: 'RUNNING', sandbox_spec_id: DOCKER_SPEC_ID, exposed_urls: [{ name: 'AGENT_SERVER', url, port: 8000 }] });
+    expect(s).toMatchObject({
+      status: 'RUNNING',
+      sandbox_spec_id: DOCKER_SPEC_ID,
+      exposed_urls: [{ name: 'AGENT_SERVER', url, port: 8000 }],
+    });
 
     // The container: the runtime image, on the project's network only, no port published on the host.
     const [c] = await containersOf(sandboxId);
@@ -334,7 +407,13 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     for (const index of ['1', '2']) {
       const alive = (
         await compose([
-          'exec', '-T', '--index', index, 'api', 'node', '-e',
+          'exec',
+          '-T',
+          '--index',
+          index,
+          'api',
+          'node',
+          '-e',
           'fetch(process.argv[1] + "/alive", { signal: AbortSignal.timeout(5000) }).then(async (r) => console.log(JSON.stringify({ status: r.status, body: await r.json() })))',
           url,
         ])
@@ -397,7 +476,13 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
       Number(
         (
           await compose([
-            'exec', '-T', '--index', String(index), 'api', 'node', '-e',
+            'exec',
+            '-T',
+            '--index',
+            String(index),
+            'api',
+            'node',
+            '-e',
             "fetch('http://127.0.0.1:9464/metrics').then((r) => r.text()).then((t) => console.log(/^agent_control_websocket_subscribers (\\d+)/m.exec(t)?.[1] ?? 'none'))",
           ])
         ).stdout.trim(),
@@ -458,7 +543,10 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
       let over = false; // the wait below stops with this connection
       const closed = await Promise.race([
         resumed.closed,
-        eventually(() => over || resumed.messages.at(-1)?.id === stored.at(-1), { timeoutMs: Math.max(0, deadline - Date.now()), intervalMs: 200 }).then(
+        eventually(() => over || resumed.messages.at(-1)?.id === stored.at(-1), {
+          timeoutMs: Math.max(0, deadline - Date.now()),
+          intervalMs: 200,
+        }).then(
           async () => {
             await sleep(300); // nothing more may arrive
             return null;
@@ -472,7 +560,11 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
       if (closed) closes.push(closed);
     }
     const told = closes.map((c) => `${c.code} ${c.reason}`).join('; ');
-    expect({ at: resumedIds.at(-1) ?? had.at(-1), resumed: resumedIds.length, closes: closes.filter((c) => c.code !== 1013) }).toEqual({
+    expect({
+      at: resumedIds.at(-1) ?? had.at(-1),
+      resumed: resumedIds.length,
+      closes: closes.filter((c) => c.code !== 1013),
+    }).toEqual({
       at: stored.at(-1),
       resumed: stored.length - had.length,
       closes: [],
@@ -493,7 +585,10 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
 
     // The starts' sandboxes are acted on after the kill: one paused and resumed.
     const one = done[0]!.sandbox_id as string;
-    for (const [op, status] of [['pause', 'PAUSED'], ['resume', 'RUNNING']] as const) {
+    for (const [op, status] of [
+      ['pause', 'PAUSED'],
+      ['resume', 'RUNNING'],
+    ] as const) {
       const r = await request('POST', `/api/v1/sandboxes/${one}/${op}`);
       expect([r.status, r.body.status]).toEqual([200, status]);
     }
@@ -514,10 +609,20 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     expect(before.containers).toHaveLength(11);
     expect(before.networks).toEqual([network]);
     // The named volumes, and each worker's anonymous one.
-    expect(before.volumes.filter((v) => v.startsWith(`${project}_`)).sort()).toEqual(['ferretdb-state', 'mongodb-data', 'postgresql-data'].map((v) => `${project}_${v}`).sort());
+    expect(before.volumes.filter((v) => v.startsWith(`${project}_`)).sort()).toEqual(
+      ['ferretdb-state', 'mongodb-data', 'postgresql-data'].map((v) => `${project}_${v}`).sort(),
+    );
 
     const workers = (await containersByService()).get('worker')!;
-    const anonymous = (await Promise.all(workers.map(async (c) => (await dockerClient().getContainer(c.Id).inspect()).Mounts.filter((m) => m.Destination === '/data').map((m) => m.Name!)))).flat();
+    const anonymous = (
+      await Promise.all(
+        workers.map(async (c) =>
+          (await dockerClient().getContainer(c.Id).inspect()).Mounts.filter((m) => m.Destination === '/data').map(
+            (m) => m.Name!,
+          ),
+        ),
+      )
+    ).flat();
     expect(anonymous).toHaveLength(2);
 
     await compose(['down', '-v', '--remove-orphans', '--timeout', '10'], 120_000);
@@ -526,7 +631,9 @@ describe('docker-compose.yml, production shape, scaled to two apis and two worke
     expect(await sandboxContainersOnNetwork()).toEqual([]);
     for (const id of sandboxIds) {
       expect(await containersOf(id)).toEqual([]);
-      expect((await dockerClient().listVolumes({ filters: { label: [`${SANDBOX_LABEL}=${id}`] } })).Volumes ?? []).toEqual([]);
+      expect(
+        (await dockerClient().listVolumes({ filters: { label: [`${SANDBOX_LABEL}=${id}`] } })).Volumes ?? [],
+      ).toEqual([]);
     }
   }, 180_000);
 });

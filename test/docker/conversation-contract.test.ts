@@ -6,7 +6,14 @@
  */
 import { RUNTIME_KINDS } from '../../src/schemas/sandboxes';
 import { conversationContract } from '../helpers/conversation-contract';
-import { containersOf, dockerClient, dockerEnv, dockerTestConfig, removeSandboxContainers, runtimeSpec } from '../helpers/docker';
+import {
+  containersOf,
+  dockerClient,
+  dockerEnv,
+  dockerTestConfig,
+  removeSandboxContainers,
+  runtimeSpec,
+} from '../helpers/docker';
 import { GitHttpsServer } from '../helpers/git-https-server';
 
 const OPENHANDS_SPEC = 'docker-openhands';
@@ -16,15 +23,37 @@ describe.each(RUNTIME_KINDS)('the conversation contract on the %s runtime in a d
     runtime,
     host: dockerEnv().gateway,
     config: (dir) =>
-      dockerTestConfig(dir, { SANDBOX_START_TIMEOUT_MS: '120000', SANDBOX_HEALTH_INTERVAL_MS: '2000', ...(runtime === 'openhands' ? { DEFAULT_SANDBOX_SPEC_ID: OPENHANDS_SPEC } : {}) }, [
-        runtimeSpec({ id: OPENHANDS_SPEC, runtime: 'openhands', image: dockerEnv().images.openhands, memory_mb: 2048, pids_limit: 1024 }),
-      ]),
+      dockerTestConfig(
+        dir,
+        {
+          SANDBOX_START_TIMEOUT_MS: '120000',
+          SANDBOX_HEALTH_INTERVAL_MS: '2000',
+          ...(runtime === 'openhands' ? { DEFAULT_SANDBOX_SPEC_ID: OPENHANDS_SPEC } : {}),
+        },
+        [
+          runtimeSpec({
+            id: OPENHANDS_SPEC,
+            runtime: 'openhands',
+            image: dockerEnv().images.openhands,
+            memory_mb: 2048,
+            pids_limit: 1024,
+          }),
+        ],
+      ),
     repository: async (dir) => {
       const host = await new GitHttpsServer(dir, null, dockerEnv().gateway).start();
       return { url: `${host.url}/demo.git`, close: () => host.close() };
     },
-    frozen: async (handle) => (await dockerClient().getContainer(handle.containerId as string).inspect()).State.Paused,
-    kill: async (handle) => void (await dockerClient().getContainer(handle.containerId as string).kill({ signal: 'SIGKILL' })),
+    frozen: async (handle) =>
+      (
+        await dockerClient()
+          .getContainer(handle.containerId as string)
+          .inspect()
+      ).State.Paused,
+    kill: async (handle) =>
+      void (await dockerClient()
+        .getContainer(handle.containerId as string)
+        .kill({ signal: 'SIGKILL' })),
     running: async (sandboxId) => (await containersOf(sandboxId)).length > 0,
     cleanup: (ids) => removeSandboxContainers(ids),
   });

@@ -25,7 +25,11 @@ describe('docker sandboxes on a disk of their own', () => {
 
   beforeAll(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'docker-disks-'));
-    provider = new DockerProvider({ docker: dockerClient(), publishHost: '127.0.0.1', disks: { disks: new SandboxDisks(path.join(root, 'disks')), dir: path.join(root, 'workspaces') } });
+    provider = new DockerProvider({
+      docker: dockerClient(),
+      publishHost: '127.0.0.1',
+      disks: { disks: new SandboxDisks(path.join(root, 'disks')), dir: path.join(root, 'workspaces') },
+    });
   });
 
   afterAll(async () => {
@@ -37,11 +41,23 @@ describe('docker sandboxes on a disk of their own', () => {
   it('a filler gets "No space left on device" at disk_mb; the runtime owns its workspace; delete leaves nothing', async () => {
     const spec = runtimeSpec({ disk_mb: 64 }) as SandboxSpec;
     const key = 'disk-test-session-key-0123456789';
-    const started = await provider.start({ sandboxId, spec, sessionApiKey: key, controlPlaneUrl: 'http://127.0.0.1:9' });
+    const started = await provider.start({
+      sandboxId,
+      spec,
+      sessionApiKey: key,
+      controlPlaneUrl: 'http://127.0.0.1:9',
+    });
     handle = started.handle;
     const url = started.exposedUrls[0]!.url;
-    await eventually(async () => expect((await runtimeGet(url, '/alive'))?.status).toBe(200), { timeoutMs: 60_000, intervalMs: 250 });
-    const bash = async (command: string) => (await runtimeCall({ url, key, sandboxId }, 'POST', '/api/bash/execute_bash_command', { command })).body as { exit_code: number; output: string };
+    await eventually(async () => expect((await runtimeGet(url, '/alive'))?.status).toBe(200), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
+    const bash = async (command: string) =>
+      (await runtimeCall({ url, key, sandboxId }, 'POST', '/api/bash/execute_bash_command', { command })).body as {
+        exit_code: number;
+        output: string;
+      };
 
     const dir = path.join(root, 'workspaces', sandboxId);
     expect(fs.statSync(dir).dev).not.toBe(fs.statSync(path.dirname(dir)).dev); // a mount of its own

@@ -21,7 +21,17 @@ import { waitForStartTask } from '../helpers/start-tasks';
 import { runtimeClient } from '../../src/sandboxes/runtime-clients';
 import { RUNTIME_KINDS } from '../../src/schemas/sandboxes';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { containersOf, dockerClient, dockerEnv, DOCKER_SPEC_ID, dockerTestConfig, networksOf, removeSandboxContainers, runtimeSpec, sandboxAddress } from '../helpers/docker';
+import {
+  containersOf,
+  dockerClient,
+  dockerEnv,
+  DOCKER_SPEC_ID,
+  dockerTestConfig,
+  networksOf,
+  removeSandboxContainers,
+  runtimeSpec,
+  sandboxAddress,
+} from '../helpers/docker';
 import { TEST_SECRETS_KEY, testEnv } from '../helpers/env';
 import { eventually } from '../helpers/eventually';
 import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
@@ -91,17 +101,33 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
 
   const startSide = async (): Promise<Side> => {
     const user = await t.newUser();
-    const r = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: { sandbox_spec_id: runtime === 'openhands' ? OPENHANDS_SPEC : DOCKER_SPEC_ID } });
+    const r = await t.request('POST', '/api/v1/sandboxes', {
+      key: user.key,
+      body: { sandbox_spec_id: runtime === 'openhands' ? OPENHANDS_SPEC : DOCKER_SPEC_ID },
+    });
     expect(r.status).toBe(200);
     started.add(r.body.id);
     const sandbox = await waitForStatus(t, user.key, r.body.id, 'RUNNING', 120_000);
     const { ip, gateway } = await sandboxAddress(sandbox.id);
     const publishedPort = Number(new URL(agentUrl(sandbox)).port);
-    return { user, sandbox, ip, gateway, publishedPort, runtime: { url: agentUrl(sandbox), key: sandbox.session_api_key, sandboxId: sandbox.id } };
+    return {
+      user,
+      sandbox,
+      ip,
+      gateway,
+      publishedPort,
+      runtime: { url: agentUrl(sandbox), key: sandbox.session_api_key, sandboxId: sandbox.id },
+    };
   };
   /** A command in the side's sandbox, through the control plane's client of its runtime (either one). */
-  const bash = async (side: Side, command: string): Promise<{ exit_code: number; output: string; timed_out: boolean }> =>
-    runtimeClient((await t.stores.sandboxes.get(side.sandbox.id))!, t.box).bash(command, { cwd: '/workspace', timeoutS: 30 });
+  const bash = async (
+    side: Side,
+    command: string,
+  ): Promise<{ exit_code: number; output: string; timed_out: boolean }> =>
+    runtimeClient((await t.stores.sandboxes.get(side.sandbox.id))!, t.box).bash(command, {
+      cwd: '/workspace',
+      timeoutS: 30,
+    });
   const probe = async (side: Side, targets: string[]): Promise<Record<string, string>> => {
     const r = await bash(side, probeCommand(targets));
     expect(r.exit_code).toBe(0);
@@ -112,12 +138,24 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docker-isolation-'));
-    config = await dockerTestConfig(dir, {}, [runtimeSpec({ id: OPENHANDS_SPEC, runtime: 'openhands', image: dockerEnv().images.openhands, memory_mb: 2048, pids_limit: 1024 })]);
+    config = await dockerTestConfig(dir, {}, [
+      runtimeSpec({
+        id: OPENHANDS_SPEC,
+        runtime: 'openhands',
+        image: dockerEnv().images.openhands,
+        memory_mb: 2048,
+        pids_limit: 1024,
+      }),
+    ]);
     t = await startTestApi(config);
     worker = await startTestWorker(config);
     [a, b] = await Promise.all([startSide(), startSide()]);
     expect(a.user.userId).not.toBe(b.user.userId);
-    expect(await bash(a, `echo secret-of-a > /workspace/${marker}`)).toEqual({ exit_code: 0, output: '', timed_out: false });
+    expect(await bash(a, `echo secret-of-a > /workspace/${marker}`)).toEqual({
+      exit_code: 0,
+      output: '',
+      timed_out: false,
+    });
   }, 240_000);
 
   afterAll(async () => {
@@ -135,7 +173,10 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     expect([a.gateway, b.gateway]).not.toContain(bridge);
     // From the host, A's runtime answers at both addresses the probes try.
     expect(await runtimeGet(`http://${a.ip}:8000`, '/alive')).toEqual({ status: 200, body: { status: 'ok' } });
-    expect(await runtimeGet(`http://127.0.0.1:${a.publishedPort}`, '/alive')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await runtimeGet(`http://127.0.0.1:${a.publishedPort}`, '/alive')).toEqual({
+      status: 200,
+      body: { status: 'ok' },
+    });
 
     const results = await probe(b, [
       `127.0.0.1:8000`,
@@ -162,7 +203,11 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     });
 
     // The api answers B at its control-plane URL: the events path, with B's key, for B's conversation.
-    const c = await t.conversations.create({ userId: b.user.userId, sandboxId: b.sandbox.id, sessionApiKey: b.sandbox.session_api_key });
+    const c = await t.conversations.create({
+      userId: b.user.userId,
+      sandboxId: b.sandbox.id,
+      sessionApiKey: b.sandbox.session_api_key,
+    });
     const post =
       `fetch(process.env.CONTROL_PLANE_URL+"/api/v1/webhooks/events/${c.id}",{method:"POST",` +
       `headers:{"content-type":"application/json","x-session-api-key":"${b.sandbox.session_api_key}"},body:"[]"})` +
@@ -174,7 +219,12 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
 
   it('B reaches neither the database nor Temporal, at any address of the host', async () => {
     const env = testEnv();
-    const ports = [portOf(env.mongoUri), portOf(env.temporalAddress), portOf(env.temporalUiUrl), ...(env.postgresUrl ? [portOf(env.postgresUrl)] : [])];
+    const ports = [
+      portOf(env.mongoUri),
+      portOf(env.temporalAddress),
+      portOf(env.temporalUiUrl),
+      ...(env.postgresUrl ? [portOf(env.postgresUrl)] : []),
+    ];
     for (const port of ports) expect(await hostConnects('127.0.0.1', port)).toBe(true); // they listen, on the host's loopback
     const hosts = ['127.0.0.1', b.gateway, dockerEnv().gateway];
     const targets = ports.flatMap((port) => hosts.map((h) => `${h}:${port}`));
@@ -193,17 +243,33 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     expect(fs.existsSync(dir)).toBe(true);
 
     const infoB = await dockerClient().getContainer(cb!.Id).inspect();
-    expect(infoB.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: `agent-control-sandbox-${b.sandbox.id}`, Destination: '/workspace', RW: true })]);
+    expect(infoB.Mounts).toEqual([
+      expect.objectContaining({
+        Type: 'volume',
+        Name: `agent-control-sandbox-${b.sandbox.id}`,
+        Destination: '/workspace',
+        RW: true,
+      }),
+    ]);
     expect(infoB.HostConfig.Binds).toEqual([`agent-control-sandbox-${b.sandbox.id}:/workspace`]);
     expect(ca!.Id).not.toBe(cb!.Id);
 
     expect((await bash(b, findMarker)).output).toBe('searched\n');
-    const paths = [dir, path.join(dir, 'specs.json'), volumeA.Mountpoint, path.dirname(volumeA.Mountpoint), '/var/run/docker.sock', dockerEnv().host.replace(/^unix:\/\//, '')];
+    const paths = [
+      dir,
+      path.join(dir, 'specs.json'),
+      volumeA.Mountpoint,
+      path.dirname(volumeA.Mountpoint),
+      '/var/run/docker.sock',
+      dockerEnv().host.replace(/^unix:\/\//, ''),
+    ];
     const listed = await bash(b, `ls -d ${paths.join(' ')}`);
     expect(listed.exit_code).toBe(2);
     // Under /root, the image's own home of root (mode 700) stops the user `node` first; nothing of the host is there.
     const why = (p: string) => (p.startsWith('/root/') ? 'Permission denied' : 'No such file or directory');
-    expect(listed.output.trim().split('\n').sort()).toEqual(paths.map((p) => `ls: cannot access '${p}': ${why(p)}`).sort());
+    expect(listed.output.trim().split('\n').sort()).toEqual(
+      paths.map((p) => `ls: cannot access '${p}': ${why(p)}`).sort(),
+    );
 
     // Mounts inside B: the image's root and the volume; the rest is the kernel's (/proc, /sys, /dev) and
     // the engine's own per-container files (/etc/hosts, hostname, resolv.conf) and its init, read-only.
@@ -212,7 +278,9 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
       .split('\n')
       .map((l) => l.split(' '));
     const engineFiles = ['/etc/hosts', '/etc/hostname', '/etc/resolv.conf', '/usr/sbin/docker-init'];
-    const points = mounts.map((m) => m[1]!).filter((p) => !/^\/(proc|sys|dev)(\/|$)/.test(p) && !engineFiles.includes(p));
+    const points = mounts
+      .map((m) => m[1]!)
+      .filter((p) => !/^\/(proc|sys|dev)(\/|$)/.test(p) && !engineFiles.includes(p));
     expect(points.sort()).toEqual(['/', '/workspace']);
     expect(mounts.find((m) => m[1] === '/usr/sbin/docker-init')?.[3]).toMatch(/^ro,/);
   });
@@ -220,7 +288,12 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
   it("B's commands hold no session key and no secrets key, and have no capability nor a way to gain one", async () => {
     const [cb] = await containersOf(b.sandbox.id);
     const infoB = await dockerClient().getContainer(cb!.Id).inspect();
-    expect(infoB.HostConfig).toMatchObject({ Privileged: false, CapDrop: ['ALL'], CapAdd: null, SecurityOpt: ['no-new-privileges'] });
+    expect(infoB.HostConfig).toMatchObject({
+      Privileged: false,
+      CapDrop: ['ALL'],
+      CapAdd: null,
+      SecurityOpt: ['no-new-privileges'],
+    });
     // The key is in the container's environment, for the runtime; not in what its commands inherit.
     expect(infoB.Config.Env).toContain(`SESSION_API_KEY=${b.sandbox.session_api_key}`);
 
@@ -234,7 +307,10 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     expect(env.output).not.toContain(a.sandbox.session_api_key);
     expect(env.output).not.toContain(TEST_SECRETS_KEY);
 
-    const status = await bash(b, "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status");
+    const status = await bash(
+      b,
+      "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status",
+    );
     expect(status.output.split('\n').filter(Boolean)).toEqual([
       'CapInh:\t0000000000000000',
       'CapPrm:\t0000000000000000',
@@ -248,12 +324,20 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     expect(mount.exit_code).not.toBe(0);
     expect(mount.output).toMatch(/must be superuser|permission denied|not permitted/i);
     // Nor a user namespace of its own, where it would be root (the default seccomp profile refuses it).
-    expect(await bash(b, 'unshare -Ur id -u')).toMatchObject({ exit_code: 1, output: 'unshare: unshare failed: Operation not permitted\n' });
+    expect(await bash(b, 'unshare -Ur id -u')).toMatchObject({
+      exit_code: 1,
+      output: 'unshare: unshare failed: Operation not permitted\n',
+    });
   });
 
   it("B's agent, asked to reach A and the database through its terminal tool, observes the failures", async () => {
     const dbPort = portOf(testEnv().mongoUri);
-    const targets = [`${a.ip}:8000`, `${dockerEnv().gateway}:${a.publishedPort}`, `${b.gateway}:${dbPort}`, '127.0.0.1:8000'];
+    const targets = [
+      `${a.ip}:8000`,
+      `${dockerEnv().gateway}:${a.publishedPort}`,
+      `${b.gateway}:${dbPort}`,
+      '127.0.0.1:8000',
+    ];
     const llm = await new ScriptedLlm([
       { content: 'Probing.', tool_calls: [{ name: 'terminal', arguments: { command: probeCommand(targets) } }] },
       { tool_calls: [{ name: 'finish', arguments: { message: 'Done.' } }] },
@@ -262,15 +346,27 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
       await t.setOrgLlm(b.user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' });
       const accepted = await t.request('POST', '/api/v1/app-conversations', {
         key: b.user.key,
-        body: { sandbox_id: b.sandbox.id, initial_message: { content: [{ text: "Reach the other user's sandbox and the database." }], run: true } },
+        body: {
+          sandbox_id: b.sandbox.id,
+          initial_message: { content: [{ text: "Reach the other user's sandbox and the database." }], run: true },
+        },
       });
       expect(accepted.status).toBe(200);
-      const ready = await waitForStartTask(t, b.user.key, accepted.body.id, (x) => x.status === 'READY' || x.status === 'ERROR', 120_000);
+      const ready = await waitForStartTask(
+        t,
+        b.user.key,
+        accepted.body.id,
+        (x) => x.status === 'READY' || x.status === 'ERROR',
+        120_000,
+      );
       expect({ status: ready.status, detail: ready.detail }).toEqual({ status: 'READY', detail: null });
       const log = await eventually(
         async () => {
           const events = await loggedEvents(t, b.user.key, ready.app_conversation_id);
-          expect(events.filter((e) => e.kind === 'ActionEvent').map((e) => e.tool_name)).toEqual(['terminal', 'finish']);
+          expect(events.filter((e) => e.kind === 'ActionEvent').map((e) => e.tool_name)).toEqual([
+            'terminal',
+            'finish',
+          ]);
           expect(events.some((e) => e.kind === 'ObservationEvent' && e.tool_name === 'terminal')).toBe(true);
           return events;
         },
@@ -288,7 +384,10 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
 });
 
 /** Runs a command in a container (docker exec); its output, stdout and stderr together, and exit code. */
-async function execIn(container: Docker.Container, cmd: string[]): Promise<{ exitCode: number | null; output: string }> {
+async function execIn(
+  container: Docker.Container,
+  cmd: string[],
+): Promise<{ exitCode: number | null; output: string }> {
   const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({ hijack: true, stdin: false });
   const out = new PassThrough();
@@ -324,10 +423,16 @@ describe("with a shared network (compose's DOCKER_NETWORK) and peers, a docker s
     await c.start();
     services[name] = c;
   };
-  const addressOn = async (c: Docker.Container, net: string) => (await c.inspect()).NetworkSettings.Networks[net]?.IPAddress;
+  const addressOn = async (c: Docker.Container, net: string) =>
+    (await c.inspect()).NetworkSettings.Networks[net]?.IPAddress;
 
   beforeAll(async () => {
-    await docker.createNetwork({ Name: network, Driver: 'bridge', CheckDuplicate: true, Labels: { 'com.docker.compose.project': project, 'com.docker.compose.network': 'default' } });
+    await docker.createNetwork({
+      Name: network,
+      Driver: 'bridge',
+      CheckDuplicate: true,
+      Labels: { 'com.docker.compose.project': project, 'com.docker.compose.network': 'default' },
+    });
     await Promise.all([service('api', 8000), service('mongodb', 27017)]);
     provider = new DockerProvider({ docker, publishHost: '127.0.0.1', network, peers: ['api'] });
   });
@@ -356,10 +461,14 @@ describe("with a shared network (compose's DOCKER_NETWORK) and peers, a docker s
     // The host is on the sandbox's network too: its runtime, by its address there.
     const { ip } = await sandboxAddress(sandboxId);
     const rt: Runtime = { url: `http://${ip}:8000`, key, sandboxId };
-    await eventually(async () => expect(await runtimeGet(rt.url, '/alive')).toEqual({ status: 200, body: { status: 'ok' } }), { timeoutMs: 30_000, intervalMs: 200 });
+    await eventually(
+      async () => expect(await runtimeGet(rt.url, '/alive')).toEqual({ status: 200, body: { status: 'ok' } }),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
     const mongodbIp = await addressOn(services.mongodb!, network);
     const apiIp = await addressOn(services.api!, network);
-    const run = async (command: string) => (await runtimeCall(rt, 'POST', '/api/bash/execute_bash_command', { command, timeout: 30 })).body;
+    const run = async (command: string) =>
+      (await runtimeCall(rt, 'POST', '/api/bash/execute_bash_command', { command, timeout: 30 })).body;
     const probed = await run(probeCommand(['api:8000', `${apiIp}:8000`, `${mongodbIp}:27017`]));
     expect(parseProbe(probed.output)).toEqual({
       'api:8000': 'connected', // the api's alias on the sandbox's network
@@ -369,7 +478,13 @@ describe("with a shared network (compose's DOCKER_NETWORK) and peers, a docker s
     // No such name on the sandbox's network: not found (the engine asks the host's resolvers, which here do not answer).
     const byName = await run('timeout 3 getent hosts mongodb; echo "exit $?"');
     expect(['exit 2\n', 'exit 124\n']).toContain(byName.output);
-    expect((await run('timeout 10 node -e \'fetch(process.env.CONTROL_PLANE_URL).then(async (r)=>console.log(await r.text()))\'')).output).toBe('api\n');
+    expect(
+      (
+        await run(
+          "timeout 10 node -e 'fetch(process.env.CONTROL_PLANE_URL).then(async (r)=>console.log(await r.text()))'",
+        )
+      ).output,
+    ).toBe('api\n');
 
     // The api reaches the sandbox by its container name (what its AGENT_SERVER says); mongodb does not.
     const fromApi = await execIn(services.api!, ['node', '-e', PROBE_JS, `${own}:8000`]);
@@ -378,7 +493,9 @@ describe("with a shared network (compose's DOCKER_NETWORK) and peers, a docker s
     expect(parseProbe(fromMongodb.output)).toEqual({ [`${ip}:8000`]: 'timeout' });
 
     // A start of the running sandbox attaches an api container that is new (compose recreated it).
-    await docker.getNetwork((await networksOf(sandboxId))[0]!.Id).disconnect({ Container: (await services.api!.inspect()).Id, Force: true });
+    await docker
+      .getNetwork((await networksOf(sandboxId))[0]!.Id)
+      .disconnect({ Container: (await services.api!.inspect()).Id, Force: true });
     await provider.start({ sandboxId, spec, sessionApiKey: key, controlPlaneUrl: 'http://api:8000' });
     expect(Object.keys((await services.api!.inspect()).NetworkSettings.Networks).sort()).toEqual([network, own].sort());
 

@@ -9,7 +9,17 @@ import path from 'node:path';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
 import { runtimeCall, settledLog, steps, waitForExecution, type Runtime } from '../helpers/agent';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { containersOf, dockerClient, dockerEnv, DOCKER_SPEC_ID, dockerTestConfig, networksOf, removeSandboxContainers, runtimeSpec, volumeExists } from '../helpers/docker';
+import {
+  containersOf,
+  dockerClient,
+  dockerEnv,
+  DOCKER_SPEC_ID,
+  dockerTestConfig,
+  networksOf,
+  removeSandboxContainers,
+  runtimeSpec,
+  volumeExists,
+} from '../helpers/docker';
 import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
 import { startTestWorker, type TestWorker } from '../helpers/worker';
 
@@ -38,16 +48,27 @@ describe('docker sandboxes on a real engine', () => {
   });
 
   const running = async () => {
-    const r = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: { sandbox_spec_id: DOCKER_SPEC_ID } });
+    const r = await t.request('POST', '/api/v1/sandboxes', {
+      key: user.key,
+      body: { sandbox_spec_id: DOCKER_SPEC_ID },
+    });
     expect(r.status).toBe(200);
     started.add(r.body.id);
     return waitForStatus(t, user.key, r.body.id, 'RUNNING', 60_000);
   };
-  const bash = (s: any, command: string) => runtimeCall({ url: agentUrl(s), key: s.session_api_key, sandboxId: s.id }, 'POST', '/api/bash/execute_bash_command', { command });
+  const bash = (s: any, command: string) =>
+    runtimeCall(
+      { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id },
+      'POST',
+      '/api/bash/execute_bash_command',
+      { command },
+    );
 
   it('starts a container: RUNNING, /alive on a loopback port, limits, init, an unprivileged runtime on its volume and its own network', async () => {
     const s = await running();
-    expect(s.exposed_urls).toEqual([{ name: 'AGENT_SERVER', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), port: expect.any(Number) }]);
+    expect(s.exposed_urls).toEqual([
+      { name: 'AGENT_SERVER', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), port: expect.any(Number) },
+    ]);
     expect(await runtimeGet(agentUrl(s), '/alive')).toEqual({ status: 200, body: { status: 'ok' } });
     expect((await runtimeGet(agentUrl(s), '/health'))!.status).toBe(401);
 
@@ -74,7 +95,9 @@ describe('docker sandboxes on a real engine', () => {
     expect(info.HostConfig.PortBindings).toEqual({ '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] });
     expect(info.HostConfig.Devices ?? []).toEqual([]);
     expect(Object.keys(info.NetworkSettings.Networks)).toEqual([`agent-control-sandbox-${s.id}`]);
-    expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: `agent-control-sandbox-${s.id}`, Destination: '/workspace' })]);
+    expect(info.Mounts).toEqual([
+      expect.objectContaining({ Type: 'volume', Name: `agent-control-sandbox-${s.id}`, Destination: '/workspace' }),
+    ]);
 
     const whoami = await bash(s, 'id -un; pwd; cat /proc/1/comm');
     expect(whoami.status).toBe(200);
@@ -94,11 +117,18 @@ describe('docker sandboxes on a real engine', () => {
     const s = await running();
     const rt: Runtime = { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id };
     const llm = await new ScriptedLlm([
-      { content: 'Writing the file.', tool_calls: [{ name: 'terminal', arguments: { command: 'echo from-the-agent > note.txt && cat note.txt' } }] },
+      {
+        content: 'Writing the file.',
+        tool_calls: [{ name: 'terminal', arguments: { command: 'echo from-the-agent > note.txt && cat note.txt' } }],
+      },
       { tool_calls: [{ name: 'finish', arguments: { message: 'Done.' } }] },
     ]).start(0, dockerEnv().gateway);
     try {
-      const c = await t.conversations.create({ userId: user.userId, sandboxId: s.id, sessionApiKey: s.session_api_key });
+      const c = await t.conversations.create({
+        userId: user.userId,
+        sandboxId: s.id,
+        sessionApiKey: s.session_api_key,
+      });
       const created = await runtimeCall(rt, 'POST', '/api/conversations', {
         conversation_id: c.id,
         agent: { llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test' } },
@@ -108,7 +138,14 @@ describe('docker sandboxes on a real engine', () => {
       const conversation = { id: c.id, llm, runtime: rt };
       await waitForExecution(conversation, 'finished', 30_000);
       const log = await settledLog(t, user.key, conversation, 30_000);
-      expect(steps(log)).toEqual(['SystemPromptEvent', 'MessageEvent', 'ActionEvent', 'ObservationEvent', 'ActionEvent', 'ObservationEvent']);
+      expect(steps(log)).toEqual([
+        'SystemPromptEvent',
+        'MessageEvent',
+        'ActionEvent',
+        'ObservationEvent',
+        'ActionEvent',
+        'ObservationEvent',
+      ]);
       const observation = log.find((e) => e.kind === 'ObservationEvent');
       expect(JSON.stringify(observation)).toContain('from-the-agent');
       expect((await bash(s, 'cat /workspace/note.txt')).body.output.trim()).toBe('from-the-agent');
@@ -153,10 +190,15 @@ describe('docker sandboxes on a real engine', () => {
   });
 
   it('an image the engine lacks and no registry serves: ERROR saying so, nothing left behind', async () => {
-    const r = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: { sandbox_spec_id: 'missing-image' } });
+    const r = await t.request('POST', '/api/v1/sandboxes', {
+      key: user.key,
+      body: { sandbox_spec_id: 'missing-image' },
+    });
     started.add(r.body.id);
     const failed = await waitForStatus(t, user.key, r.body.id, 'ERROR', 60_000);
-    expect(failed.status_detail).toContain('the image agent-control/no-such-image:1 is not on the Docker engine and pulling it failed');
+    expect(failed.status_detail).toContain(
+      'the image agent-control/no-such-image:1 is not on the Docker engine and pulling it failed',
+    );
     expect(await containersOf(r.body.id)).toEqual([]);
     expect(await volumeExists(`agent-control-sandbox-${r.body.id}`)).toBe(false);
     expect(await networksOf(r.body.id)).toEqual([]);

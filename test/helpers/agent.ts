@@ -20,10 +20,19 @@ export interface AgentConversation {
 }
 
 /** Calls the runtime's API with the session key; JSON in and out. */
-export async function runtimeCall(rt: Runtime, method: string, path: string, body?: unknown, key = rt.key): Promise<{ status: number; body: any }> {
+export async function runtimeCall(
+  rt: Runtime,
+  method: string,
+  path: string,
+  body?: unknown,
+  key = rt.key,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(rt.url + path, {
     method,
-    headers: { ...(key ? { 'X-Session-API-Key': key } : {}), ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+    headers: {
+      ...(key ? { 'X-Session-API-Key': key } : {}),
+      ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -63,7 +72,10 @@ export function waitForExecution(c: AgentConversation, status: string, timeoutMs
   return eventually(
     async () => {
       const last = await conversationInfo(c);
-      if (last.execution_status !== status) throw new Error(`conversation ${c.id} did not reach ${status} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+      if (last.execution_status !== status)
+        throw new Error(
+          `conversation ${c.id} did not reach ${status} within ${timeoutMs} ms; last: ${JSON.stringify(last)}`,
+        );
       return last;
     },
     { timeoutMs, intervalMs: 50 },
@@ -75,7 +87,11 @@ export async function loggedEvents(t: TestApi, key: string, conversationId: stri
   const out: any[] = [];
   let page: string | null = null;
   do {
-    const r = await t.request('GET', `/api/v1/conversation/${conversationId}/events/search?limit=100${page ? `&page_id=${encodeURIComponent(page)}` : ''}`, { key });
+    const r = await t.request(
+      'GET',
+      `/api/v1/conversation/${conversationId}/events/search?limit=100${page ? `&page_id=${encodeURIComponent(page)}` : ''}`,
+      { key },
+    );
     if (r.status !== 200) throw new Error(`event search answered ${r.status}: ${JSON.stringify(r.body)}`);
     out.push(...r.body.items);
     page = r.body.next_page_id;
@@ -100,7 +116,13 @@ export function settledLog(t: TestApi, key: string, c: AgentConversation, timeou
 }
 
 /** The log (through the api) once the conversation's last reported execution status is `status`. */
-export function logWhenExecution(t: TestApi, key: string, conversationId: string, status = 'finished', timeoutMs = 20_000): Promise<any[]> {
+export function logWhenExecution(
+  t: TestApi,
+  key: string,
+  conversationId: string,
+  status = 'finished',
+  timeoutMs = 20_000,
+): Promise<any[]> {
   return eventually(
     async () => {
       const log = await loggedEvents(t, key, conversationId);
@@ -113,8 +135,10 @@ export function logWhenExecution(t: TestApi, key: string, conversationId: string
 
 export const kinds = (events: any[]) => events.map((e) => e.kind);
 /** The execution states the log went through (the metrics updates left out). */
-export const states = (events: any[]) => events.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').map((e) => e.value);
+export const states = (events: any[]) =>
+  events.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').map((e) => e.value);
 /** The metrics snapshots the log recorded, one per completion. */
-export const metricsUpdates = (events: any[]) => events.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'metrics').map((e) => e.value);
+export const metricsUpdates = (events: any[]) =>
+  events.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'metrics').map((e) => e.value);
 /** Kinds without the state updates, for order assertions. */
 export const steps = (events: any[]) => kinds(events.filter((e) => e.kind !== 'ConversationStateUpdateEvent'));

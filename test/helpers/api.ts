@@ -31,7 +31,11 @@ export interface TestApi {
   /** A conversation of the user, with the session key its (future) sandbox reports events with. */
   newConversation(userId: string): Promise<{ conversationId: string; sessionKey: string }>;
   /** POST a batch to the webhook with the session key. */
-  ingest(conversationId: string, sessionKey: string, events: unknown): Promise<{ status: number; body: any; headers: Headers }>;
+  ingest(
+    conversationId: string,
+    sessionKey: string,
+    events: unknown,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** A new user and one of its raw API keys. */
   newUser(): Promise<{ userId: string; key: string }>;
   /** Sets the LLM of the key's current organization (PATCH /api/organizations/{id}); throws unless 200. */
@@ -50,7 +54,11 @@ export async function startTestApi(
   logger: Logger = pino({ level: 'silent' }),
   opts: { waitPrepared?: boolean } = {},
 ): Promise<TestApi> {
-  const api = await startApiServer(config, { mongoUri: config.mongo.uri!, temporalAddress: config.temporal.address! }, logger);
+  const api = await startApiServer(
+    config,
+    { mongoUri: config.mongo.uri!, temporalAddress: config.temporal.address! },
+    logger,
+  );
   // Tests start when the api serves everything (its live channel too), as clients of `npm start` do.
   if (opts.waitPrepared ?? true) await api.prepared;
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
@@ -95,7 +103,10 @@ export async function startTestApi(
       return { conversationId: c.id, sessionKey };
     },
     ingest: (conversationId, sessionKey, events) =>
-      request('POST', `/api/v1/webhooks/events/${conversationId}`, { body: events, headers: { 'X-Session-API-Key': sessionKey } }),
+      request('POST', `/api/v1/webhooks/events/${conversationId}`, {
+        body: events,
+        headers: { 'X-Session-API-Key': sessionKey },
+      }),
     async newUser() {
       const user = await orgs.createUser(`${uniqueName('user')}@example.com`);
       const { raw } = await apiKeys.create(user.id, 'test');
@@ -103,8 +114,12 @@ export async function startTestApi(
     },
     async setOrgLlm(key, llm) {
       const me = await request('GET', '/api/v1/users/me', { key });
-      const patched = await request('PATCH', `/api/organizations/${me.body.current_org_id}`, { key, body: { agent_settings: { agent_kind: 'platform', llm } } });
-      if (patched.status !== 200) throw new Error(`PATCH organization: ${patched.status} ${JSON.stringify(patched.body)}`);
+      const patched = await request('PATCH', `/api/organizations/${me.body.current_org_id}`, {
+        key,
+        body: { agent_settings: { agent_kind: 'platform', llm } },
+      });
+      if (patched.status !== 200)
+        throw new Error(`PATCH organization: ${patched.status} ${JSON.stringify(patched.body)}`);
     },
     request,
     async close() {

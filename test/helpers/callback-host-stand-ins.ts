@@ -47,12 +47,20 @@ abstract class CommentHostStandIn extends LoopbackServer {
   }
 
   protected async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const answer = (status: number, json: unknown) => void res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(json));
+    const answer = (status: number, json: unknown) =>
+      void res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(json));
     const url = new URL(req.url ?? '/', 'http://stand-in');
     const body = await this.readJson(req);
     const r = this.route(req.method ?? 'GET', url, body);
     if (!r) return answer(404, { message: 'Not Found' });
-    if (r.op === 'list') return answer(200, this.listing(r.place, this.posts.filter((p) => p.place === r.place)));
+    if (r.op === 'list')
+      return answer(
+        200,
+        this.listing(
+          r.place,
+          this.posts.filter((p) => p.place === r.place),
+        ),
+      );
     this.postRequests++;
     const refused = this.refuseWith ?? (this.failNext > 0 ? (this.failNext--, 500) : null);
     if (refused !== null) {
@@ -75,11 +83,20 @@ abstract class CommentHostStandIn extends LoopbackServer {
 export class GitHostBStandIn extends CommentHostStandIn {
   protected route(method: string, url: URL): Route | null {
     const notes = /^\/api\/v4\/projects\/([^/]+)\/merge_requests\/(\d+)\/notes$/.exec(url.pathname);
-    if (notes) return { place: `${decodeURIComponent(notes[1]!)}!${notes[2]}`, op: method === 'POST' ? 'post' : 'list' };
-    const discussion = /^\/api\/v4\/projects\/([^/]+)\/merge_requests\/(\d+)\/discussions\/([0-9a-f]+)(\/notes)?$/.exec(url.pathname);
+    if (notes)
+      return { place: `${decodeURIComponent(notes[1]!)}!${notes[2]}`, op: method === 'POST' ? 'post' : 'list' };
+    const discussion = /^\/api\/v4\/projects\/([^/]+)\/merge_requests\/(\d+)\/discussions\/([0-9a-f]+)(\/notes)?$/.exec(
+      url.pathname,
+    );
     if (!discussion) return null;
     const place = `${decodeURIComponent(discussion[1]!)}!${discussion[2]}#${discussion[3]}`;
-    return discussion[4] ? (method === 'POST' ? { place, op: 'post' } : null) : method === 'GET' ? { place, op: 'list' } : null;
+    return discussion[4]
+      ? method === 'POST'
+        ? { place, op: 'post' }
+        : null
+      : method === 'GET'
+        ? { place, op: 'list' }
+        : null;
   }
   protected listing(place: string, posts: HostPost[]) {
     const notes = posts.map((p, i) => ({ id: i + 1, body: p.body.body }));
@@ -97,7 +114,10 @@ export class GitHostCStandIn extends CommentHostStandIn {
     return m ? { place: `${m[1]}#${m[2]}`, op: method === 'POST' ? 'post' : 'list' } : null;
   }
   protected listing(_place: string, posts: HostPost[]) {
-    return { pagelen: 100, values: posts.map((p, i) => ({ id: i + 1, content: { raw: p.body.content?.raw } })).reverse() };
+    return {
+      pagelen: 100,
+      values: posts.map((p, i) => ({ id: i + 1, content: { raw: p.body.content?.raw } })).reverse(),
+    };
   }
   protected posted(post: HostPost, id: number) {
     return { id, content: post.body.content };
@@ -107,11 +127,20 @@ export class GitHostCStandIn extends CommentHostStandIn {
 /** Issue trackers A (under `/ex/jira/{cloud id}`) and B: `/rest/api/2/issue/{key}/comment`. */
 export class IssueTrackerStandIn extends CommentHostStandIn {
   protected route(method: string, url: URL): Route | null {
-    const m = /^(?:\/ex\/jira\/([A-Za-z0-9-]+))?\/rest\/api\/2\/issue\/([A-Z][A-Z0-9_]*-\d+)\/comment$/.exec(url.pathname);
+    const m = /^(?:\/ex\/jira\/([A-Za-z0-9-]+))?\/rest\/api\/2\/issue\/([A-Z][A-Z0-9_]*-\d+)\/comment$/.exec(
+      url.pathname,
+    );
     return m ? { place: m[1] ? `${m[1]}/${m[2]}` : m[2]!, op: method === 'POST' ? 'post' : 'list' } : null;
   }
   protected listing(_place: string, posts: HostPost[]) {
-    return { startAt: 0, maxResults: 100, total: posts.length, comments: posts.map((p, i) => ({ id: String(i + 1), body: p.body.body, properties: p.body.properties ?? [] })).reverse() };
+    return {
+      startAt: 0,
+      maxResults: 100,
+      total: posts.length,
+      comments: posts
+        .map((p, i) => ({ id: String(i + 1), body: p.body.body, properties: p.body.properties ?? [] }))
+        .reverse(),
+    };
   }
   protected posted(post: HostPost, id: number) {
     return { id: String(id), body: post.body.body };
@@ -123,17 +152,29 @@ export class ChatStandIn extends CommentHostStandIn {
   /** The error a refused post answers with (HTTP 200). */
   refusalError = 'channel_not_found';
   protected route(method: string, url: URL, body: any): Route | null {
-    if (method === 'POST' && url.pathname === '/api/chat.postMessage') return { place: `${body?.channel}/${body?.thread_ts}`, op: 'post' };
-    if (method === 'GET' && url.pathname === '/api/conversations.replies') return { place: `${url.searchParams.get('channel')}/${url.searchParams.get('ts')}`, op: 'list' };
+    if (method === 'POST' && url.pathname === '/api/chat.postMessage')
+      return { place: `${body?.channel}/${body?.thread_ts}`, op: 'post' };
+    if (method === 'GET' && url.pathname === '/api/conversations.replies')
+      return { place: `${url.searchParams.get('channel')}/${url.searchParams.get('ts')}`, op: 'list' };
     return null;
   }
   protected listing(_place: string, posts: HostPost[]) {
-    return { ok: true, messages: posts.map((p) => ({ ts: '1', text: p.body.text, ...(p.body.metadata ? { metadata: p.body.metadata } : {}) })) };
+    return {
+      ok: true,
+      messages: posts.map((p) => ({
+        ts: '1',
+        text: p.body.text,
+        ...(p.body.metadata ? { metadata: p.body.metadata } : {}),
+      })),
+    };
   }
   protected posted(post: HostPost) {
     return { ok: true, channel: post.body.channel, ts: '1700000001.000200', message: { text: post.body.text } };
   }
   protected override refusal(status: number, authorization?: string) {
-    return { status: 200, body: { ok: false, error: status >= 500 ? 'service_unavailable' : this.refusalError, authorization } };
+    return {
+      status: 200,
+      body: { ok: false, error: status >= 500 ? 'service_unavailable' : this.refusalError, authorization },
+    };
   }
 }

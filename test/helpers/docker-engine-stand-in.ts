@@ -90,8 +90,17 @@ export class DockerEngineStandIn extends LoopbackServer {
       if (!c) return missing(`container: ${m[1]}`);
       const action = m[2];
       if (req.method === 'GET' && action === 'json') {
-        const Ports = Object.fromEntries(Object.entries(c.hostPorts).map(([p, hostPort]) => [p, [{ HostIp: '0.0.0.0', HostPort: hostPort }]]));
-        return json(200, { Id: c.Id, Name: c.Name, State: c.State, Config: c.Config, HostConfig: c.HostConfig, NetworkSettings: { Ports } });
+        const Ports = Object.fromEntries(
+          Object.entries(c.hostPorts).map(([p, hostPort]) => [p, [{ HostIp: '0.0.0.0', HostPort: hostPort }]]),
+        );
+        return json(200, {
+          Id: c.Id,
+          Name: c.Name,
+          State: c.State,
+          Config: c.Config,
+          HostConfig: c.HostConfig,
+          NetworkSettings: { Ports },
+        });
       }
       if (req.method === 'POST' && action === 'start') {
         for (const p of Object.keys(c.HostConfig?.PortBindings ?? {})) c.hostPorts[p] ??= String(this.nextPort++);
@@ -109,7 +118,8 @@ export class DockerEngineStandIn extends LoopbackServer {
         return json(204);
       }
       if (req.method === 'DELETE' && action === undefined) {
-        if (c.State.Running && url.searchParams.get('force') !== 'true') return json(409, { message: 'You cannot remove a running container' });
+        if (c.State.Running && url.searchParams.get('force') !== 'true')
+          return json(409, { message: 'You cannot remove a running container' });
         this.containers.delete(c.Id);
         return json(204);
       }

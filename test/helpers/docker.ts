@@ -17,7 +17,10 @@ export const DOCKER_SPEC_ID = 'docker-runtime';
 
 export function dockerEnv(): DockerTestEnv {
   const d = testEnv().docker;
-  if (!d) throw new Error('the global setup prepared no Docker engine (AGENT_CONTROL_DOCKER_TESTS=off leaves test/docker out)');
+  if (!d)
+    throw new Error(
+      'the global setup prepared no Docker engine (AGENT_CONTROL_DOCKER_TESTS=off leaves test/docker out)',
+    );
   return d;
 }
 
@@ -45,7 +48,11 @@ export function runtimeSpec(overrides: Partial<SandboxSpecInput> = {}): SandboxS
  * Config for a docker test file: the api on the bridge's gateway address (the runtimes in containers
  * report events there), the docker spec as the default, published ports on loopback.
  */
-export async function dockerTestConfig(dir: string, overrides: Record<string, string> = {}, moreSpecs: SandboxSpecInput[] = []): Promise<Config> {
+export async function dockerTestConfig(
+  dir: string,
+  overrides: Record<string, string> = {},
+  moreSpecs: SandboxSpecInput[] = [],
+): Promise<Config> {
   const d = dockerEnv();
   const port = await freePort();
   const specsFile = path.join(dir, 'specs.json');
@@ -87,10 +94,12 @@ export async function networksOf(sandboxId: string): Promise<Docker.NetworkInspe
 /** A sandbox container's address and gateway on its own network (`agent-control-sandbox-<id>`). */
 export async function sandboxAddress(sandboxId: string): Promise<{ ip: string; gateway: string; network: string }> {
   const [c, ...more] = await containersOf(sandboxId);
-  if (!c || more.length > 0) throw new Error(`sandbox ${sandboxId} has ${more.length + (c ? 1 : 0)} containers, not one`);
+  if (!c || more.length > 0)
+    throw new Error(`sandbox ${sandboxId} has ${more.length + (c ? 1 : 0)} containers, not one`);
   const network = `agent-control-sandbox-${sandboxId}`;
   const on = (await dockerClient().getContainer(c.Id).inspect()).NetworkSettings.Networks[network];
-  if (!on?.IPAddress || !on.Gateway) throw new Error(`the container of sandbox ${sandboxId} has no address on ${network}`);
+  if (!on?.IPAddress || !on.Gateway)
+    throw new Error(`the container of sandbox ${sandboxId} has no address on ${network}`);
   return { ip: on.IPAddress, gateway: on.Gateway, network };
 }
 
@@ -98,8 +107,19 @@ export async function sandboxAddress(sandboxId: string): Promise<{ ip: string; g
 export async function removeSandboxContainers(sandboxIds: Iterable<string>): Promise<void> {
   const docker = dockerClient();
   for (const id of sandboxIds) {
-    for (const c of await containersOf(id)) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
-    await docker.getVolume(`agent-control-sandbox-${id}`).remove().catch(() => undefined);
-    for (const n of await networksOf(id)) await docker.getNetwork(n.Id).remove().catch(() => undefined);
+    for (const c of await containersOf(id))
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined);
+    await docker
+      .getVolume(`agent-control-sandbox-${id}`)
+      .remove()
+      .catch(() => undefined);
+    for (const n of await networksOf(id))
+      await docker
+        .getNetwork(n.Id)
+        .remove()
+        .catch(() => undefined);
   }
 }

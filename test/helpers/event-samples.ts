@@ -24,7 +24,12 @@ export const MINIMAL: Record<EventKind, Record<string, unknown>> = {
   },
   MessageEvent: { source: 'user', llm_message: { role: 'user', content: [{ type: 'text', text: 'hi' }] } },
   AgentErrorEvent: { tool_name: 'terminal', tool_call_id: 'call_1', error: 'bad arguments' },
-  ObservationEvent: { tool_name: 'terminal', tool_call_id: 'call_1', observation: { kind: 'TerminalObservation', output: '' }, action_id: 'a1' },
+  ObservationEvent: {
+    tool_name: 'terminal',
+    tool_call_id: 'call_1',
+    observation: { kind: 'TerminalObservation', output: '' },
+    action_id: 'a1',
+  },
   UserRejectObservation: { tool_name: 'terminal', tool_call_id: 'call_1', action_id: 'a1' },
   SystemPromptEvent: { system_prompt: text('You are an agent'), tools: [{ name: 'terminal' }] },
   StreamingDeltaEvent: { content: 'Hel' },
@@ -41,6 +46,9 @@ export function sample(kind: EventKind, extra: Record<string, unknown> = {}): Re
 /** n MessageEvents with increasing timestamps from `start` (ms apart), so they sort as created. */
 export function messages(n: number, start = Date.now(), stepMs = 1): Record<string, unknown>[] {
   return Array.from({ length: n }, (_, i) =>
-    sample('MessageEvent', { timestamp: new Date(start + i * stepMs).toISOString(), llm_message: { role: 'user', content: [{ type: 'text', text: `m${i}` }] } }),
+    sample('MessageEvent', {
+      timestamp: new Date(start + i * stepMs).toISOString(),
+      llm_message: { role: 'user', content: [{ type: 'text', text: `m${i}` }] },
+    }),
   );
 }

@@ -17,14 +17,20 @@ export interface EventuallyOptions {
 }
 
 /** The default options of `eventually`. */
-export const defaultEventuallyOptions = (): Required<Omit<EventuallyOptions, 'what'>> => ({ timeoutMs: 10_000, intervalMs: 50 });
+export const defaultEventuallyOptions = (): Required<Omit<EventuallyOptions, 'what'>> => ({
+  timeoutMs: 10_000,
+  intervalMs: 50,
+});
 
 /**
  * Runs `check` until it passes: it passes when it neither throws (an `expect` that fails throws) nor
  * answers `false`; its value is the result. When the time runs out it fails with the last try's error,
  * so the report is the assertion's own, or with "`what` not within N ms" for a predicate still false.
  */
-export async function eventually<T>(check: () => T | Promise<T>, options: EventuallyOptions = {}): Promise<Exclude<Awaited<T>, false>> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  options: EventuallyOptions = {},
+): Promise<Exclude<Awaited<T>, false>> {
   const { timeoutMs, intervalMs } = { ...defaultEventuallyOptions(), ...options };
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -40,7 +40,12 @@ export interface SeenRequest {
   authorization: string | undefined;
 }
 
-const answerJson = (res: http.ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}): void => {
+const answerJson = (
+  res: http.ServerResponse,
+  status: number,
+  json: unknown,
+  headers: Record<string, string> = {},
+): void => {
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(json));
 };
 
@@ -60,7 +65,10 @@ export const standInRepo = (id: number, fullName: string, o: Partial<StandInRepo
 export class GitHostApiStandIn extends LoopbackServer {
   /** token -> login */
   readonly tokens = new Map<string, string>();
-  readonly users = new Map<string, { id: number; avatar_url: string; name: string | null; company: string | null; email: string | null }>();
+  readonly users = new Map<
+    string,
+    { id: number; avatar_url: string; name: string | null; company: string | null; email: string | null }
+  >();
   /** login -> the repositories listed as theirs */
   readonly ownRepos = new Map<string, StandInRepo[]>();
   /** Every repository the search finds. */
@@ -98,17 +106,28 @@ export class GitHostApiStandIn extends LoopbackServer {
     if (this.fail) return answerJson(res, this.fail, { message: 'Server Error' });
     const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     const login = given === undefined ? undefined : this.tokens.get(given);
-    if (!login) return answerJson(res, 401, { message: `Bad credentials: ${given ?? 'none'}`, documentation_url: 'https://docs.example/rest' });
+    if (!login)
+      return answerJson(res, 401, {
+        message: `Bad credentials: ${given ?? 'none'}`,
+        documentation_url: 'https://docs.example/rest',
+      });
     this.route(url, login, res);
   }
 
   private route(url: URL, login: string, res: http.ServerResponse): void {
     const p = url.pathname;
     const q = url.searchParams;
-    const notFound = () => answerJson(res, 404, { message: 'Not Found', documentation_url: 'https://docs.example/rest' });
+    const notFound = () =>
+      answerJson(res, 404, { message: 'Not Found', documentation_url: 'https://docs.example/rest' });
     if (p === '/user') return answerJson(res, 200, { login, ...this.users.get(login)!, type: 'User' });
     if (p === '/user/repos') return this.page(url, res, this.sortedOwn(login, q), (items) => items);
-    if (p === '/user/orgs') return this.page(url, res, (this.orgs.get(login) ?? []).map((o, i) => ({ login: o, id: 1000 + i })), (items) => items);
+    if (p === '/user/orgs')
+      return this.page(
+        url,
+        res,
+        (this.orgs.get(login) ?? []).map((o, i) => ({ login: o, id: 1000 + i })),
+        (items) => items,
+      );
     if (p === '/user/installations') {
       const all = (this.installations.get(login) ?? []).map((i) => ({ id: i.id, account: { login } }));
       return this.page(url, res, all, (items) => ({ total_count: all.length, installations: items }));
@@ -123,13 +142,20 @@ export class GitHostApiStandIn extends LoopbackServer {
     if (br) {
       const list = this.branches.get(`${decodeURIComponent(br[1]!)}/${decodeURIComponent(br[2]!)}`);
       if (!list) return notFound();
-      return this.page(url, res, list.map((b) => ({ name: b.name, commit: { sha: b.sha, url: 'x' }, protected: b.protected })), (items) => items);
+      return this.page(
+        url,
+        res,
+        list.map((b) => ({ name: b.name, commit: { sha: b.sha, url: 'x' }, protected: b.protected })),
+        (items) => items,
+      );
     }
     if (p === '/search/repositories') {
       const needle = (q.get('q') ?? '').toLowerCase();
       const found = this.publicRepos.filter((r) => r.full_name.toLowerCase().includes(needle));
-      const key = { stars: 'stargazers_count', forks: 'forks_count', updated: 'updated_at' }[q.get('sort') ?? ''] as keyof StandInRepo | undefined;
-      if (key) found.sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0) * (q.get('order') === 'asc' ? 1 : -1));
+      const key = { stars: 'stargazers_count', forks: 'forks_count', updated: 'updated_at' }[q.get('sort') ?? ''] as
+        keyof StandInRepo | undefined;
+      if (key)
+        found.sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0) * (q.get('order') === 'asc' ? 1 : -1));
       return this.page(url, res, found, (items) => ({ total_count: found.length, incomplete_results: false, items }));
     }
     if (p === '/search/issues') {
@@ -149,7 +175,11 @@ export class GitHostApiStandIn extends LoopbackServer {
         state: i.open ? 'open' : 'closed',
         ...(i.pull ? { pull_request: { url: `${this.url}/repos/${i.repo}/pulls/${i.number}` } } : {}),
       }));
-      return this.page(url, res, items, (page) => ({ total_count: items.length, incomplete_results: false, items: page }));
+      return this.page(url, res, items, (page) => ({
+        total_count: items.length,
+        incomplete_results: false,
+        items: page,
+      }));
     }
     notFound();
   }
@@ -171,7 +201,15 @@ export class GitHostApiStandIn extends LoopbackServer {
       u.searchParams.set('per_page', String(perPage));
       return `<${u}>; rel="${rel}"`;
     };
-    const links = [...(page > 1 ? [link(page - 1, 'prev'), link(1, 'first')] : []), ...(page < last ? [link(page + 1, 'next'), link(last, 'last')] : [])];
-    answerJson(res, 200, wrap(all.slice((page - 1) * perPage, page * perPage)), links.length ? { Link: links.join(', ') } : {});
+    const links = [
+      ...(page > 1 ? [link(page - 1, 'prev'), link(1, 'first')] : []),
+      ...(page < last ? [link(page + 1, 'next'), link(last, 'last')] : []),
+    ];
+    answerJson(
+      res,
+      200,
+      wrap(all.slice((page - 1) * perPage, page * perPage)),
+      links.length ? { Link: links.join(', ') } : {},
+    );
   }
 }

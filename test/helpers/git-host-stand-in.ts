@@ -29,7 +29,12 @@ export class GitHostStandIn extends LoopbackServer {
     };
     const listing = /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments(\?.*)?$/.exec(req.url ?? '');
     if (req.method === 'GET' && listing) {
-      return answer(200, this.comments.filter((c) => c.repo === listing[1] && c.number === Number(listing[2])).map((c, i) => ({ id: i + 1, body: c.body })));
+      return answer(
+        200,
+        this.comments
+          .filter((c) => c.repo === listing[1] && c.number === Number(listing[2]))
+          .map((c, i) => ({ id: i + 1, body: c.body })),
+      );
     }
     if (req.method !== 'POST' || !m) return answer(404, { message: 'Not Found' });
     if (this.refuseWith) return answer(this.refuseWith, { message: 'refused' });
@@ -37,7 +42,12 @@ export class GitHostStandIn extends LoopbackServer {
       this.failNext--;
       return answer(500, { message: 'try again' });
     }
-    this.comments.push({ repo: m[1]!, number: Number(m[2]), body: body.body, authorization: req.headers.authorization });
+    this.comments.push({
+      repo: m[1]!,
+      number: Number(m[2]),
+      body: body.body,
+      authorization: req.headers.authorization,
+    });
     answer(201, { id: this.comments.length, body: body.body });
   }
 }

@@ -42,8 +42,31 @@ export class GitHttpsServer {
       fs.mkdirSync(tlsDir, { recursive: true });
       const keyFile = path.join(tlsDir, 'key.pem');
       this.certFile = path.join(tlsDir, 'cert.pem');
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', this.certFile, '-days', '1', '-subj', `/CN=${this.host}`, '-addext', `subjectAltName=IP:${this.host}`], { stdio: 'ignore' });
-      this.server = https.createServer({ key: fs.readFileSync(keyFile), cert: fs.readFileSync(this.certFile) }, (req, res) => this.handle(req, res));
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-keyout',
+          keyFile,
+          '-out',
+          this.certFile,
+          '-days',
+          '1',
+          '-subj',
+          `/CN=${this.host}`,
+          '-addext',
+          `subjectAltName=IP:${this.host}`,
+        ],
+        { stdio: 'ignore' },
+      );
+      this.server = https.createServer(
+        { key: fs.readFileSync(keyFile), cert: fs.readFileSync(this.certFile) },
+        (req, res) => this.handle(req, res),
+      );
     }
     await new Promise<void>((r) => this.server.listen(0, this.host, () => r()));
     this.url = `${this.token === null ? 'http' : 'https'}://${this.host}:${(this.server.address() as AddressInfo).port}`;
@@ -63,7 +86,9 @@ export class GitHttpsServer {
     this.requests.push({ method: req.method ?? '', url: req.url ?? '', authorized });
     if (!authorized) {
       req.resume();
-      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="private"', 'Content-Type': 'text/plain' }).end('token required\n');
+      res
+        .writeHead(401, { 'WWW-Authenticate': 'Basic realm="private"', 'Content-Type': 'text/plain' })
+        .end('token required\n');
       return;
     }
     const u = new URL(req.url ?? '/', 'https://x');

@@ -26,7 +26,14 @@ export interface LauncherPorts {
 }
 
 /** The pid file of each supervised child, relative to the data directory. */
-export const PID_FILES = { api: 'api', worker: 'worker', ferretdb: 'ferretdb/ferretdb', postgres: 'postgres/postgres', temporal: 'temporal/temporal', temporalServer: 'temporal-server/temporal' } as const;
+export const PID_FILES = {
+  api: 'api',
+  worker: 'worker',
+  ferretdb: 'ferretdb/ferretdb',
+  postgres: 'postgres/postgres',
+  temporal: 'temporal/temporal',
+  temporalServer: 'temporal-server/temporal',
+} as const;
 
 export function alive(pid: number): boolean {
   try {
@@ -40,7 +47,11 @@ export function alive(pid: number): boolean {
 /** Polls `check` until it holds; fails with `what` after `timeoutMs`. */
 export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
   // A check that throws counts as false: the error is not the report, `what` is.
-  await eventually(async () => (await Promise.resolve(check()).catch(() => false)) === true, { what, timeoutMs, intervalMs: 100 });
+  await eventually(async () => (await Promise.resolve(check()).catch(() => false)) === true, {
+    what,
+    timeoutMs,
+    intervalMs: 100,
+  });
 }
 
 /** Ports handed out by this process, never handed out twice. */
@@ -70,7 +81,13 @@ async function launcherPort(): Promise<number> {
 }
 
 export async function freeLauncherPorts(): Promise<LauncherPorts> {
-  return { api: await launcherPort(), mongo: await launcherPort(), postgres: await launcherPort(), temporal: await launcherPort(), ui: await launcherPort() };
+  return {
+    api: await launcherPort(),
+    mongo: await launcherPort(),
+    postgres: await launcherPort(),
+    temporal: await launcherPort(),
+    ui: await launcherPort(),
+  };
 }
 
 export class Launcher {
@@ -126,7 +143,11 @@ export class Launcher {
   }
 
   api(p: string, key?: string, init: RequestInit = {}): Promise<Response> {
-    const headers = { ...(key ? { 'X-Access-Token': key } : {}), ...(init.body ? { 'Content-Type': 'application/json' } : {}), ...(init.headers as Record<string, string>) };
+    const headers = {
+      ...(key ? { 'X-Access-Token': key } : {}),
+      ...(init.body ? { 'Content-Type': 'application/json' } : {}),
+      ...(init.headers as Record<string, string>),
+    };
     return fetch(`http://127.0.0.1:${this.ports.api}${p}`, { ...init, headers });
   }
 
@@ -139,7 +160,9 @@ export class Launcher {
   }
 
   pids(): number[] {
-    return (Object.keys(PID_FILES) as (keyof typeof PID_FILES)[]).map((n) => this.pidOf(n)).filter((p): p is number => p !== undefined);
+    return (Object.keys(PID_FILES) as (keyof typeof PID_FILES)[])
+      .map((n) => this.pidOf(n))
+      .filter((p): p is number => p !== undefined);
   }
 
   /** The diagnostics workflow: succeeds only when a worker polls Temporal and reaches the database. */
@@ -155,7 +178,8 @@ export class Launcher {
 
   /** A failed assertion must not leave servers running: stop launchers, then whatever their pid files name. */
   killAll(): void {
-    for (const l of this.launched) if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL');
+    for (const l of this.launched)
+      if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL');
     for (const pid of this.pids()) if (alive(pid)) process.kill(pid, 'SIGKILL');
   }
 }

@@ -27,8 +27,12 @@ const source = path.resolve(__dirname, '..', '..', 'scripts', 'promparse');
 
 const run = (cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}) =>
   new Promise<string>((resolve, reject) => {
-    const child = execFile(cmd, args, { cwd: opts.cwd, env: opts.env, maxBuffer: 64 << 20, timeout: 300_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr.trim() || err.message}`)) : resolve(stdout),
+    const child = execFile(
+      cmd,
+      args,
+      { cwd: opts.cwd, env: opts.env, maxBuffer: 64 << 20, timeout: 300_000 },
+      (err, stdout, stderr) =>
+        err ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr.trim() || err.message}`)) : resolve(stdout),
     );
     child.stdin?.end(opts.input ?? '');
   });
@@ -40,12 +44,19 @@ function binary(): Promise<string> {
   built ??= (async () => {
     const hash = crypto.createHash('sha256');
     for (const f of ['main.go', 'go.mod', 'go.sum']) hash.update(fs.readFileSync(path.join(source, f)));
-    const target = path.join(serversCacheRoot(process.env.SERVERS_CACHE_DIR), `promparse-${hash.digest('hex').slice(0, 12)}`, 'promparse');
+    const target = path.join(
+      serversCacheRoot(process.env.SERVERS_CACHE_DIR),
+      `promparse-${hash.digest('hex').slice(0, 12)}`,
+      'promparse',
+    );
     if (fs.existsSync(target)) return target;
     fs.mkdirSync(path.dirname(target), { recursive: true });
     const work = fs.mkdtempSync(`${path.dirname(target)}/.build-`);
     try {
-      await run('go', ['build', '-trimpath', '-o', path.join(work, 'promparse'), '.'], { cwd: source, env: { ...process.env, GOFLAGS: '-buildvcs=false -mod=readonly' } });
+      await run('go', ['build', '-trimpath', '-o', path.join(work, 'promparse'), '.'], {
+        cwd: source,
+        env: { ...process.env, GOFLAGS: '-buildvcs=false -mod=readonly' },
+      });
       fs.renameSync(path.join(work, 'promparse'), target); // atomic: another test file building at once gets the same file
     } finally {
       fs.rmSync(work, { recursive: true, force: true });
@@ -62,8 +73,14 @@ export async function parsePrometheus(text: string): Promise<Map<string, PromFam
 }
 
 /** The one sample of `family` whose labels include `labels` (undefined when none; throws when several). */
-export function sampleOf(families: Map<string, PromFamily>, family: string, labels: Record<string, string> = {}): PromSample | undefined {
-  const found = (families.get(family)?.samples ?? []).filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+export function sampleOf(
+  families: Map<string, PromFamily>,
+  family: string,
+  labels: Record<string, string> = {},
+): PromSample | undefined {
+  const found = (families.get(family)?.samples ?? []).filter((s) =>
+    Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   if (found.length > 1) throw new Error(`${found.length} samples of ${family} match ${JSON.stringify(labels)}`);
   return found[0];
 }

@@ -57,7 +57,11 @@ export class RemoteRuntimeStandIn extends LoopbackServer {
       return json(201, s);
     }
     const s = body?.runtime_id === undefined ? undefined : this.byRuntime(body.runtime_id);
-    const transitions: Record<string, RemoteSession['status']> = { '/pause': 'paused', '/resume': 'running', '/stop': 'stopped' };
+    const transitions: Record<string, RemoteSession['status']> = {
+      '/pause': 'paused',
+      '/resume': 'running',
+      '/stop': 'stopped',
+    };
     if (req.method === 'POST' && transitions[path]) {
       if (!s) return json(404, { detail: 'no such runtime' });
       s.status = transitions[path]!;

@@ -5,11 +5,20 @@ import type { TestApi } from './api';
 import { eventually } from './eventually';
 
 /** Polls the sandbox until `done` holds (or fails with the last value seen). */
-export function waitForSandbox(t: TestApi, key: string, id: string, done: (s: any) => boolean, timeoutMs = 30_000): Promise<any> {
+export function waitForSandbox(
+  t: TestApi,
+  key: string,
+  id: string,
+  done: (s: any) => boolean,
+  timeoutMs = 30_000,
+): Promise<any> {
   return eventually(
     async () => {
       const last = (await t.request('GET', `/api/v1/sandboxes?id=${id}`, { key })).body?.[0];
-      if (!last || !done(last)) throw new Error(`sandbox ${id} did not reach the expected state within ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`);
+      if (!last || !done(last))
+        throw new Error(
+          `sandbox ${id} did not reach the expected state within ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`,
+        );
       return last;
     },
     { timeoutMs, intervalMs: 100 },
@@ -20,9 +29,17 @@ export const waitForStatus = (t: TestApi, key: string, id: string, status: strin
   waitForSandbox(t, key, id, (s) => s.status === status, timeoutMs);
 
 /** GET a runtime route with a short timeout: `null` when nothing answers in time (a stopped process). */
-export async function runtimeGet(url: string, path: string, key?: string, timeoutMs = 1500): Promise<{ status: number; body: any } | null> {
+export async function runtimeGet(
+  url: string,
+  path: string,
+  key?: string,
+  timeoutMs = 1500,
+): Promise<{ status: number; body: any } | null> {
   try {
-    const res = await fetch(url + path, { headers: key ? { 'X-Session-API-Key': key } : {}, signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(url + path, {
+      headers: key ? { 'X-Session-API-Key': key } : {},
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   } catch {

@@ -25,7 +25,9 @@ export async function adminSession(launcher: Launcher, l: Launch, llmUrl: string
     return { status: r.status, body: text ? JSON.parse(text) : undefined };
   };
   const me = await call('GET', '/api/v1/users/me');
-  const set = await call('PATCH', `/api/organizations/${me.body.current_org_id}`, { agent_settings: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llmUrl } } });
+  const set = await call('PATCH', `/api/organizations/${me.body.current_org_id}`, {
+    agent_settings: { agent_kind: 'platform', llm: { model: 'scripted-model', base_url: llmUrl } },
+  });
   if (set.status !== 200) throw new Error(`the organization's LLM was not set: ${set.status}`);
   const taskOf = async (id: string) => (await call('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`)).body?.[0];
   return { key, call, taskOf };
@@ -87,8 +89,14 @@ export function steadyIngest(apiPort: number, conversationId: string, sessionKey
  * The log as stored, with the credentials the launcher gave its api: every acknowledged event once, seq
  * 1..n without a hole, the conversation's last_seq, and no ingest lease left behind.
  */
-export async function expectLogIntact(launcher: Launcher, conversationId: string, acknowledged: Set<string>): Promise<void> {
-  const { mongoUri } = JSON.parse(fs.readFileSync(embeddedServersFile(launcher.dataDir), 'utf8')) as { mongoUri: string };
+export async function expectLogIntact(
+  launcher: Launcher,
+  conversationId: string,
+  acknowledged: Set<string>,
+): Promise<void> {
+  const { mongoUri } = JSON.parse(fs.readFileSync(embeddedServersFile(launcher.dataDir), 'utf8')) as {
+    mongoUri: string;
+  };
   const client = await MongoClient.connect(mongoUri);
   try {
     await expectStoredLogIntact(client.db('agent_control'), conversationId, acknowledged);
@@ -98,8 +106,15 @@ export async function expectLogIntact(launcher: Launcher, conversationId: string
 }
 
 /** The same in `db`; answers the stored ids in seq order. */
-export async function expectStoredLogIntact(db: Db, conversationId: string, acknowledged: Set<string>): Promise<string[]> {
-  const events = await db.collection('events').find({ conversation_id: conversationId }, { projection: { id: 1, seq: 1 } }).toArray();
+export async function expectStoredLogIntact(
+  db: Db,
+  conversationId: string,
+  acknowledged: Set<string>,
+): Promise<string[]> {
+  const events = await db
+    .collection('events')
+    .find({ conversation_id: conversationId }, { projection: { id: 1, seq: 1 } })
+    .toArray();
   events.sort((a, b) => (a.seq as number) - (b.seq as number));
   const ids = events.map((e) => e.id as string);
   expect(new Set(ids).size).toBe(ids.length);

@@ -28,6 +28,7 @@ export async function expectStatusesOnceInOrder(client: Client, ids: readonly st
   for (const id of ids) {
     const snapshots = await client.workflow.getHandle(startTaskWorkflowId(id)).query<StartTaskSnapshot[]>('snapshots');
     expect(snapshots.map((s) => s.status).filter((s, i, all) => s !== all[i - 1])).toEqual(inOrder);
-    for (const [i, s] of snapshots.entries()) if (i > 0 && s.status === snapshots[i - 1]!.status) expect(s.detail).toMatch(/^Waiting in line at place \d+/);
+    for (const [i, s] of snapshots.entries())
+      if (i > 0 && s.status === snapshots[i - 1]!.status) expect(s.detail).toMatch(/^Waiting in line at place \d+/);
   }
 }

@@ -5,8 +5,20 @@
  */
 import path from 'node:path';
 import type { Child } from '../../scripts/servers/child';
-import { postgresSuperuserUrl, requirePostgresBinDir, startPostgres, type PostgresServer } from '../../scripts/servers/postgres-server';
-import { ensureNamespace, freeNodePorts, prepareTemporalStore, startTemporalNode, type TemporalNodePorts, type TemporalStore } from '../../scripts/servers/temporal-server';
+import {
+  postgresSuperuserUrl,
+  requirePostgresBinDir,
+  startPostgres,
+  type PostgresServer,
+} from '../../scripts/servers/postgres-server';
+import {
+  ensureNamespace,
+  freeNodePorts,
+  prepareTemporalStore,
+  startTemporalNode,
+  type TemporalNodePorts,
+  type TemporalStore,
+} from '../../scripts/servers/temporal-server';
 import { freePort } from '../../src/process/net';
 import { testEnv } from './env';
 
@@ -30,7 +42,12 @@ export interface TemporalCluster {
 export async function temporalCluster(dir: string, count: number): Promise<TemporalCluster> {
   const env = testEnv();
   const port = await freePort();
-  const postgres = await startPostgres({ binDir: requirePostgresBinDir(), dir: path.join(dir, 'postgres'), port, durable: false });
+  const postgres = await startPostgres({
+    binDir: requirePostgresBinDir(),
+    dir: path.join(dir, 'postgres'),
+    port,
+    durable: false,
+  });
   const store: TemporalStore = {
     host: '127.0.0.1',
     port,

@@ -6,7 +6,11 @@ export function quietTemporalRuntime(): void {
   try {
     Runtime.install({
       logger: new DefaultLogger('WARN', (entry) => {
-        if (!isHostPollerNotice(entry.message)) console.error(`${new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString()} [${entry.level}] ${entry.message}`, entry.meta ?? '');
+        if (!isHostPollerNotice(entry.message))
+          console.error(
+            `${new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString()} [${entry.level}] ${entry.message}`,
+            entry.meta ?? '',
+          );
       }),
     });
   } catch {

@@ -15,7 +15,11 @@ export interface TestWorker {
 }
 
 /** `workflowBundlePath`: another bundle than the build's (a test that bundles its own interceptors). */
-export async function startTestWorker(config: Config, tracing?: WorkerDeps['tracing'], workflowBundlePath?: string): Promise<TestWorker> {
+export async function startTestWorker(
+  config: Config,
+  tracing?: WorkerDeps['tracing'],
+  workflowBundlePath?: string,
+): Promise<TestWorker> {
   quietTemporalRuntime();
   const env = testEnv();
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
@@ -50,7 +54,13 @@ export async function startTestWorker(config: Config, tracing?: WorkerDeps['trac
  * A built entry point (dist/<entry>) as a process of its own, configured as `config` says with `dataDir`
  * (so a test can kill -9 it); `ready` once it has printed `readyLine`.
  */
-export function startServiceProcess(entry: string[], readyLine: string, config: Config, dataDir: string, extraEnv: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
+export function startServiceProcess(
+  entry: string[],
+  readyLine: string,
+  config: Config,
+  dataDir: string,
+  extraEnv: Record<string, string> = {},
+): { child: ChildProcess; ready: Promise<void> } {
   const child = spawn(process.execPath, [distPath(...entry)], {
     env: {
       ...process.env,
@@ -62,7 +72,9 @@ export function startServiceProcess(entry: string[], readyLine: string, config: 
       SECRETS_KEY: TEST_SECRETS_KEY,
       DATA_DIR: dataDir,
       API_PORT: String(config.api.port),
-      ...(config.sandboxes.processIsolation === 'restricted' ? {} : { SANDBOX_PROCESS_ISOLATION: config.sandboxes.processIsolation }),
+      ...(config.sandboxes.processIsolation === 'restricted'
+        ? {}
+        : { SANDBOX_PROCESS_ISOLATION: config.sandboxes.processIsolation }),
       SANDBOX_CGROUPS: config.sandboxes.cgroups,
       SANDBOX_CGROUP_PARENT: config.sandboxes.cgroupParent,
       SANDBOX_DISKS: config.sandboxes.disks,
@@ -86,7 +98,11 @@ export function startServiceProcess(entry: string[], readyLine: string, config: 
 }
 
 /** The built worker as a process of its own (so a test can kill -9 it); `ready` once it polls. */
-export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Record<string, string> = {}): { child: ChildProcess; ready: Promise<void> } {
+export function startWorkerProcess(
+  config: Config,
+  dataDir: string,
+  extraEnv: Record<string, string> = {},
+): { child: ChildProcess; ready: Promise<void> } {
   return startServiceProcess(['worker', 'main.js'], 'worker polling', config, dataDir, extraEnv);
 }
 
@@ -94,7 +110,11 @@ export function startWorkerProcess(config: Config, dataDir: string, extraEnv: Re
  * Worker processes a test starts, kills with SIGKILL and replaces: `start()` answers a ready one,
  * `kill(w)` returns once it is gone, `killAll()` (afterAll) ends those still running.
  */
-export function workerProcesses(config: () => Config, dataDir: () => string, extraEnv: () => Record<string, string> = () => ({})) {
+export function workerProcesses(
+  config: () => Config,
+  dataDir: () => string,
+  extraEnv: () => Record<string, string> = () => ({}),
+) {
   const all: ChildProcess[] = [];
   const kill = async (w: ChildProcess) => {
     if (w.exitCode !== null || w.signalCode !== null) return;

@@ -18,7 +18,9 @@ export function connect(url: string, headers: Record<string, string> = {}): Reco
     messages.push(JSON.parse(data.toString()));
     for (const w of waiters.filter((w) => messages.length >= w.n)) w.resolve();
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   const opened = new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);

@@ -62,9 +62,15 @@ describe.each([
     // What `npm start` keeps in DATA_DIR: the secrets key and the database's files.
     fs.writeFileSync(path.join(dataDir, 'secrets.key'), 'k'.repeat(44), { mode: 0o600 });
     fs.mkdirSync(path.join(dataDir, 'postgres'), { mode: 0o755 });
-    fs.writeFileSync(path.join(dataDir, 'postgres', 'pg_hba.conf'), 'host all all 127.0.0.1/32 scram-sha-256\n', { mode: 0o644 });
+    fs.writeFileSync(path.join(dataDir, 'postgres', 'pg_hba.conf'), 'host all all 127.0.0.1/32 scram-sha-256\n', {
+      mode: 0o644,
+    });
     llm = await new ScriptedLlm([
-      { tool_calls: [{ name: 'terminal', arguments: { command: `cat ${dataDir}/secrets.key; ls ${dataDir}/sandboxes` } }] },
+      {
+        tool_calls: [
+          { name: 'terminal', arguments: { command: `cat ${dataDir}/secrets.key; ls ${dataDir}/sandboxes` } },
+        ],
+      },
       { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
     ]).start();
     const config = testConfig({
@@ -79,10 +85,18 @@ describe.each([
     worker = await startTestWorker(config);
     users = { a: await t.newUser(), b: await t.newUser() };
     for (const who of ['a', 'b'] as const) {
-      const created = await t.request('POST', '/api/v1/sandboxes', { key: users[who].key, body: { sandbox_spec_id: specId } });
+      const created = await t.request('POST', '/api/v1/sandboxes', {
+        key: users[who].key,
+        body: { sandbox_spec_id: specId },
+      });
       const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING', 120_000);
       const dir = path.join(t.config.sandboxes.dir, s.id);
-      sandboxes[who] = { s, rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id }, dir, uid: fs.statSync(path.join(dir, 'home')).uid };
+      sandboxes[who] = {
+        s,
+        rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id },
+        dir,
+        uid: fs.statSync(path.join(dir, 'home')).uid,
+      };
     }
   }, 300_000);
 
@@ -115,15 +129,22 @@ describe.each([
       expect(fs.statSync(x.dir).uid).toBe(0); // the handle and log beside it stay root's
     }
     expect((await bash('b', 'id -u')).output.trim()).toBe(String(b.uid));
-    expect((await bash('b', 'echo mine > note.txt && cat note.txt && stat -c %a note.txt')).output.trim().split('\n')).toEqual(['mine', '600']);
+    expect(
+      (await bash('b', 'echo mine > note.txt && cat note.txt && stat -c %a note.txt')).output.trim().split('\n'),
+    ).toEqual(['mine', '600']);
     // What runtimes run from (the built-in bundle, the agent server's Python environment) is read-only to them.
     const runtimeDir = path.join(path.dirname(t.config.sandboxes.dir), 'runtime');
     const shared = fs.readdirSync(runtimeDir).map((name) => path.join(runtimeDir, name));
-    if (specId === 'local-process-openhands') expect(shared.some((p) => path.basename(p).startsWith('openhands-agent-server-'))).toBe(true);
+    if (specId === 'local-process-openhands')
+      expect(shared.some((p) => path.basename(p).startsWith('openhands-agent-server-'))).toBe(true);
     for (const target of [runtimeDir, ...shared]) {
       const into = fs.statSync(target).isDirectory() ? path.join(target, 'planted') : target;
       const r = await bash('b', `echo x >> ${into}`);
-      expect({ into, exit: r.exit_code !== 0, output: r.output }).toEqual({ into, exit: true, output: expect.stringContaining('Permission denied') });
+      expect({ into, exit: r.exit_code !== 0, output: r.output }).toEqual({
+        into,
+        exit: true,
+        output: expect.stringContaining('Permission denied'),
+      });
     }
   });
 
@@ -141,16 +162,31 @@ describe.each([
       `ls ${dataDir}/sandbox-uids`,
     ]) {
       const r = await bash('b', target);
-      expect({ target, exit: r.exit_code !== 0, output: r.output }).toEqual({ target, exit: true, output: expect.stringContaining('Permission denied') });
+      expect({ target, exit: r.exit_code !== 0, output: r.output }).toEqual({
+        target,
+        exit: true,
+        output: expect.stringContaining('Permission denied'),
+      });
     }
     // Another uid's processes are not even there (a /proc with hidepid).
-    const r = await bash('b', `cat /proc/${(JSON.parse(fs.readFileSync(path.join(a.dir, 'runtime.json'), 'utf8')) as { pid: number }).pid}/environ`);
-    expect({ exit: r.exit_code !== 0, output: r.output }).toEqual({ exit: true, output: expect.stringContaining('No such file or directory') });
+    const r = await bash(
+      'b',
+      `cat /proc/${(JSON.parse(fs.readFileSync(path.join(a.dir, 'runtime.json'), 'utf8')) as { pid: number }).pid}/environ`,
+    );
+    expect({ exit: r.exit_code !== 0, output: r.output }).toEqual({
+      exit: true,
+      output: expect.stringContaining('No such file or directory'),
+    });
   });
 
   it("refuses B broadcast and multicast to the machine's listeners and link-local addresses", async () => {
     const udp = async (host: string) =>
-      (await bash('b', `node -e "const s=require('dgram').createSocket('${host.includes(':') ? 'udp6' : 'udp4'}');s.bind(()=>{s.setBroadcast(true);s.send('x',9999,'${host}',e=>{console.log(e?e.code:'sent');process.exit(0)})})"`)).output.trim();
+      (
+        await bash(
+          'b',
+          `node -e "const s=require('dgram').createSocket('${host.includes(':') ? 'udp6' : 'udp4'}');s.bind(()=>{s.setBroadcast(true);s.send('x',9999,'${host}',e=>{console.log(e?e.code:'sent');process.exit(0)})})"`,
+        )
+      ).output.trim();
     expect(await udp('127.255.255.255')).toBe('EPERM');
     expect(await udp('255.255.255.255')).toBe('EPERM');
     expect(await udp('ff02::1')).toBe('EPERM');
@@ -177,10 +213,23 @@ describe.each([
     const created = await runtimeClient(record, t.box).createConversation(
       {
         id: c.id,
-        llm: { model: 'scripted-model', base_url: llm.url, api_key: 'sk-test', temperature: null, top_p: null, max_output_tokens: null, stream: false, log_completions: false },
+        llm: {
+          model: 'scripted-model',
+          base_url: llm.url,
+          api_key: 'sk-test',
+          temperature: null,
+          top_p: null,
+          max_output_tokens: null,
+          stream: false,
+          log_completions: false,
+        },
         systemMessageSuffix: null,
         workingDir: '.',
-        initialMessage: { role: 'user', content: [{ type: 'text', text: 'Look around.', cache_prompt: false }], run: true },
+        initialMessage: {
+          role: 'user',
+          content: [{ type: 'text', text: 'Look around.', cache_prompt: false }],
+          run: true,
+        },
         maxIterations: 10,
         confirmationMode: false,
         secrets: {},
@@ -207,7 +256,10 @@ describe.each([
     const b = sandboxes.b;
     await bash('b', 'setsid nohup sleep 600 > /dev/null 2>&1 &');
     // A process that forks and exits in a loop is never where a list of pids says it is.
-    await bash('b', `setsid perl -e '$t=time; while(time-$t<20){ exit if fork } exec "sleep","300"' > /dev/null 2>&1 &`);
+    await bash(
+      'b',
+      `setsid perl -e '$t=time; while(time-$t<20){ exit if fork } exec "sleep","300"' > /dev/null 2>&1 &`,
+    );
     expect((await processesOfUser(b.uid)).length).toBeGreaterThanOrEqual(2);
     const deleted = await t.request('DELETE', `/api/v1/sandboxes/${b.s.id}`, { key: users.b.key });
     expect(deleted.body.status).toBe('DELETED');

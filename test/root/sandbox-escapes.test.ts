@@ -34,7 +34,21 @@ import { agentUrl, killRuntimesUnder, waitForSandbox, waitForStatus } from '../h
 import { startTestWorker, type TestWorker } from '../helpers/worker';
 
 /** Programs the worker or a runtime used to find through PATH. */
-const PLANTED = ['iptables', 'ip6tables', 'iptables-restore', 'ip6tables-restore', 'git', 'bash', 'sh', 'node', 'kill', 'mkdir', 'unshare', 'mount', 'setpriv'];
+const PLANTED = [
+  'iptables',
+  'ip6tables',
+  'iptables-restore',
+  'ip6tables-restore',
+  'git',
+  'bash',
+  'sh',
+  'node',
+  'kill',
+  'mkdir',
+  'unshare',
+  'mount',
+  'setpriv',
+];
 
 describe('the doors out of an isolated process sandbox are shut', () => {
   const first = 4_500_000 + Math.floor(Math.random() * 400) * 1000;
@@ -61,7 +75,12 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     const created = await t.request('POST', '/api/v1/sandboxes', { key: users[who].key, body: {} });
     const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING');
     const dir = path.join(t.config.sandboxes.dir, s.id);
-    boxes[who] = { s, rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id }, dir, uid: fs.statSync(path.join(dir, 'home')).uid };
+    boxes[who] = {
+      s,
+      rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id },
+      dir,
+      uid: fs.statSync(path.join(dir, 'home')).uid,
+    };
   };
   const planted = () => fs.readdirSync(plant).filter((f) => f.startsWith('ran-'));
 
@@ -73,8 +92,13 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     // `<tmp>/node_modules/.bin` under `npm start`. Each program in it leaves a mark, then runs the real one.
     plant = fs.mkdtempSync('/var/lib/agent-control-escapes-plant-');
     for (const name of PLANTED) {
-      const real = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8', env: { PATH: SYSTEM_DIRS.join(':') } }).trim();
-      fs.writeFileSync(path.join(plant, name), `#!/bin/sh\n: > "${plant}/ran-${name}-$(id -u)"\nexec ${real} "$@"\n`, { mode: 0o755 });
+      const real = execFileSync('sh', ['-c', `command -v ${name}`], {
+        encoding: 'utf8',
+        env: { PATH: SYSTEM_DIRS.join(':') },
+      }).trim();
+      fs.writeFileSync(path.join(plant, name), `#!/bin/sh\n: > "${plant}/ran-${name}-$(id -u)"\nexec ${real} "$@"\n`, {
+        mode: 0o755,
+      });
     }
     fs.chmodSync(plant, 0o777);
     fs.chownSync(plant, 4_400_000, 4_400_000);
@@ -88,7 +112,17 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     fs.chmodSync(git.certFile, 0o644);
     llm = await new ScriptedLlm([]).start();
     const specsFile = path.join(shared, 'specs.json');
-    fs.writeFileSync(specsFile, JSON.stringify([{ id: 'local-process', provider: 'process', working_dir: 'workspace', initial_env: { GIT_SSL_CAINFO: git.certFile } }]));
+    fs.writeFileSync(
+      specsFile,
+      JSON.stringify([
+        {
+          id: 'local-process',
+          provider: 'process',
+          working_dir: 'workspace',
+          initial_env: { GIT_SSL_CAINFO: git.certFile },
+        },
+      ]),
+    );
     const config = testConfig({
       DATA_DIR: dataDir,
       API_PORT: String(await freePort()),
@@ -126,20 +160,33 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     const seen = await bash('a', 'echo "$PATH"; command -v git bash node; git --version');
     expect(seen.exit_code).toBe(0);
     expect(seen.output).not.toContain(plant);
-    expect(seen.output.split('\n')[0]!.split(':').every((d) => (SYSTEM_DIRS as readonly string[]).includes(d) || d === path.dirname(process.execPath))).toBe(true);
+    expect(
+      seen.output
+        .split('\n')[0]!
+        .split(':')
+        .every((d) => (SYSTEM_DIRS as readonly string[]).includes(d) || d === path.dirname(process.execPath)),
+    ).toBe(true);
     // A's git views (git run by A's runtime) and a delete (kill run as A's uid) use the same programs.
     fs.writeFileSync(path.join(a.dir, 'workspace', 'x.txt'), 'x\n');
     await bash('a', 'git init -q . && git add x.txt');
-    expect((await runtimeCall(a.rt, 'GET', `/api/git/changes/${encodeURIComponent(path.join(a.dir, 'workspace'))}`)).status).toBeLessThan(500);
+    expect(
+      (await runtimeCall(a.rt, 'GET', `/api/git/changes/${encodeURIComponent(path.join(a.dir, 'workspace'))}`)).status,
+    ).toBeLessThan(500);
     expect(planted()).toEqual([]);
 
     // The launcher, as root, refuses a PATH with a directory others can write; the scripts npm runs drop it first.
     const open = fs.mkdtempSync('/var/lib/agent-control-escapes-open-');
     fs.chmodSync(open, 0o777);
     try {
-      const refused = spawnSync(process.execPath, [distPath('scripts', 'launch.js')], { env: { ...process.env, PATH: `${open}:${originalPath}`, DATA_DIR: path.join(dataDir, 'launcher') }, encoding: 'utf8', timeout: 20_000 });
+      const refused = spawnSync(process.execPath, [distPath('scripts', 'launch.js')], {
+        env: { ...process.env, PATH: `${open}:${originalPath}`, DATA_DIR: path.join(dataDir, 'launcher') },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
       expect(refused.status).toBe(1);
-      expect(refused.stderr).toContain(`refusing to run as root with directories on PATH that another user can write: ${open}`);
+      expect(refused.stderr).toContain(
+        `refusing to run as root with directories on PATH that another user can write: ${open}`,
+      );
       const kept = execFileSync('/bin/bash', ['-c', 'source scripts/trusted-path.sh; printf %s "$PATH"'], {
         env: { PATH: `${open}:${plant}:/usr/bin:/bin` },
         encoding: 'utf8',
@@ -156,14 +203,26 @@ describe('the doors out of an isolated process sandbox are shut', () => {
   it("2. A's git token is never on a command line, and B sees no process but its own while A clones", async () => {
     const b = boxes.b;
     // B reads every command line it can see, as fast as it can, until told to stop.
-    await bash('b', `(while [ ! -e stop ]; do for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$f"; echo; done >> seen.txt 2>/dev/null; done) > /dev/null 2>&1 &`);
+    await bash(
+      'b',
+      `(while [ ! -e stop ]; do for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$f"; echo; done >> seen.txt 2>/dev/null; done) > /dev/null 2>&1 &`,
+    );
     await bash('b', `for p in /proc/[0-9]*; do stat -c %u "$p"; done | sort -u > uids.txt`);
-    expect(await t.request('POST', '/api/v1/secrets/git-providers', { key: users.a.key, body: { provider_tokens: { git_host_a: { token: gitToken } } } })).toMatchObject({ status: 200 });
+    expect(
+      await t.request('POST', '/api/v1/secrets/git-providers', {
+        key: users.a.key,
+        body: { provider_tokens: { git_host_a: { token: gitToken } } },
+      }),
+    ).toMatchObject({ status: 200 });
     await t.setOrgLlm(users.a.key, { model: 'scripted-model', base_url: llm.url });
     const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, {
       method: 'POST',
       headers: { 'X-Access-Token': users.a.key, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ selected_repository: 'acme/private', git_provider: 'git_host_a', sandbox_id: boxes.a.s.id }),
+      body: JSON.stringify({
+        selected_repository: 'acme/private',
+        git_provider: 'git_host_a',
+        sandbox_id: boxes.a.s.id,
+      }),
     });
     const statuses = (await res.json()) as any[];
     fs.writeFileSync(path.join(b.dir, 'workspace', 'stop'), '');
@@ -172,7 +231,9 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     const clone = path.join(boxes.a.dir, 'workspace', 'private');
     expect(fs.readFileSync(path.join(clone, 'README.md'), 'utf8')).toBe('# private\n');
     // Nothing of the token stays in A's workspace or the repository's config.
-    expect(fs.readdirSync(path.join(boxes.a.dir, 'workspace')).filter((f) => f.startsWith('.agent-control-credential-'))).toEqual([]);
+    expect(
+      fs.readdirSync(path.join(boxes.a.dir, 'workspace')).filter((f) => f.startsWith('.agent-control-credential-')),
+    ).toEqual([]);
     expect(fs.readFileSync(path.join(clone, '.git', 'config'), 'utf8')).not.toContain(gitToken);
 
     const seen = fs.readFileSync(path.join(b.dir, 'workspace', 'seen.txt'), 'utf8');
@@ -186,11 +247,16 @@ describe('the doors out of an isolated process sandbox are shut', () => {
   const listenInB = async (host: string, port: number, file: string) => {
     const script = `const fs=require('fs');const bind=()=>{const s=require('net').createServer(c=>{fs.appendFileSync('${file}','accepted\\n');c.on('data',d=>fs.appendFileSync('${file}',d))});s.on('error',()=>setTimeout(bind,5));s.listen(${port},'${host}',()=>fs.appendFileSync('${file}','listening\\n'))};bind()`;
     await bash('b', `setsid node -e "${script}" > /dev/null 2>&1 &`);
-    await eventually(() => fs.existsSync(path.join(boxes.b.dir, 'workspace', file)) && fs.readFileSync(path.join(boxes.b.dir, 'workspace', file), 'utf8').includes('listening'), {
-      what: `B listening on ${host}:${port}`,
-      timeoutMs: 10_000,
-      intervalMs: 20,
-    });
+    await eventually(
+      () =>
+        fs.existsSync(path.join(boxes.b.dir, 'workspace', file)) &&
+        fs.readFileSync(path.join(boxes.b.dir, 'workspace', file), 'utf8').includes('listening'),
+      {
+        what: `B listening on ${host}:${port}`,
+        timeoutMs: 10_000,
+        intervalMs: 20,
+      },
+    );
   };
   /** Connects and sends a request with a key: 'connected' or why not. */
   const tryKey = (host: string, port: number) =>
@@ -206,7 +272,9 @@ describe('the doors out of an isolated process sandbox are shut', () => {
 
   it("3. B's listener on a service port answers no one: [::1] beside the api, and 127.0.0.1 after the api died; the port is taken back", async () => {
     const port = t.config.api.port;
-    const hasIpv6 = fs.existsSync('/proc/net/if_inet6') && fs.readFileSync('/proc/net/if_inet6', 'utf8').includes('00000000000000000000000000000001');
+    const hasIpv6 =
+      fs.existsSync('/proc/net/if_inet6') &&
+      fs.readFileSync('/proc/net/if_inet6', 'utf8').includes('00000000000000000000000000000001');
     if (hasIpv6) {
       await listenInB('::1', port, 'v6.txt');
       expect(await tryKey('::1', port)).not.toBe('connected');
@@ -220,7 +288,11 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     // What the launcher does before each (re)start of a child on a fixed port: B's processes end, the api binds again.
     expect(await reclaimPort(port, range)).toEqual([boxes.b.uid]);
     expect(await processesOfUser(boxes.b.uid)).toEqual([]);
-    t.api = await startApiServer(t.config, { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! }, pino({ level: 'silent' }));
+    t.api = await startApiServer(
+      t.config,
+      { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
+      pino({ level: 'silent' }),
+    );
     expect((await fetch(`${t.url}/health`)).status).toBe(200);
   });
 
@@ -231,34 +303,74 @@ describe('the doors out of an isolated process sandbox are shut', () => {
       const before = boxes.b.rt.url;
       await waitForSandbox(t, users.b.key, b.s.id, (s) => s.status === 'ERROR' || s.status === 'MISSING', 60_000);
       await t.request('POST', `/api/v1/sandboxes/${b.s.id}/resume`, { key: users.b.key });
-      const running = await waitForSandbox(t, users.b.key, b.s.id, (s) => s.status === 'RUNNING' && agentUrl(s) !== before, 60_000);
+      const running = await waitForSandbox(
+        t,
+        users.b.key,
+        b.s.id,
+        (s) => s.status === 'RUNNING' && agentUrl(s) !== before,
+        60_000,
+      );
       boxes.b.rt = { url: agentUrl(running), key: running.session_api_key, sandboxId: b.s.id };
       return running;
     };
     await restart();
     // A daemon of B keeps FIFOs where the port file was, and a link to one in its home.
-    await bash('b', `setsid sh -c 'while :; do [ -p /tmp/.runtime-port ] || { rm -f /tmp/.runtime-port; mkfifo /tmp/.runtime-port; }; ln -sf /tmp/.runtime-port "$HOME/.runtime-port" 2>/dev/null; sleep 0.01; done' > /dev/null 2>&1 &`);
-    await eventually(() => fs.statSync(path.join(b.dir, 'tmp', '.runtime-port'), { throwIfNoEntry: false })?.isFIFO() ?? false, { what: 'the FIFO', timeoutMs: 5000, intervalMs: 20 });
+    await bash(
+      'b',
+      `setsid sh -c 'while :; do [ -p /tmp/.runtime-port ] || { rm -f /tmp/.runtime-port; mkfifo /tmp/.runtime-port; }; ln -sf /tmp/.runtime-port "$HOME/.runtime-port" 2>/dev/null; sleep 0.01; done' > /dev/null 2>&1 &`,
+    );
+    await eventually(
+      () => fs.statSync(path.join(b.dir, 'tmp', '.runtime-port'), { throwIfNoEntry: false })?.isFIFO() ?? false,
+      { what: 'the FIFO', timeoutMs: 5000, intervalMs: 20 },
+    );
     // B's runtime dies; the resume starts a new one, which must report its port through its pipe.
     const pid = (JSON.parse(fs.readFileSync(path.join(b.dir, 'runtime.json'), 'utf8')) as { pid: number }).pid;
     process.kill(pid, 'SIGKILL');
-    await eventually(() => !readStat(pid) || readStat(pid)!.state === 'Z', { what: 'the runtime gone', timeoutMs: 5000, intervalMs: 20 });
+    await eventually(() => !readStat(pid) || readStat(pid)!.state === 'Z', {
+      what: 'the runtime gone',
+      timeoutMs: 5000,
+      intervalMs: 20,
+    });
     const again = await restart();
     expect(again.exposed_urls[0].port).toBeGreaterThan(0);
     // The worker serves everyone meanwhile: A pauses and resumes.
-    expect((await t.request('POST', `/api/v1/sandboxes/${boxes.a.s.id}/pause`, { key: users.a.key })).body).toMatchObject({ status: 'PAUSED' });
-    expect((await t.request('POST', `/api/v1/sandboxes/${boxes.a.s.id}/resume`, { key: users.a.key })).body).toMatchObject({ status: 'RUNNING' });
+    expect(
+      (await t.request('POST', `/api/v1/sandboxes/${boxes.a.s.id}/pause`, { key: users.a.key })).body,
+    ).toMatchObject({ status: 'PAUSED' });
+    expect(
+      (await t.request('POST', `/api/v1/sandboxes/${boxes.a.s.id}/resume`, { key: users.a.key })).body,
+    ).toMatchObject({ status: 'RUNNING' });
   }, 120_000);
 
-  it("5. what B leaves in the shared temporary directories and SysV IPC is its own, and goes with it", async () => {
+  it('5. what B leaves in the shared temporary directories and SysV IPC is its own, and goes with it', async () => {
     const b = boxes.b;
-    const made = await bash('b', `for d in /tmp /var/tmp /dev/shm /run/lock ${openDir}; do echo left > "$d/left-by-b"; done; ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1`);
+    const made = await bash(
+      'b',
+      `for d in /tmp /var/tmp /dev/shm /run/lock ${openDir}; do echo left > "$d/left-by-b"; done; ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1`,
+    );
     expect(made.exit_code).toBe(0);
     // A does not see them: its temporary directories are its own too.
-    expect((await bash('a', `cat /tmp/left-by-b /var/tmp/left-by-b /dev/shm/left-by-b ${openDir}/left-by-b 2>&1; ipcs`)).output).not.toMatch(/^left$/m);
+    expect(
+      (await bash('a', `cat /tmp/left-by-b /var/tmp/left-by-b /dev/shm/left-by-b ${openDir}/left-by-b 2>&1; ipcs`))
+        .output,
+    ).not.toMatch(/^left$/m);
     const ipcOf = (uid: number) =>
-      ['shm', 'msg', 'sem'].flatMap((k) => fs.readFileSync(`/proc/sysvipc/${k}`, 'utf8').split('\n').slice(1).filter((l) => l.trim().split(/\s+/)[{ shm: 7, msg: 7, sem: 4 }[k]!] === String(uid)));
-    const ownedBy = (uid: number) => ['/tmp', '/var/tmp', '/dev/shm', '/run/lock', openDir].filter((d) => fs.existsSync(d)).flatMap((d) => fs.readdirSync(d).map((f) => path.join(d, f)).filter((f) => fs.lstatSync(f).uid === uid));
+      ['shm', 'msg', 'sem'].flatMap((k) =>
+        fs
+          .readFileSync(`/proc/sysvipc/${k}`, 'utf8')
+          .split('\n')
+          .slice(1)
+          .filter((l) => l.trim().split(/\s+/)[{ shm: 7, msg: 7, sem: 4 }[k]!] === String(uid)),
+      );
+    const ownedBy = (uid: number) =>
+      ['/tmp', '/var/tmp', '/dev/shm', '/run/lock', openDir]
+        .filter((d) => fs.existsSync(d))
+        .flatMap((d) =>
+          fs
+            .readdirSync(d)
+            .map((f) => path.join(d, f))
+            .filter((f) => fs.lstatSync(f).uid === uid),
+        );
     expect(ownedBy(b.uid)).toEqual([]);
     expect(ipcOf(b.uid)).toEqual([]);
     const deleted = await t.request('DELETE', `/api/v1/sandboxes/${b.s.id}`, { key: users.b.key });

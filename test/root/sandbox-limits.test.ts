@@ -7,7 +7,12 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { detectCgroups, parentDirs, SandboxCgroups, sandboxCgroups } from '../../activities/sandbox-providers/process-cgroups';
+import {
+  detectCgroups,
+  parentDirs,
+  SandboxCgroups,
+  sandboxCgroups,
+} from '../../activities/sandbox-providers/process-cgroups';
 import { SandboxDisks } from '../../activities/sandbox-providers/process-disks';
 import { ProcessProvider } from '../../activities/sandbox-providers/process-provider';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
@@ -49,12 +54,32 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
     for (const [id, handle] of started) await provider.delete(id, handle).catch(() => undefined);
     killRuntimesUnder(root);
     fs.rmSync(root, { recursive: true, force: true });
-    for (const r of found.layout.version === 2 ? [found.layout.root] : Object.values(found.layout.roots)) fs.rmdirSync(path.join(r, `agent-control-test-${process.pid}`));
+    for (const r of found.layout.version === 2 ? [found.layout.root] : Object.values(found.layout.roots))
+      fs.rmdirSync(path.join(r, `agent-control-test-${process.pid}`));
   });
 
-  const start = async (sandboxId: string, script: string, limits: { memory_mb?: number; cpus?: number; pids_limit?: number; disk_mb?: number }) => {
-    const spec = { id: 'limited', command: ['/bin/sh', '-c', script], working_dir: 'workspace', initial_env: {}, memory_mb: null, cpus: null, pids_limit: null, disk_mb: null, ...limits };
-    const r = await provider.start({ sandboxId, spec, sessionApiKey: 'key', controlPlaneUrl: 'http://127.0.0.1:9' } as never);
+  const start = async (
+    sandboxId: string,
+    script: string,
+    limits: { memory_mb?: number; cpus?: number; pids_limit?: number; disk_mb?: number },
+  ) => {
+    const spec = {
+      id: 'limited',
+      command: ['/bin/sh', '-c', script],
+      working_dir: 'workspace',
+      initial_env: {},
+      memory_mb: null,
+      cpus: null,
+      pids_limit: null,
+      disk_mb: null,
+      ...limits,
+    };
+    const r = await provider.start({
+      sandboxId,
+      spec,
+      sessionApiKey: 'key',
+      controlPlaneUrl: 'http://127.0.0.1:9',
+    } as never);
     started.push([sandboxId, r.handle]);
     return r.handle as RuntimeHandle & { pid: number; dir: string };
   };
@@ -62,7 +87,9 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
 
   it('a memory hog past the limit is killed by the kernel, the runtime lives on; one that takes the runtime down says why', async () => {
     // The hog: a child of the runtime that holds 400 MiB (tail keeps what it reads) under a limit of 128.
-    const h = await start('hog', 'head -c 400000000 /dev/zero | tail > /dev/null; echo "hog ended $?"; sleep 600', { memory_mb: 128 });
+    const h = await start('hog', 'head -c 400000000 /dev/zero | tail > /dev/null; echo "hog ended $?"; sleep 600', {
+      memory_mb: 128,
+    });
     await eventually(() => expect(log(h.dir)).toContain('hog ended 137'), { timeoutMs: 30_000, intervalMs: 100 }); // 128 + 9: SIGKILL
     expect(readStat(h.pid)!.state).not.toBe('Z');
     expect(cgroups.oomKills('hog')).toBeGreaterThanOrEqual(1);
@@ -78,12 +105,18 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
       },
       { timeoutMs: 30_000, intervalMs: 100 },
     );
-    expect((gone as { detail: string }).detail).toMatch(/after reaching its memory limit of 96 MiB \(\d+ process\(es\) killed by the kernel\)/);
+    expect((gone as { detail: string }).detail).toMatch(
+      /after reaching its memory limit of 96 MiB \(\d+ process\(es\) killed by the kernel\)/,
+    );
   }, 90_000);
 
   it('a fork loop stops at the process limit', async () => {
     // The loop's shell gives up at the first fork the kernel refuses; the runtime goes on (exec: no fork).
-    const h = await start('forks', '( i=0; while [ $i -lt 300 ]; do sleep 600 & i=$((i+1)); done ); echo "loop ended $?"; exec sleep 600', { pids_limit: 64 });
+    const h = await start(
+      'forks',
+      '( i=0; while [ $i -lt 300 ]; do sleep 600 & i=$((i+1)); done ); echo "loop ended $?"; exec sleep 600',
+      { pids_limit: 64 },
+    );
     await eventually(() => expect(log(h.dir)).toMatch(/loop ended [1-9]/), { timeoutMs: 30_000, intervalMs: 100 });
     const members = cgroups.members('forks');
     expect(members.length).toBeLessThanOrEqual(64);
@@ -106,7 +139,10 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
 
   it('pause stops everything in the cgroup, also what forks in a loop; resume continues it', async () => {
     const h = await start('pause', '( while :; do sleep 0.01 & done ) & sleep 600', { pids_limit: 512 });
-    await eventually(() => expect(cgroups.members('pause').length).toBeGreaterThan(3), { timeoutMs: 10_000, intervalMs: 50 });
+    await eventually(() => expect(cgroups.members('pause').length).toBeGreaterThan(3), {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    });
     await provider.pause(h);
     const members = cgroups.members('pause');
     expect(members.filter((pid) => !['T', 'Z'].includes(readStat(pid)?.state ?? 'Z'))).toEqual([]);
@@ -118,8 +154,13 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
 
   it('a disk filler past the limit gets "No space left on device" on its own file system; the host and the other sandboxes keep theirs', async () => {
     const other = await start('disk-other', 'sleep 600', { disk_mb: 64 });
-    const h = await start('disk', 'head -c 200000000 /dev/zero > fill; echo "filler ended $?"; sleep 600', { disk_mb: 64 });
-    await eventually(() => expect(log(h.dir)).toMatch(/No space left on device[\s\S]*filler ended 1/), { timeoutMs: 30_000, intervalMs: 100 });
+    const h = await start('disk', 'head -c 200000000 /dev/zero > fill; echo "filler ended $?"; sleep 600', {
+      disk_mb: 64,
+    });
+    await eventually(() => expect(log(h.dir)).toMatch(/No space left on device[\s\S]*filler ended 1/), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     expect(readStat(h.pid)!.state).not.toBe('Z');
     const full = fs.statfsSync(h.dir);
     expect((full.blocks * full.bsize) / 1024 / 1024).toBeLessThanOrEqual(64);
@@ -137,7 +178,11 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
 
   it('a process that forks and exits in a loop (its pid never the same twice) is paused and killed all the same', async () => {
     // Each generation forks the next and exits: a list read from /proc is stale before it is used.
-    const h = await start('chain', 'perl -e \'while (1) { exit if fork; select(undef, undef, undef, 0.001) }\' & sleep 600', { pids_limit: 256 });
+    const h = await start(
+      'chain',
+      "perl -e 'while (1) { exit if fork; select(undef, undef, undef, 0.001) }' & sleep 600",
+      { pids_limit: 256 },
+    );
     const cmdline = (pid: number) => {
       try {
         return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
@@ -145,7 +190,10 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
         return ''; // gone
       }
     };
-    const chain = () => cgroups.members('chain').filter((pid) => readStat(pid) && readStat(pid)!.state !== 'Z' && cmdline(pid).startsWith('perl'));
+    const chain = () =>
+      cgroups
+        .members('chain')
+        .filter((pid) => readStat(pid) && readStat(pid)!.state !== 'Z' && cmdline(pid).startsWith('perl'));
     await eventually(() => expect(chain().length).toBeGreaterThan(0), { timeoutMs: 10_000, intervalMs: 20 });
     await provider.pause(h);
     const paused = chain();
@@ -160,8 +208,15 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
   }, 60_000);
 
   it('delete ends every process of the cgroup (one that left the runtime too) and removes the cgroup', async () => {
-    const h = await start('gone', '( setsid sh -c "while :; do :; done" & ); ( while :; do sleep 0.01 & done ) & sleep 600', {});
-    await eventually(() => expect(cgroups.members('gone').length).toBeGreaterThan(3), { timeoutMs: 10_000, intervalMs: 50 });
+    const h = await start(
+      'gone',
+      '( setsid sh -c "while :; do :; done" & ); ( while :; do sleep 0.01 & done ) & sleep 600',
+      {},
+    );
+    await eventually(() => expect(cgroups.members('gone').length).toBeGreaterThan(3), {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    });
     const dirs = found.layout.version === 2 ? [found.layout.root] : Object.values(found.layout.roots);
     for (const r of dirs) expect(fs.existsSync(path.join(r, `agent-control-test-${process.pid}`, 'gone'))).toBe(true);
     await provider.delete('gone', h);
@@ -180,7 +235,9 @@ describe('a hierarchy that refuses the parent cgroup', () => {
       const auto = sandboxCgroups('auto', 'agent-control-test-refused', mount);
       expect(auto.cgroups).toBeUndefined();
       expect(auto.why).toMatch(/^the cgroup agent-control-test-refused could not be prepared \(EISDIR/);
-      expect(() => sandboxCgroups('on', 'agent-control-test-refused', mount)).toThrow(/SANDBOX_CGROUPS=on, but the cgroup agent-control-test-refused could not be prepared/);
+      expect(() => sandboxCgroups('on', 'agent-control-test-refused', mount)).toThrow(
+        /SANDBOX_CGROUPS=on, but the cgroup agent-control-test-refused could not be prepared/,
+      );
       expect(sandboxCgroups('off', 'agent-control-test-refused', mount)).toEqual({ cgroups: undefined, why: null });
     } finally {
       fs.rmSync(mount, { recursive: true, force: true });
@@ -245,7 +302,9 @@ describe("one user's runaway sandbox does not starve another's start (the servic
   const eventLatencies = async (n: number) => {
     const a = await t.newUser();
     const c = await t.newConversation(a.userId);
-    const ws = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, { 'X-Access-Token': a.key });
+    const ws = connect(`${t.url.replace('http', 'ws')}/api/v1/conversation/${c.conversationId}/events/socket`, {
+      'X-Access-Token': a.key,
+    });
     await ws.opened;
     const took: number[] = [];
     try {
@@ -268,7 +327,8 @@ describe("one user's runaway sandbox does not starve another's start (the servic
     const b = await t.newUser();
     const created = await t.request('POST', '/api/v1/sandboxes', { key: b.key, body: {} });
     const sandbox = await waitForStatus(t, b.key, created.body.id, 'RUNNING', 60_000);
-    const bash = async (command: string) => runtimeClient((await t.stores.sandboxes.get(sandbox.id))!, t.box).bash(command, { cwd: '.', timeoutS: 30 });
+    const bash = async (command: string) =>
+      runtimeClient((await t.stores.sandboxes.get(sandbox.id))!, t.box).bash(command, { cwd: '.', timeoutS: 30 });
     const cores = os.availableParallelism();
     // Every load at once, left running: spinners (two per core), a fork loop, a memory hog past 512 MiB.
     const load = [
@@ -281,10 +341,19 @@ describe("one user's runaway sandbox does not starve another's start (the servic
     const handle = (await t.stores.sandboxes.get(sandbox.id))!.runtime as { dir: string; pid: number };
     const id = path.basename(handle.dir);
     const testCgroups = new SandboxCgroups(layout, TEST_CGROUP_PARENT);
-    await eventually(() => expect(testCgroups.oomKills(id)).toBeGreaterThanOrEqual(1), { timeoutMs: 30_000, intervalMs: 200 });
-    await eventually(() => expect(testCgroups.members(id).length).toBeGreaterThan(200), { timeoutMs: 30_000, intervalMs: 200 });
+    await eventually(() => expect(testCgroups.oomKills(id)).toBeGreaterThanOrEqual(1), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
+    await eventually(() => expect(testCgroups.members(id).length).toBeGreaterThan(200), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
     const disk = () => fs.statfsSync(handle.dir);
-    await eventually(() => expect(disk().bfree).toBeLessThan(disk().blocks * 0.02), { timeoutMs: 30_000, intervalMs: 200 }); // B's disk is full
+    await eventually(() => expect(disk().bfree).toBeLessThan(disk().blocks * 0.02), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    }); // B's disk is full
 
     const loaded = [await startAlone(), await startAlone()];
     const eventsLoaded = await eventLatencies(30);
@@ -305,8 +374,15 @@ describe("one user's runaway sandbox does not starve another's start (the servic
     expect((await bash('echo still here')).output).toBe('still here\n');
     expect((await t.request('DELETE', `/api/v1/sandboxes/${sandbox.id}`, { key: b.key })).status).toBe(200);
     await eventually(() => expect(testCgroups.members(id)).toEqual([]), { timeoutMs: 30_000, intervalMs: 200 });
-    for (const d of parentDirs(layout, TEST_CGROUP_PARENT)) await eventually(() => expect(fs.existsSync(path.join(d, id))).toBe(false), { timeoutMs: 10_000, intervalMs: 100 });
-    await eventually(() => expect(fs.readFileSync('/proc/self/mounts', 'utf8')).not.toContain(` ${handle.dir} `), { timeoutMs: 10_000, intervalMs: 100 });
+    for (const d of parentDirs(layout, TEST_CGROUP_PARENT))
+      await eventually(() => expect(fs.existsSync(path.join(d, id))).toBe(false), {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
+    await eventually(() => expect(fs.readFileSync('/proc/self/mounts', 'utf8')).not.toContain(` ${handle.dir} `), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
     expect(fs.existsSync(handle.dir)).toBe(false);
   }, 240_000);
 });

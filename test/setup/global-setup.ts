@@ -20,14 +20,16 @@ import { dockerTestsEnabled, prepareDocker } from './docker';
 import type { DockerEngine } from '../../scripts/docker/engine';
 
 declare global {
-  var __agentControlServers: { children: Child[]; dir: string; docker?: { engine: DockerEngine; host: string } } | undefined;
+  var __agentControlServers:
+    { children: Child[]; dir: string; docker?: { engine: DockerEngine; host: string } } | undefined;
 }
 
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   const say = (l: string) => console.log(`[setup] ${l}`);
   // test/root (run as root only) isolates process sandboxes with firewall rules.
-  if (process.getuid?.() === 0) await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'test/root', say);
+  if (process.getuid?.() === 0)
+    await ensureCommands({ 'iptables-restore': 'iptables', 'ip6tables-restore': 'iptables' }, 'test/root', say);
   const obtained = obtainServers(process.env.SERVERS_CACHE_DIR, say);
   // The real OpenHands agent server, for the suites that run sandboxes on it (installed once, cached).
   const agentServer = ensureAgentServer(process.env.SERVERS_CACHE_DIR, say);
@@ -42,19 +44,28 @@ export default async function globalSetup(): Promise<void> {
     ui: await obtainTemporalUi(process.env.SERVERS_CACHE_DIR, say),
   }));
   temporalServer.catch(() => undefined); // awaited below
-  const [binaries, agentServerEnv, realTemporal] = await Promise.all([obtained, agentServer, temporalServer]).catch(async (e) => {
-    await docker?.then((d) => d.engine.stop()).catch(() => undefined);
-    throw e;
-  });
+  const [binaries, agentServerEnv, realTemporal] = await Promise.all([obtained, agentServer, temporalServer]).catch(
+    async (e) => {
+      await docker?.then((d) => d.engine.stop()).catch(() => undefined);
+      throw e;
+    },
+  );
   const bundle = path.resolve(__dirname, '..', '..', 'dist', 'workflow-bundle.js');
-  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (npm test does) before jest`);
+  if (!fs.existsSync(bundle))
+    throw new Error(`${bundle} is missing: run \`npm run build\` (npm test does) before jest`);
   const backend = ferretdbBackendFromEnv();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-control-test-'));
   // Jest skips the teardown when setup throws: stop whatever did start before failing.
   const servers = await Promise.allSettled([
     startDocumentStore({ ferretdbBinary: binaries.ferretdb, dir: path.join(dir, 'store'), backend, durable: false }),
     Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
-      startTemporalDevServer({ binary: binaries.temporal, dataDir: path.join(dir, 'temporal'), port, uiPort, namespace: 'default' }),
+      startTemporalDevServer({
+        binary: binaries.temporal,
+        dataDir: path.join(dir, 'temporal'),
+        port,
+        uiPort,
+        namespace: 'default',
+      }),
     ),
   ]);
   const dockerReady = docker && (await Promise.allSettled([docker]))[0]!;
@@ -79,7 +90,12 @@ export default async function globalSetup(): Promise<void> {
     temporalUiUrl: temporal.uiUrl,
     namespace: 'default',
     workflowBundlePath: bundle,
-    binaries: { ...binaries, temporalServer: realTemporal.server, temporalSqlTool: realTemporal.sqlTool, temporalUi: realTemporal.ui },
+    binaries: {
+      ...binaries,
+      temporalServer: realTemporal.server,
+      temporalSqlTool: realTemporal.sqlTool,
+      temporalUi: realTemporal.ui,
+    },
     agentServerDir: agentServerEnv.dir,
     ...(prepared ? { docker: prepared.env } : {}),
   };
@@ -92,5 +108,7 @@ export default async function globalSetup(): Promise<void> {
     dir,
     ...(prepared ? { docker: { engine: prepared.engine, host: prepared.env.host } } : {}),
   };
-  console.log(`[setup] Temporal ${temporal.address}, FerretDB ${redactUri(store.uri)} (${store.backend}) up in ${Date.now() - started} ms`);
+  console.log(
+    `[setup] Temporal ${temporal.address}, FerretDB ${redactUri(store.uri)} (${store.backend}) up in ${Date.now() - started} ms`,
+  );
 }

@@ -27,7 +27,8 @@ export default async function globalTeardown(): Promise<void> {
   for (const c of servers.children) await c.stop(5000); // in order: FerretDB before its PostgreSQL
   if (servers.docker) {
     const left = await cleanUpDocker(servers.docker.host).catch((e: Error) => [`(the clean-up failed: ${e.message})`]);
-    if (left.length > 0) console.error(`[teardown] tests left these on the Docker engine (now removed): ${left.join('; ')}`);
+    if (left.length > 0)
+      console.error(`[teardown] tests left these on the Docker engine (now removed): ${left.join('; ')}`);
     await servers.docker.engine.stop();
   }
   removeTestCgroups();

@@ -60,12 +60,18 @@ export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore, maxKeys:
         body: CreateApiKeyRequestSchema,
         responses: {
           201: { description: 'The new key', schema: CreatedApiKeySchema },
-          429: { description: 'The caller has as many keys as one user may (USER_MAX_API_KEYS): revoke one first', schema: ErrorResponseSchema },
+          429: {
+            description: 'The caller has as many keys as one user may (USER_MAX_API_KEYS): revoke one first',
+            schema: ErrorResponseSchema,
+          },
         },
       },
       async (ctx, { body }) => {
         const active = maxKeys ? await apiKeys.countActive(callerId(ctx)) : 0;
-        if (maxKeys && active >= maxKeys) throw new TooMany(`You have ${active} API keys, as many as one user may (USER_MAX_API_KEYS=${maxKeys}): revoke one first`);
+        if (maxKeys && active >= maxKeys)
+          throw new TooMany(
+            `You have ${active} API keys, as many as one user may (USER_MAX_API_KEYS=${maxKeys}): revoke one first`,
+          );
         const { key, raw } = await apiKeys.create(callerId(ctx), body.name);
         ctx.status = 201;
         ctx.body = { ...view(key), key: raw };

@@ -20,9 +20,14 @@ import { callerId } from '../state';
 
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 const notFound = error('No such conversation of the caller');
-const unreachable = error("The sandbox is in ERROR, or its agent server did not answer in time (the detail says which); try again");
+const unreachable = error(
+  'The sandbox is in ERROR, or its agent server did not answer in time (the detail says which); try again',
+);
 
-export function appConversationActionsRoutes(router: ApiRouter, deps: { conversationService: ConversationService; conversationViews: ConversationViews }): ApiRouter {
+export function appConversationActionsRoutes(
+  router: ApiRouter,
+  deps: { conversationService: ConversationService; conversationViews: ConversationViews },
+): ApiRouter {
   const { conversationService: service, conversationViews: views } = deps;
   const control = (action: RunControl, summary: string, description: string) =>
     router.route(
@@ -35,9 +40,14 @@ export function appConversationActionsRoutes(router: ApiRouter, deps: { conversa
         security: 'APIKeyHeader',
         params: ConversationPathSchema,
         responses: {
-          200: { description: "The conversation, with its agent's execution status after the call", schema: AppConversationSchema },
+          200: {
+            description: "The conversation, with its agent's execution status after the call",
+            schema: AppConversationSchema,
+          },
           404: notFound,
-          409: error('Not possible now: the reason (its sandbox is paused or gone, the agent is waiting for a confirmation, ...)'),
+          409: error(
+            'Not possible now: the reason (its sandbox is paused or gone, the agent is waiting for a confirmation, ...)',
+          ),
           503: unreachable,
         },
       },
@@ -63,7 +73,9 @@ export function appConversationActionsRoutes(router: ApiRouter, deps: { conversa
       responses: {
         200: { description: 'Switched', schema: SuccessSchema },
         404: error('No such conversation of the caller, or no profile of that name'),
-        409: error('Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, or your agent takes no LLM'),
+        409: error(
+          'Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, or your agent takes no LLM',
+        ),
         502: error('The agent server did not take the LLM'),
         503: unreachable,
       },
@@ -90,7 +102,9 @@ export function appConversationActionsRoutes(router: ApiRouter, deps: { conversa
         responses: {
           200: { description: 'Delivered', schema: AppSendMessageResponseSchema },
           404: notFound,
-          409: error('The sandbox is gone, or the agent refused the message now (waiting for a confirmation, blocked by a hook)'),
+          409: error(
+            'The sandbox is gone, or the agent refused the message now (waiting for a confirmation, blocked by a hook)',
+          ),
           503: unreachable,
         },
       },
@@ -107,7 +121,10 @@ export function appConversationActionsRoutes(router: ApiRouter, deps: { conversa
         security: 'APIKeyHeader',
         params: ConversationPathSchema,
         body: AppConversationUpdateRequestSchema,
-        responses: { 200: { description: 'The conversation as it now is', schema: AppConversationSchema }, 404: notFound },
+        responses: {
+          200: { description: 'The conversation as it now is', schema: AppConversationSchema },
+          404: notFound,
+        },
       },
       async (ctx, { params, body }) => {
         const userId = callerId(ctx);
@@ -125,7 +142,9 @@ export function appConversationActionsRoutes(router: ApiRouter, deps: { conversa
         responses: {
           200: { description: 'Deleted', schema: SuccessSchema },
           404: notFound,
-          503: error('The sandbox could not be deleted now (its workflow did not answer); nothing was deleted, try again'),
+          503: error(
+            'The sandbox could not be deleted now (its workflow did not answer); nothing was deleted, try again',
+          ),
         },
       },
       async (ctx, { params }) => {
@@ -133,8 +152,20 @@ export function appConversationActionsRoutes(router: ApiRouter, deps: { conversa
         ctx.body = { success: true };
       },
     );
-  control('pause', "Pause the conversation's agent after its current step", 'The agent finishes the step in flight, then is paused (execution_status paused).');
-  control('run', "Run the conversation's agent", 'Runs the agent until it finishes, is paused or needs a confirmation; a paused sandbox is resumed first.');
-  control('interrupt', "Interrupt the conversation's agent at once", 'Cancels the step in flight (an LLM call, a command), then paused.');
+  control(
+    'pause',
+    "Pause the conversation's agent after its current step",
+    'The agent finishes the step in flight, then is paused (execution_status paused).',
+  );
+  control(
+    'run',
+    "Run the conversation's agent",
+    'Runs the agent until it finishes, is paused or needs a confirmation; a paused sandbox is resumed first.',
+  );
+  control(
+    'interrupt',
+    "Interrupt the conversation's agent at once",
+    'Cancels the step in flight (an LLM call, a command), then paused.',
+  );
   return router;
 }

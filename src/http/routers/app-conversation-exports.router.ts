@@ -38,7 +38,11 @@ export function appConversationExportRoutes(router: ApiRouter, deps: AppConversa
       security: 'APIKeyHeader',
       params: ConversationPathSchema,
       responses: {
-        200: { description: 'The zip (Content-Disposition: attachment; filename="conversation_<id>.zip")', schema: z.string().meta({ format: 'binary' }), contentType: 'application/zip' },
+        200: {
+          description: 'The zip (Content-Disposition: attachment; filename="conversation_<id>.zip")',
+          schema: z.string().meta({ format: 'binary' }),
+          contentType: 'application/zip',
+        },
         404: { description: 'No such conversation of the caller', schema: ErrorResponseSchema },
       },
     },
@@ -48,7 +52,10 @@ export function appConversationExportRoutes(router: ApiRouter, deps: AppConversa
       const record = await deps.appConversations.get(id);
       if (!record || record.created_by_user_id !== callerId(ctx)) throw notFound('Conversation not found');
       const blocks = (await deps.layout(id))?.blocks ?? false;
-      const zip = conversationZip({ meta: await deps.view(record), events: deps.events.inSeqOrder(id, EXPORT_PAGE_SIZE, blocks) });
+      const zip = conversationZip({
+        meta: await deps.view(record),
+        events: deps.events.inSeqOrder(id, EXPORT_PAGE_SIZE, blocks),
+      });
       ctx.status = 200;
       ctx.set('Content-Disposition', `attachment; filename="${exportFileName(id)}"`);
       ctx.set('Cache-Control', 'no-store');

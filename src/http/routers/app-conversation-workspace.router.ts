@@ -31,7 +31,12 @@ const workspaceErrors = {
 
 /** The reference's skill types: no trigger is a repository skill, else a knowledge skill. */
 const skillsView = (c: AppConversationRecord) =>
-  c.skills.map((s) => ({ name: s.name, type: s.triggers.length === 0 ? ('repo' as const) : ('knowledge' as const), content: s.content, triggers: s.triggers }));
+  c.skills.map((s) => ({
+    name: s.name,
+    type: s.triggers.length === 0 ? ('repo' as const) : ('knowledge' as const),
+    content: s.content,
+    triggers: s.triggers,
+  }));
 
 /** Hooks by type, as the reference shows them: one matcher entry per hook. */
 const hooksView = (c: AppConversationRecord) =>
@@ -39,10 +44,16 @@ const hooksView = (c: AppConversationRecord) =>
     .filter(([, hooks]) => hooks.length > 0)
     .map(([eventType, hooks]) => ({
       event_type: eventType,
-      matchers: hooks.map((h) => ({ matcher: h.matcher, hooks: [{ type: 'command', command: h.command, timeout: h.timeout, async: false }] })),
+      matchers: hooks.map((h) => ({
+        matcher: h.matcher,
+        hooks: [{ type: 'command', command: h.command, timeout: h.timeout, async: false }],
+      })),
     }));
 
-export function appConversationWorkspaceRoutes(router: ApiRouter, deps: { conversationService: ConversationService }): ApiRouter {
+export function appConversationWorkspaceRoutes(
+  router: ApiRouter,
+  deps: { conversationService: ConversationService },
+): ApiRouter {
   const service = deps.conversationService;
   return router
     .route(
@@ -85,7 +96,10 @@ export function appConversationWorkspaceRoutes(router: ApiRouter, deps: { conver
         security: 'APIKeyHeader',
         params: ConversationPathSchema,
         query: GitDiffQuerySchema,
-        responses: { 200: { description: 'Both versions (null where the file does not exist)', schema: GitDiffSchema }, ...workspaceErrors },
+        responses: {
+          200: { description: 'Both versions (null where the file does not exist)', schema: GitDiffSchema },
+          ...workspaceErrors,
+        },
       },
       async (ctx, { params, query }) => {
         ctx.body = await service.gitDiff(callerId(ctx), params.conversation_id, query.path, query.ref);
@@ -99,7 +113,10 @@ export function appConversationWorkspaceRoutes(router: ApiRouter, deps: { conver
         summary: 'The skills the conversation was started with',
         security: 'APIKeyHeader',
         params: ConversationPathSchema,
-        responses: { 200: { description: 'Its skills', schema: z.object({ skills: z.array(SkillResponseSchema) }) }, 404: workspaceErrors[404] },
+        responses: {
+          200: { description: 'Its skills', schema: z.object({ skills: z.array(SkillResponseSchema) }) },
+          404: workspaceErrors[404],
+        },
       },
       async (ctx, { params }) => {
         ctx.body = { skills: skillsView(await service.owned(callerId(ctx), params.conversation_id)) };
@@ -113,7 +130,10 @@ export function appConversationWorkspaceRoutes(router: ApiRouter, deps: { conver
         summary: 'The agent hooks the conversation was started with, by event type',
         security: 'APIKeyHeader',
         params: ConversationPathSchema,
-        responses: { 200: { description: 'Its hooks', schema: z.object({ hooks: z.array(HookEventResponseSchema) }) }, 404: workspaceErrors[404] },
+        responses: {
+          200: { description: 'Its hooks', schema: z.object({ hooks: z.array(HookEventResponseSchema) }) },
+          404: workspaceErrors[404],
+        },
       },
       async (ctx, { params }) => {
         ctx.body = { hooks: hooksView(await service.owned(callerId(ctx), params.conversation_id)) };

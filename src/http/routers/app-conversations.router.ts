@@ -27,7 +27,9 @@ import { encodeCursor } from '../../schemas/page-cursor';
 import type { ApiRouter } from '../../web/route';
 import type { ConversationViews } from '../../app-conversations/conversation-views';
 
-const IdsSchema = z.object({ ids: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }) });
+const IdsSchema = z.object({
+  ids: z.array(z.string().min(1).max(200)).min(1).max(100).meta({ description: 'Ids (1..100); repeat the parameter.' }),
+});
 const ListQuerySchema = AppConversationSearchQuerySchema.extend({ ids: IdsSchema.shape.ids.optional() });
 /** How often a quiet stream-start writes a newline (valid JSON whitespace). */
 const KEEP_ALIVE_MS = 15_000;
@@ -50,7 +52,8 @@ const conversationFilters = (q: z.output<typeof AppConversationCountQuerySchema>
 
 /** A start past the caller's starts not ended or conversations kept (a start over the other quotas waits in line instead). */
 const TOO_MANY_STARTS = {
-  description: 'The caller has as many starts not ended (USER_MAX_PENDING_STARTS), or conversations with those they will make (USER_MAX_CONVERSATIONS), as one user may',
+  description:
+    'The caller has as many starts not ended (USER_MAX_PENDING_STARTS), or conversations with those they will make (USER_MAX_CONVERSATIONS), as one user may',
   schema: ErrorResponseSchema,
 };
 
@@ -68,8 +71,17 @@ export function appConversationsRoutes(
   const searchPage = async (userId: string, query: z.output<typeof AppConversationSearchQuerySchema>) => {
     const field = query.sort_order.startsWith('UPDATED_AT') ? 'updated_at' : 'created_at';
     const order = query.sort_order.endsWith('DESC') ? 'desc' : 'asc';
-    const page = await appConversations.search(userId, conversationFilters(query), { field, order }, query.limit, query.page_id);
-    return { items: await views.many(userId, page.items), next_page_id: page.last && encodeCursor(APP_CONVERSATIONS_LISTING, page.last) };
+    const page = await appConversations.search(
+      userId,
+      conversationFilters(query),
+      { field, order },
+      query.limit,
+      query.page_id,
+    );
+    return {
+      items: await views.many(userId, page.items),
+      next_page_id: page.last && encodeCursor(APP_CONVERSATIONS_LISTING, page.last),
+    };
   };
   return router
     .route(
@@ -84,7 +96,11 @@ export function appConversationsRoutes(
           'The same conversation_id sent again joins the first start.',
         security: 'APIKeyHeader',
         body: StartRequestSchema,
-        responses: { 200: { description: "The task's successive snapshots", schema: z.array(StartTaskSchema) }, 409: { description: 'conversation_id belongs to another user' }, 429: TOO_MANY_STARTS },
+        responses: {
+          200: { description: "The task's successive snapshots", schema: z.array(StartTaskSchema) },
+          409: { description: 'conversation_id belongs to another user' },
+          429: TOO_MANY_STARTS,
+        },
       },
       async (ctx, { body }) => {
         const id = await starts.start(callerId(ctx), body);
@@ -126,7 +142,11 @@ export function appConversationsRoutes(
         summary: 'Start a conversation; answers its start task at once, and the start goes on',
         security: 'APIKeyHeader',
         body: StartRequestSchema,
-        responses: { 200: { description: 'The start task as accepted', schema: StartTaskSchema }, 409: { description: 'conversation_id belongs to another user' }, 429: TOO_MANY_STARTS },
+        responses: {
+          200: { description: 'The start task as accepted', schema: StartTaskSchema },
+          409: { description: 'conversation_id belongs to another user' },
+          429: TOO_MANY_STARTS,
+        },
       },
       async (ctx, { body }) => {
         const id = await starts.start(callerId(ctx), body);
@@ -163,8 +183,20 @@ export function appConversationsRoutes(
         responses: { 200: { description: 'A page of tasks', schema: StartTaskPageSchema } },
       },
       async (ctx, { query }) => {
-        const page = await startTasks.search(callerId(ctx), startTaskFilters(query), { field: query.sort_order.startsWith('UPDATED_AT') ? 'updated_at' : 'created_at', order: query.sort_order.endsWith('_DESC') ? 'desc' : 'asc' }, query.limit, query.page_id);
-        ctx.body = { items: page.items.map(snapshotOf), next_page_id: page.last && encodeCursor(START_TASKS_LISTING, page.last) };
+        const page = await startTasks.search(
+          callerId(ctx),
+          startTaskFilters(query),
+          {
+            field: query.sort_order.startsWith('UPDATED_AT') ? 'updated_at' : 'created_at',
+            order: query.sort_order.endsWith('_DESC') ? 'desc' : 'asc',
+          },
+          query.limit,
+          query.page_id,
+        );
+        ctx.body = {
+          items: page.items.map(snapshotOf),
+          next_page_id: page.last && encodeCursor(START_TASKS_LISTING, page.last),
+        };
       },
     )
     .route(
@@ -214,13 +246,18 @@ export function appConversationsRoutes(
         method: 'get',
         path: '',
         operationId: 'getAppConversations',
-        summary: 'The caller\'s conversations: by id, or a page of them',
+        summary: "The caller's conversations: by id, or a page of them",
         description:
           "With `ids`: one entry per id, in order, null for an id that does not exist or is not the caller's. " +
           'Without: the first page of the search, newest first (the search takes the same parameters).',
         security: 'APIKeyHeader',
         query: ListQuerySchema,
-        responses: { 200: { description: 'The conversations', schema: z.union([z.array(AppConversationSchema.nullable()), AppConversationPageSchema]) } },
+        responses: {
+          200: {
+            description: 'The conversations',
+            schema: z.union([z.array(AppConversationSchema.nullable()), AppConversationPageSchema]),
+          },
+        },
       },
       async (ctx, { query }) => {
         const { ids, ...search } = query;

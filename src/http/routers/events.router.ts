@@ -18,7 +18,10 @@ import type { ApiRouter, RouteContext } from '../../web/route';
 const NOT_FOUND = { description: 'No such conversation of the caller', schema: ErrorResponseSchema };
 
 /** /api/v1/conversation/{conversation_id}/events: search, count and get the conversation's log. */
-export function eventsRoutes(router: ApiRouter, deps: { events: EventsStore; conversations: ConversationsStore }): ApiRouter {
+export function eventsRoutes(
+  router: ApiRouter,
+  deps: { events: EventsStore; conversations: ConversationsStore },
+): ApiRouter {
   /** The caller's conversation's log layout (how to read it); 404 for anyone else's. */
   const owned = async (ctx: RouteContext, conversationId: string) => {
     const conversation = await deps.conversations.getOwned(conversationId, callerId(ctx));
@@ -85,7 +88,10 @@ export function eventsRoutes(router: ApiRouter, deps: { events: EventsStore; con
         security: 'APIKeyHeader',
         params: ConversationPathSchema,
         query: EventBatchGetQuerySchema,
-        responses: { 200: { description: 'One entry per id', schema: z.array(EventSchema.nullable()) }, 404: NOT_FOUND },
+        responses: {
+          200: { description: 'One entry per id', schema: z.array(EventSchema.nullable()) },
+          404: NOT_FOUND,
+        },
       },
       async (ctx, { params, query }) => {
         await owned(ctx, params.conversation_id);
@@ -99,7 +105,7 @@ export function eventsRoutes(router: ApiRouter, deps: { events: EventsStore; con
         method: 'get',
         path: '/:conversation_id/events/socket',
         operationId: 'subscribeEvents',
-        summary: "Live events of a conversation over a WebSocket",
+        summary: 'Live events of a conversation over a WebSocket',
         description:
           'Open a WebSocket here (ws:// or wss://). Authenticate with the X-Access-Token header, or send ' +
           '{"type":"auth","access_token":"..."} as the first frame within 10 s. Each message is one event as JSON. ' +

@@ -39,7 +39,10 @@ export function llmProfilesRoutes(router: ApiRouter, profiles: LlmProfilesServic
         summary: "A profile's LLM configuration, its secrets null",
         security: 'APIKeyHeader',
         params: ProfileNameParamsSchema,
-        responses: { 200: { description: 'The profile', schema: ProfileDetailResponseSchema }, 404: error('No profile of that name') },
+        responses: {
+          200: { description: 'The profile', schema: ProfileDetailResponseSchema },
+          404: error('No profile of that name'),
+        },
       },
       async (ctx, { params }) => {
         ctx.body = await profiles.get(callerId(ctx), params.name);

@@ -3,7 +3,11 @@ import { z } from 'zod';
 import type { OrganizationsService } from '../../orgs/organizations-service';
 import { pageLimit, uuidString } from '../../schemas/common';
 import { ErrorResponseSchema } from '../../schemas/errors';
-import { OrganizationEditableSchema, OrganizationSchema, PUBLISHED_ORG_PATCH_FIELDS } from '../../schemas/organizations';
+import {
+  OrganizationEditableSchema,
+  OrganizationSchema,
+  PUBLISHED_ORG_PATCH_FIELDS,
+} from '../../schemas/organizations';
 import { fromPublishedPatch } from '../../orgs/published-org-patch';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
 import type { ApiRouter } from '../../web/route';
@@ -22,12 +26,18 @@ const OrganizationPatchSchema = z
     ...(Object.fromEntries(
       Object.entries(OrganizationEditableSchema.shape).map(([k, v]) => [
         k,
-        (k === 'agent_settings' || k === 'conversation_settings' ? z.record(z.string(), z.unknown()) : (v as z.ZodType)).nullable().optional(),
+        (k === 'agent_settings' || k === 'conversation_settings' ? z.record(z.string(), z.unknown()) : (v as z.ZodType))
+          .nullable()
+          .optional(),
       ]),
     ) as Record<string, z.ZodOptional<z.ZodType>>),
     ...PUBLISHED_ORG_PATCH_FIELDS,
   })
-  .meta({ id: 'OrganizationPatch', description: 'Fields to change; nested settings objects (and the published *_diff fields) are merged into the stored ones.' });
+  .meta({
+    id: 'OrganizationPatch',
+    description:
+      'Fields to change; nested settings objects (and the published *_diff fields) are merged into the stored ones.',
+  });
 
 /** /api/organizations (SPEC 4.3 and around it). */
 export function organizationsRoutes(router: ApiRouter, service: OrganizationsService): ApiRouter {
@@ -40,10 +50,17 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         summary: "The caller's organizations",
         security: 'APIKeyHeader',
         query: z.object({
-          page_id: pageIdParam(LISTING, z.tuple([z.string()])).optional().meta({ type: 'string', description: 'next_page_id of the previous page' }),
+          page_id: pageIdParam(LISTING, z.tuple([z.string()]))
+            .optional()
+            .meta({ type: 'string', description: 'next_page_id of the previous page' }),
           limit: pageLimit(),
         }),
-        responses: { 200: { description: 'A page', schema: z.object({ items: z.array(OrganizationSchema), next_page_id: z.string().nullable() }) } },
+        responses: {
+          200: {
+            description: 'A page',
+            schema: z.object({ items: z.array(OrganizationSchema), next_page_id: z.string().nullable() }),
+          },
+        },
       },
       async (ctx, { query }) => {
         const page = await service.list(callerId(ctx), query.limit, query.page_id?.[0]);
@@ -58,7 +75,11 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         summary: 'One organization of the caller',
         security: 'APIKeyHeader',
         params: OrgPathSchema,
-        responses: { 200: { description: 'The organization', schema: OrganizationSchema }, 403: error('Not a member'), 404: error('No such organization') },
+        responses: {
+          200: { description: 'The organization', schema: OrganizationSchema },
+          403: error('Not a member'),
+          404: error('No such organization'),
+        },
       },
       async (ctx, { params }) => {
         ctx.body = await service.get(params.org_id, callerId(ctx));
@@ -81,7 +102,11 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         },
       },
       async (ctx, { params, body }) => {
-        ctx.body = await service.update(params.org_id, callerId(ctx), fromPublishedPatch(body as Record<string, unknown>));
+        ctx.body = await service.update(
+          params.org_id,
+          callerId(ctx),
+          fromPublishedPatch(body as Record<string, unknown>),
+        );
       },
     )
     .route(

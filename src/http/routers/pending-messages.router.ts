@@ -53,11 +53,18 @@ export function pendingMessagesRoutes(router: ApiRouter, deps: { pendingMessages
         summary: "The conversation's queued messages and what became of each (QUEUED, DELIVERED, UNDELIVERED with why)",
         security: 'APIKeyHeader',
         params: ConversationPathSchema,
-        responses: { 200: { description: 'In the order they came', schema: z.array(PendingMessageSchema) }, 404: error('No such start of the caller') },
+        responses: {
+          200: { description: 'In the order they came', schema: z.array(PendingMessageSchema) },
+          404: error('No such start of the caller'),
+        },
       },
       async (ctx, { params }) => {
         const list = await service.list(callerId(ctx), params.conversation_id);
-        ctx.body = list.map(({ created_by_user_id: _owner, ...m }) => ({ ...m, created_at: m.created_at.toISOString(), updated_at: m.updated_at.toISOString() }));
+        ctx.body = list.map(({ created_by_user_id: _owner, ...m }) => ({
+          ...m,
+          created_at: m.created_at.toISOString(),
+          updated_at: m.updated_at.toISOString(),
+        }));
       },
     );
 }

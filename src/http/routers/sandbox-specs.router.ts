@@ -20,7 +20,9 @@ export function sandboxSpecsRoutes(router: ApiRouter, specs: SandboxSpecsStore):
         summary: 'List sandbox specs by id',
         security: 'APIKeyHeader',
         query: z.object({
-          page_id: pageIdParam(LISTING, z.tuple([z.string()])).optional().meta({ type: 'string', description: 'The next_page_id of the previous page.' }),
+          page_id: pageIdParam(LISTING, z.tuple([z.string()]))
+            .optional()
+            .meta({ type: 'string', description: 'The next_page_id of the previous page.' }),
           limit: pageLimit(),
         }),
         responses: { 200: { description: 'A page of specs', schema: SandboxSpecPageSchema } },
@@ -37,7 +39,13 @@ export function sandboxSpecsRoutes(router: ApiRouter, specs: SandboxSpecsStore):
         operationId: 'getSandboxSpecs',
         summary: 'Get sandbox specs by id (null for an unknown id)',
         security: 'APIKeyHeader',
-        query: z.object({ id: z.array(z.string().min(1).max(100)).min(1).max(100).meta({ description: 'Spec ids (1..100); repeat the parameter.' }) }),
+        query: z.object({
+          id: z
+            .array(z.string().min(1).max(100))
+            .min(1)
+            .max(100)
+            .meta({ description: 'Spec ids (1..100); repeat the parameter.' }),
+        }),
         responses: { 200: { description: 'The specs', schema: z.array(SandboxSpecSchema.nullable()) } },
       },
       async (ctx, { query }) => {

@@ -12,9 +12,15 @@ import type { ApiRouter } from '../../web/route';
 
 const LISTING = 'sandboxes';
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
-const sandboxId = z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, { error: 'a sandbox id: 1-100 letters, digits, ".", "_" or "-"' });
+const sandboxId = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,100}$/, { error: 'a sandbox id: 1-100 letters, digits, ".", "_" or "-"' });
 const SandboxPathSchema = z.object({ id: sandboxId });
-const specId = z.string().min(1).max(100).meta({ description: 'The spec to start from; the default spec when omitted.' });
+const specId = z
+  .string()
+  .min(1)
+  .max(100)
+  .meta({ description: 'The spec to start from; the default spec when omitted.' });
 
 const CreateSandboxBodySchema = z
   .strictObject({ sandbox_spec_id: specId.optional() })
@@ -22,7 +28,9 @@ const CreateSandboxBodySchema = z
   .meta({ id: 'CreateSandboxRequest' });
 
 const SearchQuerySchema = z.object({
-  status__eq: SandboxStatusSchema.optional().meta({ description: 'Keep only sandboxes in this status (DELETED ones are listed only so).' }),
+  status__eq: SandboxStatusSchema.optional().meta({
+    description: 'Keep only sandboxes in this status (DELETED ones are listed only so).',
+  }),
   sandbox_spec_id__eq: z.string().min(1).max(100).optional(),
   created_at__gte: dateTimeQuery('Created at or after this time.'),
   created_at__lt: dateTimeQuery('Created before this time.'),
@@ -52,7 +60,10 @@ const operation = (op: 'pause' | 'resume', summary: string) => ({
 });
 
 /** /api/v1/sandboxes (SPEC 4.4, 4.5): the caller's sandboxes. */
-export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxService; sandboxes: SandboxesStore; box: SecretBox }): ApiRouter {
+export function sandboxesRoutes(
+  router: ApiRouter,
+  deps: { service: SandboxService; sandboxes: SandboxesStore; box: SecretBox },
+): ApiRouter {
   const { service } = deps;
   return router
     .route(
@@ -67,11 +78,18 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
         security: 'APIKeyHeader',
         query: z.object({ sandbox_spec_id: specId.optional() }),
         body: CreateSandboxBodySchema,
-        responses: { 200: { description: 'The new sandbox', schema: SandboxSchema }, 503: error('Temporal did not accept the start') },
+        responses: {
+          200: { description: 'The new sandbox', schema: SandboxSchema },
+          503: error('Temporal did not accept the start'),
+        },
       },
       async (ctx, { query, body }) => {
         const fromBody = body?.sandbox_spec_id;
-        ctx.body = await service.create(callerId(ctx), fromBody ?? query.sandbox_spec_id, fromBody !== undefined ? 'body' : 'query');
+        ctx.body = await service.create(
+          callerId(ctx),
+          fromBody ?? query.sandbox_spec_id,
+          fromBody !== undefined ? 'body' : 'query',
+        );
       },
     )
     .route(
@@ -96,7 +114,10 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
           query.limit,
           query.page_id,
         );
-        ctx.body = { items: page.items.map((r) => sandboxView(r, deps.box)), next_page_id: page.last && encodeCursor(LISTING, page.last) };
+        ctx.body = {
+          items: page.items.map((r) => sandboxView(r, deps.box)),
+          next_page_id: page.last && encodeCursor(LISTING, page.last),
+        };
       },
     )
     .route(
@@ -105,9 +126,11 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
         path: '',
         operationId: 'getSandboxes',
         summary: 'Get sandboxes by id',
-        description: 'One entry per id, in order: null for an id that does not exist or is not the caller\'s.',
+        description: "One entry per id, in order: null for an id that does not exist or is not the caller's.",
         security: 'APIKeyHeader',
-        query: z.object({ id: z.array(sandboxId).min(1).max(100).meta({ description: 'Sandbox ids (1..100); repeat the parameter.' }) }),
+        query: z.object({
+          id: z.array(sandboxId).min(1).max(100).meta({ description: 'Sandbox ids (1..100); repeat the parameter.' }),
+        }),
         responses: { 200: { description: 'The sandboxes', schema: z.array(SandboxSchema.nullable()) } },
       },
       async (ctx, { query }) => {
@@ -117,9 +140,12 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
     .route(operation('pause', 'Pause a sandbox (a no-op when it is PAUSED)'), async (ctx, { params }) => {
       ctx.body = await service.operate(callerId(ctx), params.id, 'pause');
     })
-    .route(operation('resume', 'Resume a sandbox; a runtime that is gone is started again'), async (ctx, { params }) => {
-      ctx.body = await service.operate(callerId(ctx), params.id, 'resume');
-    })
+    .route(
+      operation('resume', 'Resume a sandbox; a runtime that is gone is started again'),
+      async (ctx, { params }) => {
+        ctx.body = await service.operate(callerId(ctx), params.id, 'resume');
+      },
+    )
     .route(
       {
         method: 'delete',
@@ -143,4 +169,3 @@ export function sandboxesRoutes(router: ApiRouter, deps: { service: SandboxServi
       },
     );
 }
-

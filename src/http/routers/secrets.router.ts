@@ -32,7 +32,9 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         summary: "The caller's secrets by name (never their values)",
         security: 'APIKeyHeader',
         query: SecretSearchQuerySchema.extend({
-          page_id: pageIdParam(LISTING, z.tuple([z.string()])).optional().meta({ type: 'string', description: 'The next_page_id of the previous page.' }),
+          page_id: pageIdParam(LISTING, z.tuple([z.string()]))
+            .optional()
+            .meta({ type: 'string', description: 'The next_page_id of the previous page.' }),
           limit: pageLimit(),
         }),
         responses: { 200: { description: 'A page of secrets', schema: CustomSecretPageSchema } },
@@ -40,7 +42,12 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
       async (ctx, { query }) => {
         const page = await settings.searchSecrets(callerId(ctx), query.limit, query.page_id?.[0], query.name__contains);
         ctx.body = {
-          items: page.items.map((s) => ({ name: s.name, description: s.description, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() })),
+          items: page.items.map((s) => ({
+            name: s.name,
+            description: s.description,
+            created_at: s.created_at.toISOString(),
+            updated_at: s.updated_at.toISOString(),
+          })),
           next_page_id: page.last && encodeCursor(LISTING, [page.last]),
         };
       },
@@ -53,7 +60,10 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         summary: 'Create a secret, or overwrite the one of the same name',
         security: 'APIKeyHeader',
         body: CustomSecretCreateSchema,
-        responses: { 201: { description: 'Stored', schema: EditResponseSchema }, 409: error('The caller has as many secrets as a user may keep') },
+        responses: {
+          201: { description: 'Stored', schema: EditResponseSchema },
+          409: error('The caller has as many secrets as a user may keep'),
+        },
       },
       async (ctx, { body }) => {
         await settings.createSecret(callerId(ctx), body);
@@ -82,7 +92,7 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         method: 'delete',
         path: '/git-providers',
         operationId: 'unsetProviderTokens',
-        summary: "Remove every git provider token of the caller",
+        summary: 'Remove every git provider token of the caller',
         security: 'APIKeyHeader',
         responses: { 200: { description: 'Removed', schema: EditResponseSchema } },
       },
@@ -100,7 +110,11 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         security: 'APIKeyHeader',
         params: SecretIdParamsSchema,
         body: CustomSecretUpdateSchema,
-        responses: { 200: { description: 'Updated', schema: EditResponseSchema }, 404: error('The caller has no secret of that name'), 409: error('The new name is taken') },
+        responses: {
+          200: { description: 'Updated', schema: EditResponseSchema },
+          404: error('The caller has no secret of that name'),
+          409: error('The new name is taken'),
+        },
       },
       async (ctx, { params, body }) => {
         await settings.updateSecret(callerId(ctx), params.secret_id, body);
@@ -115,7 +129,10 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         summary: "Delete one of the caller's secrets",
         security: 'APIKeyHeader',
         params: SecretIdParamsSchema,
-        responses: { 200: { description: 'Deleted', schema: EditResponseSchema }, 404: error('The caller has no secret of that name') },
+        responses: {
+          200: { description: 'Deleted', schema: EditResponseSchema },
+          404: error('The caller has no secret of that name'),
+        },
       },
       async (ctx, { params }) => {
         await settings.deleteSecret(callerId(ctx), params.secret_id);

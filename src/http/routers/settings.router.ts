@@ -1,5 +1,9 @@
 import { callerId } from '../state';
-import { agentSettingsJsonSchema, conversationSettingsJsonSchema, type UserSettingsService } from '../../orgs/user-settings-service';
+import {
+  agentSettingsJsonSchema,
+  conversationSettingsJsonSchema,
+  type UserSettingsService,
+} from '../../orgs/user-settings-service';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import { JsonSchemaDocumentSchema, SettingsUpdateSchema, SettingsViewSchema } from '../../schemas/settings';
 import type { ApiRouter } from '../../web/route';
@@ -16,7 +20,10 @@ export function settingsRoutes(router: ApiRouter, settings: UserSettingsService)
         operationId: 'loadSettings',
         summary: "The caller's settings: their own over the active organization's",
         security: 'APIKeyHeader',
-        responses: { 200: { description: 'The settings', schema: SettingsViewSchema }, 404: { description: 'No active organization', schema: ErrorResponseSchema } },
+        responses: {
+          200: { description: 'The settings', schema: SettingsViewSchema },
+          404: { description: 'No active organization', schema: ErrorResponseSchema },
+        },
       },
       async (ctx) => {
         ctx.body = await settings.load(callerId(ctx));
@@ -29,7 +36,7 @@ export function settingsRoutes(router: ApiRouter, settings: UserSettingsService)
         operationId: 'storeSettings',
         summary: "Change the caller's settings; the diffs are deep-merged into what is stored",
         description:
-          'agent_settings_diff and conversation_settings_diff are merged into the caller\'s stored diffs, and the result over the organization\'s settings is validated whole. A secret equal to the mask keeps the stored one; "" removes the caller\'s own (the organization\'s applies).',
+          "agent_settings_diff and conversation_settings_diff are merged into the caller's stored diffs, and the result over the organization's settings is validated whole. A secret equal to the mask keeps the stored one; \"\" removes the caller's own (the organization's applies).",
         security: 'APIKeyHeader',
         body: SettingsUpdateSchema,
         responses: { 200: { description: 'The settings after the change', schema: SettingsViewSchema } },

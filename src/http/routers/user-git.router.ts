@@ -20,7 +20,7 @@ export function userGitRoutes(router: ApiRouter, git: GitSearchService): ApiRout
         method: 'get',
         path: '/git-info',
         operationId: 'getCurrentUserGitInfo',
-        summary: 'The caller\'s account on their git host',
+        summary: "The caller's account on their git host",
         description: 'On the first served provider the caller stored a token for.',
         security: 'APIKeyHeader',
         responses: { 200: { description: 'The account', schema: UserGitInfoSchema }, ...refusals },
@@ -37,7 +37,10 @@ export function userGitRoutes(router: ApiRouter, git: GitSearchService): ApiRout
         summary: 'The organizations the caller belongs to on their git host',
         description: 'On the first served provider the caller stored a token for (at most 1000).',
         security: 'APIKeyHeader',
-        responses: { 200: { description: 'The provider and its organizations', schema: GitOrganizationsSchema }, ...refusals },
+        responses: {
+          200: { description: 'The provider and its organizations', schema: GitOrganizationsSchema },
+          ...refusals,
+        },
       },
       async (ctx) => {
         ctx.body = await git.organizations(callerId(ctx));

@@ -12,7 +12,8 @@ export function usersRoutes(router: ApiRouter, settings: UserSettingsService): A
       path: '/me',
       operationId: 'getCurrentUser',
       summary: 'The user behind the X-Access-Token',
-      description: 'With the active organization, the role there and its permissions, and a settings summary. Secrets are never shown.',
+      description:
+        'With the active organization, the role there and its permissions, and a settings summary. Secrets are never shown.',
       security: 'APIKeyHeader',
       responses: {
         200: { description: 'The user', schema: UserSchema },

@@ -4,7 +4,12 @@ import { droppedAnything, fitEvents, fitNestedFields, noneDropped, type Dropped 
 import type { EventIngest } from '../../events/ingest';
 import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { EventBatchSchema } from '../../schemas/events';
-import { ConversationInfoSchema, IngestResultSchema, WebhookAckSchema, WebhookConversationPathSchema } from '../../schemas/event-queries';
+import {
+  ConversationInfoSchema,
+  IngestResultSchema,
+  WebhookAckSchema,
+  WebhookConversationPathSchema,
+} from '../../schemas/event-queries';
 import { ErrorResponseSchema } from '../../schemas/errors';
 import type { ConversationsStore } from '../../store/conversations-store';
 import { unauthorized } from '../../web/errors';
@@ -28,7 +33,10 @@ export function webhooksRoutes(
     if (events) metrics?.ingestDropped.inc({ what: 'event' }, events);
     if (fields) metrics?.ingestDropped.inc({ what: 'field' }, fields);
     const sample = [...dropped.kinds.keys(), ...dropped.fields.keys()].slice(0, 20);
-    ctx.state.log?.info({ conversation_id: ctx.params.conversation_id, events, fields, sample }, 'dropped what the event schemas do not know');
+    ctx.state.log?.info(
+      { conversation_id: ctx.params.conversation_id, events, fields, sample },
+      'dropped what the event schemas do not know',
+    );
   };
   return router
     .route(
@@ -44,7 +52,8 @@ export function webhooksRoutes(
         responses: { 200: { description: 'Taken', schema: WebhookAckSchema } },
       },
       async (ctx, { body }) => {
-        if (!(await conversations.sessionKeyMatches(body.id, ctx.get(SESSION_KEY_HEADER)))) throw unauthorized(`${SESSION_KEY_HEADER} does not authorize this conversation`);
+        if (!(await conversations.sessionKeyMatches(body.id, ctx.get(SESSION_KEY_HEADER))))
+          throw unauthorized(`${SESSION_KEY_HEADER} does not authorize this conversation`);
         sandboxes.touchConversation(body.id);
         ctx.body = { success: true };
       },
@@ -77,7 +86,10 @@ export function webhooksRoutes(
         },
         responses: {
           200: { description: 'What the batch added', schema: IngestResultSchema },
-          409: { description: 'The batch would pass the per-conversation cap; nothing was stored', schema: ErrorResponseSchema },
+          409: {
+            description: 'The batch would pass the per-conversation cap; nothing was stored',
+            schema: ErrorResponseSchema,
+          },
           503: { description: 'Another batch of the conversation is being stored; retry', schema: ErrorResponseSchema },
         },
       },

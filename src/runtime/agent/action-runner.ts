@@ -38,8 +38,20 @@ export class ActionRunner {
   }
 
   /** Runs the hooks of a moment and records each run; what they report is masked like any tool output. */
-  async hooks(type: HookEventType, input: Record<string, unknown>, action?: ActionEvent, signal?: AbortSignal): Promise<HookRun[]> {
-    const runs = (await runHooks(this.d.settings.hooks, type, input, { cwd: this.d.workspace, env: this.env(), toolName: action?.tool_name ?? null, signal })).map((r) => this.mask(r));
+  async hooks(
+    type: HookEventType,
+    input: Record<string, unknown>,
+    action?: ActionEvent,
+    signal?: AbortSignal,
+  ): Promise<HookRun[]> {
+    const runs = (
+      await runHooks(this.d.settings.hooks, type, input, {
+        cwd: this.d.workspace,
+        env: this.env(),
+        toolName: action?.tool_name ?? null,
+        signal,
+      })
+    ).map((r) => this.mask(r));
     for (const r of runs) this.d.emit({ kind: 'HookExecutionEvent', ...r, action_id: action?.id ?? null });
     return runs;
   }
@@ -52,7 +64,12 @@ export class ActionRunner {
     }
     const tool = toolByName(a.tool_name)!;
     const args = actionArgs(a);
-    const pre = await this.hooks('PreToolUse', { conversation_id: this.d.conversationId, tool_name: a.tool_name, tool_input: args }, a, signal);
+    const pre = await this.hooks(
+      'PreToolUse',
+      { conversation_id: this.d.conversationId, tool_name: a.tool_name, tool_input: args },
+      a,
+      signal,
+    );
     const blocked = pre.find((h) => h.blocked);
     if (blocked) {
       this.d.emit(rejectionOf(a, blocked.reason ?? 'Blocked by a PreToolUse hook', 'hook'));
@@ -64,8 +81,19 @@ export class ActionRunner {
     }
     const result = await tool.run(args, this.toolContext(signal)).catch((e: Error) => toolFailure(a.tool_name, e));
     const observation = this.mask(observationOf(tool, result));
-    this.d.emit({ kind: 'ObservationEvent', tool_name: a.tool_name, tool_call_id: a.tool_call_id, observation, action_id: a.id });
-    await this.hooks('PostToolUse', { conversation_id: this.d.conversationId, tool_name: a.tool_name, tool_input: args, tool_response: observation }, a, signal);
+    this.d.emit({
+      kind: 'ObservationEvent',
+      tool_name: a.tool_name,
+      tool_call_id: a.tool_call_id,
+      observation,
+      action_id: a.id,
+    });
+    await this.hooks(
+      'PostToolUse',
+      { conversation_id: this.d.conversationId, tool_name: a.tool_name, tool_input: args, tool_response: observation },
+      a,
+      signal,
+    );
     return Boolean(result.finish);
   }
 
@@ -74,7 +102,13 @@ export class ActionRunner {
   }
 
   private toolContext(signal: AbortSignal): ToolContext {
-    return { workspace: this.d.workspace, env: this.env(), maxOutputBytes: this.d.maxOutputBytes, signal, tasks: this.d.tasks() };
+    return {
+      workspace: this.d.workspace,
+      env: this.env(),
+      maxOutputBytes: this.d.maxOutputBytes,
+      signal,
+      tasks: this.d.tasks(),
+    };
   }
 
   private mask<T>(value: T): T {

@@ -10,7 +10,12 @@ import type { Completion } from './llm-client';
 export function completionEvents(llm: CreateConversation['agent']['llm'], completion: Completion): NewEvent[] {
   const events: NewEvent[] = [];
   if (completion.prompt_token_ids && completion.response_token_ids) {
-    events.push({ kind: 'TokenEvent', source: 'agent', prompt_token_ids: completion.prompt_token_ids, response_token_ids: completion.response_token_ids });
+    events.push({
+      kind: 'TokenEvent',
+      source: 'agent',
+      prompt_token_ids: completion.prompt_token_ids,
+      response_token_ids: completion.response_token_ids,
+    });
   }
   if (llm.log_completions) {
     events.push({
@@ -34,5 +39,9 @@ export function completionLog(c: Completion): string {
   const whole = JSON.stringify({ request: c.request, response: c.response, timestamp });
   if (whole.length < MAX_EVENT_BYTES / 2) return whole;
   const { messages, ...request } = c.request as { messages?: unknown[] };
-  return JSON.stringify({ request: { ...request, messages_left_out: messages?.length ?? 0 }, response: c.response, timestamp });
+  return JSON.stringify({
+    request: { ...request, messages_left_out: messages?.length ?? 0 },
+    response: c.response,
+    timestamp,
+  });
 }

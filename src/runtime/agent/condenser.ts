@@ -21,7 +21,9 @@ const withoutImageData = (content: unknown): unknown =>
   Array.isArray(content)
     ? content.map((c) => {
         const block = c as { type?: unknown; image_urls?: unknown };
-        return block?.type === 'image' && Array.isArray(block.image_urls) ? { type: 'image', images: block.image_urls.length } : c;
+        return block?.type === 'image' && Array.isArray(block.image_urls)
+          ? { type: 'image', images: block.image_urls.length }
+          : c;
       })
     : content;
 
@@ -53,7 +55,11 @@ const KEEP_FIRST = 2;
  * What to forget: nothing while the view fits `max_size`; past it (or when `forced` by a
  * CondensationRequest), everything between the kept head and the newest half (of max_size, or of the view).
  */
-export function planCondensation(view: readonly ViewItem[], settings: CondenserSettings | null, forced = false): CondensationPlan | null {
+export function planCondensation(
+  view: readonly ViewItem[],
+  settings: CondenserSettings | null,
+  forced = false,
+): CondensationPlan | null {
   if (!forced && (!settings || view.length <= settings.max_size)) return null;
   // Both cuts fall where a group starts (a message, or the first action of an LLM response), never at an
   // answer: an action and what answered it are kept or forgotten together.

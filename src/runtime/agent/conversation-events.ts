@@ -24,4 +24,9 @@ export const rejectionOf = (a: ActionEvent, reason: string, source: 'user' | 'ho
 });
 
 /** An action answered by an error instead of an observation: a call left unanswered would make every later LLM request invalid. */
-export const errorOf = (a: ActionEvent, error: string): NewEvent => ({ kind: 'AgentErrorEvent', tool_name: a.tool_name, tool_call_id: a.tool_call_id, error });
+export const errorOf = (a: ActionEvent, error: string): NewEvent => ({
+  kind: 'AgentErrorEvent',
+  tool_name: a.tool_name,
+  tool_call_id: a.tool_call_id,
+  error,
+});

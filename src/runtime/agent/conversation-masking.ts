@@ -11,7 +11,9 @@ const MIN_SECRET_LENGTH = 4;
 
 /** The values to hide: the conversation's secrets and its LLM key (readable in the sandbox, so it may show up in output). */
 export function secretValues(settings: Pick<CreateConversation, 'secrets' | 'agent'>): string[] {
-  return [...Object.values(settings.secrets), settings.agent.llm.api_key ?? ''].filter((s) => s.length >= MIN_SECRET_LENGTH);
+  return [...Object.values(settings.secrets), settings.agent.llm.api_key ?? ''].filter(
+    (s) => s.length >= MIN_SECRET_LENGTH,
+  );
 }
 
 /** A copy of `value` with every occurrence of a secret in any of its strings replaced by the mask (keys are left alone). */

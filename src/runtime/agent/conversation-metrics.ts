@@ -39,9 +39,21 @@ const sum = (a: number, b: number) => Math.min(a + b, Number.MAX_SAFE_INTEGER);
  * prompt plus completion tokens and response_id its id. context_window stays 0: an OpenAI-compatible
  * endpoint does not say how large its model's window is. A completion without usage adds nothing.
  */
-export function addCompletion(m: MetricsSnapshot, model: string, responseId: string, usage: Usage | null | undefined): MetricsSnapshot {
+export function addCompletion(
+  m: MetricsSnapshot,
+  model: string,
+  responseId: string,
+  usage: Usage | null | undefined,
+): MetricsSnapshot {
   const t = m.accumulated_token_usage ?? emptyMetrics(model).accumulated_token_usage!;
-  const u = usage ?? { prompt_tokens: 0, completion_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost: null };
+  const u = usage ?? {
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    reasoning_tokens: 0,
+    cost: null,
+  };
   return {
     model_name: model,
     accumulated_cost: m.accumulated_cost + (u.cost ?? 0),

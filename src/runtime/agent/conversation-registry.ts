@@ -38,7 +38,11 @@ export class ConversationRegistry {
     for (const name of fs.readdirSync(this.o.stateDir)) {
       const dir = path.join(this.o.stateDir, name);
       try {
-        const stored = JSON.parse(fs.readFileSync(path.join(dir, SETTINGS_FILE), 'utf8')) as { id: string; created_at: string; settings: unknown };
+        const stored = JSON.parse(fs.readFileSync(path.join(dir, SETTINGS_FILE), 'utf8')) as {
+          id: string;
+          created_at: string;
+          settings: unknown;
+        };
         const settings = CreateConversationSchema.parse(stored.settings);
         const outbox = this.outbox(dir, stored.id);
         const events = outbox.written().flatMap((e) => {
@@ -48,7 +52,10 @@ export class ConversationRegistry {
         const conversation = this.conversation(stored.id, settings, stored.created_at, outbox);
         conversation.restore(events);
         this.conversations.set(stored.id, conversation);
-        this.o.logger.info({ conversation_id: stored.id, events: events.length, unsent: outbox.unsent }, 'conversation restored');
+        this.o.logger.info(
+          { conversation_id: stored.id, events: events.length, unsent: outbox.unsent },
+          'conversation restored',
+        );
       } catch (e) {
         this.o.logger.error({ dir, err: (e as Error).message }, 'cannot restore a conversation');
       }
@@ -56,7 +63,10 @@ export class ConversationRegistry {
   }
 
   async create(settings: CreateConversation): Promise<Conversation> {
-    if (!this.o.controlPlaneUrl) throw new Unavailable('This runtime has no CONTROL_PLANE_URL, so it cannot report events; conversations cannot run here');
+    if (!this.o.controlPlaneUrl)
+      throw new Unavailable(
+        'This runtime has no CONTROL_PLANE_URL, so it cannot report events; conversations cannot run here',
+      );
     const id = settings.conversation_id ?? randomUUID();
     if (this.conversations.has(id)) throw new Conflict(`Conversation ${id} already exists in this runtime`);
     let workspace: string;
@@ -69,7 +79,10 @@ export class ConversationRegistry {
     fs.mkdirSync(workspace, { recursive: true });
     const dir = this.dirOf(id);
     // One that could not be read back at start-up still has its files (and its sender): never a second one.
-    if (fs.existsSync(path.join(dir, SETTINGS_FILE))) throw new Conflict(`Conversation ${id} already exists in this runtime (it could not be restored; see the runtime log)`);
+    if (fs.existsSync(path.join(dir, SETTINGS_FILE)))
+      throw new Conflict(
+        `Conversation ${id} already exists in this runtime (it could not be restored; see the runtime log)`,
+      );
     const createdAt = new Date().toISOString();
     writeSettings(dir, { id, created_at: createdAt, settings: { ...settings, conversation_id: id } });
     const conversation = this.conversation(id, settings, createdAt, this.outbox(dir, id), workspace);
@@ -88,7 +101,11 @@ export class ConversationRegistry {
   switchLlm(id: string, llm: CreateConversation['agent']['llm']): Conversation {
     const c = this.get(id);
     // The file first: a switch that could not be kept is not made.
-    writeSettings(this.dirOf(id), { id, created_at: c.createdAt, settings: { ...c.settings, agent: { ...c.settings.agent, llm }, conversation_id: id } });
+    writeSettings(this.dirOf(id), {
+      id,
+      created_at: c.createdAt,
+      settings: { ...c.settings, agent: { ...c.settings.agent, llm }, conversation_id: id },
+    });
     c.switchLlm(llm);
     this.o.logger.info({ conversation_id: id, model: llm.model }, 'conversation LLM switched');
     return c;
@@ -128,7 +145,13 @@ export class ConversationRegistry {
     });
   }
 
-  private conversation(id: string, settings: CreateConversation, createdAt: string, outbox: EventOutbox, workspace?: string): Conversation {
+  private conversation(
+    id: string,
+    settings: CreateConversation,
+    createdAt: string,
+    outbox: EventOutbox,
+    workspace?: string,
+  ): Conversation {
     const ws = workspace ?? path.resolve(this.o.workingDir, settings.workspace.working_dir);
     return new Conversation(id, settings, createdAt, {
       outbox,
@@ -139,4 +162,3 @@ export class ConversationRegistry {
     });
   }
 }
-

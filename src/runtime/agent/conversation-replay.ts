@@ -21,10 +21,19 @@ export interface ReplayedState {
 }
 
 export function replay(events: readonly Event[], createdAt: string): ReplayedState {
-  const state: ReplayedState = { status: 'idle', tasks: [], activatedSkills: new Set(), condenseRequested: false, updatedAt: createdAt, open: [] };
+  const state: ReplayedState = {
+    status: 'idle',
+    tasks: [],
+    activatedSkills: new Set(),
+    condenseRequested: false,
+    updatedAt: createdAt,
+    open: [],
+  };
   for (const e of events) {
-    if (e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status') state.status = e.value as ExecutionStatus;
-    if (e.kind === 'ObservationEvent' && e.observation.kind === 'TaskTrackerObservation') state.tasks = (e.observation.task_list as TaskItem[]) ?? [];
+    if (e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status')
+      state.status = e.value as ExecutionStatus;
+    if (e.kind === 'ObservationEvent' && e.observation.kind === 'TaskTrackerObservation')
+      state.tasks = (e.observation.task_list as TaskItem[]) ?? [];
     if (e.kind === 'MessageEvent') e.activated_skills.forEach((s) => state.activatedSkills.add(s));
     if (e.kind === 'CondensationRequest') state.condenseRequested = true;
     if (e.kind === 'Condensation') state.condenseRequested = false;
@@ -38,7 +47,8 @@ export function replay(events: readonly Event[], createdAt: string): ReplayedSta
 export function unanswered(events: readonly Event[]): ActionEvent[] {
   const answered = new Set<string>();
   for (const e of events) {
-    if (e.kind === 'ObservationEvent' || e.kind === 'UserRejectObservation' || e.kind === 'AgentErrorEvent') answered.add(e.tool_call_id);
+    if (e.kind === 'ObservationEvent' || e.kind === 'UserRejectObservation' || e.kind === 'AgentErrorEvent')
+      answered.add(e.tool_call_id);
   }
   return events.filter((e): e is ActionEvent => e.kind === 'ActionEvent' && !answered.has(e.tool_call_id));
 }
@@ -56,6 +66,8 @@ export function restartReport(inFlight: readonly ActionEvent[]): NewEvent[] {
       code: 'RuntimeRestarted',
       detail: `The runtime stopped while the conversation ran${inFlight.length ? ` (${inFlight.length} action(s) in flight)` : ''}; it is paused now: run it to go on.`,
     },
-    ...inFlight.map((a) => errorOf(a, 'The runtime restarted while this action ran; it may have run partly or not at all.')),
+    ...inFlight.map((a) =>
+      errorOf(a, 'The runtime restarted while this action ran; it may have run partly or not at all.'),
+    ),
   ];
 }

@@ -8,7 +8,14 @@ import { MessageContentSchema, SendMessageRequestSchema } from '../../schemas/me
 import { MetricsSnapshotSchema } from './conversation-metrics';
 
 /** The execution states of a conversation (SPEC 3.3 names PAUSED and ERROR; the others are the reference SDK's). */
-export const EXECUTION_STATUSES = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error'] as const;
+export const EXECUTION_STATUSES = [
+  'idle',
+  'running',
+  'paused',
+  'waiting_for_confirmation',
+  'finished',
+  'error',
+] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 
 export const LlmSettingsSchema = z
@@ -26,17 +33,27 @@ export const LlmSettingsSchema = z
   })
   .meta({ id: 'RuntimeLlmSettings' });
 
-export const SwitchLlmRequestSchema = z.strictObject({ llm: LlmSettingsSchema }).meta({ id: 'RuntimeSwitchLlmRequest' });
+export const SwitchLlmRequestSchema = z
+  .strictObject({ llm: LlmSettingsSchema })
+  .meta({ id: 'RuntimeSwitchLlmRequest' });
 
 export const CondenserSchema = z
   .strictObject({
     max_size: z.number().int().min(4).describe('Condense when the LLM view holds more events than this.'),
-    keep_first: z.number().int().min(1).default(2).describe('Events at the head that are never forgotten (system prompt, first message).'),
+    keep_first: z
+      .number()
+      .int()
+      .min(1)
+      .default(2)
+      .describe('Events at the head that are never forgotten (system prompt, first message).'),
   })
   .meta({ id: 'RuntimeCondenser' });
 
 export const HookSchema = z.strictObject({
-  matcher: z.string().default('*').describe('Tool names it applies to: `*`, a name, or a regular expression (PreToolUse/PostToolUse).'),
+  matcher: z
+    .string()
+    .default('*')
+    .describe('Tool names it applies to: `*`, a name, or a regular expression (PreToolUse/PostToolUse).'),
   command: z.string().min(1).describe('Shell command; gets the hook input as JSON on stdin. Exit 2 blocks.'),
   timeout: z.number().positive().max(600).default(60),
 });
@@ -46,7 +63,12 @@ export type Hook = z.output<typeof HookSchema>;
 export const SUPPORTED_HOOK_TYPES = HOOK_EVENT_TYPES.filter((t) => t !== 'SessionEnd');
 
 export const HooksSchema = z
-  .strictObject(Object.fromEntries(SUPPORTED_HOOK_TYPES.map((t) => [t, z.array(HookSchema).default([])])) as Record<(typeof SUPPORTED_HOOK_TYPES)[number], z.ZodDefault<z.ZodArray<typeof HookSchema>>>)
+  .strictObject(
+    Object.fromEntries(SUPPORTED_HOOK_TYPES.map((t) => [t, z.array(HookSchema).default([])])) as Record<
+      (typeof SUPPORTED_HOOK_TYPES)[number],
+      z.ZodDefault<z.ZodArray<typeof HookSchema>>
+    >,
+  )
   .meta({ id: 'RuntimeHooks' });
 export type Hooks = z.output<typeof HooksSchema>;
 
@@ -54,7 +76,10 @@ export const SkillSchema = z
   .strictObject({
     name: z.string().min(1),
     content: z.string(),
-    triggers: z.array(z.string().min(1)).default([]).describe('Empty: always in the system prompt; otherwise added to a user message that contains a trigger.'),
+    triggers: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('Empty: always in the system prompt; otherwise added to a user message that contains a trigger.'),
   })
   .meta({ id: 'RuntimeSkill' });
 export type Skill = z.output<typeof SkillSchema>;
@@ -84,17 +109,32 @@ export type UserMessage = z.output<typeof UserMessageSchema>;
 
 export const CreateConversationSchema = z
   .strictObject({
-    conversation_id: z.string().min(1).max(200).optional().describe('Default: a new UUID. Events are reported under this id.'),
+    conversation_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('Default: a new UUID. Events are reported under this id.'),
     agent: z.strictObject({
       llm: LlmSettingsSchema,
       system_message_suffix: z.string().nullable().optional(),
       condenser: CondenserSchema.nullable().optional(),
     }),
-    workspace: z.strictObject({ working_dir: z.string().min(1).default('.').describe('Relative to the runtime working directory.') }).default({ working_dir: '.' }),
+    workspace: z
+      .strictObject({
+        working_dir: z.string().min(1).default('.').describe('Relative to the runtime working directory.'),
+      })
+      .default({ working_dir: '.' }),
     initial_message: UserMessageSchema.nullable().optional(),
     max_iterations: z.number().int().positive().max(10_000).default(500),
-    confirmation_mode: z.boolean().default(false).describe('Wait for a confirmation of every action before running it.'),
-    secrets: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}).describe('Environment of the agent commands; values are masked in what the agent sees.'),
+    confirmation_mode: z
+      .boolean()
+      .default(false)
+      .describe('Wait for a confirmation of every action before running it.'),
+    secrets: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string())
+      .default({})
+      .describe('Environment of the agent commands; values are masked in what the agent sees.'),
     skills: z.array(SkillSchema).default([]),
     hooks: HooksSchema.default(HooksSchema.parse({})),
   })
@@ -106,7 +146,9 @@ export const ConfirmationResponseSchema = z
   .meta({ id: 'ConfirmationResponse' });
 
 /** The agent server's `ask_agent` (published AskAgentRequest / AskAgentResponse). */
-export const AskAgentRequestSchema = z.strictObject({ question: z.string().min(1).max(20_000) }).meta({ id: 'AskAgentRequest' });
+export const AskAgentRequestSchema = z
+  .strictObject({ question: z.string().min(1).max(20_000) })
+  .meta({ id: 'AskAgentRequest' });
 export const AskAgentResponseSchema = z.object({ response: z.string() }).meta({ id: 'AskAgentResponse' });
 
 export const ConversationInfoSchema = z

@@ -9,7 +9,10 @@ import type { CreateConversation } from './conversation-schemas';
 export const SETTINGS_FILE = 'conversation.json';
 
 /** Written whole or not at all (a crash mid-write must not leave a file that fails the next start); 0600: it holds the secrets. */
-export function writeSettings(dir: string, stored: { id: string; created_at: string; settings: CreateConversation }): void {
+export function writeSettings(
+  dir: string,
+  stored: { id: string; created_at: string; settings: CreateConversation },
+): void {
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, SETTINGS_FILE);
   fs.writeFileSync(`${file}.tmp`, JSON.stringify(stored), { mode: 0o600 });

@@ -9,18 +9,29 @@ import { toolByName, AGENT_TOOLS } from './tools';
 import type { AgentTool, ToolResult } from './tools/tool';
 
 /** One call read: the action to record, or why it cannot run. */
-export type ParsedToolCall = { action: { kind: string } & Record<string, unknown>; error: null } | { action: null; error: string };
+export type ParsedToolCall =
+  { action: { kind: string } & Record<string, unknown>; error: null } | { action: null; error: string };
 
 export function parseToolCall(call: ToolCall): ParsedToolCall {
   const tool = toolByName(call.function.name);
-  if (!tool) return { action: null, error: `Unknown tool ${JSON.stringify(call.function.name)}. Available tools: ${AGENT_TOOLS.map((t) => t.name).join(', ')}.` };
+  if (!tool)
+    return {
+      action: null,
+      error: `Unknown tool ${JSON.stringify(call.function.name)}. Available tools: ${AGENT_TOOLS.map((t) => t.name).join(', ')}.`,
+    };
   try {
     // A call without arguments may come with an empty string.
     const parsed = tool.params.safeParse(JSON.parse(call.function.arguments || '{}'));
     if (parsed.success) return { action: { kind: tool.actionKind, ...parsed.data }, error: null };
-    return { action: null, error: `Invalid arguments for ${tool.name}: ${parsed.error.issues.map((is) => `${is.path.join('.') || '(arguments)'}: ${is.message}`).join('; ')}` };
+    return {
+      action: null,
+      error: `Invalid arguments for ${tool.name}: ${parsed.error.issues.map((is) => `${is.path.join('.') || '(arguments)'}: ${is.message}`).join('; ')}`,
+    };
   } catch (e) {
-    return { action: null, error: `The arguments of ${call.function.name} are not valid JSON: ${(e as Error).message}` };
+    return {
+      action: null,
+      error: `The arguments of ${call.function.name} are not valid JSON: ${(e as Error).message}`,
+    };
   }
 }
 
@@ -45,7 +56,8 @@ export function toolCallEvents(completion: Completion): { actions: NewEvent[]; e
       tool_call: { id: call.id, name: call.function.name, arguments: call.function.arguments, origin: 'completion' },
       llm_response_id: completion.id,
     });
-    if (error !== null) errors.push({ kind: 'AgentErrorEvent', tool_name: call.function.name, tool_call_id: call.id, error });
+    if (error !== null)
+      errors.push({ kind: 'AgentErrorEvent', tool_name: call.function.name, tool_call_id: call.id, error });
   });
   return { actions, errors };
 }
@@ -60,7 +72,12 @@ export function actionArgs(a: ActionEvent): Record<string, unknown> {
 }
 
 /** A tool that throws (a path through a file, no permission) observes the error; the agent goes on. */
-export const toolFailure = (toolName: string, e: Error): ToolResult => ({ text: `The ${toolName} tool failed: ${e.message}`, isError: true, fields: undefined, finish: false });
+export const toolFailure = (toolName: string, e: Error): ToolResult => ({
+  text: `The ${toolName} tool failed: ${e.message}`,
+  isError: true,
+  fields: undefined,
+  finish: false,
+});
 
 /** The observation recorded for a tool's result (before its secrets are masked). */
 export const observationOf = (tool: AgentTool, result: ToolResult): Record<string, unknown> => ({

@@ -15,7 +15,13 @@ import { completionEvents } from './completion-events';
 import { planCondensation, SUMMARY_INSTRUCTIONS } from './condenser';
 import { errorOf, rejectionOf, text, type ActionEvent, type NewEvent } from './conversation-events';
 import { agentMessage, messageText, stopHookMessage, triggeredSkills, userMessage } from './conversation-messages';
-import { addCompletion, emptyMetrics, lastMetrics, METRICS_STATE_KEY, type MetricsSnapshot } from './conversation-metrics';
+import {
+  addCompletion,
+  emptyMetrics,
+  lastMetrics,
+  METRICS_STATE_KEY,
+  type MetricsSnapshot,
+} from './conversation-metrics';
 import { replay, restartReport, unanswered } from './conversation-replay';
 import type { ConversationInfo, CreateConversation, ExecutionStatus, UserMessage } from './conversation-schemas';
 import { runnable, toolCallEvents } from './conversation-tool-calls';
@@ -75,7 +81,15 @@ export class Conversation {
     this.updatedAt = createdAt;
     this.metrics = emptyMetrics(settings.agent.llm.model);
     const { workspace, baseEnv, maxOutputBytes } = deps;
-    this.runner = new ActionRunner({ conversationId: id, settings, workspace, baseEnv, maxOutputBytes, tasks: () => this.tasks, emit: (e) => this.emit(e) });
+    this.runner = new ActionRunner({
+      conversationId: id,
+      settings,
+      workspace,
+      baseEnv,
+      maxOutputBytes,
+      tasks: () => this.tasks,
+      emit: (e) => this.emit(e),
+    });
   }
 
   // ---- life cycle ----
@@ -84,7 +98,12 @@ export class Conversation {
   async begin(): Promise<void> {
     const tools = PUBLISHED_TOOL_DEFINITIONS;
     const prompt = systemPrompt(this.settings, this.deps.workspace);
-    this.emit({ kind: 'SystemPromptEvent', system_prompt: text(prompt.static), tools, dynamic_context: text(prompt.dynamic) });
+    this.emit({
+      kind: 'SystemPromptEvent',
+      system_prompt: text(prompt.static),
+      tools,
+      dynamic_context: text(prompt.dynamic),
+    });
     this.setStatus('idle');
     await this.runner.hooks('SessionStart', { conversation_id: this.id });
     const first = this.settings.initial_message;
@@ -97,7 +116,13 @@ export class Conversation {
     for (const e of events) this.eventKinds.set(e.id, e.kind);
     this.metrics = lastMetrics(events) ?? this.metrics;
     const state = replay(this.events, this.createdAt);
-    ({ status: this.status, tasks: this.tasks, activatedSkills: this.activatedSkills, condenseRequested: this.condenseRequested, updatedAt: this.updatedAt } = state);
+    ({
+      status: this.status,
+      tasks: this.tasks,
+      activatedSkills: this.activatedSkills,
+      condenseRequested: this.condenseRequested,
+      updatedAt: this.updatedAt,
+    } = state);
     if (this.status === 'waiting_for_confirmation') this.pending = state.open;
     if (this.status === 'running') {
       // Cut short by the stop: what was in flight is answered, and the conversation waits for a run.
@@ -162,20 +187,30 @@ export class Conversation {
   async sendMessage(message: Pick<UserMessage, 'role' | 'content' | 'run' | 'id'>): Promise<void> {
     const { id, run } = message;
     if (id !== undefined && (this.incoming.has(id) || this.eventKinds.get(id) === 'MessageEvent')) return;
-    if (id !== undefined && this.eventKinds.has(id)) throw new ConversationConflict(`the id ${JSON.stringify(id)} is the id of another event of this conversation`);
+    if (id !== undefined && this.eventKinds.has(id))
+      throw new ConversationConflict(`the id ${JSON.stringify(id)} is the id of another event of this conversation`);
     if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
     if (id !== undefined) this.incoming.add(id);
     try {
       const isUser = message.role === 'user';
       const body = messageText(message.content);
-      const hookRuns = isUser ? await this.runner.hooks('UserPromptSubmit', { conversation_id: this.id, prompt: body }) : [];
+      const hookRuns = isUser
+        ? await this.runner.hooks('UserPromptSubmit', { conversation_id: this.id, prompt: body })
+        : [];
       const blocked = hookRuns.find((h) => h.blocked);
-      if (blocked) throw new ConversationConflict(`the message was blocked by a UserPromptSubmit hook: ${blocked.reason}`);
+      if (blocked)
+        throw new ConversationConflict(`the message was blocked by a UserPromptSubmit hook: ${blocked.reason}`);
       // The loop may have stopped for a confirmation while the hooks ran.
       if (run && this.status === 'waiting_for_confirmation') throw new ConversationConflict(AWAITS_CONFIRMATION);
       const skills = isUser ? triggeredSkills(this.settings.skills, body, this.activatedSkills) : [];
       skills.forEach((s) => this.activatedSkills.add(s.name));
-      this.emit(userMessage(message, skills, hookRuns.map((h) => h.additional_context)));
+      this.emit(
+        userMessage(
+          message,
+          skills,
+          hookRuns.map((h) => h.additional_context),
+        ),
+      );
     } finally {
       if (id !== undefined) this.incoming.delete(id);
     }
@@ -213,7 +248,8 @@ export class Conversation {
   }
 
   async respondToConfirmation(accept: boolean, reason: string): Promise<void> {
-    if (this.status !== 'waiting_for_confirmation' || this.loop) throw new ConversationConflict(`no action waits for a confirmation (the conversation is ${this.status})`);
+    if (this.status !== 'waiting_for_confirmation' || this.loop)
+      throw new ConversationConflict(`no action waits for a confirmation (the conversation is ${this.status})`);
     if (accept) {
       this.startLoop(true);
       return;
@@ -234,7 +270,12 @@ export class Conversation {
         try {
           for (const a of unanswered(this.events)) this.emit(errorOf(a, `Not run: the run loop failed (${e.message})`));
           this.pending = [];
-          this.emit({ kind: 'ConversationErrorEvent', source: 'environment', code: e.name || 'Error', detail: e.message });
+          this.emit({
+            kind: 'ConversationErrorEvent',
+            source: 'environment',
+            code: e.name || 'Error',
+            detail: e.message,
+          });
           this.setStatus('error');
         } catch (again) {
           // Nothing can be recorded (a full disk): the runtime's log is all that is left.
@@ -330,7 +371,14 @@ export class Conversation {
     try {
       const completion = await complete(llm, messages, tools, {
         signal: abort.signal,
-        onDelta: llm.stream ? (d) => this.emitTransient({ kind: 'StreamingDeltaEvent', content: d.content, reasoning_content: d.reasoning_content }) : undefined,
+        onDelta: llm.stream
+          ? (d) =>
+              this.emitTransient({
+                kind: 'StreamingDeltaEvent',
+                content: d.content,
+                reasoning_content: d.reasoning_content,
+              })
+          : undefined,
       });
       for (const e of completionEvents(llm, completion)) this.emit(e);
       this.metrics = addCompletion(this.metrics, llm.model, completion.id, completion.usage);
@@ -371,7 +419,13 @@ export class Conversation {
     );
     if (!completion) return false;
     const summary = completion.content ?? '';
-    this.emit({ kind: 'Condensation', forgotten_event_ids: plan.forgotten, summary, summary_offset: plan.summaryOffset, llm_response_id: completion.id });
+    this.emit({
+      kind: 'Condensation',
+      forgotten_event_ids: plan.forgotten,
+      summary,
+      summary_offset: plan.summaryOffset,
+      llm_response_id: completion.id,
+    });
     this.emit({ kind: 'CondensationSummaryEvent', summary });
     this.condenseRequested = false;
     return true;
@@ -380,7 +434,14 @@ export class Conversation {
   // ---- events ----
 
   private emit(partial: NewEvent): Event {
-    const event = EventSchema.parse(fitEvent({ id: randomUUID(), timestamp: new Date().toISOString(), parent_id: this.events.at(-1)?.id ?? null, ...partial }));
+    const event = EventSchema.parse(
+      fitEvent({
+        id: randomUUID(),
+        timestamp: new Date().toISOString(),
+        parent_id: this.events.at(-1)?.id ?? null,
+        ...partial,
+      }),
+    );
     if (!this.discarded) this.deps.outbox.append(event);
     this.events.push(event);
     this.eventKinds.set(event.id, event.kind);
@@ -390,7 +451,9 @@ export class Conversation {
 
   private emitTransient(partial: NewEvent): void {
     if (this.discarded) return;
-    this.deps.outbox.sendTransient(EventSchema.parse({ id: randomUUID(), timestamp: new Date().toISOString(), ...partial }));
+    this.deps.outbox.sendTransient(
+      EventSchema.parse({ id: randomUUID(), timestamp: new Date().toISOString(), ...partial }),
+    );
   }
 
   private setStatus(status: ExecutionStatus): void {

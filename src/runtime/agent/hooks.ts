@@ -39,12 +39,23 @@ function matches(hook: Hook, toolName: string | null): boolean {
   }
 }
 
-function runOne(hook: Hook, input: Record<string, unknown>, cwd: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<{ code: number; stdout: string; stderr: string; error: string | null }> {
+function runOne(
+  hook: Hook,
+  input: Record<string, unknown>,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  signal?: AbortSignal,
+): Promise<{ code: number; stdout: string; stderr: string; error: string | null }> {
   return new Promise((resolve) => {
     // --norc --noprofile: the hook's stdin is a socket (how Node passes pipes), and bash takes a socket on
     // stdin for a remote shell and runs ~/.bashrc even with -c (here: pyenv's init, which can wait
     // forever on a stale rehash lock). A hook runs its command and nothing of the user's shell setup.
-    const child = spawn('bash', ['--norc', '--noprofile', '-c', hook.command], { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['--norc', '--noprofile', '-c', hook.command], {
+      cwd,
+      env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout = (stdout + d.toString('utf8')).slice(0, MAX_OUTPUT)));
@@ -58,7 +69,12 @@ function runOne(hook: Hook, input: Record<string, unknown>, cwd: string, env: No
     });
     child.on('close', (code) => {
       deadline.clear();
-      resolve({ code: deadline.timedOut ? -1 : (code ?? -1), stdout, stderr, error: deadline.timedOut ? `the hook did not finish within ${hook.timeout} s and was killed` : null });
+      resolve({
+        code: deadline.timedOut ? -1 : (code ?? -1),
+        stdout,
+        stderr,
+        error: deadline.timedOut ? `the hook did not finish within ${hook.timeout} s and was killed` : null,
+      });
     });
   });
 }
@@ -67,7 +83,11 @@ function decision(stdout: string): { deny: boolean; reason: string | null; addit
   try {
     const out = JSON.parse(stdout) as { decision?: string; reason?: string; additionalContext?: string };
     if (typeof out !== 'object' || out === null) return { deny: false, reason: null, additional: null };
-    return { deny: out.decision === 'deny' || out.decision === 'block', reason: out.reason ?? null, additional: out.additionalContext ?? null };
+    return {
+      deny: out.decision === 'deny' || out.decision === 'block',
+      reason: out.reason ?? null,
+      additional: out.additionalContext ?? null,
+    };
   } catch {
     return { deny: false, reason: null, additional: null };
   }

@@ -70,7 +70,8 @@ export class LlmError extends Error {
 const callId = (i: number) => `call_${randomUUID().replace(/-/g, '').slice(0, 20)}_${i}`;
 
 /** A count from the endpoint: anything but a finite, non-negative number counts as 0 (the endpoint is not trusted). */
-const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.min(Math.floor(v), Number.MAX_SAFE_INTEGER) : 0);
+const count = (v: unknown): number =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.min(Math.floor(v), Number.MAX_SAFE_INTEGER) : 0;
 
 /**
  * The usage of a completion: OpenAI's field names, with the cache fields other providers use through
@@ -86,8 +87,10 @@ export function readUsage(raw: unknown): Usage | null {
   return {
     prompt_tokens: count(u.prompt_tokens),
     completion_tokens: count(u.completion_tokens),
-    cache_read_tokens: count(prompt.cached_tokens) || count(u.cache_read_input_tokens) || count(u.prompt_cache_hit_tokens),
-    cache_write_tokens: count(prompt.cache_write_tokens) || count(prompt.cache_creation_tokens) || count(u.cache_creation_input_tokens),
+    cache_read_tokens:
+      count(prompt.cached_tokens) || count(u.cache_read_input_tokens) || count(u.prompt_cache_hit_tokens),
+    cache_write_tokens:
+      count(prompt.cache_write_tokens) || count(prompt.cache_creation_tokens) || count(u.cache_creation_input_tokens),
     reasoning_tokens: count(completion.reasoning_tokens),
     cost,
   };
@@ -105,7 +108,10 @@ export async function complete(
   llm: LlmSettings,
   messages: ChatMessage[],
   tools: object[],
-  opts: { signal?: AbortSignal; onDelta?: (d: { content: string | null; reasoning_content: string | null }) => void } = {},
+  opts: {
+    signal?: AbortSignal;
+    onDelta?: (d: { content: string | null; reasoning_content: string | null }) => void;
+  } = {},
 ): Promise<Completion> {
   const stream = Boolean(llm.stream);
   const request = {
@@ -124,14 +130,18 @@ export async function complete(
     body: JSON.stringify(request),
     signal: AbortSignal.any(signals),
   });
-  if (!res.ok) throw new LlmError(`the LLM endpoint answered ${res.status}: ${(await res.text()).slice(0, 500)}`, res.status);
+  if (!res.ok)
+    throw new LlmError(`the LLM endpoint answered ${res.status}: ${(await res.text()).slice(0, 500)}`, res.status);
 
   if (!stream) {
     const body = (await res.json()) as {
       id?: string;
       prompt_token_ids?: number[];
       usage?: unknown;
-      choices?: { message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCall[] }; token_ids?: number[] }[];
+      choices?: {
+        message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCall[] };
+        token_ids?: number[];
+      }[];
     };
     const choice = body.choices?.[0];
     if (!choice?.message) throw new LlmError('the LLM endpoint answered without a message');
@@ -139,7 +149,11 @@ export async function complete(
       id: body.id ?? `resp-${Date.now()}`,
       content: choice.message.content ?? null,
       reasoning_content: choice.message.reasoning_content ?? null,
-      tool_calls: (choice.message.tool_calls ?? []).map((c, i) => ({ id: c.id || callId(i), type: 'function', function: c.function })),
+      tool_calls: (choice.message.tool_calls ?? []).map((c, i) => ({
+        id: c.id || callId(i),
+        type: 'function',
+        function: c.function,
+      })),
       prompt_token_ids: body.prompt_token_ids ?? null,
       response_token_ids: choice.token_ids ?? null,
       usage: readUsage(body.usage),
@@ -170,7 +184,12 @@ export async function complete(
         .map((l) => l.slice(5).trim())
         .join('');
       if (!data || data === '[DONE]') continue;
-      const chunk = JSON.parse(data) as { id?: string; prompt_token_ids?: number[]; usage?: unknown; choices?: { delta?: Delta; token_ids?: number[] }[] };
+      const chunk = JSON.parse(data) as {
+        id?: string;
+        prompt_token_ids?: number[];
+        usage?: unknown;
+        choices?: { delta?: Delta; token_ids?: number[] }[];
+      };
       chunks.push(chunk);
       id ||= chunk.id ?? '';
       // With include_usage the last chunk (no choices) carries the usage of the whole answer.
@@ -197,7 +216,9 @@ export async function complete(
     id: id || `resp-${Date.now()}`,
     content: content || null,
     reasoning_content: reasoning || null,
-    tool_calls: calls.filter(Boolean).map((c, i) => ({ id: c.id || callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    tool_calls: calls
+      .filter(Boolean)
+      .map((c, i) => ({ id: c.id || callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } })),
     prompt_token_ids: promptTokenIds,
     response_token_ids: responseTokenIds,
     usage,

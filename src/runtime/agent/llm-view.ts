@@ -8,11 +8,26 @@ import type { ChatMessage, ContentPart, ToolCall } from './llm-client';
 
 export type ViewEvent = Extract<
   Event,
-  { kind: 'SystemPromptEvent' | 'MessageEvent' | 'ActionEvent' | 'ObservationEvent' | 'AgentErrorEvent' | 'UserRejectObservation' }
+  {
+    kind:
+      | 'SystemPromptEvent'
+      | 'MessageEvent'
+      | 'ActionEvent'
+      | 'ObservationEvent'
+      | 'AgentErrorEvent'
+      | 'UserRejectObservation';
+  }
 >;
 export type ViewItem = ViewEvent | { kind: 'summary'; summary: string };
 
-const VIEW_KINDS = new Set(['SystemPromptEvent', 'MessageEvent', 'ActionEvent', 'ObservationEvent', 'AgentErrorEvent', 'UserRejectObservation']);
+const VIEW_KINDS = new Set([
+  'SystemPromptEvent',
+  'MessageEvent',
+  'ActionEvent',
+  'ObservationEvent',
+  'AgentErrorEvent',
+  'UserRejectObservation',
+]);
 
 export function buildView(events: readonly Event[]): ViewItem[] {
   const forgotten = new Set<string>();
@@ -30,7 +45,9 @@ export function buildView(events: readonly Event[]): ViewItem[] {
 const texts = (content: unknown): string =>
   Array.isArray(content)
     ? content
-        .flatMap((c) => (typeof c === 'object' && c !== null && 'text' in c ? [String((c as { text: unknown }).text)] : []))
+        .flatMap((c) =>
+          typeof c === 'object' && c !== null && 'text' in c ? [String((c as { text: unknown }).text)] : [],
+        )
         .join('\n')
     : typeof content === 'string'
       ? content
@@ -41,7 +58,9 @@ const imageUrls = (content: unknown): string[] =>
   Array.isArray(content)
     ? content.flatMap((c) => {
         const block = c as { type?: unknown; image_urls?: unknown };
-        return block?.type === 'image' && Array.isArray(block.image_urls) ? block.image_urls.filter((u): u is string => typeof u === 'string') : [];
+        return block?.type === 'image' && Array.isArray(block.image_urls)
+          ? block.image_urls.filter((u): u is string => typeof u === 'string')
+          : [];
       })
     : [];
 
@@ -58,12 +77,19 @@ const SENT_ROLES = new Set(['user', 'system', 'assistant', 'tool']);
  */
 function messageChats(role: string, body: string, images: readonly string[]): ChatMessage[] {
   const parts = (lead: string): string | ContentPart[] =>
-    images.length === 0 ? lead : [...(lead ? [{ type: 'text' as const, text: lead }] : []), ...images.map((url) => ({ type: 'image_url' as const, image_url: { url } }))];
+    images.length === 0
+      ? lead
+      : [
+          ...(lead ? [{ type: 'text' as const, text: lead }] : []),
+          ...images.map((url) => ({ type: 'image_url' as const, image_url: { url } })),
+        ];
   switch (role) {
     case 'system':
     case 'assistant': {
       const own = { role, content: body } as ChatMessage;
-      return images.length === 0 ? [own] : [own, { role: 'user', content: parts(`The images sent with the ${role} message above:`) }];
+      return images.length === 0
+        ? [own]
+        : [own, { role: 'user', content: parts(`The images sent with the ${role} message above:`) }];
     }
     case 'tool':
       return [{ role: 'user', content: parts(TOOL_OUTPUT_PREFIX + body) }];
@@ -75,7 +101,10 @@ function messageChats(role: string, body: string, images: readonly string[]): Ch
 /** The text an observation shows the LLM. */
 export const observationText = (observation: Record<string, unknown>): string => texts(observation.content);
 
-export const summaryMessage = (summary: string): ChatMessage => ({ role: 'user', content: `Summary of the earlier part of this conversation:\n${summary}` });
+export const summaryMessage = (summary: string): ChatMessage => ({
+  role: 'user',
+  content: `Summary of the earlier part of this conversation:\n${summary}`,
+});
 
 /**
  * The chat messages of a view. An assistant message with tool calls is followed by the answers to all
@@ -102,10 +131,15 @@ export function toMessages(items: readonly ViewItem[]): ChatMessage[] {
         out.push(summaryMessage(item.summary));
         break;
       case 'SystemPromptEvent':
-        out.push({ role: 'system', content: [item.system_prompt.text, item.dynamic_context?.text].filter(Boolean).join('\n\n') });
+        out.push({
+          role: 'system',
+          content: [item.system_prompt.text, item.dynamic_context?.text].filter(Boolean).join('\n\n'),
+        });
         break;
       case 'MessageEvent': {
-        const text = [texts(item.llm_message.content), ...item.extended_content.map((c) => c.text)].filter(Boolean).join('\n\n');
+        const text = [texts(item.llm_message.content), ...item.extended_content.map((c) => c.text)]
+          .filter(Boolean)
+          .join('\n\n');
         const sent = String(item.llm_message.role);
         const role = item.source === 'agent' ? 'assistant' : SENT_ROLES.has(sent) ? sent : 'user';
         const messages = messageChats(role, text, item.source === 'agent' ? [] : imageUrls(item.llm_message.content));
@@ -115,10 +149,17 @@ export function toMessages(items: readonly ViewItem[]): ChatMessage[] {
       }
       case 'ActionEvent': {
         const call = item.tool_call as { id?: string; name?: string; arguments?: string };
-        const toolCall: ToolCall = { id: item.tool_call_id, type: 'function', function: { name: call.name ?? item.tool_name, arguments: call.arguments ?? '{}' } };
+        const toolCall: ToolCall = {
+          id: item.tool_call_id,
+          type: 'function',
+          function: { name: call.name ?? item.tool_name, arguments: call.arguments ?? '{}' },
+        };
         if (!group || group.responseId !== item.llm_response_id) {
           const thought = item.thought.map((t) => t.text).join('\n');
-          group = { responseId: item.llm_response_id, message: { role: 'assistant', content: thought || null, tool_calls: [] } };
+          group = {
+            responseId: item.llm_response_id,
+            message: { role: 'assistant', content: thought || null, tool_calls: [] },
+          };
           out.push(group.message);
         }
         group.message.tool_calls!.push(toolCall);

@@ -193,7 +193,11 @@ export class EventOutbox {
     let settled = 0;
     for (const line of batch) {
       let status = await this.post(`[${line}]`).catch(() => 0);
-      for (let backoff = 100; status !== 200 && !PERMANENT.has(status) && !this.stopped; backoff = Math.min(backoff * 2, 5000)) {
+      for (
+        let backoff = 100;
+        status !== 200 && !PERMANENT.has(status) && !this.stopped;
+        backoff = Math.min(backoff * 2, 5000)
+      ) {
         await sleep(backoff);
         status = await this.post(`[${line}]`).catch(() => 0);
       }

@@ -1,7 +1,16 @@
 /** The built-in runtime (src/runtime/): paths relative to its working directory, ids of messages honoured. */
 import type { SecretBox } from '../../auth/secret-box';
 import type { SandboxRecord } from '../../store/sandboxes-store';
-import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeLlm, type RuntimeMessage } from '../runtime-client';
+import {
+  RuntimeClient,
+  type BashResult,
+  type ConversationStart,
+  type Created,
+  type RunControl,
+  type RuntimeAnswer,
+  type RuntimeLlm,
+  type RuntimeMessage,
+} from '../runtime-client';
 
 const conversationPath = (id: string) => `/api/conversations/${encodeURIComponent(id)}`;
 
@@ -16,8 +25,14 @@ export class BuiltInRuntimeClient extends RuntimeClient {
   readonly dropsRepeatedMessages = true;
 
   async bash(command: string, opts: { cwd: string; timeoutS: number }): Promise<BashResult> {
-    const r = await this.call('POST', '/api/bash/execute_bash_command', { command, cwd: opts.cwd, timeout: opts.timeoutS }, (opts.timeoutS + 30) * 1000);
-    if (r.status !== 200) throw new Error(`the runtime refused the command (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}`);
+    const r = await this.call(
+      'POST',
+      '/api/bash/execute_bash_command',
+      { command, cwd: opts.cwd, timeout: opts.timeoutS },
+      (opts.timeoutS + 30) * 1000,
+    );
+    if (r.status !== 200)
+      throw new Error(`the runtime refused the command (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}`);
     return r.body as BashResult;
   }
 
@@ -46,7 +61,11 @@ export class BuiltInRuntimeClient extends RuntimeClient {
     return this.call('POST', `${conversationPath(conversationId)}/events`, message, timeoutMs);
   }
 
-  async control(conversationId: string, action: RunControl, timeoutMs: number): Promise<RuntimeAnswer & { executionStatus: string | null }> {
+  async control(
+    conversationId: string,
+    action: RunControl,
+    timeoutMs: number,
+  ): Promise<RuntimeAnswer & { executionStatus: string | null }> {
     const a = await this.call('POST', `${conversationPath(conversationId)}/${action}`, {}, timeoutMs);
     const status = (a.body as { execution_status?: unknown } | null)?.execution_status;
     return { ...a, executionStatus: typeof status === 'string' ? status : null };
@@ -61,7 +80,12 @@ export class BuiltInRuntimeClient extends RuntimeClient {
   }
 
   git(view: 'changes' | 'diff', target: string, ref: string | undefined, timeoutMs: number): Promise<RuntimeAnswer> {
-    return this.call('GET', `/api/git/${view}/${encodeURIComponent(target)}${ref ? `?ref=${encodeURIComponent(ref)}` : ''}`, undefined, timeoutMs);
+    return this.call(
+      'GET',
+      `/api/git/${view}/${encodeURIComponent(target)}${ref ? `?ref=${encodeURIComponent(ref)}` : ''}`,
+      undefined,
+      timeoutMs,
+    );
   }
 
   download(filePath: string, maxBytes: number, timeoutMs: number): Promise<RuntimeAnswer> {

@@ -9,7 +9,18 @@ import type { SecretBox } from '../../auth/secret-box';
 import { BadRequest, UpstreamFailed } from '../../errors';
 import { normalizeEventTime } from '../../schemas/event-time';
 import type { SandboxRecord } from '../../store/sandboxes-store';
-import { RuntimeClient, type BashResult, type ConversationStart, type Created, type RunControl, type RuntimeAnswer, type RuntimeLlm, type RuntimeEventLog, type RuntimeMessage, textOf } from '../runtime-client';
+import {
+  RuntimeClient,
+  type BashResult,
+  type ConversationStart,
+  type Created,
+  type RunControl,
+  type RuntimeAnswer,
+  type RuntimeLlm,
+  type RuntimeEventLog,
+  type RuntimeMessage,
+  textOf,
+} from '../runtime-client';
 
 const conversationPath = (id: string) => `/api/conversations/${encodeURIComponent(id)}`;
 
@@ -52,12 +63,20 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
   readonly eventLog: RuntimeEventLog = {
     count: async (id, timeoutMs) => {
       const a = await this.call('GET', `${conversationPath(id)}/events/count`, undefined, timeoutMs);
-      return a.status === 200 && typeof a.body === 'number' && Number.isSafeInteger(a.body) && a.body >= 0 ? a.body : null;
+      return a.status === 200 && typeof a.body === 'number' && Number.isSafeInteger(a.body) && a.body >= 0
+        ? a.body
+        : null;
     },
     hasUserMessage: async (id, text, since, timeoutMs) => {
-      const a = await this.call('GET', `${conversationPath(id)}/events/search?kind=MessageEvent&source=user&sort_order=TIMESTAMP_DESC&limit=100`, undefined, timeoutMs);
+      const a = await this.call(
+        'GET',
+        `${conversationPath(id)}/events/search?kind=MessageEvent&source=user&sort_order=TIMESTAMP_DESC&limit=100`,
+        undefined,
+        timeoutMs,
+      );
       const items = (a.body as { items?: unknown } | null)?.items;
-      if (a.status !== 200 || !Array.isArray(items)) throw new UpstreamFailed(`The sandbox's agent server did not list its messages (${a.status})`);
+      if (a.status !== 200 || !Array.isArray(items))
+        throw new UpstreamFailed(`The sandbox's agent server did not list its messages (${a.status})`);
       return items.some((e: { timestamp?: unknown; llm_message?: { content?: unknown } } | null) => {
         const at = typeof e?.timestamp === 'string' ? normalizeEventTime(e.timestamp) : null;
         const content = e?.llm_message?.content;
@@ -65,11 +84,18 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
       });
     },
     page: async (id, pageId, limit, timeoutMs) => {
-      const query = new URLSearchParams({ limit: String(limit), sort_order: 'TIMESTAMP', ...(pageId ? { page_id: pageId } : {}) });
+      const query = new URLSearchParams({
+        limit: String(limit),
+        sort_order: 'TIMESTAMP',
+        ...(pageId ? { page_id: pageId } : {}),
+      });
       const a = await this.call('GET', `${conversationPath(id)}/events/search?${query}`, undefined, timeoutMs);
       const body = a.body as { items?: unknown; next_page_id?: unknown } | null;
       if (a.status !== 200 || !Array.isArray(body?.items)) return null;
-      return { items: body.items, next: typeof body.next_page_id === 'string' && body.next_page_id ? body.next_page_id : null };
+      return {
+        items: body.items,
+        next: typeof body.next_page_id === 'string' && body.next_page_id ? body.next_page_id : null,
+      };
     },
   };
 
@@ -80,7 +106,9 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
   private get root(): string {
     const handle = this.record.runtime;
     if ((handle?.provider === 'process' || handle?.provider === 'docker') && handle.workspace) return handle.workspace;
-    throw new UpstreamFailed(`the working directory of sandbox ${this.record.id}'s agent server is not known (its ${handle?.provider ?? 'missing'} runtime recorded none)`);
+    throw new UpstreamFailed(
+      `the working directory of sandbox ${this.record.id}'s agent server is not known (its ${handle?.provider ?? 'missing'} runtime recorded none)`,
+    );
   }
 
   /**
@@ -90,18 +118,29 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
   private absolute(p: string): string {
     const root = this.root;
     const resolved = path.posix.resolve(root, p);
-    if (resolved !== root && !resolved.startsWith(`${root}/`)) throw new BadRequest(`path ${JSON.stringify(p)} is outside the workspace`);
+    if (resolved !== root && !resolved.startsWith(`${root}/`))
+      throw new BadRequest(`path ${JSON.stringify(p)} is outside the workspace`);
     return resolved;
   }
 
   async bash(command: string, opts: { cwd: string; timeoutS: number }): Promise<BashResult> {
-    const r = await this.call('POST', '/api/bash/execute_bash_command', { command, cwd: this.absolute(opts.cwd), timeout: opts.timeoutS }, (opts.timeoutS + 30) * 1000);
-    if (r.status !== 200) throw new Error(`the runtime refused the command (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}`);
+    const r = await this.call(
+      'POST',
+      '/api/bash/execute_bash_command',
+      { command, cwd: this.absolute(opts.cwd), timeout: opts.timeoutS },
+      (opts.timeoutS + 30) * 1000,
+    );
+    if (r.status !== 200)
+      throw new Error(`the runtime refused the command (${r.status}): ${JSON.stringify(r.body).slice(0, 300)}`);
     const out = r.body as { exit_code?: number | null; stdout?: string | null; stderr?: string | null };
     const exitCode = typeof out.exit_code === 'number' ? out.exit_code : -1;
     const stderr = out.stderr ?? '';
     // -1 is its timeout, or a command it could not run (said in stderr).
-    return { exit_code: exitCode, output: `${out.stdout ?? ''}${stderr}`, timed_out: exitCode === -1 && !stderr.startsWith('Error executing command') };
+    return {
+      exit_code: exitCode,
+      output: `${out.stdout ?? ''}${stderr}`,
+      timed_out: exitCode === -1 && !stderr.startsWith('Error executing command'),
+    };
   }
 
   async createConversation(s: ConversationStart, timeoutMs: number): Promise<Created> {
@@ -116,14 +155,20 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
           tools: OPENHANDS_TOOLS.map((name) => ({ name })),
           agent_context: {
             system_message_suffix: s.systemMessageSuffix,
-            skills: s.skills.map((k) => ({ name: k.name, content: k.content, trigger: k.triggers.length ? { type: 'keyword', keywords: k.triggers } : null })),
+            skills: s.skills.map((k) => ({
+              name: k.name,
+              content: k.content,
+              trigger: k.triggers.length ? { type: 'keyword', keywords: k.triggers } : null,
+            })),
           },
         },
         workspace: { kind: 'LocalWorkspace', working_dir: this.absolute(s.workingDir) },
         initial_message: s.initialMessage && messageBody(s.initialMessage),
         max_iterations: s.maxIterations,
         confirmation_policy: { kind: s.confirmationMode ? 'AlwaysConfirm' : 'NeverConfirm' },
-        secrets: Object.fromEntries(Object.entries(s.secrets).map(([k, value]) => [k, { kind: 'StaticSecret', value }])),
+        secrets: Object.fromEntries(
+          Object.entries(s.secrets).map(([k, value]) => [k, { kind: 'StaticSecret', value }]),
+        ),
         // The control plane's SetTitle processor titles conversations; no LLM call of the server's own.
         autotitle: false,
       },
@@ -141,12 +186,17 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
     return a.status === 429 ? { status: 200, body: { success: true } } : a;
   }
 
-  async control(conversationId: string, action: RunControl, timeoutMs: number): Promise<RuntimeAnswer & { executionStatus: string | null }> {
+  async control(
+    conversationId: string,
+    action: RunControl,
+    timeoutMs: number,
+  ): Promise<RuntimeAnswer & { executionStatus: string | null }> {
     const a = await this.call('POST', `${conversationPath(conversationId)}/${action}`, undefined, timeoutMs);
     if (a.status !== 200) return { ...a, executionStatus: null };
     // It answers {success}; the status is the conversation's.
     const info = await this.call('GET', conversationPath(conversationId), undefined, timeoutMs);
-    const status = info.status === 200 ? (info.body as { execution_status?: unknown } | null)?.execution_status : undefined;
+    const status =
+      info.status === 200 ? (info.body as { execution_status?: unknown } | null)?.execution_status : undefined;
     return { ...a, executionStatus: typeof status === 'string' ? status : null };
   }
 
@@ -168,7 +218,11 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
   }
 
   download(filePath: string, maxBytes: number, timeoutMs: number): Promise<RuntimeAnswer> {
-    return this.fetchFile(`/api/file/download?path=${encodeURIComponent(this.absolute(filePath))}`, maxBytes, timeoutMs);
+    return this.fetchFile(
+      `/api/file/download?path=${encodeURIComponent(this.absolute(filePath))}`,
+      maxBytes,
+      timeoutMs,
+    );
   }
 
   upload(filePath: string, content: Uint8Array, timeoutMs: number): Promise<RuntimeAnswer> {

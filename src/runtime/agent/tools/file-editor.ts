@@ -43,7 +43,11 @@ export const fileEditorTool = defineTool({
     old_str: z.string().optional().describe('Text to replace (str_replace); must occur exactly once.'),
     new_str: z.string().optional().describe('Replacement (str_replace) or text to insert (insert).'),
     insert_line: z.number().int().min(0).optional().describe('Insert after this line (insert).'),
-    view_range: z.array(z.number().int()).length(2).optional().describe('[first, last] lines to view; last -1 = to the end.'),
+    view_range: z
+      .array(z.number().int())
+      .length(2)
+      .optional()
+      .describe('[first, last] lines to view; last -1 = to the end.'),
   }),
   actionKind: 'FileEditorAction',
   observationKind: 'FileEditorObservation',
@@ -63,13 +67,19 @@ export const fileEditorTool = defineTool({
         if (!stat) return fail(`${shown} does not exist`);
         if (stat.isDirectory()) {
           const entries = listDir(target, ctx.workspace, 2);
-          return { text: `Files and directories in ${shown} (two levels, hidden ones left out):\n${entries.join('\n')}`, isError: false, fields: base };
+          return {
+            text: `Files and directories in ${shown} (two levels, hidden ones left out):\n${entries.join('\n')}`,
+            isError: false,
+            fields: base,
+          };
         }
         if (!stat.isFile()) return fail(`${shown} is not a regular file`); // a FIFO would block the runtime
-        if (stat.size > MAX_VIEW_BYTES) return fail(`${shown} has ${stat.size} bytes; view a range of it with view_range, or use the terminal`);
+        if (stat.size > MAX_VIEW_BYTES)
+          return fail(`${shown} has ${stat.size} bytes; view a range of it with view_range, or use the terminal`);
         const lines = fs.readFileSync(target, 'utf8').split('\n');
         const [from = 1, to = -1] = args.view_range ?? [];
-        if (from < 1 || from > Math.max(lines.length, 1)) return fail(`view_range starts at ${from}; ${shown} has ${lines.length} lines`);
+        if (from < 1 || from > Math.max(lines.length, 1))
+          return fail(`view_range starts at ${from}; ${shown} has ${lines.length} lines`);
         const last = to === -1 ? lines.length : Math.min(to, lines.length);
         if (last < from) return fail(`view_range [${from}, ${to}] is empty`);
         return { text: numbered(lines.slice(from - 1, last).join('\n'), from), isError: false, fields: base };
@@ -79,7 +89,11 @@ export const fileEditorTool = defineTool({
         if (stat?.isDirectory()) return fail(`${shown} is a directory`);
         fs.mkdirSync(path.dirname(target), { recursive: true });
         fs.writeFileSync(target, args.file_text);
-        return { text: `${stat ? 'Overwrote' : 'Created'} ${shown}`, isError: false, fields: { ...base, new_content: args.file_text } };
+        return {
+          text: `${stat ? 'Overwrote' : 'Created'} ${shown}`,
+          isError: false,
+          fields: { ...base, new_content: args.file_text },
+        };
       }
       case 'str_replace': {
         if (args.old_str === undefined || args.old_str === '') return fail('str_replace needs a non-empty old_str');
@@ -87,21 +101,34 @@ export const fileEditorTool = defineTool({
         const before = fs.readFileSync(target, 'utf8');
         const count = before.split(args.old_str).length - 1;
         if (count === 0) return fail(`old_str does not occur in ${shown}; nothing changed`);
-        if (count > 1) return fail(`old_str occurs ${count} times in ${shown}; make it unique (add surrounding lines); nothing changed`);
+        if (count > 1)
+          return fail(
+            `old_str occurs ${count} times in ${shown}; make it unique (add surrounding lines); nothing changed`,
+          );
         const after = before.replace(args.old_str, () => args.new_str ?? '');
         fs.writeFileSync(target, after);
-        return { text: `Edited ${shown}: replaced 1 occurrence`, isError: false, fields: { ...base, old_content: before, new_content: after } };
+        return {
+          text: `Edited ${shown}: replaced 1 occurrence`,
+          isError: false,
+          fields: { ...base, old_content: before, new_content: after },
+        };
       }
       case 'insert': {
-        if (args.new_str === undefined || args.insert_line === undefined) return fail('insert needs insert_line and new_str');
+        if (args.new_str === undefined || args.insert_line === undefined)
+          return fail('insert needs insert_line and new_str');
         if (!stat?.isFile()) return fail(`${shown} is not a file`);
         const before = fs.readFileSync(target, 'utf8');
         const lines = before.split('\n');
-        if (args.insert_line > lines.length) return fail(`insert_line ${args.insert_line} is past the end of ${shown} (${lines.length} lines)`);
+        if (args.insert_line > lines.length)
+          return fail(`insert_line ${args.insert_line} is past the end of ${shown} (${lines.length} lines)`);
         lines.splice(args.insert_line, 0, ...args.new_str.split('\n'));
         const after = lines.join('\n');
         fs.writeFileSync(target, after);
-        return { text: `Inserted ${args.new_str.split('\n').length} line(s) after line ${args.insert_line} of ${shown}`, isError: false, fields: { ...base, old_content: before, new_content: after } };
+        return {
+          text: `Inserted ${args.new_str.split('\n').length} line(s) after line ${args.insert_line} of ${shown}`,
+          isError: false,
+          fields: { ...base, old_content: before, new_content: after },
+        };
       }
     }
   },

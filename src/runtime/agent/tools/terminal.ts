@@ -10,7 +10,12 @@ export const terminalTool = defineTool({
     'Each call starts a fresh shell in the workspace directory. Long-running servers should be started in the background.',
   params: z.strictObject({
     command: z.string().min(1).describe('The bash command to run.'),
-    timeout: z.number().positive().max(3600).default(120).describe('Seconds before the command is killed (default 120).'),
+    timeout: z
+      .number()
+      .positive()
+      .max(3600)
+      .default(120)
+      .describe('Seconds before the command is killed (default 120).'),
   }),
   actionKind: 'TerminalAction',
   observationKind: 'TerminalObservation',
@@ -24,6 +29,10 @@ export const terminalTool = defineTool({
       signal: ctx.signal,
     });
     const text = `${r.output}${r.output.endsWith('\n') || r.output === '' ? '' : '\n'}[exit code ${r.exit_code}]`;
-    return { text, isError: r.exit_code !== 0, fields: { command: args.command, exit_code: r.exit_code, timeout: r.timed_out } };
+    return {
+      text,
+      isError: r.exit_code !== 0,
+      fields: { command: args.command, exit_code: r.exit_code, timeout: r.timed_out },
+    };
   },
 });

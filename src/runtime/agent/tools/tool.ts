@@ -49,7 +49,10 @@ export function defineTool<S extends z.ZodObject>(tool: AgentTool<S>): AgentTool
 }
 
 /** The OpenAI function-tool definition of a tool: what the LLM is given. */
-export function toolDefinition(tool: AgentTool): { type: 'function'; function: { name: string; description: string; parameters: object } } {
+export function toolDefinition(tool: AgentTool): {
+  type: 'function';
+  function: { name: string; description: string; parameters: object };
+} {
   const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.params, { io: 'input' }) as Record<string, unknown>;
   return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
 }
@@ -61,6 +64,22 @@ const toolKind = (name: string) => `${name.replace(/(^|_)([a-z])/g, (_m, _s, c: 
  * The published ToolDefinition of a tool (the OpenHands SDK's serialization, as SystemPromptEvent `tools`
  * holds it): its kind, its title, its description, and the kinds of its action and observation.
  */
-export function publishedToolDefinition(tool: AgentTool): { kind: string; title: string; description: string; action_type: string; observation_type: string; annotations: null; meta: null } {
-  return { kind: toolKind(tool.name), title: tool.name, description: tool.description, action_type: tool.actionKind, observation_type: tool.observationKind, annotations: null, meta: null };
+export function publishedToolDefinition(tool: AgentTool): {
+  kind: string;
+  title: string;
+  description: string;
+  action_type: string;
+  observation_type: string;
+  annotations: null;
+  meta: null;
+} {
+  return {
+    kind: toolKind(tool.name),
+    title: tool.name,
+    description: tool.description,
+    action_type: tool.actionKind,
+    observation_type: tool.observationKind,
+    annotations: null,
+    meta: null,
+  };
 }
