@@ -12,6 +12,7 @@ echo "== type-check" >&2
 node node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
 echo "== lint" >&2
 node node_modules/eslint/bin/eslint.js --max-warnings=0 .
+node node_modules/prettier/bin/prettier.cjs --check --log-level warn .
 echo "== build (the tests run the built entry points and the workflow bundle)" >&2
 bash scripts/build.sh
 echo "== jest" >&2

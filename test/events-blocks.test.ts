@@ -333,11 +333,9 @@ describe('event log in blocks', () => {
     const first = eventsFrom(250, base);
     expect((await t.ingest(c.conversationId, c.sessionKey, first)).status).toBe(200);
     // As a writer that died after storing seqs 121-250 would leave it: the record says 120, and an older time.
-    await t.database.db
-      .collection('conversations')
-      .updateOne({ _id: c.conversationId } as never, {
-        $set: { last_seq: 120, last_timestamp: normalizeEventTime(at(10)) },
-      });
+    await t.database.db.collection('conversations').updateOne({ _id: c.conversationId } as never, {
+      $set: { last_seq: 120, last_timestamp: normalizeEventTime(at(10)) },
+    });
     // Later than the recorded time, earlier than the log's last: the log's order is off, and must be seen so.
     const back = sample('MessageEvent', { timestamp: at(50) });
     const r = await t.ingest(c.conversationId, c.sessionKey, [back, ...eventsFrom(4, base + 500_000)]);

@@ -92,15 +92,10 @@ export const PendingMessageSchema = z
   });
 
 export const FileQuerySchema = z.object({
-  file_path: z
-    .string()
-    .min(1)
-    .max(4096)
-    .default('PLAN.md')
-    .meta({
-      description:
-        "Relative to the conversation's working directory (the repository), or absolute inside the sandbox's workspace.",
-    }),
+  file_path: z.string().min(1).max(4096).default('PLAN.md').meta({
+    description:
+      "Relative to the conversation's working directory (the repository), or absolute inside the sandbox's workspace.",
+  }),
 });
 
 export const GitChangesQuerySchema = z.object({

@@ -91,12 +91,9 @@ export const MAX_PROCESSORS = 20;
 
 /** What identifies the place a processor posts to (free-form, as published). */
 const viewData = (description: string) => z.record(z.string(), z.unknown()).default({}).meta({ description });
-const shouldRequestSummary = z
-  .boolean()
-  .default(true)
-  .meta({
-    description: 'When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.',
-  });
+const shouldRequestSummary = z.boolean().default(true).meta({
+  description: 'When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.',
+});
 const issueKey = z
   .string()
   .regex(/^[A-Z][A-Z0-9_]*-\d+$/, { error: 'an issue key: a project key, a dash and a number (PROJ-123)' });
@@ -178,13 +175,10 @@ export const CallbackProcessorSchema = z
           "The merge request: project_id (id or group/project path) and mr_iid; with inline_mr_comment, the discussion_id to reply in. Default: the start's repository and first pr_number.",
         ),
         should_request_summary: shouldRequestSummary,
-        inline_mr_comment: z
-          .boolean()
-          .default(false)
-          .meta({
-            description:
-              'Reply in the merge request discussion (discussion_id) instead of as a note on the merge request.',
-          }),
+        inline_mr_comment: z.boolean().default(false).meta({
+          description:
+            'Reply in the merge request discussion (discussion_id) instead of as a note on the merge request.',
+        }),
       },
       "Posts the agent's summary as a note on the originating merge request of git host B when the agent finishes.",
       (p) =>
@@ -310,11 +304,9 @@ const attributeValue = z.preprocess(
   z.union([z.string(), z.number(), z.boolean(), z.array(z.string()), z.array(z.number()), z.array(z.boolean())]),
 );
 
-export const ObservabilityMetadataSchema = z
-  .record(z.string().min(1), attributeValue)
-  .meta({
-    description: 'Trace-level metadata: scalars (string, number, boolean) or homogeneous lists of one scalar type.',
-  });
+export const ObservabilityMetadataSchema = z.record(z.string().min(1), attributeValue).meta({
+  description: 'Trace-level metadata: scalars (string, number, boolean) or homogeneous lists of one scalar type.',
+});
 
 // ---- the start request ----
 

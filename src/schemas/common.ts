@@ -57,17 +57,13 @@ export function queryInt() {
 
 /** SPEC 8: `limit` greater than 0, at most 100, default 100. */
 export const pageLimit = () =>
-  queryInt()
-    .pipe(z.number().int().gt(0).lte(100))
-    .optional()
-    .default(100)
-    .meta({
-      description: 'Maximum number of results in the page (1..100).',
-      type: 'integer',
-      minimum: 1,
-      maximum: 100,
-      default: 100,
-    });
+  queryInt().pipe(z.number().int().gt(0).lte(100)).optional().default(100).meta({
+    description: 'Maximum number of results in the page (1..100).',
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    default: 100,
+  });
 
 /** A date-time query parameter, as its sortable UTC key (`YYYY-MM-DDTHH:MM:SS.ffffffZ`). A value without zone is read as UTC. */
 export const dateTimeQuery = (description: string) =>

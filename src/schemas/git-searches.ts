@@ -134,17 +134,13 @@ export const encodeGitPageId = (listing: GitListing, p: GitPagePosition): string
 
 /** Published limits: 1..100, default 100 for repositories and installations, 30 for branches and suggested tasks. */
 export const gitPageLimit = (byDefault: 30 | 100) =>
-  queryInt()
-    .pipe(z.number().int().gt(0).lte(100))
-    .optional()
-    .default(byDefault)
-    .meta({
-      description: 'Maximum number of results in the page (1..100).',
-      type: 'integer',
-      minimum: 1,
-      maximum: 100,
-      default: byDefault,
-    });
+  queryInt().pipe(z.number().int().gt(0).lte(100)).optional().default(byDefault).meta({
+    description: 'Maximum number of results in the page (1..100).',
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    default: byDefault,
+  });
 
 // ---- queries ----
 

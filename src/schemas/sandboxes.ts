@@ -71,11 +71,9 @@ const LIMIT_DESCRIPTIONS = {
     "Size in MiB of a process sandbox's file system (its workspace, home and state); null: the operator's default (SANDBOX_DEFAULT_DISK_MB).",
 };
 
-const specId = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, {
-    error: 'letters, digits, . _ - (at most 100), starting with a letter or digit',
-  });
+const specId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, {
+  error: 'letters, digits, . _ - (at most 100), starting with a letter or digit',
+});
 
 /** What an operator writes to define a spec (SANDBOX_SPECS_FILE); the stored record adds created_at. */
 export const SandboxSpecInputSchema = z
@@ -92,14 +90,9 @@ export const SandboxSpecInputSchema = z
       .nullable()
       .default(null)
       .meta({ description: 'Runtime command; null runs the built-in runtime (process) or the image default.' }),
-    working_dir: z
-      .string()
-      .min(1)
-      .nullable()
-      .default(null)
-      .meta({
-        description: 'Workspace of the runtime: relative to the sandbox directory (process) or absolute (containers).',
-      }),
+    working_dir: z.string().min(1).nullable().default(null).meta({
+      description: 'Workspace of the runtime: relative to the sandbox directory (process) or absolute (containers).',
+    }),
     initial_env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
     memory_mb: z
       .number()

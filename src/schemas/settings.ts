@@ -116,13 +116,10 @@ export const ProviderTokenSchema = z
 /** POST /api/v1/secrets/git-providers. */
 export const ProviderTokensRequestSchema = z
   .strictObject({
-    mcp_config: z
-      .null()
-      .optional()
-      .meta({
-        description:
-          'Not stored here: set tool-server config with POST /api/v1/settings (agent_settings_diff.mcp_config).',
-      }),
+    mcp_config: z.null().optional().meta({
+      description:
+        'Not stored here: set tool-server config with POST /api/v1/settings (agent_settings_diff.mcp_config).',
+    }),
     provider_tokens: z.partialRecord(GitProviderSchema, ProviderTokenSchema).default({}),
   })
   .meta({ id: 'POSTProviderModel', description: 'Git provider tokens to store; providers not named keep theirs.' });
@@ -203,11 +200,9 @@ export const SettingsViewSchema = z
     git_user_name: z.string().nullable(),
     git_user_email: z.string().nullable(),
     v1_enabled: z.boolean(),
-    agent_settings: z
-      .record(z.string(), z.unknown())
-      .meta({
-        description: `The effective agent settings: the user's over the organization's; secrets shown as "${SECRET_MASK}".`,
-      }),
+    agent_settings: z.record(z.string(), z.unknown()).meta({
+      description: `The effective agent settings: the user's over the organization's; secrets shown as "${SECRET_MASK}".`,
+    }),
     conversation_settings: ConversationSettingsSchema,
     provider_tokens_set: ProviderTokensSetSchema,
     llm_api_key_set: z.boolean(),

@@ -9,17 +9,13 @@ import type { ApiRouter } from '../../web/route';
 
 /** The published default page size of these two listings is 50 (1..100). */
 const limit = () =>
-  queryInt()
-    .pipe(z.number().int().gt(0).lte(100))
-    .optional()
-    .default(50)
-    .meta({
-      description: 'Maximum number of results in the page (1..100).',
-      type: 'integer',
-      minimum: 1,
-      maximum: 100,
-      default: 50,
-    });
+  queryInt().pipe(z.number().int().gt(0).lte(100)).optional().default(50).meta({
+    description: 'Maximum number of results in the page (1..100).',
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    default: 50,
+  });
 
 const MODELS = 'models';
 const PROVIDERS = 'providers';
