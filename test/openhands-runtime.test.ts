@@ -53,8 +53,9 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('delivers a queued message once by its id: a retry after a lost acknowledgement is not sent again (the server has no id on a message)', async () => {
-    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body: {} });
+  /** Starts a conversation and waits until it is READY. */
+  const startReady = async (body: object) => {
+    const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body });
     const ready = await waitForStartTask(
       t,
       user.key,
@@ -63,7 +64,11 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
       180_000,
     );
     expect(ready.status).toBe('READY');
-    const id = ready.app_conversation_id as string;
+    return { accepted, id: ready.app_conversation_id as string };
+  };
+
+  it('delivers a queued message once by its id: a retry after a lost acknowledgement is not sent again (the server has no id on a message)', async () => {
+    const { accepted, id } = await startReady({});
     // The worker's own composition of the conversation service, as the pending-message activity uses it.
     const connection = await Connection.connect({ address: t.config.temporal.address! });
     try {
@@ -143,19 +148,9 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
       });
       expect(saved.status).toBe(201);
       llm.load([{ content: 'answered by the first LLM' }]);
-      const accepted = await t.request('POST', '/api/v1/app-conversations', {
-        key: user.key,
-        body: { initial_message: { content: [{ type: 'text', text: 'First question' }], run: true } },
+      const { id } = await startReady({
+        initial_message: { content: [{ type: 'text', text: 'First question' }], run: true },
       });
-      const ready = await waitForStartTask(
-        t,
-        user.key,
-        accepted.body.id,
-        (s) => s.status === 'READY' || s.status === 'ERROR',
-        180_000,
-      );
-      expect(ready.status).toBe('READY');
-      const id = ready.app_conversation_id as string;
       await eventually(
         async () => expect(JSON.stringify(await loggedEvents(t, user.key, id))).toContain('answered by the first LLM'),
         { timeoutMs: 60_000, intervalMs: 250 },

@@ -4,7 +4,8 @@
  * apart from `conversations` (the event log's record, whose last_seq ingest rewrites): on FerretDB an
  * update rewrites the whole document, so the two writers must not share one.
  */
-import type { Db, Filter } from 'mongodb';
+import type { Db, Document, Filter, Sort } from 'mongodb';
+import { keysetPage, type KeysetPage } from './keyset-page';
 import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
 import { countWithinBudget, type CollectionIndexes } from './mongo';
@@ -212,22 +213,13 @@ export class AppConversationsStore {
     sort: AppConversationSort,
     limit: number,
     after?: readonly [atMs: number, id: string],
-  ): Promise<{ items: AppConversationRecord[]; last: [number, string] | null }> {
+  ): Promise<KeysetPage<AppConversationRecord>> {
     const filter = this.filter(userId, filters);
-    const dir = sort.order === 'asc' ? 1 : -1;
-    if (after) {
-      const at = new Date(after[0]);
-      const beyond = sort.order === 'asc' ? '$gt' : '$lt';
-      filter.$and = [{ $or: [{ [sort.field]: { [beyond]: at } }, { [sort.field]: at, _id: { [beyond]: after[1] } }] }];
-    }
-    const docs = await this.conversations
-      .find(filter)
-      .sort({ [sort.field]: dir, _id: dir })
-      .limit(limit + 1)
-      .toArray();
-    const items = docs.slice(0, limit).map(toRecord);
-    const last = docs.length > limit ? items.at(-1)! : null;
-    return { items, last: last ? [last[sort.field].getTime(), last.id] : null };
+    const query = async (cursor: Document | null, order: Sort, n: number) => {
+      if (cursor) filter.$and = [cursor];
+      return (await this.conversations.find(filter).sort(order).limit(n).toArray()).map(toRecord);
+    };
+    return keysetPage(query, sort, limit, after, (r) => r[sort.field]);
   }
 
   async count(userId: string, filters: AppConversationFilters): Promise<number> {

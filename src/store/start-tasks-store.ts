@@ -3,7 +3,8 @@
  * record activity) at every status, so a task can be read, searched and counted after its workflow's
  * retention, and read back by a client that lost its stream.
  */
-import type { Db, Filter } from 'mongodb';
+import type { Db, Document, Filter, Sort } from 'mongodb';
+import { keysetPage, type KeysetPage } from './keyset-page';
 import { START_TASK_STATUSES, type StartTask, type StartTaskStatus } from '../schemas/app-conversations';
 import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
@@ -264,22 +265,18 @@ export class StartTasksStore {
     sort: StartTaskSort,
     limit: number,
     after?: readonly [atMs: number, id: string],
-  ): Promise<{ items: StartTaskRecord[]; last: [number, string] | null }> {
+  ): Promise<KeysetPage<StartTaskRecord>> {
     const filter = this.filter(userId, filters);
-    const dir = sort.order === 'asc' ? 1 : -1;
-    if (after) {
-      const at = new Date(after[0]);
-      const beyond = sort.order === 'asc' ? '$gt' : '$lt';
-      filter.$and = [{ $or: [{ [sort.field]: { [beyond]: at } }, { [sort.field]: at, _id: { [beyond]: after[1] } }] }];
-    }
-    const docs = await this.tasks
-      .find(filter, { projection: { secrets_sealed: 0, history: 0 } })
-      .sort({ [sort.field]: dir, _id: dir })
-      .limit(limit + 1)
-      .toArray();
-    const items = docs.slice(0, limit).map(toRecord);
-    const last = docs.length > limit ? items.at(-1)! : null;
-    return { items, last: last ? [last[sort.field].getTime(), last.id] : null };
+    const query = async (cursor: Document | null, order: Sort, n: number) => {
+      if (cursor) filter.$and = [cursor];
+      const docs = await this.tasks
+        .find(filter, { projection: { secrets_sealed: 0, history: 0 } })
+        .sort(order)
+        .limit(n)
+        .toArray();
+      return docs.map(toRecord);
+    };
+    return keysetPage(query, sort, limit, after, (r) => r[sort.field]);
   }
 
   async count(userId: string, filters: StartTaskFilters): Promise<number> {
