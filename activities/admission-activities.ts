@@ -4,7 +4,7 @@
  * user's line counts the user's sandboxes and starts; an organization's, those of all its members.
  */
 import type { Client } from '@temporalio/client';
-import { TERMINAL_STATUSES } from '../src/app-conversations/start-task-service';
+import { startEnded } from '../src/schemas/app-conversations';
 import { ACTIVE_SANDBOX_STATUSES, type SandboxesStore, type SandboxRecord } from '../src/store/sandboxes-store';
 import type { StartTaskRecord, StartTasksStore } from '../src/store/start-tasks-store';
 import type { OrganizationQuotas } from '../src/orgs/organization-quotas';
@@ -127,7 +127,7 @@ export function createAdmissionActivities(deps: AdmissionActivityDeps) {
             ]);
       const ended = (taskId: string) => {
         const t = tasks.get(taskId);
-        return !t || TERMINAL_STATUSES.includes(t.status);
+        return !t || startEnded(t.status);
       };
       const endedTaskIds = taskIds.filter(ended);
       const roomPromised = a.admitted.filter(

@@ -9,6 +9,7 @@
  * may reconcile the same task: the workflow id's REJECT_DUPLICATE policy starts it once, and the ERROR is
  * written only over the status that was read.
  */
+import { startEnded } from '../schemas/app-conversations';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Logger } from '../logger';
 import type { StartTaskRecord, StartTasksStore } from '../store/start-tasks-store';
@@ -124,8 +125,7 @@ export class StartTaskReconciler {
 
   /** Checks a task that may have lost its workflow; never throws (a failed check is `unreachable`). */
   async reconcile({ task, steps }: StalledStartTask): Promise<ReconcileOutcome> {
-    if (task.status === 'READY' || task.status === 'ERROR' || Date.now() - task.updated_at.getTime() < this.afterMs)
-      return 'moving';
+    if (startEnded(task.status) || Date.now() - task.updated_at.getTime() < this.afterMs) return 'moving';
     const workflowId = startTaskWorkflowId(task.id);
     let status: string;
     try {

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
 import { Conflict, InvalidInput, TooMany, Unavailable } from '../errors';
 import { inStartSpan } from '../observability/tracing';
-import { echoRequest, type StartRequest } from '../schemas/app-conversations';
+import { echoRequest, startEnded, type StartRequest } from '../schemas/app-conversations';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { StartTaskRecord, StartTaskStep, StartTasksStore } from '../store/start-tasks-store';
 import {
@@ -69,8 +69,6 @@ const FIRST_ACCEPT_MS = 1000;
 
 /** One wait on the workflow lasts at most this long, then another is asked (no call is left open without a bound). */
 const WORKFLOW_WAIT_MS = 60_000;
-
-export const TERMINAL_STATUSES: readonly string[] = ['READY', 'ERROR'];
 
 export const snapshotOf = ({ conversation_id: _c, ...t }: StartTaskRecord): StartTaskSnapshot => ({
   ...t,
@@ -149,7 +147,7 @@ export class StartTaskService {
     if (!fresh) {
       const existing = await this.deps.startTasks.get(id);
       if (existing?.created_by_user_id !== userId) throw new Conflict(`conversation_id ${id} is already in use`);
-      if (existing.status === 'READY' || existing.status === 'ERROR') return id; // joined a start that ended: nothing to run
+      if (startEnded(existing.status)) return id; // joined a start that ended: nothing to run
       accepted = existing.request; // a join runs what the first request asked for, never a mix of the two
     }
     const input: StartTaskWorkflowInput = { taskId: id, userId, request: accepted, settings: this.deps.settings };
@@ -286,7 +284,7 @@ export class StartTaskService {
       if (closed() || written.ended) return true;
       // The record says the start ended although its history does not show it (a status write lost):
       // the stream ends with the record's state, never waits for a status that will not come.
-      if (TERMINAL_STATUSES.includes(found.task.status)) {
+      if (startEnded(found.task.status)) {
         const { conversation_id: _c, ...task } = found.task;
         write({ ...task, created_at: task.created_at.toISOString(), updated_at: task.updated_at.toISOString() });
         return true;
@@ -396,7 +394,7 @@ class WrittenSnapshots {
   constructor(private readonly write: (s: StartTaskSnapshot) => void) {}
 
   get ended(): boolean {
-    return TERMINAL_STATUSES.includes(this.last ?? '');
+    return startEnded(this.last);
   }
 
   /**

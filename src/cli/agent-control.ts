@@ -4,6 +4,7 @@
  * Every call goes through the typed client (src/client); the exit code says how a command ended.
  */
 import { randomUUID } from 'node:crypto';
+import { startEnded } from '../schemas/app-conversations';
 import { Command, CommanderError, Option } from 'commander';
 import {
   AgentControlClient,
@@ -134,7 +135,7 @@ class StartProgress {
     if (this.current?.status === status) return;
     if (this.current) this.finishLine(now);
     this.current = { status, since: now };
-    if (task.status === 'READY' || task.status === 'ERROR') {
+    if (startEnded(task.status)) {
       const mark = task.status === 'READY' ? '✓' : '✗';
       out(
         `  ${mark} ${status.padEnd(22)} total ${seconds(now - this.began)}${typeof task.detail === 'string' && task.detail ? `\n    ${task.detail.replace(/\n/g, '\n    ')}` : ''}`,

@@ -72,6 +72,12 @@ export const START_TASK_STATUSES = [
 export const StartTaskStatusSchema = z.enum(START_TASK_STATUSES).meta({ id: 'AppConversationStartTaskStatus' });
 export type StartTaskStatus = z.infer<typeof StartTaskStatusSchema>;
 
+/** The statuses a start ends in: nothing follows them. */
+export const ENDED_START_STATUSES: readonly StartTaskStatus[] = ['READY', 'ERROR'];
+/** Whether a start in `status` has ended. */
+export const startEnded = (status: string | null | undefined): boolean =>
+  (ENDED_START_STATUSES as readonly string[]).includes(status ?? '');
+
 // ---- callback processors (SPEC 2.4) ----
 
 export const CALLBACK_PROCESSOR_KINDS = [

@@ -5,7 +5,12 @@
  */
 import type { Db, Document, Filter, Sort } from 'mongodb';
 import { keysetPage, type KeysetPage } from './keyset-page';
-import { START_TASK_STATUSES, type StartTask, type StartTaskStatus } from '../schemas/app-conversations';
+import {
+  ENDED_START_STATUSES,
+  START_TASK_STATUSES,
+  type StartTask,
+  type StartTaskStatus,
+} from '../schemas/app-conversations';
 import { isDuplicateKey } from './errors';
 import { decodeKeys, encodeKeys } from './key-codec';
 import { countWithinBudget, type CollectionIndexes } from './mongo';
@@ -201,7 +206,7 @@ export class StartTasksStore {
   async countUnfinished(userId: string): Promise<number> {
     return countWithinBudget(this.tasks, 'start tasks countUnfinished', {
       created_by_user_id: userId,
-      status: { $nin: ['READY', 'ERROR'] },
+      status: { $nin: [...ENDED_START_STATUSES] },
     });
   }
 
@@ -211,7 +216,7 @@ export class StartTasksStore {
       .find(
         {
           created_by_user_id: userId,
-          status: { $nin: ['READY', 'ERROR'] },
+          status: { $nin: [...ENDED_START_STATUSES] },
           $or: [{ sandbox_id: sandboxId }, { 'request.sandbox_id': sandboxId }],
         },
         { projection: { _id: 1 } },
