@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { startEnded } from '../schemas/app-conversations';
+import { EXIT, exitCodesHelp } from './exit-codes';
 import { Command, CommanderError, Option } from 'commander';
 import {
   AgentControlClient,
@@ -19,31 +20,9 @@ import {
 import { eventLine, safeJson, terminalSafe } from './event-lines';
 import { readUserConfig, userConfigPath, writeUserConfig } from './user-config';
 
-/** What scripts can rely on; the same table is in docs/cli-and-client.md. */
-export const EXIT = {
-  OK: 0,
-  UNEXPECTED: 1,
-  USAGE: 2,
-  AUTH: 3,
-  NOT_FOUND: 4,
-  CONFLICT: 5,
-  UNAVAILABLE: 6,
-  START_FAILED: 7,
-  DETACHED: 130,
-} as const;
-
 const EXIT_HELP = `
 Exit codes:
-  0    done
-  1    unexpected error
-  2    usage: a bad option or argument, or the service refused the input (422), or no URL/API key configured
-  3    the API key was refused (401, 403)
-  4    not found (404): no such conversation, sandbox or start task
-  5    conflict (409)
-  6    the service is unreachable or unavailable (refused, no answer in time, 502, 503, 504, a lost
-       stream), or what answered is not the service (not JSON, too large, a redirect: never followed)
-  7    the start ended in ERROR
-  130  Ctrl-C: detached (a start goes on in the service)
+${exitCodesHelp()}
 
 Configuration: AGENT_CONTROL_URL and AGENT_CONTROL_API_KEY, else the file written by \`agent-control login\`
 (${userConfigPath()}). Prefer the variable to --api-key: a command line is visible to other processes.`;

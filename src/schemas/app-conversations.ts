@@ -591,8 +591,8 @@ const pageId = (listing: string) =>
     .optional()
     .meta({ type: 'string', description: 'The next_page_id of the previous page (an opaque cursor).' });
 
-export const START_TASK_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
-export const APP_CONVERSATION_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
+/** The orders of both listings (start tasks, conversations): by creation or last update, either way. */
+export const TIME_SORT_ORDERS = ['CREATED_AT', 'CREATED_AT_DESC', 'UPDATED_AT', 'UPDATED_AT_DESC'] as const;
 
 export const StartTaskCountQuerySchema = z.object({
   conversation_id__eq: uuidString()
@@ -604,7 +604,7 @@ export const StartTaskCountQuerySchema = z.object({
 
 export const StartTaskSearchQuerySchema = StartTaskCountQuerySchema.extend({
   sort_order: z
-    .enum(START_TASK_SORT_ORDERS)
+    .enum(TIME_SORT_ORDERS)
     .default('CREATED_AT_DESC')
     .meta({ description: 'By creation or by last change (the last status), oldest or newest first; ties by id.' }),
   page_id: pageId(START_TASKS_LISTING),
@@ -626,7 +626,7 @@ export const AppConversationCountQuerySchema = z.object({
 });
 
 export const AppConversationSearchQuerySchema = AppConversationCountQuerySchema.extend({
-  sort_order: z.enum(APP_CONVERSATION_SORT_ORDERS).default('CREATED_AT_DESC'),
+  sort_order: z.enum(TIME_SORT_ORDERS).default('CREATED_AT_DESC'),
   page_id: pageId(APP_CONVERSATIONS_LISTING),
   limit: pageLimit(),
 });
