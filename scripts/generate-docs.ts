@@ -1,17 +1,21 @@
 /**
  * The tables of docs/ that are made from their source of truth, each between a pair of markers
- * (`<!-- generated: NAME -->` ... `<!-- end: NAME -->`): the CLI's exit codes (src/cli/exit-codes.ts).
+ * (`<!-- generated: NAME -->` ... `<!-- end: NAME -->`): the CLI's exit codes (src/cli/exit-codes.ts) and
+ * the environment variables (src/config-reference.ts, checked against src/config.ts's schema).
  * `npm run gen:docs` rewrites them; `test/docs-generated.test.ts` fails when a page differs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { exitCodesMarkdown } from '../src/cli/exit-codes';
+import { COMMON_SETTINGS, configReferenceMarkdown } from '../src/config-reference';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /** Each generated table: its page, its name between the markers, and its text. */
 export const GENERATED_TABLES: { page: string; name: string; render: () => string }[] = [
   { page: 'docs/cli-and-client.md', name: 'exit-codes', render: exitCodesMarkdown },
+  { page: 'docs/configuration.md', name: 'configuration', render: () => configReferenceMarkdown() },
+  { page: 'README.md', name: 'common-settings', render: () => configReferenceMarkdown(COMMON_SETTINGS, 'docs/') },
 ];
 
 /** The page's text with the table between its markers made again (an error when a marker is missing). */
