@@ -6,6 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { hashApiKey } from '../src/auth/api-key';
+import { Conflict, NotFound } from '../src/errors';
 import type { SecretBox } from '../src/auth/secret-box';
 import { EventBackfill } from '../src/sandboxes/event-backfill';
 import { runtimeClient } from '../src/sandboxes/runtime-clients';
@@ -14,7 +15,7 @@ import { SANDBOX_ACTIVITY_FAILURES } from '../src/temporal/shared';
 import type { ConversationsStore } from '../src/store/conversations-store';
 import type { SandboxesStore, SandboxRecord } from '../src/store/sandboxes-store';
 import type { ProviderRegistry } from './sandbox-providers';
-import { ProviderConfigError, type SandboxProvider } from './sandbox-providers/provider';
+import type { SandboxProvider } from './sandbox-providers/provider';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface SandboxActivityDeps {
@@ -106,7 +107,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
   const load = async (sandboxId: string): Promise<SandboxRecord> => {
     const r = await sandboxes.get(sandboxId);
-    if (!r) throw ApplicationFailure.nonRetryable(`sandbox ${sandboxId} has no record`, 'SandboxRecordMissing');
+    if (!r) throw new NotFound(`sandbox ${sandboxId} has no record`);
     return r;
   };
 
@@ -126,23 +127,8 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
     return r;
   };
 
-  /** Provider errors that retrying cannot fix fail the activity at once. */
-  const provider = (r: SandboxRecord): SandboxProvider => {
-    try {
-      return deps.providers(r.spec.provider);
-    } catch (e) {
-      if (e instanceof ProviderConfigError) throw ApplicationFailure.nonRetryable(e.message, 'ProviderConfigError');
-      throw e;
-    }
-  };
-  const unretryable = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (e) {
-      if (e instanceof ProviderConfigError) throw ApplicationFailure.nonRetryable(e.message, 'ProviderConfigError');
-      throw e;
-    }
-  };
+  /** The sandbox's provider (a ProviderConfigError, a domain error, fails the activity at once). */
+  const provider = (r: SandboxRecord): SandboxProvider => deps.providers(r.spec.provider);
 
   /** Waits, heartbeating, until the runtime answers /alive. */
   const waitAlive = async (r: SandboxRecord): Promise<void> => {
@@ -168,15 +154,13 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
   /** Starts a runtime for the sandbox, records where it is and waits until it answers. */
   const startFresh = async (r: SandboxRecord): Promise<void> => {
     const p = provider(r);
-    const started = await unretryable(() =>
-      p.start({
-        sandboxId: r.id,
-        spec: r.spec,
-        sessionApiKey: box.open(r.session_key_sealed),
-        controlPlaneUrl: deps.controlPlaneUrl,
-        progress: () => Context.current().heartbeat(),
-      }),
-    );
+    const started = await p.start({
+      sandboxId: r.id,
+      spec: r.spec,
+      sessionApiKey: box.open(r.session_key_sealed),
+      controlPlaneUrl: deps.controlPlaneUrl,
+      progress: () => Context.current().heartbeat(),
+    });
     const key = started.sessionApiKey
       ? { sealed: box.seal(started.sessionApiKey), hash: hashApiKey(started.sessionApiKey) }
       : undefined;
@@ -220,10 +204,9 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
     async pauseSandboxRuntime(sandboxId: string): Promise<void> {
       const r = await loadHere(sandboxId);
-      if (!r.runtime) throw ApplicationFailure.nonRetryable('the sandbox has no runtime to pause', 'NoRuntime');
+      if (!r.runtime) throw new Conflict('the sandbox has no runtime to pause');
       const state = await provider(r).inspect(r.runtime);
-      if (state.state === 'missing')
-        throw ApplicationFailure.nonRetryable(`cannot pause: ${state.detail}`, 'RuntimeMissing');
+      if (state.state === 'missing') throw new Conflict(`cannot pause: ${state.detail}`);
       if (state.state === 'running') await provider(r).pause(r.runtime);
     },
 
@@ -235,7 +218,7 @@ export function createSandboxActivities(deps: SandboxActivityDeps) {
 
     async deleteSandboxRuntime(sandboxId: string): Promise<void> {
       const r = await loadHere(sandboxId);
-      await unretryable(() => provider(r).delete(sandboxId, r.runtime));
+      await provider(r).delete(sandboxId, r.runtime);
       await sandboxes.setRuntime(sandboxId, null, []);
     },
 

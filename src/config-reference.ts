@@ -118,7 +118,7 @@ export const CONFIG_REFERENCE: readonly ConfigReferenceEntry[] = [
   {
     variables: ['SANDBOX_SPECS_FILE'],
     default: 'unset',
-    meaning: 'JSON array of extra sandbox specs, written at api start-up (see below)',
+    meaning: 'JSON array of extra sandbox specs, written at api start-up (see [Sandboxes](sandboxes.md#sandboxes))',
   },
   {
     variables: ['DEFAULT_SANDBOX_SPEC_ID'],

@@ -187,6 +187,11 @@ describe('LLM profiles', () => {
       await t.database.db.collection('llm_profiles').find({ user_id: user.userId }).toArray(),
     );
     for (const key of [PROFILE_KEY, USER_KEY, ORG_KEY]) expect(stored).not.toContain(key);
+    // The copy of the organization's LLM holds no key at all (stored sealed, a copied key would not show as text).
+    const snapshot = await t.database.db
+      .collection('llm_profiles')
+      .findOne({ user_id: user.userId, name: 'org-snapshot' });
+    expect(snapshot!.llm).not.toHaveProperty('api_key');
 
     // Overwrite: same id, next revision; preserve_existing_api_key keeps the key the request leaves out.
     const again = await me.POST('/api/v1/settings/profiles/{name}', {

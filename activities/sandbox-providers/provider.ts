@@ -5,6 +5,7 @@
  */
 import type { ExposedUrl, SandboxProviderName, SandboxSpec } from '../../src/schemas/sandboxes';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
+import { Unavailable } from '../../src/errors';
 
 export interface StartRequest {
   sandboxId: string;
@@ -48,13 +49,11 @@ export function wrongHandle(provider: SandboxProviderName, handle: RuntimeHandle
   );
 }
 
-/** A provider that cannot work as configured (not set up, bad spec): retrying does not help. */
-export class ProviderConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ProviderConfigError';
-  }
-}
+/**
+ * A provider that cannot work as configured (not set up, bad spec): a domain error that only the
+ * operator's change helps (Unavailable without a retry time), so it leaves an activity non-retryable.
+ */
+export class ProviderConfigError extends Unavailable {}
 
 /** What a sandbox's processes may use together: memory (MiB, swap included), cores, processes and threads, disk (MiB); null: no limit. */
 export interface SandboxLimits {

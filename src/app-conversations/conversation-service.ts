@@ -5,6 +5,7 @@
  * and read its workspace (a file, git changes and diffs). Only the owner's conversations exist here:
  * anyone else's id is NotFound. A runtime that does not answer in time is Unavailable, never a hang.
  */
+import { startEnded } from '../schemas/app-conversations';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import path from 'node:path';
 import { z } from 'zod';
@@ -242,15 +243,18 @@ export class ConversationService {
         `The profile ${profileName} names no model and endpoint (model and base_url), and your organization gives none`,
       );
     const { runtime } = await this.runtimeOf(userId, c, false);
-    const a = await runtime.switchLlm(c.id, runtimeLlm(agent.llm, model), this.timeoutMs);
+    // The LLM goes in under the conversation's usage id (the one its start gave it, from the user's own
+    // settings), so the agent server replaces the agent's LLM rather than registering another.
+    const usageId = (await this.deps.startSettings.resolve(userId)).agent_settings;
+    const llm = { ...agent.llm, usage_id: usageId.agent_kind === 'acp' ? undefined : usageId.llm.usage_id };
+    const a = await runtime.switchLlm(c.id, runtimeLlm(llm, model), this.timeoutMs);
     if (a.status === 404) throw this.refusal(c, a);
     // A value it takes in no LLM (a base_url that is no URL, top_p 0): the profile's to change.
     if (a.status === 400 || a.status === 422)
       throw new Conflict(
         `The sandbox's agent server refused the LLM of profile ${profileName} (${a.status}): ${detailOf(a)}`,
       );
-    if (a.status !== 200)
-      throw new UpstreamFailed(`The sandbox's agent server did not take the LLM (${a.status}): ${detailOf(a)}`);
+    if (a.status !== 200) throw this.workspaceRefusal(a);
     await this.deps.appConversations.setModel(c.id, model);
   }
 
@@ -283,7 +287,7 @@ export class ConversationService {
     const c = await this.owned(userId, id);
     // A start still running would go on writing its statuses (and its conversation record) after the delete.
     const task = await this.deps.startTasks.get(id);
-    if (task && task.status !== 'READY' && task.status !== 'ERROR')
+    if (task && !startEnded(task.status))
       throw new Conflict(
         `Conversation ${id} is still starting (${task.status}); delete it once its start is READY or ERROR`,
       );

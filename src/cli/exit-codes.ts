@@ -7,7 +7,7 @@ const CODES = {
   UNEXPECTED: { code: 1, meaning: 'unexpected error' },
   USAGE: {
     code: 2,
-    meaning: 'usage: a bad option or argument, input the service refused (422), or no URL or API key configured',
+    meaning: 'usage: a bad option or argument, input the service refused (400, 422), or no URL or API key configured',
   },
   AUTH: { code: 3, meaning: 'the API key was refused (401, 403)' },
   NOT_FOUND: { code: 4, meaning: 'not found (404): no such conversation, sandbox or start task' },

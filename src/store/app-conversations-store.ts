@@ -216,8 +216,13 @@ export class AppConversationsStore {
   ): Promise<KeysetPage<AppConversationRecord>> {
     const filter = this.filter(userId, filters);
     const query = async (cursor: Document | null, order: Sort, n: number) => {
-      if (cursor) filter.$and = [cursor];
-      return (await this.conversations.find(filter).sort(order).limit(n).toArray()).map(toRecord);
+      return (
+        await this.conversations
+          .find(cursor ? { ...filter, $and: [cursor] } : filter)
+          .sort(order)
+          .limit(n)
+          .toArray()
+      ).map(toRecord);
     };
     return keysetPage(query, sort, limit, after, (r) => r[sort.field]);
   }

@@ -41,10 +41,12 @@ export class DatabaseBusyError extends Unavailable {
 export const DUPLICATE_KEY = 11000;
 
 /**
- * FerretDB 1.24 on PostgreSQL answers an update that would break a unique index with an InternalError
- * (code 1) carrying PostgreSQL's unique_violation, not E11000 (test/ferretdb-behaviour.test.ts).
+ * FerretDB 1.24 answers an update that would break a unique index with an InternalError (code 1)
+ * carrying its backend's message, not E11000 (test/ferretdb-behaviour.test.ts): PostgreSQL's
+ * unique_violation, or SQLite's constraint error.
  */
-const POSTGRES_UNIQUE_VIOLATION = /duplicate key value violates unique constraint .*\(SQLSTATE 23505\)/;
+const BACKEND_UNIQUE_VIOLATION =
+  /duplicate key value violates unique constraint .*\(SQLSTATE 23505\)|UNIQUE constraint failed/;
 
 /**
  * The write failed on a unique key. A bulk write's error carries the code of its first failed write
@@ -55,7 +57,7 @@ export function isDuplicateKey(e: unknown): boolean {
     { code?: unknown; message?: unknown; writeErrors?: { code?: unknown }[] | { code?: unknown } } | null | undefined;
   const first = Array.isArray(err?.writeErrors) ? err.writeErrors[0] : err?.writeErrors;
   if ((first?.code ?? err?.code) === DUPLICATE_KEY) return true;
-  return e instanceof MongoServerError && e.code === 1 && POSTGRES_UNIQUE_VIOLATION.test(e.message);
+  return e instanceof MongoServerError && e.code === 1 && BACKEND_UNIQUE_VIOLATION.test(e.message);
 }
 
 export const isMaxTimeExpired = (e: unknown): boolean =>

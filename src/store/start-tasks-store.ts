@@ -7,6 +7,7 @@ import type { Db, Document, Filter, Sort } from 'mongodb';
 import { keysetPage, type KeysetPage } from './keyset-page';
 import {
   ENDED_START_STATUSES,
+  startEnded,
   START_TASK_STATUSES,
   type StartTask,
   type StartTaskStatus,
@@ -69,7 +70,7 @@ export const startTasksIndexes: CollectionIndexes = {
 };
 
 /** The statuses of a start that has not ended (neither READY nor ERROR): an `$in` the status index answers. */
-const UNFINISHED: StartTaskStatus[] = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR');
+const UNFINISHED: StartTaskStatus[] = START_TASK_STATUSES.filter((s) => !startEnded(s));
 
 /** The request holds free-form objects (plugin parameters, observability metadata): its keys are stored escaped (key-codec). */
 const toRecord = ({
@@ -261,8 +262,7 @@ export class StartTasksStore {
 
   /**
    * The user's tasks in the given order (ties by id), `limit` at a time after the (sort time ms, id) of the
-   * last seen. The sort field is not filtered on here, so the cursor's condition goes beside the filter's
-   * created_at range in an `$and` (never over it).
+   * last seen. The cursor's condition goes beside the filter's created_at range, in an `$and`, never over it.
    */
   async search(
     userId: string,
@@ -273,9 +273,8 @@ export class StartTasksStore {
   ): Promise<KeysetPage<StartTaskRecord>> {
     const filter = this.filter(userId, filters);
     const query = async (cursor: Document | null, order: Sort, n: number) => {
-      if (cursor) filter.$and = [cursor];
       const docs = await this.tasks
-        .find(filter, { projection: { secrets_sealed: 0, history: 0 } })
+        .find(cursor ? { ...filter, $and: [cursor] } : filter, { projection: { secrets_sealed: 0, history: 0 } })
         .sort(order)
         .limit(n)
         .toArray();

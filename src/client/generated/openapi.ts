@@ -5825,7 +5825,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, or your agent takes no LLM */
+            /** @description Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, your agent takes no LLM, or the agent server refused the profile's LLM */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5843,7 +5843,7 @@ export interface operations {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
-            /** @description The agent server did not take the LLM */
+            /** @description The agent server failed */
             502: {
                 headers: {
                     [name: string]: unknown;

@@ -74,9 +74,9 @@ export function appConversationActionsRoutes(
         200: { description: 'Switched', schema: SuccessSchema },
         404: error('No such conversation of the caller, or no profile of that name'),
         409: error(
-          'Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, or your agent takes no LLM',
+          "Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, your agent takes no LLM, or the agent server refused the profile's LLM",
         ),
-        502: error('The agent server did not take the LLM'),
+        502: error('The agent server failed'),
         503: unreachable,
       },
     },

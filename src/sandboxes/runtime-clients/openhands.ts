@@ -201,8 +201,8 @@ export class OpenHandsRuntimeClient extends RuntimeClient {
   }
 
   /**
-   * The server keeps its LLMs by usage_id: an LLM of the conversation's id with another configuration
-   * replaces the one it had (and goes on with its metrics), an equal one is reused.
+   * The server keeps its LLMs by usage_id: an LLM with the usage_id the agent's has and another
+   * configuration replaces it (and goes on with its metrics); an equal one is reused.
    */
   switchLlm(conversationId: string, llm: RuntimeLlm, timeoutMs: number): Promise<RuntimeAnswer> {
     return this.call('POST', `${conversationPath(conversationId)}/switch_llm`, { llm: agentLlm(llm) }, timeoutMs);
