@@ -1,13 +1,13 @@
 /**
  * The tables of docs/ that are made from their source of truth, each between a pair of markers
  * (`<!-- generated: NAME -->` ... `<!-- end: NAME -->`): the CLI's exit codes (src/cli/exit-codes.ts) and
- * the environment variables (src/config-reference.ts, checked against src/config.ts's schema).
+ * the environment variables (src/config/reference.ts, checked against the schema of src/config/).
  * `npm run gen:docs` rewrites them; `test/docs-generated.test.ts` fails when a page differs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { exitCodesMarkdown } from '../src/cli/exit-codes';
-import { COMMON_SETTINGS, configReferenceMarkdown } from '../src/config-reference';
+import { COMMON_SETTINGS, configReferenceMarkdown } from '../src/config/reference';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 

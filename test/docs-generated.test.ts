@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { GENERATED_TABLES, withTable } from '../scripts/generate-docs';
 import { ENV_VARIABLES } from '../src/config';
-import { CONFIG_REFERENCE } from '../src/config-reference';
+import { CONFIG_REFERENCE } from '../src/config/reference';
 
 describe('generated tables of docs/', () => {
   it.each(GENERATED_TABLES)('$page: $name is what its source says', ({ page, name, render }) => {

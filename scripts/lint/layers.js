@@ -26,8 +26,6 @@ const LAYERS = {
   'src/schemas': [],
   'src/errors': ['src/schemas'],
   'src/config': ['src/schemas'],
-  /** What each variable of src/config is for (docs/configuration.md is made from it): data, no imports. */
-  'src/config-reference': [],
   'src/temporal': ['src/schemas', 'src/errors'],
   'src/process': [],
   'src/llm': ['src/schemas'],

@@ -12,7 +12,7 @@ import { requirePostgresBinDir, startPostgres, type PostgresServer } from './pos
 export const FERRETDB_BACKENDS = ['postgresql', 'sqlite'] as const;
 export type FerretdbBackendName = (typeof FERRETDB_BACKENDS)[number];
 
-/** FERRETDB_BACKEND of the test setup and the benchmarks (the service reads it through src/config.ts). */
+/** FERRETDB_BACKEND of the test setup and the benchmarks (the service reads it through src/config/). */
 export function ferretdbBackendFromEnv(env: NodeJS.ProcessEnv = process.env): FerretdbBackendName {
   const backend = env.FERRETDB_BACKEND || 'postgresql';
   if (!(FERRETDB_BACKENDS as readonly string[]).includes(backend))

@@ -1,5 +1,5 @@
 /**
- * What each environment variable of src/config.ts is for, in the words of docs/configuration.md: the
+ * What each environment variable of src/config/ is for, in the words of docs/configuration.md: the
  * table there is made from this list (`npm run gen:docs`), and test/docs-generated.test.ts fails when a
  * variable of the schema has no entry here, an entry names no variable of the schema, or the page drifts.
  */
