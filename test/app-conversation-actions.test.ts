@@ -4,21 +4,16 @@
  * rename, delete (sandbox kept when shared), workspace views, the richer AppConversation, and messages
  * queued during a start (delivered in order after READY, kept as UNDELIVERED when the start fails).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { freePort } from '../src/process/net';
 import { loggedEvents, logWhenExecution } from './helpers/agent';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { publishedClient } from './helpers/published-client';
-import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
+import { waitForStatus } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const userTexts = (log: any[]) =>
   log
@@ -27,7 +22,7 @@ const userTexts = (log: any[]) =>
 
 describe('acting on started conversations', () => {
   let t: TestApi;
-  let worker: TestWorker;
+  let service: ServiceUnderTest;
   let dataDir: string;
   let llm: ScriptedLlm;
   let user: { userId: string; key: string };
@@ -35,15 +30,11 @@ describe('acting on started conversations', () => {
   let repo: string;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'actions-'));
-    const config = testConfig({
-      DATA_DIR: dataDir,
-      API_PORT: String(await freePort()),
+    service = await startServiceUnderTest('actions-', {
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       START_SETUP_TIMEOUT_MS: '20000',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    ({ t, dataDir } = service);
     llm = await new ScriptedLlm([]).start();
     user = await t.newUser();
     other = await t.newUser();
@@ -57,11 +48,8 @@ describe('acting on started conversations', () => {
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** Starts a conversation (no initial message) and waits until it is READY. */

@@ -5,23 +5,19 @@
  * (agent_profile_id, launched_agent_profile); and switch_profile of a running conversation.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { freePort } from '../src/process/net';
 import { MAX_PROFILES_PER_USER } from '../src/schemas/llm-profiles';
 import { SECRET_MASK } from '../src/schemas/secret-mask';
 import { logWhenExecution } from './helpers/agent';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { publishedClient } from './helpers/published-client';
-import { killRuntimesUnder } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const ORG_KEY = 'sk-org-key-0123456789';
 const PROFILE_KEY = 'sk-profile-key-9876543210';
@@ -42,8 +38,7 @@ function publishedErrors(name: string, value: unknown): string[] {
 
 describe('LLM profiles', () => {
   let t: TestApi;
-  let worker: TestWorker;
-  let dataDir: string;
+  let service: ServiceUnderTest;
   let orgLlm: ScriptedLlm;
   let profileLlm: ScriptedLlm;
   let switchLlm: ScriptedLlm;
@@ -63,10 +58,8 @@ describe('LLM profiles', () => {
   };
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'profiles-'));
-    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    service = await startServiceUnderTest('profiles-', { SANDBOX_IDLE_TIMEOUT_MS: '0' });
+    t = service.t;
     [orgLlm, profileLlm, switchLlm] = await Promise.all([
       new ScriptedLlm([]).start(),
       new ScriptedLlm([]).start(),
@@ -78,11 +71,8 @@ describe('LLM profiles', () => {
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await Promise.all([orgLlm?.close(), profileLlm?.close(), switchLlm?.close()]);
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** t.request, its answer kept for the grep of the last test. */

@@ -5,52 +5,38 @@
  * both providers, is the contract suite (test/conversation-contract.test.ts).
  */
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { startTaskWorkflowId } from '../src/temporal/shared';
 import { createConversationServices, createSandboxService } from '../src/composition';
-import os from 'node:os';
-import path from 'node:path';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { freePort } from '../src/process/net';
 import { loggedEvents } from './helpers/agent';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
-import { killRuntimesUnder } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 describe('the real OpenHands agent server in a process sandbox: what its adapter adds', () => {
   let t: TestApi;
-  let worker: TestWorker;
-  let dataDir: string;
+  let service: ServiceUnderTest;
   let llm: ScriptedLlm;
   let user: { userId: string; key: string };
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'openhands-'));
-    const config = testConfig({
-      DATA_DIR: dataDir,
-      API_PORT: String(await freePort()),
+    service = await startServiceUnderTest('openhands-', {
       DEFAULT_SANDBOX_SPEC_ID: 'local-process-openhands',
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       SANDBOX_START_TIMEOUT_MS: '120000',
       SANDBOX_HEALTH_INTERVAL_MS: '2000',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    t = service.t;
     llm = await new ScriptedLlm([]).start();
     user = await t.newUser();
     await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** Starts a conversation and waits until it is READY. */
