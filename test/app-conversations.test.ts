@@ -5,7 +5,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -18,16 +17,14 @@ import {
   type StartTaskWorkflowInput,
 } from '../src/temporal/shared';
 import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
-import { freePort } from '../src/process/net';
 import { loggedEvents, states } from './helpers/agent';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
-import { killRuntimesUnder, runtimesUnder, waitForStatus } from './helpers/sandboxes';
+import { runtimesUnder, waitForStatus } from './helpers/sandboxes';
 import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { bareRepo } from './helpers/git-repo';
 import { sample } from './helpers/event-samples';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Every status before READY, in order. */
@@ -35,36 +32,29 @@ const STATUSES = START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR
 
 describe('app conversation starts', () => {
   let t: TestApi;
-  let worker: TestWorker;
+  let service: ServiceUnderTest;
   let dataDir: string;
   let llm: ScriptedLlm;
   let user: { userId: string; key: string };
   let gitHost: GitHostStandIn;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-'));
     gitHost = await new GitHostStandIn().start();
-    const config = testConfig({
-      DATA_DIR: dataDir,
-      API_PORT: String(await freePort()),
+    service = await startServiceUnderTest('starts-', {
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       START_SETUP_TIMEOUT_MS: '20000',
       GIT_HOST_A_API_URL: gitHost.url,
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    ({ t, dataDir } = service);
     llm = await new ScriptedLlm([]).start();
     user = await t.newUser();
     await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
     await gitHost?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   /** The workflows a visibility query lists, once it lists `atLeast` (visibility is eventually consistent). */

@@ -5,7 +5,6 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { AgentControlClient, type Event } from '../src/client';
@@ -13,30 +12,26 @@ import { startApiServer } from '../src/api/server';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
 import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import { type TestApi } from './helpers/api';
 import { messages, sample } from './helpers/event-samples';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { distPath, runNode } from './helpers/run';
-import { killRuntimesUnder } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const CLI = distPath('src', 'cli', 'agent-control.js');
 
 describe('agent-control client and CLI', () => {
   let t: TestApi;
-  let worker: TestWorker;
+  let service: ServiceUnderTest;
   let dataDir: string;
   let llm: ScriptedLlm;
   let user: { userId: string; key: string };
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-'));
-    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    service = await startServiceUnderTest('cli-', { SANDBOX_IDLE_TIMEOUT_MS: '0' });
+    ({ t, dataDir } = service);
     llm = await new ScriptedLlm([]).start();
     user = await t.newUser();
     await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
@@ -44,11 +39,8 @@ describe('agent-control client and CLI', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   const cli = (args: string[], extra: NodeJS.ProcessEnv = {}) => runNode(CLI, args, { ...env, ...extra }, 90_000);

@@ -3,42 +3,29 @@
  * Past a quota the answer is a 429 (a socket: close 4429) that names the limit and what to do; nothing
  * is made; another user is not affected; freeing one makes room again.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { CLOSE_TOO_MANY } from '../src/http/websocket';
-import { freePort } from '../src/process/net';
 import { messages } from './helpers/event-samples';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
-import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { type TestApi } from './helpers/api';
+import { waitForStatus } from './helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 import { connect } from './helpers/ws-client';
 
 describe('per-user quotas', () => {
   let t: TestApi;
-  let worker: TestWorker;
-  let dir: string;
+  let service: ServiceUnderTest;
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quotas-'));
-    const config = testConfig({
-      DATA_DIR: dir,
-      API_PORT: String(await freePort()),
+    service = await startServiceUnderTest('quotas-', {
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       USER_MAX_RUNNING_SANDBOXES: '2',
       USER_MAX_API_KEYS: '3',
       USER_MAX_WEBSOCKETS: '2',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    t = service.t;
   }, 60_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    killRuntimesUnder(dir);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it('sandboxes starting or running: the third is a 429 and is not made; a paused one makes room, and resuming it past the quota is a 429', async () => {
