@@ -6,11 +6,10 @@
 import fs from 'node:fs';
 import pino from 'pino';
 import { startApiServer } from '../src/api/server';
-import os from 'node:os';
 import path from 'node:path';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { freePort } from '../src/process/net';
-import { startTestApi, type TestApi } from './helpers/api';
+import type { TestApi } from './helpers/api';
 import {
   settledLog,
   loggedEvents,
@@ -23,35 +22,32 @@ import {
   conversationInfo,
   type Runtime,
 } from './helpers/agent';
-import { TEST_SECRETS_KEY, testConfig } from './helpers/env';
+import { TEST_SECRETS_KEY } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { distPath, runNode } from './helpers/run';
-import { agentUrl, killRuntimesUnder, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { agentUrl, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 import { connect } from './helpers/ws-client';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('agent runtime through the control plane', () => {
   let t: TestApi;
-  let worker: TestWorker;
+  let service: ServiceUnderTest;
   let dataDir: string;
   let user: { userId: string; key: string };
   let rt: Runtime;
   let workspace: string;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-'));
     const port = await freePort();
     // Quick health checks, so a runtime killed by a test is seen as gone within a second.
-    const config = testConfig({
-      DATA_DIR: dataDir,
+    service = await startServiceUnderTest('agent-', {
       API_PORT: String(port),
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       SANDBOX_HEALTH_INTERVAL_MS: '200',
       SANDBOX_HEALTH_GRACE_MS: '600',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    ({ t, dataDir: dataDir } = service);
     user = await t.newUser();
     const created = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} });
     const sandbox = await waitForStatus(t, user.key, created.body.id, 'RUNNING');
@@ -60,10 +56,7 @@ describe('agent runtime through the control plane', () => {
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it('runs a scripted conversation that lists files, edits one and finishes: events in order in the log and on the websocket', async () => {

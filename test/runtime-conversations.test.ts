@@ -5,10 +5,9 @@
  * loopback, the events read back from the control plane's log; a restart is a runtime killed and resumed.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../src/process/net';
-import { startTestApi, type TestApi } from './helpers/api';
+import type { TestApi } from './helpers/api';
 import {
   conversationInfo,
   metricsUpdates,
@@ -18,10 +17,9 @@ import {
   waitForExecution,
   type Runtime,
 } from './helpers/agent';
-import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
-import { agentUrl, killRuntimesUnder, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { agentUrl, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const IMAGE =
@@ -29,23 +27,20 @@ const IMAGE =
 
 describe('runtime conversations: delete, messages, metrics', () => {
   let t: TestApi;
-  let worker: TestWorker;
+  let service: ServiceUnderTest;
   let dataDir: string;
   let user: { userId: string; key: string };
   let rt: Runtime;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-conversations-'));
     const port = await freePort();
-    const config = testConfig({
-      DATA_DIR: dataDir,
+    service = await startServiceUnderTest('runtime-conversations-', {
       API_PORT: String(port),
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       SANDBOX_HEALTH_INTERVAL_MS: '200',
       SANDBOX_HEALTH_GRACE_MS: '600',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    ({ t, dataDir: dataDir } = service);
     user = await t.newUser();
     const created = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} });
     const sandbox = await waitForStatus(t, user.key, created.body.id, 'RUNNING');
@@ -53,10 +48,7 @@ describe('runtime conversations: delete, messages, metrics', () => {
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   const stateDirOf = (id: string) =>

@@ -6,12 +6,10 @@
  * member of an organization with quotas of its own waits in its line too, after their own.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { freePort } from '../src/process/net';
 import {
   admissionLineQuery,
   organizationAdmissionWorkflowId,
@@ -19,29 +17,24 @@ import {
   startTaskSnapshotsQuery,
   startTaskWorkflowId,
 } from '../src/temporal/shared';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
-import { killRuntimesUnder } from './helpers/sandboxes';
 import { startTask, waitForStartTask } from './helpers/start-tasks';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const QUEUE_WAIT_MS = 25_000;
 
 describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS, and an organization's own)", () => {
   let t: TestApi;
-  let worker: TestWorker;
+  let service: ServiceUnderTest;
   let dir: string;
   let llm: ScriptedLlm;
   let connection: Connection;
   let temporal: Client;
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-queue-'));
-    const config = testConfig({
-      DATA_DIR: dir,
-      API_PORT: String(await freePort()),
+    service = await startServiceUnderTest('start-queue-', {
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       USER_MAX_RUNNING_SANDBOXES: '1',
       USER_MAX_CONCURRENT_STARTS: '2',
@@ -50,20 +43,16 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
       USER_MAX_PENDING_STARTS: '3',
       USER_MAX_CONVERSATIONS: '6',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    ({ t, dataDir: dir } = service);
     llm = await new ScriptedLlm([]).start();
-    connection = await Connection.connect({ address: config.temporal.address! });
-    temporal = new Client({ connection, namespace: config.temporal.namespace });
+    connection = await Connection.connect({ address: service.config.temporal.address! });
+    temporal = new Client({ connection, namespace: service.config.temporal.namespace });
   }, 60_000);
 
   afterAll(async () => {
     await connection?.close();
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
-    killRuntimesUnder(dir);
-    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   const newUser = async () => {
