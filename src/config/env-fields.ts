@@ -43,3 +43,15 @@ export const mongoUri = z
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 export const LOG_FORMATS = ['json', 'pretty', 'auto'] as const;
+
+/** A comma-separated list; each item trimmed, empty ones dropped; unset: empty. */
+export const commaList = () =>
+  z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    );

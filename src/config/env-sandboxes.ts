@@ -1,6 +1,6 @@
 /** The environment variables of sandboxes, starts and the hosts the service calls (git hosts, issue trackers, chat, Docker, the remote runtime, LLM models). */
 import { z } from 'zod';
-import { positiveInt, nonNegativeInt, nonEmpty } from './env-fields';
+import { commaList, positiveInt, nonNegativeInt, nonEmpty } from './env-fields';
 
 export const sandboxEnvFields = {
   /** JSON file with an array of sandbox specs ({id, provider, image, command, working_dir, initial_env, memory_mb, cpus, pids_limit, disk_mb}) written at start-up. */
@@ -45,15 +45,7 @@ export const sandboxEnvFields = {
    */
   SANDBOX_PROCESS_ISOLATION: z.enum(['user', 'none']).optional(),
   /** Without isolation (and without SANDBOX_PROCESS_ISOLATION=none): the users (ids or emails, comma-separated) who may start process sandboxes. */
-  SANDBOX_PROCESS_USERS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((x) => (x.includes('@') ? x.trim().toLowerCase() : x.trim()))
-        .filter(Boolean),
-    ),
+  SANDBOX_PROCESS_USERS: commaList().transform((xs) => xs.map((x) => (x.includes('@') ? x.toLowerCase() : x))),
   /**
    * Where process sandboxes live. Default: DATA_DIR/sandboxes; isolated (`user`), a directory of their
    * own under /var/lib/agent-control, so DATA_DIR stays closed to them (0700) and its parents (a
@@ -103,31 +95,14 @@ export const sandboxEnvFields = {
   /** Port of the demo's scripted LLM on loopback (0: any free one); `npm start -- --demo` picks one and lets isolated sandboxes reach it. */
   DEMO_LLM_PORT: nonNegativeInt('port').max(65535).default(0),
   /** host:port pairs on this machine that isolated process sandboxes may reach besides the api (a local LLM proxy), comma-separated. */
-  SANDBOX_LOCAL_ALLOW: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((x) => x.trim())
-        .filter(Boolean),
-    )
-    .refine((xs) => xs.every((x) => /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/.test(x)), {
-      error: 'host:port pairs, comma-separated',
-    }),
+  SANDBOX_LOCAL_ALLOW: commaList().refine((xs) => xs.every((x) => /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/.test(x)), {
+    error: 'host:port pairs, comma-separated',
+  }),
   /**
    * Ports on this machine that isolated process sandboxes may bind but never answer on, besides the
    * service's own (api, metrics, database, Temporal, the embedded servers'), comma-separated.
    */
-  SANDBOX_RESERVED_PORTS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((x) => x.trim())
-        .filter(Boolean),
-    )
+  SANDBOX_RESERVED_PORTS: commaList()
     .refine((xs) => xs.every((x) => /^\d{1,5}$/.test(x) && Number(x) >= 1 && Number(x) <= 65535), {
       error: 'port numbers (1-65535), comma-separated',
     })
@@ -166,31 +141,17 @@ export const sandboxEnvFields = {
    * The servers of issue tracker B (self-hosted) an IssueTrackerBV1CallbackProcessor's `base_api_url` may
    * name: comma-separated origins (https://jira.example.com). Empty: none, so the processor is refused.
    */
-  ISSUE_TRACKER_B_ORIGINS: z
-    .string()
-    .default('')
-    .transform((v, ctx) => {
-      const origins: string[] = [];
-      for (const x of v
-        .split(',')
-        .map((o) => o.trim())
-        .filter(Boolean)) {
-        const u = URL.canParse(x) ? new URL(x) : null;
-        // Written as people write them (any case, a default port, a trailing slash), kept as the URL's origin.
-        if (
-          !u ||
-          !/^https?:$/.test(u.protocol) ||
-          u.username ||
-          u.password ||
-          u.pathname !== '/' ||
-          u.search ||
-          u.hash
-        ) {
-          ctx.addIssue({ code: 'custom', message: `origins (http(s)://host[:port], nothing after), not ${x}` });
-        } else origins.push(u.origin);
-      }
-      return origins;
-    }),
+  ISSUE_TRACKER_B_ORIGINS: commaList().transform((xs, ctx) => {
+    const origins: string[] = [];
+    for (const x of xs) {
+      const u = URL.canParse(x) ? new URL(x) : null;
+      // Written as people write them (any case, a default port, a trailing slash), kept as the URL's origin.
+      if (!u || !/^https?:$/.test(u.protocol) || u.username || u.password || u.pathname !== '/' || u.search || u.hash) {
+        ctx.addIssue({ code: 'custom', message: `origins (http(s)://host[:port], nothing after), not ${x}` });
+      } else origins.push(u.origin);
+    }
+    return origins;
+  }),
   /** Web API of the chat service, where ChatV1CallbackProcessor replies in the originating thread. */
   CHAT_API_URL: z.url({ error: 'an absolute URL' }).default('https://slack.com/api'),
   /** Where a start clones `owner/repo` repositories from. */
@@ -217,15 +178,7 @@ export const sandboxEnvFields = {
    * under their names (gateway,api,worker with docker-compose.yml), so a sandbox reaches them and
    * nothing else of the project.
    */
-  DOCKER_SANDBOX_PEERS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((x) => x.trim())
-        .filter(Boolean),
-    ),
+  DOCKER_SANDBOX_PEERS: commaList(),
   /** Remote runtime API of the remote provider, and its key (sent as X-API-Key). */
   REMOTE_RUNTIME_API_URL: z.url({ error: 'an absolute http(s) URL' }).optional(),
   REMOTE_RUNTIME_API_KEY: nonEmpty('API key').optional(),
