@@ -3,6 +3,7 @@
  * URL it was given for), the whole answer within a deadline and a size. What the host says is hostile
  * input: it is read as text up to the bound and parsed by the caller, never trusted for its shape.
  */
+import { readBodyAtMost } from '../../src/read-body';
 
 export interface HostAnswer {
   status: number;
@@ -71,13 +72,7 @@ export async function callHost(
 }
 
 async function readBounded(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > HOST_ANSWER_MAX_BYTES) throw new Error(`an answer larger than ${HOST_ANSWER_MAX_BYTES} bytes; not read`);
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts).toString('utf8');
+  const text = await readBodyAtMost(res, HOST_ANSWER_MAX_BYTES);
+  if (text === null) throw new Error(`an answer larger than ${HOST_ANSWER_MAX_BYTES} bytes; not read`);
+  return text;
 }

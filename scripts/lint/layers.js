@@ -7,7 +7,7 @@
  */
 const path = require('node:path');
 
-/** Pure building blocks: schemas and the contract types, errors, configuration, crypto, processes, logs. */
+/** Pure building blocks: schemas and the contract types, errors, configuration, crypto, processes, logs, bounded reads. */
 const BASE = [
   'src/schemas',
   'src/errors',
@@ -18,6 +18,7 @@ const BASE = [
   'src/auth',
   'src/logger',
   'src/observability',
+  'src/read-body',
 ];
 /** Services and the live feed: what the product does, over the stores; no transport. */
 const DOMAIN = ['src/live', 'src/events', 'src/orgs', 'src/sandboxes', 'src/app-conversations', 'src/git'];
@@ -28,6 +29,7 @@ const LAYERS = {
   'src/config': ['src/schemas'],
   'src/temporal': ['src/schemas', 'src/errors'],
   'src/process': [],
+  'src/read-body': [],
   'src/llm': ['src/schemas'],
   'src/auth': ['src/schemas', 'src/errors', 'src/config'],
   'src/logger': ['src/config'],

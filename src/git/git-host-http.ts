@@ -4,6 +4,7 @@
  * goes wrong becomes a domain error naming the host and what to do; no message carries the token.
  */
 import { BadRequest, NotFound, Unavailable, UpstreamFailed } from '../errors';
+import { readBodyAtMost } from '../read-body';
 
 /** The largest answer read from a host (a page of 100 repositories is about 600 KB). */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
@@ -89,25 +90,13 @@ const safeUrl = (to: string, base: URL): URL | null => {
   }
 };
 
-/** The body as text, or null past `max` bytes. */
+/** The body as text, or null past `max` bytes; a host that stops sending it is lost. */
 async function readAtMost(res: Response, max: number, call: HostCall): Promise<string | null> {
-  if (!res.body) return '';
-  if (Number(res.headers.get('content-length')) > max) {
-    await res.body.cancel();
-    return null;
-  }
-  const parts: Uint8Array[] = [];
-  let size = 0;
   try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      size += chunk.byteLength;
-      if (size > max) return null; // leaving the loop cancels the body
-      parts.push(chunk);
-    }
+    return await readBodyAtMost(res, max);
   } catch (e) {
     throw lost(e, call);
   }
-  return Buffer.concat(parts).toString('utf8');
 }
 
 /** The host's own words about a refusal: its `message`, short, on one line, without the token. */

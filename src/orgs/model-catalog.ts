@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import { ConfigError } from '../config';
 import { ModelFileSchema, type LLMModel } from '../schemas/settings';
+import { readBodyAtMost } from '../read-body';
 
 export interface ModelCatalogOptions {
   /** A JSON array of "provider/name" strings or {provider, name, verified, hidden, canonical} objects. */
@@ -111,19 +112,7 @@ export class ModelCatalog {
 }
 
 async function readBounded(res: Response, max: number): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new Error(`the model listing is larger than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = await readBodyAtMost(res, max);
+  if (text === null) throw new Error(`the model listing is larger than ${max} bytes`);
+  return text;
 }

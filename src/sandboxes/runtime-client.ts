@@ -10,6 +10,7 @@ import { AGENT_SERVER, SESSION_KEY_HEADER } from '../schemas/sandboxes';
 import type { SendMessageRequest } from '../schemas/messages';
 import type { LLMSettings } from '../schemas/organizations';
 import type { SandboxRecord } from '../store/sandboxes-store';
+import { readBodyAtMost } from '../read-body';
 
 export interface RuntimeAnswer {
   status: number;
@@ -229,27 +230,13 @@ export abstract class RuntimeClient {
 /** The most of an answer a call reads (a diff of two files at the runtime's 1 MiB limit, escaped, fits). */
 export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
-/**
- * The answer's text, read up to `maxBytes` (null past that: the rest is not read); a runtime that stops
- * sending it, or runs out of time, is Unavailable.
- */
+/** The answer's text, read up to `maxBytes` (null past that); a runtime that stops sending it, or runs out of time, is Unavailable. */
 async function readBounded(res: Response, maxBytes: number): Promise<string | null> {
-  if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
-    await res.body?.cancel().catch(() => undefined);
-    return null;
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
   try {
-    for await (const chunk of res.body ?? []) {
-      size += (chunk as Uint8Array).length;
-      if (size > maxBytes) return null; // leaving the loop cancels the rest of the body
-      chunks.push(Buffer.from(chunk as Uint8Array));
-    }
+    return await readBodyAtMost(res, maxBytes);
   } catch (e) {
     throw new Unavailable(`The sandbox's agent server stopped answering (${(e as Error).message})`, 5, { cause: e });
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** JSON when it is JSON; the text otherwise; null for nothing. */
