@@ -12,74 +12,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { trustedProgram } from '../../src/process/trusted-path';
+import { detectCgroups, V2_CONTROLLERS, type CgroupLayout } from './cgroup-layout';
+import { writeLimits } from './cgroup-limits';
 import type { SandboxLimits } from './provider';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-export type CgroupLayout =
-  | { version: 2; root: string }
-  | { version: 1; roots: { memory: string; pids: string; cpu: string; cpuacct?: string; freezer?: string } };
-
-const V1_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
-const V2_CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
-const CFS_PERIOD_US = 100_000;
 /** A sandbox's name in the hierarchy: its id, nothing a path could be made of. */
 const NAME = /^[A-Za-z0-9-]{1,64}$/;
-
-const writable = (p: string) => {
-  try {
-    fs.accessSync(p, fs.constants.W_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** The controllers a v2 cgroup offers its children. */
-const controllersOf = (dir: string) =>
-  new Set(fs.readFileSync(path.join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/).filter(Boolean));
-
-/**
- * The hierarchy this machine lets the worker use, or why none: cgroup v2 mounted at `mount` with the
- * memory, pids and cpu controllers, or v1 with those three controllers mounted each under `mount`.
- */
-export function detectCgroups(mount = '/sys/fs/cgroup'): { layout: CgroupLayout } | { why: string } {
-  try {
-    if (fs.existsSync(path.join(mount, 'cgroup.controllers'))) {
-      const have = controllersOf(mount);
-      const missing = V2_CONTROLLERS.filter((c) => !have.has(c));
-      if (missing.length > 0) return { why: `cgroup v2 at ${mount} lacks the ${missing.join(', ')} controller(s)` };
-      if (!writable(mount))
-        return {
-          why: `cgroup v2 at ${mount} is not writable (run the worker as root, with a writable cgroup file system)`,
-        };
-      return { layout: { version: 2, root: mount } };
-    }
-    const roots = Object.fromEntries(V1_CONTROLLERS.map((c) => [c, path.join(mount, c)])) as Record<
-      (typeof V1_CONTROLLERS)[number],
-      string
-    >;
-    const missing = V1_CONTROLLERS.filter((c) => !fs.existsSync(path.join(roots[c], 'cgroup.procs')));
-    if (missing.length > 0)
-      return { why: `no cgroup v2 at ${mount}, and cgroup v1 lacks the ${missing.join(', ')} controller(s)` };
-    const closed = V1_CONTROLLERS.filter((c) => !writable(roots[c]));
-    if (closed.length > 0)
-      return { why: `cgroup v1 ${closed.join(', ')} at ${mount} not writable (run the worker as root)` };
-    // CPU accounting, for what a sandbox used: its own hierarchy, or the cpu one when they are mounted together.
-    const cpuacct = path.join(mount, 'cpuacct');
-    const separate =
-      fs.existsSync(path.join(cpuacct, 'cpuacct.usage')) &&
-      !fs.existsSync(path.join(roots.cpu, 'cpuacct.usage')) &&
-      writable(cpuacct);
-    // The freezer, to stop (pause, kill) every process at once: a forking loop cannot outrun it.
-    const freezer = path.join(mount, 'freezer');
-    const hasFreezer = fs.existsSync(path.join(freezer, 'cgroup.procs')) && writable(freezer);
-    return {
-      layout: { version: 1, roots: { ...roots, ...(separate ? { cpuacct } : {}), ...(hasFreezer ? { freezer } : {}) } },
-    };
-  } catch (e) {
-    return { why: `cgroups at ${mount} unreadable: ${(e as Error).message}` };
-  }
-}
 
 export class SandboxCgroups {
   constructor(
@@ -133,36 +72,7 @@ export class SandboxCgroups {
     this.prepareParents();
     const dirs = this.dirs(sandboxId);
     for (const d of dirs) fs.mkdirSync(d, { recursive: true });
-    const set = (dir: string, file: string, value: string) => fs.writeFileSync(path.join(dir, file), value);
-    if (this.layout.version === 2) {
-      const [dir] = dirs as [string];
-      set(dir, 'memory.max', limits.memoryMb ? String(limits.memoryMb * 1024 * 1024) : 'max');
-      if (fs.existsSync(path.join(dir, 'memory.swap.max'))) set(dir, 'memory.swap.max', limits.memoryMb ? '0' : 'max');
-      set(dir, 'pids.max', limits.pidsLimit ? String(limits.pidsLimit) : 'max');
-      set(
-        dir,
-        'cpu.max',
-        limits.cpus
-          ? `${Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))} ${CFS_PERIOD_US}`
-          : `max ${CFS_PERIOD_US}`,
-      );
-    } else {
-      const [memory, pids, cpu] = dirs as [string, string, string];
-      const bytes = limits.memoryMb ? String(limits.memoryMb * 1024 * 1024) : '-1';
-      // Swap included, where the kernel accounts for it: memsw may not be lower than the limit, so order matters.
-      // memsw may never be below the limit: lifted first, then the limit, then memsw (a raised limit too).
-      const memsw = fs.existsSync(path.join(memory, 'memory.memsw.limit_in_bytes'));
-      if (memsw) set(memory, 'memory.memsw.limit_in_bytes', '-1');
-      set(memory, 'memory.limit_in_bytes', bytes);
-      if (memsw && limits.memoryMb) set(memory, 'memory.memsw.limit_in_bytes', bytes);
-      set(pids, 'pids.max', limits.pidsLimit ? String(limits.pidsLimit) : 'max');
-      set(cpu, 'cpu.cfs_period_us', String(CFS_PERIOD_US));
-      set(
-        cpu,
-        'cpu.cfs_quota_us',
-        limits.cpus ? String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))) : '-1',
-      );
-    }
+    writeLimits(this.layout.version, dirs, limits);
     return dirs.map((d) => path.join(d, 'cgroup.procs'));
   }
 
@@ -319,9 +229,4 @@ export function sandboxCgroups(
   }
   if (mode === 'on') throw new Error(`SANDBOX_CGROUPS=on, but ${why}`);
   return { cgroups: undefined, why };
-}
-
-/** Every hierarchy's directory of `parent` (the sandboxes' cgroups are below it). */
-export function parentDirs(layout: CgroupLayout, parent: string): string[] {
-  return (layout.version === 2 ? [layout.root] : Object.values(layout.roots)).map((r) => path.join(r, parent));
 }

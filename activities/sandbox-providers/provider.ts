@@ -7,7 +7,7 @@ import type { ExposedUrl, SandboxProviderName, SandboxSpec } from '../../src/sch
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
 import { Unavailable } from '../../src/errors';
 
-export interface StartRequest {
+export interface RuntimeStartRequest {
   sandboxId: string;
   spec: SandboxSpec;
   /** The key the runtime must accept (its X-Session-API-Key). */
@@ -31,7 +31,7 @@ export type RuntimeState = { state: 'running' } | { state: 'paused' } | { state:
 
 export interface SandboxProvider {
   readonly name: SandboxProviderName;
-  start(req: StartRequest): Promise<StartedRuntime>;
+  start(req: RuntimeStartRequest): Promise<StartedRuntime>;
   pause(handle: RuntimeHandle): Promise<void>;
   resume(handle: RuntimeHandle): Promise<void>;
   /** Removes the runtime and its storage; a runtime already gone is not an error. */

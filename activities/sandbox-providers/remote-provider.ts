@@ -11,7 +11,7 @@ import {
   wrongHandle,
   type RuntimeState,
   type SandboxProvider,
-  type StartRequest,
+  type RuntimeStartRequest,
   type StartedRuntime,
 } from './provider';
 
@@ -75,7 +75,7 @@ export class RemoteProvider implements SandboxProvider {
     }
   }
 
-  async start(req: StartRequest): Promise<StartedRuntime> {
+  async start(req: RuntimeStartRequest): Promise<StartedRuntime> {
     if (!req.spec.image) throw new ProviderConfigError(`spec ${req.spec.id} has no image; a remote spec needs one`);
     let runtime = await this.session(req.sandboxId);
     if (runtime && runtime.status === 'paused') await this.call('POST', '/resume', { runtime_id: runtime.runtime_id });

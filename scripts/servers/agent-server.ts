@@ -7,7 +7,7 @@
  * The environment is self-contained where it has to be: a Python whose installation others may read (a
  * system one) gets a virtual environment; one in a private directory (pyenv under /root) is copied into
  * the environment (its standard library, not what was installed into it), so a sandbox uid can run it
- * once the environment is where it may read it (process-isolation.ts shares it). Such a copy finds its
+ * once the environment is where it may read it (process-shared-runtime.ts shares it). Such a copy finds its
  * libpython through `libDir`. Everything installed is hash-checked: pip, setuptools and wheel from
  * pip.lock, then the agent server's lock with no build isolation (its one source archive builds with the
  * locked setuptools). PIP_* variables pass through (a mirror, a proxy): hashes decide what is accepted.

@@ -7,12 +7,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  detectCgroups,
-  parentDirs,
-  SandboxCgroups,
-  sandboxCgroups,
-} from '../../activities/sandbox-providers/process-cgroups';
+import { detectCgroups, parentDirs } from '../../activities/sandbox-providers/cgroup-layout';
+import { SandboxCgroups, sandboxCgroups } from '../../activities/sandbox-providers/process-cgroups';
 import { SandboxDisks } from '../../activities/sandbox-providers/process-disks';
 import { ProcessProvider } from '../../activities/sandbox-providers/process-provider';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
@@ -21,11 +17,10 @@ import { eventually } from '../helpers/eventually';
 import { messages } from '../helpers/event-samples';
 import { connect } from '../helpers/ws-client';
 import { killRuntimesUnder, waitForStatus } from '../helpers/sandboxes';
-import { freePort } from '../../src/process/net';
 import { runtimeClient } from '../../src/sandboxes/runtime-clients';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { TEST_CGROUP_PARENT, testConfig } from '../helpers/env';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import type { TestApi } from '../helpers/api';
+import { TEST_CGROUP_PARENT } from '../helpers/env';
+import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
 
 const found = detectCgroups();
 if (!('layout' in found)) throw new Error(`test/root needs a usable cgroup hierarchy: ${found.why}`);
@@ -246,37 +241,36 @@ describe('a hierarchy that refuses the parent cgroup', () => {
 });
 
 describe("one user's runaway sandbox does not starve another's start (the service, cgroups and disks from SANDBOX_DEFAULT_*)", () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
-  let dir: string;
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-load-'));
-    const config = testConfig({
-      DATA_DIR: dir,
-      API_PORT: String(await freePort()),
-      SANDBOX_IDLE_TIMEOUT_MS: '0',
-      SANDBOX_CGROUPS: 'on',
-      SANDBOX_DEFAULT_MEMORY_MB: '512',
-      SANDBOX_DEFAULT_CPUS: '1',
-      SANDBOX_DEFAULT_PIDS_LIMIT: '256',
-      SANDBOX_DISKS: 'on',
-      SANDBOX_DEFAULT_DISK_MB: '256',
-    });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    service = await startServiceUnderTest(
+      'sandbox-load-',
+      {
+        SANDBOX_IDLE_TIMEOUT_MS: '0',
+        SANDBOX_CGROUPS: 'on',
+        SANDBOX_DEFAULT_MEMORY_MB: '512',
+        SANDBOX_DEFAULT_CPUS: '1',
+        SANDBOX_DEFAULT_PIDS_LIMIT: '256',
+        SANDBOX_DISKS: 'on',
+        SANDBOX_DEFAULT_DISK_MB: '256',
+      },
+      {
+        // A's sandboxes were not deleted: their file systems go by hand.
+        beforeRemove: (dataDir) => {
+          for (const line of fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+            const at = line.split(' ')[1];
+            if (at?.startsWith(`${dataDir}/`)) execFileSync('umount', ['-l', at]);
+          }
+        },
+      },
+    );
+    t = service.t;
   }, 60_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    killRuntimesUnder(dir);
-    // A's sandboxes were not deleted: their file systems go by hand.
-    for (const line of fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
-      const at = line.split(' ')[1];
-      if (at?.startsWith(`${dir}/`)) execFileSync('umount', ['-l', at]);
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
+    await service?.close();
   });
 
   /** A's start to READY (a new sandbox each time, as a new user's first conversation), in ms. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { detectCgroups, parentDirs } from '../../activities/sandbox-providers/process-cgroups';
+import { detectCgroups, parentDirs } from '../../activities/sandbox-providers/cgroup-layout';
 import { TEST_CGROUP_PARENT } from '../helpers/env';
 import { cleanUpDocker } from './docker';
 
