@@ -17,6 +17,22 @@ export function untraversable(dir: string): string | null {
   }
 }
 
+/**
+ * The first existing directory from `dir` up that someone other than root could change, or null: one a
+ * user owns, or one its group or others may write (a sticky one such as /tmp only above a directory root
+ * owns, and never as `dir` itself). A part that does not exist yet is made by root. Root writes and changes modes below `dir`; none of it may be another's to swap.
+ */
+export function notRootsAlone(dir: string): string | null {
+  let d = dir;
+  for (;;) {
+    const st = fs.statSync(d, { throwIfNoEntry: false });
+    if (st && (st.uid !== 0 || ((st.mode & 0o022) !== 0 && (d === dir || (st.mode & 0o1000) === 0)))) return d;
+    const parent = path.dirname(d);
+    if (parent === d) return null;
+    d = parent;
+  }
+}
+
 /** Whether a path is readable (and its directories traversable) by a user that is neither its owner nor in its group. */
 export function readableByOthers(file: string): boolean {
   let dir = path.dirname(file);

@@ -31,7 +31,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedPath, trustedProgram } from '../../src/process/trusted-path';
-import { untraversable } from './path-modes';
+import { notRootsAlone, untraversable } from './path-modes';
 import { ensureSandboxFirewall, installSandboxFirewall } from './process-firewall';
 import { isolatedLaunch, worldWritableDirs } from './process-isolation-launch';
 import { AgentServerSharing, shareBuiltInRuntime } from './process-shared-runtime';
@@ -87,6 +87,14 @@ export class ProcessIsolation {
         `SANDBOXES_DIR (${sandboxesDir}) is inside DATA_DIR, which isolated sandboxes may not enter: leave it unset, or choose a directory outside`,
       );
     }
+    // The parent is made 0711 and holds the shared runtime beside the sandboxes: it and every directory
+    // above it must be root's alone (SANDBOXES_DIR=/tmp/x would take /tmp's sticky bit off; one under a
+    // user's directory would let that user swap `runtime` or `sandboxes` for a link).
+    const changeable = notRootsAlone(path.dirname(sandboxesDir));
+    if (changeable)
+      throw new Error(
+        `SANDBOXES_DIR (${sandboxesDir}) is under ${changeable}, which a user other than root may change: choose a directory only root may write, such as the default under /var/lib/agent-control`,
+      );
     const unreachable = untraversable(path.dirname(sandboxesDir));
     if (unreachable)
       throw new Error(

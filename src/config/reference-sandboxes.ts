@@ -231,7 +231,8 @@ export const SANDBOX_REFERENCE: readonly ConfigReferenceEntry[] = [
   {
     variables: ['SANDBOXES_DIR'],
     default: '`DATA_DIR/sandboxes`; isolated: `/var/lib/agent-control/<hash>/sandboxes`',
-    meaning: 'Where process sandboxes live',
+    meaning:
+      "Where process sandboxes live; isolated, outside DATA_DIR and under directories only root may change (none a user owns, none its group or others may write but a sticky one such as /tmp above a directory of root's): the worker refuses others",
   },
   {
     variables: ['OPENHANDS_AGENT_SERVER_DIR'],
