@@ -16,23 +16,17 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import WebSocket from 'ws';
 import { FERRETDB_VERSION } from '../scripts/servers/paths';
-import {
-  benchCaller,
-  makeEvents,
-  manyConversationsCase,
-  postgresVersion,
-  rawBlockPage,
-  requireGinIndexes,
-  startEventsApi,
-  toStoredEvents,
-  type BenchApi,
-} from './events-conversations';
+import { benchCaller } from './bench-caller';
+import { makeEvents, rawBlockPage, toStoredEvents } from './event-documents';
+import { startEventsApi, type BenchApi } from './events-api';
+import { manyConversationsCase } from './events-conversations';
+import { postgresVersion, requireGinIndexes } from './postgres-checks';
 import { runBench } from './report';
 import { startBenchServers } from './servers';
 import { encodeCursor } from '../src/schemas/page-cursor';
 import { EVENTS_LISTING } from '../src/schemas/event-queries';
 import { createStores } from '../src/composition';
-import { eventsIndexes, type StoredEvent } from '../src/store/events-store';
+import { eventsIndexes, type StoredEvent } from '../src/store/events-collection';
 import { openDatabase } from '../src/store/mongo';
 import { ensurePostgresIndexes } from '../src/store/postgres-indexes';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,6 +1,6 @@
 import { apiKeysIndexes } from './api-keys-store';
 import { conversationsIndexes } from './conversations-store';
-import { eventsIndexes } from './events-store';
+import { eventsIndexes } from './events-collection';
 import { membershipsIndexes } from './memberships-store';
 import { organizationsIndexes } from './organizations-store';
 import { userSecretsIndexes } from './user-secrets-store';
@@ -13,7 +13,7 @@ import { callbacksIndexes } from './callbacks-store';
 import { pendingMessagesIndexes } from './pending-messages-store';
 import { llmProfilesIndexes } from './llm-profiles-store';
 
-/** Every index the service relies on, created at start-up. */
+/** Every index the service relies on, created at start-up. What each collection is for: docs/collections.md. */
 export const ALL_INDEXES: readonly CollectionIndexes[] = [
   pendingMessagesIndexes,
   usersIndexes,
@@ -29,7 +29,7 @@ export const ALL_INDEXES: readonly CollectionIndexes[] = [
   callbacksIndexes,
   llmProfilesIndexes,
   // Read by _id only: declared so that they exist from the start, with the `_id` index PostgreSQL can
-  // use under FerretDB (src/store/postgres-indexes.ts). live_events is src/live/live-channel.ts's.
+  // use under FerretDB (src/store/postgres-indexes.ts). live_events is src/live/live-slots.ts's.
   { collection: 'ingest_leases', indexes: [] },
   { collection: 'sandbox_usage', indexes: [] },
   { collection: 'callback_state', indexes: [] },
