@@ -1,7 +1,8 @@
 /** The slot log that carries live events between api processes, on the real MongoDB-wire server. */
 import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import pino from 'pino';
-import { LIVE_COLLECTION, LiveChannel, type LiveDoc } from '../src/live/live-channel';
+import { LiveChannel } from '../src/live/live-channel';
+import { LIVE_COLLECTION, type LiveDoc } from '../src/live/live-slots';
 import { openDatabase, type Database } from '../src/store/mongo';
 import { testEnv, uniqueName } from './helpers/env';
 import { eventually } from './helpers/eventually';

@@ -3,7 +3,7 @@
  * Past a quota the answer is a 429 (a socket: close 4429) that names the limit and what to do; nothing
  * is made; another user is not affected; freeing one makes room again.
  */
-import { CLOSE_TOO_MANY } from '../src/http/websocket';
+import { CLOSE_TOO_MANY } from '../src/http/event-socket-session';
 import { messages } from './helpers/event-samples';
 import { type TestApi } from './helpers/api';
 import { waitForStatus } from './helpers/sandboxes';

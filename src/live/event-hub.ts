@@ -3,7 +3,7 @@
  * one subscription: stored events go out exactly once in seq order (a gap is filled from the log),
  * transient events go out as they come.
  */
-import type { LiveDoc } from './live-channel';
+import type { LiveDoc } from './live-slots';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** What a subscription reads from the log: a seq range, and the conversation's last seq. */

@@ -20,41 +20,13 @@ import type { Db } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger';
 import { isDuplicateKey } from '../store/errors';
+import { LiveSlots, type LiveDoc, type LiveItem } from './live-slots';
 import { setTimeout as sleep } from 'node:timers/promises';
-
-export const LIVE_COLLECTION = 'live_events';
-const FLOOR_ID = 'floor';
-
-export interface LiveItem {
-  /** The event's seq in the log; null for events that are never stored (StreamingDeltaEvent). */
-  seq: number | null;
-  json: string;
-  /** When a stored event was stored (ms since the epoch), for the delivery lag; absent in older slots. */
-  stored_at?: number;
-}
-
-export interface LiveDoc extends LiveItem {
-  conversation_id: string;
-}
-
-interface SlotDoc {
-  _id: string;
-  n: number;
-  items: LiveDoc[];
-  at: Date;
-  /** The channel (api process) that published it; absent in older slots. */
-  by?: string;
-}
 
 interface Pending {
   docs: LiveDoc[];
   resolve: () => void;
   reject: (e: unknown) => void;
-}
-
-interface FloorDoc {
-  _id: typeof FLOOR_ID;
-  n: number;
 }
 
 export interface LiveChannelOptions {
@@ -72,9 +44,9 @@ export interface LiveChannelOptions {
   onRemoteSlot?: (lagMs: number) => void;
 }
 
-const slotId = (n: number) => `s${n}`;
-
 export class LiveChannel {
+  /** The slots and the floor in `live_events`. */
+  private readonly slots: LiveSlots;
   /** This process's name on the channel: its own slots are told apart from other processes'. */
   private readonly id = randomUUID();
   /** A slot known to be filled (or the floor): publishers and the reader start from here. */
@@ -101,43 +73,16 @@ export class LiveChannel {
   private stopMaintenance: (() => void) | undefined;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly log: Logger,
     private readonly opts: LiveChannelOptions = { pollMs: 10, retainSlots: 100 },
-  ) {}
-
-  private get slots() {
-    return this.db.collection<SlotDoc | FloorDoc>(LIVE_COLLECTION);
-  }
-
-  private async exists(n: number): Promise<boolean> {
-    return (await this.slots.findOne({ _id: slotId(n) }, { projection: { _id: 1 } })) !== null;
-  }
-
-  private async floor(): Promise<number> {
-    const f = (await this.slots.findOne({ _id: FLOOR_ID })) as FloorDoc | null;
-    return f?.n ?? 0;
+  ) {
+    this.slots = new LiveSlots(db);
   }
 
   /** The highest filled slot, found with O(log n) `_id` lookups from the floor. */
-  async head(): Promise<number> {
-    let lo = Math.max(this.known, await this.floor()); // filled (or the floor, below every slot)
-    if (!(await this.exists(lo + 1))) return lo;
-    let step = 1;
-    let hi = lo + 1; // filled
-    while (await this.exists(hi + step)) {
-      lo = hi + step;
-      hi = lo;
-      step *= 2;
-    }
-    let missing = hi + step;
-    lo = hi;
-    while (missing - lo > 1) {
-      const mid = Math.floor((lo + missing) / 2);
-      if (await this.exists(mid)) lo = mid;
-      else missing = mid;
-    }
-    return lo;
+  head(): Promise<number> {
+    return this.slots.head(this.known);
   }
 
   /**
@@ -187,7 +132,7 @@ export class LiveChannel {
     }
     for (let n = this.known + 1; ; n++) {
       try {
-        await this.slots.insertOne({ _id: slotId(n), n, items, at: new Date(), by: this.id });
+        await this.slots.insert(n, items, this.id);
         this.known = Math.max(this.known, n);
         if (this.reading && !this.stopped) this.own.set(n, items);
         this.wake?.();
@@ -244,7 +189,7 @@ export class LiveChannel {
           for (const item of mine) deliver(item);
           continue;
         }
-        const slot = (await this.slots.findOne({ _id: slotId(next) })) as SlotDoc | null;
+        const slot = await this.slots.read(next);
         if (slot) {
           this.known = Math.max(this.known, next);
           next++;
@@ -289,7 +234,7 @@ export class LiveChannel {
       });
       if (this.stopped) return;
       try {
-        this.floorSeen = await this.floor();
+        this.floorSeen = await this.slots.floor();
         if (this.readerAt > 0) await this.cleanup(this.readerAt - 1);
       } catch (e) {
         if (this.stopped) return;
@@ -315,10 +260,7 @@ export class LiveChannel {
     const newFloor = head - this.opts.retainSlots;
     if (newFloor <= 0 || Date.now() - this.lastCleanup < (this.opts.cleanupEveryMs ?? 5000)) return;
     this.lastCleanup = Date.now();
-    if (newFloor <= (await this.floor())) return;
-    // The floor moves first, so a reader never waits on a slot that is gone.
-    await this.slots.updateOne({ _id: FLOOR_ID }, { $set: { n: newFloor } }, { upsert: true });
-    await this.slots.deleteMany({ n: { $lte: newFloor }, _id: { $ne: FLOOR_ID } });
+    await this.slots.raiseFloor(newFloor);
   }
 
   async stop(): Promise<void> {

@@ -9,14 +9,8 @@ import { z } from 'zod';
 import { HttpError } from '../web/errors';
 import type { ApiRouter } from '../web/route';
 import { ErrorResponseSchema } from '../schemas/errors';
-import {
-  GIT_REF_PATTERN,
-  GitChangeSchema,
-  GitDiffSchema,
-  GitViewError,
-  type GitViewFailure,
-  type GitViews,
-} from './git-views';
+import { GitViewError, type GitViewFailure } from './git-view-errors';
+import { GIT_REF_PATTERN, GitChangeSchema, GitDiffSchema, type GitViews } from './git-views';
 
 const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 

@@ -1,15 +1,18 @@
 /**
  * Read-only views of the git repositories in the working directory, as the reference agent server gives
  * them: the files a repository's working tree changed against a ref (GitChange), and one file's content
- * at the ref and now (GitDiff). git runs without a shell, with a time limit and an output limit; the
- * repository it finds must lie inside the working directory (git does not look above it), and a
- * repository's own settings cannot make it run programs (fsmonitor, external diff, textconv are off).
+ * at the ref and now (GitDiff). git runs without a shell, with a time limit and an output limit
+ * (git-command.ts); the repository it finds must lie inside the working directory (git does not look
+ * above it), and a repository's own settings cannot make it run programs (fsmonitor, external diff,
+ * textconv are off).
  * Contents are read as UTF-8; a file larger than the limit (1 MiB by default) is refused (too_large),
  * not cut, so what a client shows is never silently partial.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { runGit, type GitRun } from './git-command';
+import { nulSeparated, parseNameStatus } from './git-name-status';
+import { GitViewError } from './git-view-errors';
 import { PathEscapeError, resolveInside } from './workspace-paths';
 
 export {
@@ -25,30 +28,6 @@ import type { GitChange, GitDiff } from '../schemas/git';
 /** A ref a client may name: a branch, a tag, a commit, `HEAD~2`, `main^`, `HEAD@{1}`; never an option. */
 export const GIT_REF_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._/~^@{}-]*$/;
 
-export const GIT_VIEW_FAILURES = [
-  'outside',
-  'not_found',
-  'not_a_repository',
-  'not_a_file',
-  'unknown_ref',
-  'too_large',
-  'timeout',
-  'busy',
-  'unavailable',
-] as const;
-export type GitViewFailure = (typeof GIT_VIEW_FAILURES)[number];
-
-/** Why a view cannot be given; the routes map each reason to a status. */
-export class GitViewError extends Error {
-  constructor(
-    readonly reason: GitViewFailure,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'GitViewError';
-  }
-}
-
 export interface GitViewOptions {
   /** The runtime's working directory: every path and repository must lie inside it. */
   workingDir: string;
@@ -60,24 +39,6 @@ export interface GitViewOptions {
   timeoutMs?: number;
   /** Views computed at once; more are refused (busy). @default 8 */
   maxConcurrent?: number;
-}
-
-/** Settings that keep a repository's configuration from running programs or printing quoted names. */
-const SAFE_CONFIG = [
-  '-c',
-  'core.fsmonitor=false',
-  '-c',
-  'core.quotePath=false',
-  '-c',
-  'diff.external=',
-  '-c',
-  'core.untrackedCache=false',
-];
-
-interface GitRun {
-  code: number;
-  stdout: Buffer;
-  stderr: string;
 }
 
 export class GitViews {
@@ -242,64 +203,8 @@ export class GitViews {
   }
 
   private git(cwd: string, args: string[], maxBuffer: number, what: string): Promise<GitRun> {
-    const root = fs.realpathSync(this.o.workingDir);
-    return new Promise((resolve, reject) => {
-      execFile(
-        'git',
-        [...SAFE_CONFIG, ...args],
-        {
-          cwd,
-          env: gitEnv(path.dirname(root)),
-          timeout: this.timeoutMs,
-          killSignal: 'SIGKILL',
-          maxBuffer,
-          encoding: 'buffer',
-          windowsHide: true,
-        },
-        (err, stdout, stderr) => {
-          const e = err as (NodeJS.ErrnoException & { killed?: boolean; code?: string | number }) | null;
-          if (e?.code === 'ENOENT')
-            return reject(new GitViewError('unavailable', 'git is not installed in this runtime'));
-          if (e?.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER')
-            return reject(new GitViewError('too_large', `${what} is larger than the limit of ${maxBuffer} bytes`));
-          if (e?.killed)
-            return reject(new GitViewError('timeout', `git took longer than ${this.timeoutMs} ms for ${what}`));
-          if (e && typeof e.code !== 'number') return reject(e);
-          resolve({ code: typeof e?.code === 'number' ? e.code : 0, stdout, stderr: stderr.toString('utf8') });
-        },
-      );
-    });
+    return runGit({ workingDir: this.o.workingDir, timeoutMs: this.timeoutMs }, cwd, args, maxBuffer, what);
   }
-}
-
-/** git's environment: the runtime's without its session key and any GIT_* setting, never looking above the working directory. */
-function gitEnv(ceiling: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (k !== 'SESSION_API_KEY' && !k.startsWith('GIT_')) env[k] = v;
-  return { ...env, GIT_CEILING_DIRECTORIES: ceiling, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C' };
-}
-
-const nulSeparated = (s: string) => s.split('\0').filter(Boolean);
-
-/** `git diff --name-status -z`: a status, then one path (two for a rename or a copy). */
-export function parseNameStatus(output: string): GitChange[] {
-  const fields = output.split('\0');
-  const changes: GitChange[] = [];
-  for (let i = 0; i < fields.length;) {
-    const code = fields[i++]!;
-    if (!code) continue;
-    const kind = code[0];
-    if (kind === 'R' || kind === 'C') {
-      i++; // the old path
-      const to = fields[i++];
-      if (to) changes.push({ status: kind === 'R' ? 'MOVED' : 'ADDED', path: to });
-      continue;
-    }
-    const p = fields[i++];
-    if (!p) continue;
-    changes.push({ status: kind === 'A' ? 'ADDED' : kind === 'D' ? 'DELETED' : 'UPDATED', path: p });
-  }
-  return changes;
 }
 
 /** A file's content as UTF-8, refused (by `tooLarge`) when it grew past `max` bytes since its size was read. */

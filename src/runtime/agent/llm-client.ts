@@ -5,6 +5,7 @@
  * the raw exchange for completion logs.
  */
 import { randomUUID } from 'node:crypto';
+import { sseData } from './sse-data';
 
 export interface LlmSettings {
   model: string;
@@ -98,23 +99,28 @@ export function readUsage(raw: unknown): Usage | null {
 
 const endpoint = (baseUrl: string) => `${baseUrl.replace(/\/+$/, '')}/chat/completions`;
 
-interface Delta {
-  content?: string | null;
-  reasoning_content?: string | null;
-  tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+/** What a caller of `complete` may add: a signal to cancel the call, and a callback for each streamed delta. */
+export interface CompleteOptions {
+  signal?: AbortSignal;
+  onDelta?: (d: { content: string | null; reasoning_content: string | null }) => void;
 }
 
 export async function complete(
   llm: LlmSettings,
   messages: ChatMessage[],
   tools: object[],
-  opts: {
-    signal?: AbortSignal;
-    onDelta?: (d: { content: string | null; reasoning_content: string | null }) => void;
-  } = {},
+  opts: CompleteOptions = {},
 ): Promise<Completion> {
   const stream = Boolean(llm.stream);
-  const request = {
+  const request = chatRequest(llm, messages, tools, stream);
+  const res = await postChat(llm, request, opts.signal);
+  if (!stream) return readAnswer(res, request);
+  return readStreamedAnswer(res, request, opts);
+}
+
+/** The chat-completions request body: the settings left unset are left out, so the endpoint's defaults hold. */
+function chatRequest(llm: LlmSettings, messages: ChatMessage[], tools: object[], stream: boolean) {
+  return {
     model: llm.model,
     messages,
     ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
@@ -123,7 +129,11 @@ export async function complete(
     ...(llm.max_output_tokens != null ? { max_tokens: llm.max_output_tokens } : {}),
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   };
-  const signals = [AbortSignal.timeout((llm.timeout_s ?? 600) * 1000), ...(opts.signal ? [opts.signal] : [])];
+}
+
+/** Sends the request within the settings' timeout (and the caller's signal); an answer other than 2xx is an LlmError. */
+async function postChat(llm: LlmSettings, request: object, signal: AbortSignal | undefined): Promise<Response> {
+  const signals = [AbortSignal.timeout((llm.timeout_s ?? 600) * 1000), ...(signal ? [signal] : [])];
   const res = await fetch(endpoint(llm.base_url), {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', ...(llm.api_key ? { Authorization: `Bearer ${llm.api_key}` } : {}) },
@@ -132,97 +142,114 @@ export async function complete(
   });
   if (!res.ok)
     throw new LlmError(`the LLM endpoint answered ${res.status}: ${(await res.text()).slice(0, 500)}`, res.status);
+  return res;
+}
 
-  if (!stream) {
-    const body = (await res.json()) as {
-      id?: string;
-      prompt_token_ids?: number[];
-      usage?: unknown;
-      choices?: {
-        message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCall[] };
-        token_ids?: number[];
-      }[];
-    };
-    const choice = body.choices?.[0];
-    if (!choice?.message) throw new LlmError('the LLM endpoint answered without a message');
-    return {
-      id: body.id ?? `resp-${Date.now()}`,
-      content: choice.message.content ?? null,
-      reasoning_content: choice.message.reasoning_content ?? null,
-      tool_calls: (choice.message.tool_calls ?? []).map((c, i) => ({
-        id: c.id || callId(i),
-        type: 'function',
-        function: c.function,
-      })),
-      prompt_token_ids: body.prompt_token_ids ?? null,
-      response_token_ids: choice.token_ids ?? null,
-      usage: readUsage(body.usage),
-      request,
-      response: body,
-    };
-  }
-
-  let id = '';
-  let content = '';
-  let reasoning = '';
-  let promptTokenIds: number[] | null = null;
-  let responseTokenIds: number[] | null = null;
-  let usage: Usage | null = null;
-  const calls: { id: string; name: string; arguments: string }[] = [];
-  const chunks: unknown[] = [];
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(part, { stream: true }).replace(/\r\n?/g, '\n'); // SSE allows CRLF and CR line ends
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = frame
-        .split('\n')
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trim())
-        .join('');
-      if (!data || data === '[DONE]') continue;
-      const chunk = JSON.parse(data) as {
-        id?: string;
-        prompt_token_ids?: number[];
-        usage?: unknown;
-        choices?: { delta?: Delta; token_ids?: number[] }[];
-      };
-      chunks.push(chunk);
-      id ||= chunk.id ?? '';
-      // With include_usage the last chunk (no choices) carries the usage of the whole answer.
-      if (chunk.usage) usage = readUsage(chunk.usage) ?? usage;
-      if (chunk.prompt_token_ids) promptTokenIds = chunk.prompt_token_ids;
-      const choice = chunk.choices?.[0];
-      if (choice?.token_ids) responseTokenIds = [...(responseTokenIds ?? []), ...choice.token_ids];
-      const delta = choice?.delta;
-      if (!delta) continue;
-      if (delta.content || delta.reasoning_content) {
-        content += delta.content ?? '';
-        reasoning += delta.reasoning_content ?? '';
-        opts.onDelta?.({ content: delta.content ?? null, reasoning_content: delta.reasoning_content ?? null });
-      }
-      for (const tc of delta.tool_calls ?? []) {
-        const call = (calls[tc.index] ??= { id: '', name: '', arguments: '' });
-        if (tc.id) call.id = tc.id;
-        if (tc.function?.name) call.name += tc.function.name;
-        if (tc.function?.arguments) call.arguments += tc.function.arguments;
-      }
-    }
-  }
+/** The completion from a whole (not streamed) JSON answer. */
+async function readAnswer(res: Response, request: unknown): Promise<Completion> {
+  const body = (await res.json()) as {
+    id?: string;
+    prompt_token_ids?: number[];
+    usage?: unknown;
+    choices?: {
+      message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCall[] };
+      token_ids?: number[];
+    }[];
+  };
+  const choice = body.choices?.[0];
+  if (!choice?.message) throw new LlmError('the LLM endpoint answered without a message');
   return {
-    id: id || `resp-${Date.now()}`,
-    content: content || null,
-    reasoning_content: reasoning || null,
-    tool_calls: calls
+    id: body.id ?? `resp-${Date.now()}`,
+    content: choice.message.content ?? null,
+    reasoning_content: choice.message.reasoning_content ?? null,
+    tool_calls: (choice.message.tool_calls ?? []).map((c, i) => ({
+      id: c.id || callId(i),
+      type: 'function',
+      function: c.function,
+    })),
+    prompt_token_ids: body.prompt_token_ids ?? null,
+    response_token_ids: choice.token_ids ?? null,
+    usage: readUsage(body.usage),
+    request,
+    response: body,
+  };
+}
+
+interface Delta {
+  content?: string | null;
+  reasoning_content?: string | null;
+  tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+}
+
+/** One chunk of a streamed answer: its fields as OpenAI and vLLM-style servers send them. */
+interface StreamChunk {
+  id?: string;
+  prompt_token_ids?: number[];
+  usage?: unknown;
+  choices?: { delta?: Delta; token_ids?: number[] }[];
+}
+
+/** What the chunks of a streamed answer add up to so far. */
+interface StreamedAnswer {
+  id: string;
+  content: string;
+  reasoning: string;
+  promptTokenIds: number[] | null;
+  responseTokenIds: number[] | null;
+  usage: Usage | null;
+  calls: { id: string; name: string; arguments: string }[];
+  chunks: unknown[];
+}
+
+/** The completion from a streamed answer: its chunks added up, each delta of text passed on as it comes. */
+async function readStreamedAnswer(res: Response, request: unknown, opts: CompleteOptions): Promise<Completion> {
+  const answer: StreamedAnswer = {
+    id: '',
+    content: '',
+    reasoning: '',
+    promptTokenIds: null,
+    responseTokenIds: null,
+    usage: null,
+    calls: [],
+    chunks: [],
+  };
+  for await (const data of sseData(res.body as unknown as AsyncIterable<Uint8Array>))
+    addChunk(answer, JSON.parse(data) as StreamChunk, opts);
+  return {
+    id: answer.id || `resp-${Date.now()}`,
+    content: answer.content || null,
+    reasoning_content: answer.reasoning || null,
+    tool_calls: answer.calls
       .filter(Boolean)
       .map((c, i) => ({ id: c.id || callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } })),
-    prompt_token_ids: promptTokenIds,
-    response_token_ids: responseTokenIds,
-    usage,
+    prompt_token_ids: answer.promptTokenIds,
+    response_token_ids: answer.responseTokenIds,
+    usage: answer.usage,
     request,
-    response: chunks,
+    response: answer.chunks,
   };
+}
+
+function addChunk(answer: StreamedAnswer, chunk: StreamChunk, opts: CompleteOptions): void {
+  answer.chunks.push(chunk);
+  answer.id ||= chunk.id ?? '';
+  // With include_usage the last chunk (no choices) carries the usage of the whole answer.
+  if (chunk.usage) answer.usage = readUsage(chunk.usage) ?? answer.usage;
+  if (chunk.prompt_token_ids) answer.promptTokenIds = chunk.prompt_token_ids;
+  const choice = chunk.choices?.[0];
+  if (choice?.token_ids) answer.responseTokenIds = [...(answer.responseTokenIds ?? []), ...choice.token_ids];
+  const delta = choice?.delta;
+  if (!delta) return;
+  if (delta.content || delta.reasoning_content) {
+    answer.content += delta.content ?? '';
+    answer.reasoning += delta.reasoning_content ?? '';
+    opts.onDelta?.({ content: delta.content ?? null, reasoning_content: delta.reasoning_content ?? null });
+  }
+  // A call comes in pieces under its index: its id when given, its name and arguments a part at a time.
+  for (const tc of delta.tool_calls ?? []) {
+    const call = (answer.calls[tc.index] ??= { id: '', name: '', arguments: '' });
+    if (tc.id) call.id = tc.id;
+    if (tc.function?.name) call.name += tc.function.name;
+    if (tc.function?.arguments) call.arguments += tc.function.arguments;
+  }
 }
