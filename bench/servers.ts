@@ -13,12 +13,9 @@ import type { Child } from '../scripts/servers/child';
 import { obtainServers, obtainTemporalServer } from '../scripts/servers/obtain';
 import { postgresSuperuserUrl } from '../scripts/servers/postgres-server';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
-import {
-  ensureNamespace,
-  freeNodePorts,
-  prepareTemporalStore,
-  startTemporalNode,
-} from '../scripts/servers/temporal-server';
+import { freeNodePorts } from '../scripts/servers/temporal-node-ports';
+import { ensureNamespace, startTemporalNode } from '../scripts/servers/temporal-server';
+import { prepareTemporalStore } from '../scripts/servers/temporal-store';
 import { freePort } from '../src/process/net';
 import { wordArg } from './report';
 

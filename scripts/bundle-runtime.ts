@@ -2,7 +2,7 @@
  * Bundles the sandbox runtime (dist/src/runtime/main.js and what it imports) into one file,
  * dist/runtime-bundle.js, at build time. An isolated process sandbox runs as a user of its own that
  * cannot read the checkout or its node_modules: the process provider gives it a copy of this file
- * (see activities/sandbox-providers/process-isolation.ts), and node needs nothing else.
+ * (see activities/sandbox-providers/process-shared-runtime.ts), and node needs nothing else.
  */
 import { build } from 'esbuild';
 import path from 'node:path';

@@ -9,7 +9,9 @@ import path from 'node:path';
 import { startChild, type Child } from '../scripts/servers/child';
 import { freePort } from '../src/process/net';
 import { readStat } from '../src/process/process-tree';
-import { Supervisor, describeExit, type SupervisorOptions } from '../scripts/servers/supervisor';
+import { Supervisor } from '../scripts/servers/supervisor';
+import { describeExit } from '../scripts/servers/supervisor-log-text';
+import type { SupervisorOptions } from '../scripts/servers/supervisor-options';
 import { eventually } from './helpers/eventually';
 import { setTimeout as sleep } from 'node:timers/promises';
 

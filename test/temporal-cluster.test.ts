@@ -18,16 +18,14 @@ import {
   startPostgres,
   type PostgresServer,
 } from '../scripts/servers/postgres-server';
+import { freeNodePorts, type TemporalNodePorts } from '../scripts/servers/temporal-node-ports';
+import { ensureNamespace, startTemporalNode } from '../scripts/servers/temporal-server';
 import {
-  ensureNamespace,
-  freeNodePorts,
   prepareTemporalStore,
-  startTemporalNode,
   TEMPORAL_DATABASES,
   TEMPORAL_ROLE,
-  type TemporalNodePorts,
   type TemporalStore,
-} from '../scripts/servers/temporal-server';
+} from '../scripts/servers/temporal-store';
 import type { Child } from '../scripts/servers/child';
 import { freePort } from '../src/process/net';
 import { startTestApi, type TestApi } from './helpers/api';

@@ -17,6 +17,7 @@ import { repoRoot, FERRETDB_VERSION, TEMPORAL_CLI_VERSION } from '../servers/pat
 import { aptInstall } from '../host-packages';
 import type { AgentServerEnv } from '../../src/process/agent-server-env';
 import { engineGet } from './engine';
+import { docker } from './docker-cli';
 
 const run = promisify(execFile);
 type Say = (line: string) => void;
@@ -37,34 +38,6 @@ export interface ProjectImages {
 export interface ServerImages {
   temporal: string;
   ferretdb: string;
-}
-
-/** The docker CLI against `host`, with the classic builder (it reads .dockerignore and needs no buildx). */
-function docker(
-  host: string,
-  args: string[],
-  opts: { input?: NodeJS.ReadableStream; say?: Say } = {},
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('docker', args, {
-      env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' },
-      stdio: [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0
-        ? resolve(out)
-        : reject(
-            new Error(
-              `docker ${args.slice(0, 2).join(' ')} exited with ${code}:\n${out.trim().split('\n').slice(-30).join('\n')}`,
-            ),
-          ),
-    );
-    if (opts.input) opts.input.pipe(child.stdin!);
-  });
 }
 
 async function hasImage(host: string, image: string): Promise<boolean> {

@@ -11,7 +11,7 @@
  *   with a configuration read from the environment (TEMPORAL_ADDRESS, TEMPORAL_UI_PORT, ...).
  * Each image is labelled with a digest of what went into it and rebuilt only when that changes.
  */
-import { spawn } from 'node:child_process';
+import { docker } from './docker-cli';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -89,28 +89,6 @@ exec ./ui-server --env docker start
 
 /** A file of the build context: copied from `from`, or written from `text`. */
 type ContextFile = { from: string } | { text: string; mode?: number };
-
-function docker(host: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('docker', args, {
-      env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0
-        ? resolve(out)
-        : reject(
-            new Error(
-              `docker ${args.slice(0, 2).join(' ')} exited with ${code}:\n${out.trim().split('\n').slice(-30).join('\n')}`,
-            ),
-          ),
-    );
-  });
-}
 
 /** A digest of a file or a directory's files (names, modes, links and contents). */
 function digestOf(hash: ReturnType<typeof createHash>, p: string): void {

@@ -2,7 +2,8 @@
  * Keeps the launcher's children running: a child that dies is started again after a backoff (doubling
  * up to a cap, back to the first step once a child has stayed up a while), with the reason and the log
  * file to read logged each time. A child that keeps failing to come back makes the supervisor give up,
- * so the caller can stop everything. The spawn functions are passed in: this file owns only the policy.
+ * so the caller can stop everything. The spawn functions are passed in: this file owns only the policy
+ * (its options are in supervisor-options.ts).
  *
  * Alive is not enough: a child with a liveness probe (a real round trip: a query, a health call) is
  * probed on a timer, each probe bounded in time, and one that fails its probes N times in a row while the
@@ -10,64 +11,15 @@
  * act on SIGTERM) and restarted like a crash. A stalled dependency is not its dependents' fault: their
  * failures are not counted while one of their dependencies fails its own probes.
  */
-import { processTree, signalAll } from '../../src/process/process-tree';
 import type { Child } from './child';
-
-export interface SupervisorLog {
-  info(message: string): void;
-  warn(message: string): void;
-}
-
-export interface SupervisorOptions {
-  /** Wait before the first restart after a crash. @default 500 */
-  initialBackoffMs?: number;
-  /** The wait doubles with each quick failure in a row, up to this. @default 30_000 */
-  maxBackoffMs?: number;
-  /** A child up this long is healthy again: its next crash waits `initialBackoffMs` and counts from zero. @default 60_000 */
-  stableAfterMs?: number;
-  /** Failed restarts in a row (did not become ready, or died before `stableAfterMs`) before giving up. @default 5 */
-  maxFailedRestarts?: number;
-  log: SupervisorLog;
-  /** Called once when a child keeps failing, with why; nothing more is restarted and the caller stops all. */
-  onGiveUp: (name: string, reason: string) => void;
-  /** How often a running child's liveness probe runs. @default 5000 */
-  probeIntervalMs?: number;
-  /** A probe that has not answered in this long failed. @default 5000 */
-  probeTimeoutMs?: number;
-}
-
-/** How one child is supervised beyond its start function. */
-export interface SuperviseOptions {
-  /**
-   * What this one needs: children by name, or a server this supervisor does not run (an operator's
-   * PostgreSQL), given as its own probe. While one of them does not answer, or has not answered since it
-   * came back, this one's failures do not count: a stalled dependency is not its fault.
-   */
-  dependsOn?: (string | { name: string; alive: () => Promise<boolean> })[];
-  /** Failed probes in a row that get the child killed and restarted. @default 3 */
-  probeFailures?: number;
-  /**
-   * Whether a child killed for its probes takes every process below it along, whatever their process
-   * group: for a server whose helpers must not outlive it (PostgreSQL's frozen backends keep its shared
-   * memory, and a new server would not start). Not for the worker: the sandbox runtimes it started
-   * (process groups of their own) are meant to outlive it, and the next worker takes them over.
-   * @default false: its process group only
-   */
-  killDescendants?: boolean;
-}
-
-export const defaultSupervisorOptions = () =>
-  ({
-    initialBackoffMs: 500,
-    maxBackoffMs: 30_000,
-    stableAfterMs: 60_000,
-    maxFailedRestarts: 5,
-    probeIntervalMs: 5000,
-    probeTimeoutMs: 5000,
-  }) as const;
-
-/** Starts one child and resolves once it is ready; `onSpawn` is called as soon as its process exists. */
-export type StartFn<C extends Child = Child> = (onSpawn: (child: Child) => void) => Promise<C>;
+import { boundedProbe, killGroup } from './liveness-probe';
+import {
+  defaultSupervisorOptions,
+  type StartFn,
+  type SuperviseOptions,
+  type SupervisorOptions,
+} from './supervisor-options';
+import { describeExit, formatMs } from './supervisor-log-text';
 
 type State = 'starting' | 'running' | 'backoff' | 'stopped';
 
@@ -90,12 +42,6 @@ interface Entry {
   /** Failed probes in a row that counted. */
   probeFailures: number;
   probeTimer?: NodeJS.Timeout;
-}
-
-/** How a process ended, for a log line: an exit code, a signal, or a spawn error. */
-export function describeExit(how: number | string): string {
-  if (typeof how === 'number') return `exit code ${how}`;
-  return how.startsWith('SIG') ? `signal ${how}` : how;
 }
 
 export class Supervisor {
@@ -181,26 +127,6 @@ export class Supervisor {
     entry.probeTimer = setTimeout(() => void this.probe(entry, child), this.o.probeIntervalMs);
   }
 
-  /** A probe run with the supervisor's time bound: null when it answered alive, else why not. */
-  private async bounded(alive: () => Promise<boolean>): Promise<string | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const why = await Promise.race([
-      alive().then(
-        (ok) => (ok ? null : 'the probe answered not alive'),
-        (e: Error) => `the probe failed: ${e.message.split('\n')[0]}`,
-      ),
-      new Promise<string>(
-        (resolve) =>
-          (timer = setTimeout(
-            () => resolve(`the probe did not answer within ${formatMs(this.o.probeTimeoutMs)}`),
-            this.o.probeTimeoutMs,
-          )),
-      ),
-    ]);
-    clearTimeout(timer);
-    return why;
-  }
-
   /**
    * The dependencies of `entry` that do not answer: a supervised one that is not running, failed its last
    * probe, or has not been probed since it (re)started; an external one whose own probe fails now.
@@ -209,7 +135,7 @@ export class Supervisor {
     const failing: string[] = [];
     for (const dep of entry.opts.dependsOn ?? []) {
       if (typeof dep !== 'string') {
-        if ((await this.bounded(dep.alive)) !== null) failing.push(dep.name);
+        if ((await boundedProbe(dep.alive, this.o.probeTimeoutMs)) !== null) failing.push(dep.name);
         continue;
       }
       const e = this.entries.find((x) => x.name === dep);
@@ -223,45 +149,56 @@ export class Supervisor {
   /** One bounded probe; a run of failures that counts kills the child (its exit restarts it). */
   private async probe(entry: Entry, child: Child): Promise<void> {
     if (this.stopping || entry.current !== child || entry.state !== 'running') return;
-    const why = await this.bounded(child.alive!);
+    const why = await boundedProbe(child.alive!, this.o.probeTimeoutMs);
     if (this.stopping || entry.current !== child || entry.state !== 'running') return;
     entry.probeOk = why === null;
     if (why === null) {
       if (entry.probeFailures > 0) this.o.log.info(`${entry.name} answers its probe again`);
       entry.probeFailures = 0;
-    } else {
-      const failing = await this.failingDependencies(entry);
-      if (failing.length > 0) {
-        entry.probeFailures = 0; // what it failed before its dependency did is not held against it either
-        this.o.log.warn(
-          `${entry.name} does not answer (${why}) while ${failing.join(', ')} does not either: waiting for ${failing.length > 1 ? 'them' : 'it'}`,
-        );
-      } else {
-        entry.probeFailures++;
-        const limit = entry.opts.probeFailures ?? 3;
-        this.o.log.warn(
-          `${entry.name} (pid ${child.process.pid}) does not answer: ${why} (${entry.probeFailures} of ${limit})`,
-        );
-        if (entry.probeFailures >= limit) {
-          this.o.log.warn(
-            `${entry.name} (pid ${child.process.pid}) failed ${limit} liveness probes in a row: killing it (SIGKILL to its process group) to restart it`,
-          );
-          try {
-            killGroup(child, entry.opts.killDescendants ?? false);
-          } catch (e) {
-            this.o.log.warn(`${entry.name} (pid ${child.process.pid}) could not be killed: ${(e as Error).message}`);
-          }
-          // Its exit schedules the restart; one that does not come (a process stuck in the kernel) is said.
-          const stuck = setTimeout(
-            () => this.o.log.warn(`${entry.name} (pid ${child.process.pid}) has not exited 30 s after SIGKILL`),
-            30_000,
-          );
-          void child.exited.then(() => clearTimeout(stuck));
-          return;
-        }
-      }
+    } else if (await this.probeFailed(entry, child, why)) {
+      this.killForProbes(entry, child);
+      return;
     }
     this.scheduleProbe(entry, child);
+  }
+
+  /**
+   * Counts a failed probe, unless a dependency does not answer either (then the count starts over).
+   * Answers whether the child has now failed enough probes in a row to be killed.
+   */
+  private async probeFailed(entry: Entry, child: Child, why: string): Promise<boolean> {
+    const failing = await this.failingDependencies(entry);
+    if (failing.length > 0) {
+      entry.probeFailures = 0; // what it failed before its dependency did is not held against it either
+      this.o.log.warn(
+        `${entry.name} does not answer (${why}) while ${failing.join(', ')} does not either: waiting for ${failing.length > 1 ? 'them' : 'it'}`,
+      );
+      return false;
+    }
+    entry.probeFailures++;
+    const limit = probeLimit(entry);
+    this.o.log.warn(
+      `${entry.name} (pid ${child.process.pid}) does not answer: ${why} (${entry.probeFailures} of ${limit})`,
+    );
+    return entry.probeFailures >= limit;
+  }
+
+  /** Kills a child that failed its probes; its exit schedules the restart, like a crash's. */
+  private killForProbes(entry: Entry, child: Child): void {
+    this.o.log.warn(
+      `${entry.name} (pid ${child.process.pid}) failed ${probeLimit(entry)} liveness probes in a row: killing it (SIGKILL to its process group) to restart it`,
+    );
+    try {
+      killGroup(child, entry.opts.killDescendants ?? false);
+    } catch (e) {
+      this.o.log.warn(`${entry.name} (pid ${child.process.pid}) could not be killed: ${(e as Error).message}`);
+    }
+    // Its exit schedules the restart; one that does not come (a process stuck in the kernel) is said.
+    const stuck = setTimeout(
+      () => this.o.log.warn(`${entry.name} (pid ${child.process.pid}) has not exited 30 s after SIGKILL`),
+      30_000,
+    );
+    void child.exited.then(() => clearTimeout(stuck));
   }
 
   private exited(entry: Entry, child: Child, how: number | string): void {
@@ -320,18 +257,5 @@ export class Supervisor {
   }
 }
 
-/** SIGKILL to a child and its process group (it was started as a group leader); with `descendants`, to every process below it too. */
-function killGroup(child: Child, descendants: boolean): void {
-  const pid = child.process.pid;
-  if (pid === undefined) return;
-  const tree = descendants ? processTree(pid) : [];
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // not a group leader after all
-  }
-  signalAll(tree, 'SIGKILL');
-}
-
-const formatMs = (ms: number) =>
-  ms < 1000 ? `${ms} ms` : ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
+/** Failed probes in a row that get `entry`'s child killed (SuperviseOptions.probeFailures). */
+const probeLimit = (entry: Entry) => entry.opts.probeFailures ?? 3;

@@ -4,9 +4,8 @@
  * configuration is written to `<dir>/config/ui.yaml`; it gets PATH and TZ only (a TEMPORAL_* variable
  * of the caller's would change what it loads).
  */
-import path from 'node:path';
-import { startChild, type Child } from './child';
-import { configFiles } from './temporal-server';
+import type { Child } from './child';
+import { configFiles, startTemporalBinary } from './temporal-binary';
 
 export interface TemporalUiOptions {
   binary: string;
@@ -50,15 +49,9 @@ export async function startTemporalUi(o: TemporalUiOptions): Promise<Child & { u
   // JSON is YAML: every string quoted.
   write('ui.yaml', JSON.stringify(config, null, 2) + '\n');
   const url = `http://127.0.0.1:${o.port}`;
-  const child = await startChild({
+  const child = await startTemporalBinary(o, {
     name: 'temporal-ui',
-    command: o.binary,
-    args: ['--root', o.dir, '--config', 'config', '--env', 'ui', 'start'],
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TZ: process.env.TZ ?? 'UTC' },
-    cwd: o.dir,
-    logFile: path.join(o.dir, 'temporal-ui.log'),
-    pidFile: o.pidFile ? path.join(o.dir, 'temporal-ui.pid') : undefined,
-    onSpawn: o.onSpawn,
+    configName: 'ui',
     readyTimeoutMs: 60_000,
     ready: () => uiAnswers(url),
     alive: () => uiAnswers(url, 4000),

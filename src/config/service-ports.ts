@@ -39,7 +39,7 @@ export function servicePorts(e: Env): number[] {
     e.EMBEDDED_POSTGRES_PORT,
     e.EMBEDDED_TEMPORAL_PORT,
     e.EMBEDDED_TEMPORAL_UI_PORT,
-    // The real server's own services listen around its frontend (scripts/servers/temporal-server.ts portsAround).
+    // The real server's own services listen around its frontend (scripts/servers/temporal-node-ports.ts portsAround).
     ...(e.EMBEDDED_TEMPORAL === 'server'
       ? Object.values(TEMPORAL_SERVER_PORT_OFFSETS)
           .flat()

@@ -11,14 +11,9 @@ import {
   startPostgres,
   type PostgresServer,
 } from '../../scripts/servers/postgres-server';
-import {
-  ensureNamespace,
-  freeNodePorts,
-  prepareTemporalStore,
-  startTemporalNode,
-  type TemporalNodePorts,
-  type TemporalStore,
-} from '../../scripts/servers/temporal-server';
+import { freeNodePorts, type TemporalNodePorts } from '../../scripts/servers/temporal-node-ports';
+import { ensureNamespace, startTemporalNode } from '../../scripts/servers/temporal-server';
+import { prepareTemporalStore, type TemporalStore } from '../../scripts/servers/temporal-store';
 import { freePort } from '../../src/process/net';
 import { testEnv } from './env';
 
