@@ -1,4 +1,4 @@
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, RetryPolicy } from '@temporalio/workflow';
 import { START_TASK_FAILURES } from '../src/temporal/shared';
 
 /** Named timeout and retry presets for activities; workflows pick one by name. */
@@ -42,6 +42,15 @@ export const SANDBOX_ACTIVITY_OPTIONS = {
  */
 export const HOST_WAIT_MS = 20_000;
 
+/** A step of a start: five tries with backoff, none for a bad input (it fails the same every time). */
+const STEP_RETRY: RetryPolicy = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '20 seconds',
+  maximumAttempts: 5,
+  nonRetryableErrorTypes: [START_TASK_FAILURES.input],
+};
+
 /** Start-task activities: bookkeeping, quick steps in the sandbox, and long ones that heartbeat. */
 export const START_TASK_ACTIVITY_OPTIONS = {
   /** The status write, local: no round trip through the server between statuses. */
@@ -52,24 +61,12 @@ export const START_TASK_ACTIVITY_OPTIONS = {
   /** A step of a few quick calls, run as a local activity. */
   quick: {
     startToCloseTimeout: '1 minute',
-    retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '20 seconds',
-      maximumAttempts: 5,
-      nonRetryableErrorTypes: [START_TASK_FAILURES.input],
-    },
+    retry: STEP_RETRY,
   },
   /** A step that calls the database or the runtime, or may wait on a sandbox's resume. */
   step: {
     startToCloseTimeout: '2 minutes',
-    retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '20 seconds',
-      maximumAttempts: 5,
-      nonRetryableErrorTypes: [START_TASK_FAILURES.input],
-    },
+    retry: STEP_RETRY,
   },
   /** Delivering queued messages: a runtime out of reach is tried again for a while, then the messages are given up. */
   deliver: {
@@ -80,13 +77,7 @@ export const START_TASK_ACTIVITY_OPTIONS = {
   long: {
     startToCloseTimeout: '30 minutes',
     heartbeatTimeout: '10 seconds',
-    retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '20 seconds',
-      maximumAttempts: 5,
-      nonRetryableErrorTypes: [START_TASK_FAILURES.input],
-    },
+    retry: STEP_RETRY,
   },
 } as const satisfies Record<string, ActivityOptions>;
 

@@ -2,8 +2,8 @@
  * The sandbox's lifecycle as a plain state machine: given its state and an event (an update request, a
  * health check's result, a provider call's outcome) it decides the next status and detail, the provider
  * call to make and the failure an update answers with. No Temporal, no I/O, no clock (time is passed
- * in): sandbox-workflow.ts drives it, and its unit tests need no server. The statuses and transitions
- * are the ones listed in sandbox-workflow.ts's header.
+ * in): sandbox-workflow.ts runs it (sandbox-driver.ts carries out its steps), and its unit tests need
+ * no server. The statuses and transitions are the ones listed in sandbox-workflow.ts's header.
  */
 import type { RuntimeCheck } from '../activities/sandbox-activities';
 import type {
