@@ -8,13 +8,9 @@ import { ConfigError } from '../src/config';
 import { loadModelFile, modelOf } from '../src/orgs/model-catalog';
 import { newOrganization } from '../src/orgs/organizations-service';
 import { fromPublishedPatch } from '../src/orgs/published-org-patch';
-import {
-  agentSettingsJsonSchema,
-  applyAgentDiff,
-  applyConversationDiff,
-  conversationSettingsJsonSchema,
-  permissionsOf,
-} from '../src/orgs/user-settings-service';
+import { agentSettingsJsonSchema, conversationSettingsJsonSchema } from '../src/orgs/settings-json-schemas';
+import { applyAgentDiff, applyConversationDiff } from '../src/orgs/user-settings-diffs';
+import { permissionsOf } from '../src/orgs/user-settings-views';
 import { AgentSettingsSchema } from '../src/schemas/organizations';
 import { CustomSecretCreateSchema, SettingsUpdateSchema } from '../src/schemas/settings';
 

@@ -15,7 +15,7 @@ import type { OrganizationsStore } from '../store/organizations-store';
 import type { UserSettingsStore } from '../store/user-settings-store';
 import type { UsersStore } from '../store/users-store';
 import { LLM_SECRET_FIELDS } from './organization-secrets';
-import { applyAgentDiff } from './user-settings-service';
+import { applyAgentDiff } from './user-settings-diffs';
 
 type Json = Record<string, unknown>;
 

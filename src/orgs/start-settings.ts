@@ -13,7 +13,7 @@ import type { UserSecretsStore } from '../store/user-secrets-store';
 import type { UserSettingsStore } from '../store/user-settings-store';
 import type { UsersStore } from '../store/users-store';
 import { openSecrets } from './organization-secrets';
-import { applyAgentDiff, applyConversationDiff } from './user-settings-service';
+import { applyAgentDiff, applyConversationDiff } from './user-settings-diffs';
 
 export interface StartSettings {
   organization_id: string;
