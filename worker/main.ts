@@ -13,7 +13,7 @@ import { openDatabase } from '../src/store/mongo';
 import { boundedConnection } from '../src/temporal/call-bounds';
 import { ensureSearchAttributes } from '../src/temporal/search-attributes-ensure';
 import { installTracing } from '../src/observability/tracing';
-import { createWorker, isHostPollerNotice } from './worker';
+import { createWorker, isHostPollerNotice, type HostWorker } from './worker';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 async function connectWithRetry(address: string, log: (msg: string) => void): Promise<NativeConnection> {
@@ -57,14 +57,11 @@ function warnAboutCgroups(config: Config, logger: Logger): void {
     );
 }
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const { mongoUri, temporalAddress } = requireServers(config);
-  const secretsKey = requireSecretsKey(config);
-  const logger = createLogger(config, 'worker');
-  warnAboutProcessIsolation(config, logger);
-  warnAboutCgroups(config, logger);
-  const tracing = installTracing(config.tracing, 'agent-control-worker');
+/**
+ * Installs the SDK's runtime: its log lines go to the worker's logger (the host queue's poller notice at
+ * debug) and, with WORKER_METRICS_ADDRESS, its metrics are served for Prometheus.
+ */
+function installRuntime(config: Config, logger: Logger): void {
   try {
     Runtime.install({
       logger: {
@@ -100,22 +97,52 @@ async function main(): Promise<void> {
   }
   if (config.metrics.workerAddress)
     logger.info({ url: `http://${config.metrics.workerAddress}/metrics` }, 'serving Prometheus metrics');
+}
 
+/** The workflow bundle's path (WORKFLOW_BUNDLE_PATH, or the one `npm run build` writes); it must exist. */
+function requireWorkflowBundle(config: Config): string {
   const bundlePath = config.workflowBundlePath ?? path.resolve(__dirname, '..', 'workflow-bundle.js');
   if (!fs.existsSync(bundlePath)) {
     throw new Error(`workflow bundle ${bundlePath} is missing: run \`npm run build\` first`);
   }
-  const database = openDatabase(mongoUri, config.mongo.db, {
-    serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
-    appName: 'agent-control-worker',
-  });
-  const connection = await connectWithRetry(temporalAddress, (m) => logger.warn(m));
-  // A cluster still coming up is waited for; a namespace that never comes (a wrong TEMPORAL_NAMESPACE) ends the worker.
+  return bundlePath;
+}
+
+/** A cluster still coming up is waited for; a namespace that never comes (a wrong TEMPORAL_NAMESPACE) ends the worker. */
+async function registerSearchAttributes(connection: NativeConnection, config: Config, logger: Logger): Promise<void> {
   const added = await ensureSearchAttributes(connection, config.temporal.namespace, {
     log: (l) => logger.warn(l),
     giveUpMs: 10 * 60_000,
   });
   if (added.length > 0) logger.info({ added }, 'registered search attributes');
+}
+
+/**
+ * Runtime.install registers SIGINT/SIGTERM handlers that call worker.shutdown(); run() then resolves.
+ * Only a running worker is asked: one already draining (a SIGTERM came first) would throw IllegalStateError.
+ */
+function drainWithParent(worker: HostWorker): void {
+  exitWithParent(() => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  });
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const { mongoUri, temporalAddress } = requireServers(config);
+  const secretsKey = requireSecretsKey(config);
+  const logger = createLogger(config, 'worker');
+  warnAboutProcessIsolation(config, logger);
+  warnAboutCgroups(config, logger);
+  const tracing = installTracing(config.tracing, 'agent-control-worker');
+  installRuntime(config, logger);
+  const bundlePath = requireWorkflowBundle(config);
+  const database = openDatabase(mongoUri, config.mongo.db, {
+    serverSelectionTimeoutMs: config.mongo.serverSelectionTimeoutMs,
+    appName: 'agent-control-worker',
+  });
+  const connection = await connectWithRetry(temporalAddress, (m) => logger.warn(m));
+  await registerSearchAttributes(connection, config, logger);
 
   const clientConnection = boundedConnection(temporalAddress);
   const worker = await createWorker({
@@ -130,11 +157,7 @@ async function main(): Promise<void> {
     tracing,
     shutdownGraceMs: config.shutdownGraceMs,
   });
-  // Runtime.install registers SIGINT/SIGTERM handlers that call worker.shutdown(); run() then resolves.
-  // Only a running worker is asked: one already draining (a SIGTERM came first) would throw IllegalStateError.
-  exitWithParent(() => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-  });
+  drainWithParent(worker);
   beatWhileAlive(workerHeartbeatFile(config.dataDir));
   logger.info(
     { taskQueue: config.temporal.taskQueue, hostTaskQueue: worker.hostQueue, namespace: config.temporal.namespace },

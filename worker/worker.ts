@@ -1,7 +1,7 @@
 /**
  * Builds the Temporal worker of one host: the prebuilt workflow bundle plus the activities over their
- * dependencies on the shared task queue, and the same activities on its host's queue (hostTaskQueue),
- * where the calls on the process sandboxes this host holds arrive.
+ * dependencies (worker-activities.ts) on the shared task queue, and the same activities on its host's
+ * queue (hostTaskQueue), where the calls on the process sandboxes this host holds arrive.
  */
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
@@ -13,21 +13,13 @@ import { Resource } from '@opentelemetry/resources';
 import { NoopSpanExporter, type Tracing } from '../src/observability/tracing';
 import type { Db } from 'mongodb';
 import os from 'node:os';
-import { createActivities } from '../activities';
 import { createProviders } from '../activities/sandbox-providers';
-import { SecretBox } from '../src/auth/secret-box';
 import { ActivityOutcomesInterceptor } from './activity-outcomes';
 import type { Config } from '../src/config';
-import {
-  createConversationServices,
-  createOrganizationQuotas,
-  createSandboxService,
-  createServices,
-  createStores,
-} from '../src/composition';
 import { hostTaskQueue } from '../src/temporal/shared';
 import { sweepLeftoversWhileRunning } from '../activities/sandbox-leftovers';
 import { workerHost } from './worker-host';
+import { wireActivities } from './worker-activities';
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -117,71 +109,23 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
   const identity = deps.identity ?? `${process.pid}@${os.hostname()}`;
   const hostQueue = hostTaskQueue(deps.taskQueue, workerHost(deps.config.temporal.workerHost, deps.config.dataDir));
   const providers = createProviders(deps.config);
-  const workflowBundle: WorkflowBundleOption = { codePath: deps.workflowBundlePath };
-  const box = new SecretBox(deps.secretsKey);
-  const stores = createStores(deps.db, { box });
-  const { sandboxes, conversations, startTasks, appConversations } = stores;
-  const settings = createServices(stores, { box }).startSettings;
-  // Without the api's operation timeout: the default (60 s), as before.
-  const sandboxService = createSandboxService(stores, {
-    box,
-    temporal: deps.client,
-    taskQueue: deps.taskQueue,
-    sandboxes: deps.config.sandboxes,
-    quotas: deps.config,
-  });
-  const { pendingMessages, conversationService } = createConversationServices(stores, {
-    box,
-    temporal: deps.client,
-    sandboxService,
-    sandboxWaitMs: deps.config.starts.sandboxWaitMs,
-  });
-  const activities = createActivities({
-    db: deps.db,
-    identity,
-    taskQueue: deps.taskQueue,
-    sandbox: {
-      sandboxes,
-      box,
-      providers,
-      startTimeoutMs: deps.config.sandboxes.startTimeoutMs,
-      controlPlaneUrl: deps.config.sandboxes.controlPlaneUrl,
-      conversations,
-      hostQueue,
-    },
-    startTask: {
-      startTasks,
-      appConversations,
-      conversations,
-      sandboxes,
-      sandboxService,
-      settings,
-      box,
-      gitCloneBaseUrl: deps.config.starts.gitCloneBaseUrl,
-      hostQueue,
-    },
-    callbacks: {
-      appConversations,
-      conversations,
-      events: stores.events,
-      callbacks: stores.callbacks,
-      startTasks,
-      settings,
-      box,
-      gitHostAApiUrl: deps.config.starts.gitHostAApiUrl,
-      hosts: deps.config.callbackHosts,
-      agents: conversationService,
-    },
-    pendingMessages: { pendingMessages },
-    admission: {
-      temporal: deps.client,
-      taskQueue: deps.taskQueue,
-      sandboxes,
-      startTasks,
-      organizationQuotas: createOrganizationQuotas(stores, deps.config),
-    },
-  });
-  const common = {
+  const { activities, stores } = wireActivities(deps, { identity, hostQueue, providers });
+  const common = pollerOptions(deps, identity, activities);
+  const shared = await createSharedPoller(deps, common);
+  const host = await Worker.create({ ...common, taskQueue: hostQueue });
+  const log = Runtime.instance().logger;
+  return new HostWorker(shared, host, hostQueue, () =>
+    sweepLeftoversWhileRunning({ sandboxes: stores.sandboxes, providers, hostQueue, log }),
+  );
+}
+
+/** What both pollers share: the connection, who they are, the activities and their interceptors, the drain. */
+function pollerOptions(
+  deps: WorkerDeps,
+  identity: string,
+  activities: ReturnType<typeof wireActivities>['activities'],
+) {
+  return {
     connection: deps.connection,
     namespace: deps.namespace,
     identity,
@@ -194,7 +138,12 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
     },
     shutdownGraceTime: deps.shutdownGraceMs ?? 10_000,
   } satisfies Partial<WorkerOptions>;
-  const shared = await Worker.create({
+}
+
+/** The poller of the shared task queue: the prebuilt workflow bundle and every activity. */
+function createSharedPoller(deps: WorkerDeps, common: ReturnType<typeof pollerOptions>): Promise<Worker> {
+  const workflowBundle: WorkflowBundleOption = { codePath: deps.workflowBundlePath };
+  return Worker.create({
     ...common,
     taskQueue: deps.taskQueue,
     workflowBundle,
@@ -206,9 +155,4 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
       ),
     },
   });
-  const host = await Worker.create({ ...common, taskQueue: hostQueue });
-  const log = Runtime.instance().logger;
-  return new HostWorker(shared, host, hostQueue, () =>
-    sweepLeftoversWhileRunning({ sandboxes, providers, hostQueue, log }),
-  );
 }

@@ -105,16 +105,49 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const refreshMs = o.refreshMs ?? 2000;
   const probeTimeoutMs = o.probeTimeoutMs ?? 1000;
   const lingerMs = o.lingerMs ?? 10_000;
-  let turn = 0;
-  const counts = new Map<string, number>();
-  /** Every socket held, so that close() ends them rather than waiting on a websocket that stays open. */
-  const open = new Set<net.Socket>();
-  const hold = (s: net.Socket) => {
-    open.add(s);
-    s.once('close', () => open.delete(s));
+  const sockets = holdSockets();
+  const upstream = watchUpstream(o, refreshMs, probeTimeoutMs);
+  const relay = relayer(o, upstream, sockets.hold, lingerMs);
+  const server = await listen(o, relay.pass);
+  await upstream.refreshed();
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    relayed: () => new Map(relay.counts),
+    upstreams: upstream.snapshot,
+    close: () =>
+      new Promise<void>((resolve) => {
+        upstream.stop();
+        server.close(() => resolve());
+        sockets.destroyAll();
+      }),
   };
+}
 
-  let known: { addresses: string[]; healthy: Set<string>; error: string | null } | null = null;
+/** Every socket held, so that close() ends them rather than waiting on a websocket that stays open. */
+function holdSockets() {
+  const open = new Set<net.Socket>();
+  return {
+    hold: (s: net.Socket) => {
+      open.add(s);
+      s.once('close', () => open.delete(s));
+    },
+    destroyAll: () => {
+      for (const s of open) s.destroy();
+    },
+  };
+}
+
+interface Known {
+  addresses: string[];
+  healthy: Set<string>;
+  error: string | null;
+}
+
+type UpstreamWatch = ReturnType<typeof watchUpstream>;
+
+/** The upstream's addresses and which of them answer their probe, looked up again every `refreshMs`. */
+function watchUpstream(o: GatewayOptions, refreshMs: number, probeTimeoutMs: number) {
+  let known: Known | null = null;
   let refreshing: Promise<void> | null = null;
   const refresh = async () => {
     let addresses: string[] = [];
@@ -137,7 +170,19 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const refreshed = () => (refreshing ??= refresh().finally(() => (refreshing = null)));
   const timer = setInterval(() => void refreshed(), refreshMs);
   timer.unref();
+  return {
+    refreshed,
+    /** What the last refresh found (null before the first). */
+    known: () => known,
+    snapshot: () => ({ addresses: known?.addresses ?? [], healthy: [...(known?.healthy ?? [])] }),
+    stop: () => clearInterval(timer),
+  };
+}
 
+/** Passes each client to the next healthy address in turn, and counts the connections relayed per address. */
+function relayer(o: GatewayOptions, upstream: UpstreamWatch, hold: (s: net.Socket) => void, lingerMs: number) {
+  let turn = 0;
+  const counts = new Map<string, number>();
   const refuse = (client: net.Socket, reason: string) => {
     o.onRefused?.(reason);
     client.destroy();
@@ -145,22 +190,22 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const pass = async (client: net.Socket) => {
     hold(client);
     client.on('error', () => client.destroy());
-    if (!known) await refreshed();
-    const { addresses, healthy, error } = known!;
+    if (!upstream.known()) await upstream.refreshed();
+    const { addresses, healthy, error } = upstream.known()!;
     if (addresses.length === 0) return refuse(client, error ?? `${o.upstreamHost} has no address`);
     const candidates = addresses.some((a) => healthy.has(a)) ? addresses.filter((a) => healthy.has(a)) : addresses;
     const first = turn++;
     for (let i = 0; i < candidates.length && !client.destroyed; i++) {
       const address = candidates[(first + i) % candidates.length]!;
-      const upstream = await connect(address, o.upstreamPort, o.connectTimeoutMs);
-      if (!upstream) continue;
+      const socket = await connect(address, o.upstreamPort, o.connectTimeoutMs);
+      if (!socket) continue;
       if (client.destroyed) {
-        upstream.destroy();
+        socket.destroy();
         return;
       }
-      hold(upstream);
+      hold(socket);
       counts.set(address, (counts.get(address) ?? 0) + 1);
-      splice(client, upstream, lingerMs);
+      splice(client, socket, lingerMs);
       return;
     }
     if (!client.destroyed)
@@ -169,6 +214,11 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
         `no address of ${o.upstreamHost}:${o.upstreamPort} took the connection (${candidates.join(', ')})`,
       );
   };
+  return { pass, counts };
+}
+
+/** The listening server, `maxConnections` at most; its failures after the start are reported, not thrown. */
+async function listen(o: GatewayOptions, pass: (client: net.Socket) => Promise<void>): Promise<net.Server> {
   // Paused until it is relayed: nothing the client sends is read here, or lost before the upstream is there.
   const server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true }, (client) => void pass(client));
   server.maxConnections = o.maxConnections;
@@ -183,16 +233,5 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     });
   });
   server.on('error', (e) => o.onRefused?.(`the listening socket failed: ${e.message}`));
-  await refreshed();
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    relayed: () => new Map(counts),
-    upstreams: () => ({ addresses: known?.addresses ?? [], healthy: [...(known?.healthy ?? [])] }),
-    close: () =>
-      new Promise<void>((resolve) => {
-        clearInterval(timer);
-        server.close(() => resolve());
-        for (const s of open) s.destroy();
-      }),
-  };
+  return server;
 }
