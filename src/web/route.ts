@@ -24,6 +24,9 @@ export interface ResponseSpec {
   contentType?: string;
 }
 
+/** A refusal a route declares: its description, with the `{detail}` body every refusal has. */
+export const errorResponse = (description: string): ResponseSpec => ({ description, schema: ErrorResponseSchema });
+
 export interface RouteSpec<P extends AnyObject, Q extends AnyObject, B extends z.ZodType> {
   method: Method;
   /** Koa path relative to the router's prefix, with `:name` parameters. */

@@ -1,7 +1,6 @@
 import { callerId } from '../state';
 import { z } from 'zod';
 import { pageLimit } from '../../schemas/common';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import {
   ApiKeyIdParamsSchema,
   ApiKeyPageSchema,
@@ -13,7 +12,7 @@ import type { ApiKeyInfo, ApiKeysStore } from '../../store/api-keys-store';
 import { TooMany } from '../../errors';
 import { notFound } from '../../web/errors';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
-import type { ApiRouter } from '../../web/route';
+import { type ApiRouter, errorResponse } from '../../web/route';
 
 const LISTING = 'api-keys';
 
@@ -60,10 +59,7 @@ export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore, maxKeys:
         body: CreateApiKeyRequestSchema,
         responses: {
           201: { description: 'The new key', schema: CreatedApiKeySchema },
-          429: {
-            description: 'The caller has as many keys as one user may (USER_MAX_API_KEYS): revoke one first',
-            schema: ErrorResponseSchema,
-          },
+          429: errorResponse('The caller has as many keys as one user may (USER_MAX_API_KEYS): revoke one first'),
         },
       },
       async (ctx, { body }) => {
@@ -87,7 +83,7 @@ export function apiKeysRoutes(router: ApiRouter, apiKeys: ApiKeysStore, maxKeys:
         params: ApiKeyIdParamsSchema,
         responses: {
           204: { description: 'Revoked' },
-          404: { description: 'No such live key of the caller', schema: ErrorResponseSchema },
+          404: errorResponse('No such live key of the caller'),
         },
       },
       async (ctx, { params }) => {

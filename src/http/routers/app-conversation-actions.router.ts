@@ -13,14 +13,12 @@ import {
   ConversationPathSchema,
   SuccessSchema,
 } from '../../schemas/app-conversation-actions';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import { SwitchProfileRequestSchema } from '../../schemas/llm-profiles';
-import type { ApiRouter } from '../../web/route';
+import { errorResponse, type ApiRouter } from '../../web/route';
 import { callerId } from '../state';
 
-const error = (description: string) => ({ description, schema: ErrorResponseSchema });
-const notFound = error('No such conversation of the caller');
-const unreachable = error(
+const notFound = errorResponse('No such conversation of the caller');
+const unreachable = errorResponse(
   'The sandbox is in ERROR, or its agent server did not answer in time (the detail says which); try again',
 );
 
@@ -45,7 +43,7 @@ export function appConversationActionsRoutes(
             schema: AppConversationSchema,
           },
           404: notFound,
-          409: error(
+          409: errorResponse(
             'Not possible now: the reason (its sandbox is paused or gone, the agent is waiting for a confirmation, ...)',
           ),
           503: unreachable,
@@ -72,11 +70,11 @@ export function appConversationActionsRoutes(
       body: SwitchProfileRequestSchema,
       responses: {
         200: { description: 'Switched', schema: SuccessSchema },
-        404: error('No such conversation of the caller, or no profile of that name'),
-        409: error(
+        404: errorResponse('No such conversation of the caller, or no profile of that name'),
+        409: errorResponse(
           "Not possible now: its sandbox is paused or gone, the profile names no model and endpoint, your agent takes no LLM, or the agent server refused the profile's LLM",
         ),
-        502: error('The agent server failed'),
+        502: errorResponse('The agent server failed'),
         503: unreachable,
       },
     },
@@ -102,7 +100,7 @@ export function appConversationActionsRoutes(
         responses: {
           200: { description: 'Delivered', schema: AppSendMessageResponseSchema },
           404: notFound,
-          409: error(
+          409: errorResponse(
             'The sandbox is gone, or the agent refused the message now (waiting for a confirmation, blocked by a hook)',
           ),
           503: unreachable,
@@ -142,7 +140,7 @@ export function appConversationActionsRoutes(
         responses: {
           200: { description: 'Deleted', schema: SuccessSchema },
           404: notFound,
-          503: error(
+          503: errorResponse(
             'The sandbox could not be deleted now (its workflow did not answer); nothing was deleted, try again',
           ),
         },

@@ -5,12 +5,11 @@
 import { z } from 'zod';
 import { conversationZip, exportFileName } from '../../app-conversations/conversation-export';
 import { ConversationPathSchema } from '../../schemas/app-conversation-actions';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import type { AppConversationRecord, AppConversationsStore } from '../../store/app-conversations-store';
 import type { EventLayout } from '../../store/event-blocks';
 import type { EventsStore } from '../../store/events-store';
 import { notFound } from '../../web/errors';
-import type { ApiRouter } from '../../web/route';
+import { type ApiRouter, errorResponse } from '../../web/route';
 import { callerId } from '../state';
 
 /** Events per read of the log while a zip is written. */
@@ -43,7 +42,7 @@ export function appConversationExportRoutes(router: ApiRouter, deps: AppConversa
           schema: z.string().meta({ format: 'binary' }),
           contentType: 'application/zip',
         },
-        404: { description: 'No such conversation of the caller', schema: ErrorResponseSchema },
+        404: errorResponse('No such conversation of the caller'),
       },
     },
     async (ctx, { params }) => {

@@ -16,17 +16,15 @@ import {
   HookEventResponseSchema,
   SkillResponseSchema,
 } from '../../schemas/app-conversation-actions';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import type { AppConversationRecord } from '../../store/app-conversations-store';
-import type { ApiRouter } from '../../web/route';
+import { errorResponse, type ApiRouter } from '../../web/route';
 import { callerId } from '../state';
 
-const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 const workspaceErrors = {
-  400: error('A path outside the workspace, a file too large, or not a git repository'),
-  404: error('No such conversation of the caller'),
-  409: error('The sandbox is paused or gone: resume it first'),
-  503: error("The sandbox's agent server did not answer in time"),
+  400: errorResponse('A path outside the workspace, a file too large, or not a git repository'),
+  404: errorResponse('No such conversation of the caller'),
+  409: errorResponse('The sandbox is paused or gone: resume it first'),
+  503: errorResponse("The sandbox's agent server did not answer in time"),
 };
 
 /** The reference's skill types: no trigger is a repository skill, else a knowledge skill. */

@@ -3,11 +3,11 @@
  * tasks, and the caller's conversations. Everything is scoped to the caller.
  */
 import type { ApiMetrics } from '../../observability/metrics';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import { callerId } from '../state';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
-import { snapshotOf, type StartTaskService } from '../../app-conversations/start-task-service';
+import { snapshotOf } from '../../app-conversations/start-task-snapshots';
+import type { StartTaskService } from '../../app-conversations/start-task-service';
 import {
   APP_CONVERSATIONS_LISTING,
   AppConversationCountQuerySchema,
@@ -24,7 +24,7 @@ import {
 import type { AppConversationsStore } from '../../store/app-conversations-store';
 import type { StartTasksStore } from '../../store/start-tasks-store';
 import { encodeCursor } from '../../schemas/page-cursor';
-import type { ApiRouter } from '../../web/route';
+import { type ApiRouter, errorResponse } from '../../web/route';
 import type { ConversationViews } from '../../app-conversations/conversation-views';
 
 const IdsSchema = z.object({
@@ -51,11 +51,9 @@ const conversationFilters = (q: z.output<typeof AppConversationCountQuerySchema>
 });
 
 /** A start past the caller's starts not ended or conversations kept (a start over the other quotas waits in line instead). */
-const TOO_MANY_STARTS = {
-  description:
-    'The caller has as many starts not ended (USER_MAX_PENDING_STARTS), or conversations with those they will make (USER_MAX_CONVERSATIONS), as one user may',
-  schema: ErrorResponseSchema,
-};
+const TOO_MANY_STARTS = errorResponse(
+  'The caller has as many starts not ended (USER_MAX_PENDING_STARTS), or conversations with those they will make (USER_MAX_CONVERSATIONS), as one user may',
+);
 
 export function appConversationsRoutes(
   router: ApiRouter,

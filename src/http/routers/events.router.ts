@@ -8,14 +8,14 @@ import {
   EventFilterQuerySchema,
   EventSearchQuerySchema,
 } from '../../schemas/event-queries';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import type { ConversationsStore } from '../../store/conversations-store';
-import type { EventFilter, EventsStore } from '../../store/events-store';
+import type { EventFilter } from '../../store/events-collection';
+import type { EventsStore } from '../../store/events-store';
 import { HttpError, notFound } from '../../web/errors';
 import { encodeCursor } from '../../schemas/page-cursor';
-import type { ApiRouter, RouteContext } from '../../web/route';
+import { type ApiRouter, type RouteContext, errorResponse } from '../../web/route';
 
-const NOT_FOUND = { description: 'No such conversation of the caller', schema: ErrorResponseSchema };
+const NOT_FOUND = errorResponse('No such conversation of the caller');
 
 /** /api/v1/conversation/{conversation_id}/events: search, count and get the conversation's log. */
 export function eventsRoutes(
@@ -121,7 +121,7 @@ export function eventsRoutes(
         }),
         responses: {
           101: { description: 'Switching to the WebSocket protocol' },
-          426: { description: 'A plain HTTP request: open a WebSocket instead', schema: ErrorResponseSchema },
+          426: errorResponse('A plain HTTP request: open a WebSocket instead'),
         },
       },
       () => {

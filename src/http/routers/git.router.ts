@@ -1,6 +1,5 @@
 import { callerId } from '../state';
 import type { GitPage, GitSearchService } from '../../git/git-search-service';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import {
   BranchSearchQuerySchema,
   encodeGitPageId,
@@ -14,16 +13,14 @@ import {
   SuggestedTaskSearchQuerySchema,
   type GitListing,
 } from '../../schemas/git-searches';
-import type { ApiRouter, ResponseSpec } from '../../web/route';
-
-const error = (description: string): ResponseSpec => ({ description, schema: ErrorResponseSchema });
+import { errorResponse, type ApiRouter } from '../../web/route';
 
 /** What every git search may answer besides its page. */
 const refusals = {
-  400: error('A provider this service does not search (the detail names those it does)'),
-  409: error('The caller stored no token for the provider (the detail names the route that stores one)'),
-  502: error('The git host refused the stored token or failed'),
-  503: error('The git host did not answer in time, or its rate limit is reached (Retry-After)'),
+  400: errorResponse('A provider this service does not search (the detail names those it does)'),
+  409: errorResponse('The caller stored no token for the provider (the detail names the route that stores one)'),
+  502: errorResponse('The git host refused the stored token or failed'),
+  503: errorResponse('The git host did not answer in time, or its rate limit is reached (Retry-After)'),
 };
 
 const answer = <T>(listing: GitListing, page: GitPage<T>) => ({
@@ -49,7 +46,7 @@ export function gitRoutes(router: ApiRouter, git: GitSearchService): ApiRouter {
         query: RepositorySearchQuerySchema,
         responses: {
           200: { description: 'A page of repositories', schema: GitRepositoryPageSchema },
-          404: error('No such installation for the stored token'),
+          404: errorResponse('No such installation for the stored token'),
           ...refusals,
         },
       },
@@ -72,7 +69,7 @@ export function gitRoutes(router: ApiRouter, git: GitSearchService): ApiRouter {
         query: BranchSearchQuerySchema,
         responses: {
           200: { description: 'A page of branches', schema: GitBranchPageSchema },
-          404: error('No such repository for the stored token'),
+          404: errorResponse('No such repository for the stored token'),
           ...refusals,
         },
       },

@@ -1,6 +1,5 @@
 import { callerId } from '../state';
 import type { LlmProfilesService } from '../../orgs/llm-profiles-service';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import {
   ActivateProfileResponseSchema,
   MAX_PROFILES_PER_USER,
@@ -11,9 +10,7 @@ import {
   RenameProfileRequestSchema,
   SaveProfileRequestSchema,
 } from '../../schemas/llm-profiles';
-import type { ApiRouter } from '../../web/route';
-
-const error = (description: string) => ({ description, schema: ErrorResponseSchema });
+import { errorResponse, type ApiRouter } from '../../web/route';
 
 /** /api/v1/settings/profiles: the caller's saved LLM profiles (published API paths and bodies). */
 export function llmProfilesRoutes(router: ApiRouter, profiles: LlmProfilesService): ApiRouter {
@@ -41,7 +38,7 @@ export function llmProfilesRoutes(router: ApiRouter, profiles: LlmProfilesServic
         params: ProfileNameParamsSchema,
         responses: {
           200: { description: 'The profile', schema: ProfileDetailResponseSchema },
-          404: error('No profile of that name'),
+          404: errorResponse('No profile of that name'),
         },
       },
       async (ctx, { params }) => {
@@ -60,7 +57,7 @@ export function llmProfilesRoutes(router: ApiRouter, profiles: LlmProfilesServic
         body: SaveProfileRequestSchema.nullable().optional(),
         responses: {
           201: { description: 'Saved', schema: ProfileMutationResponseSchema },
-          409: error(`You have ${MAX_PROFILES_PER_USER} profiles, or your agent has no LLM to copy`),
+          409: errorResponse(`You have ${MAX_PROFILES_PER_USER} profiles, or your agent has no LLM to copy`),
         },
       },
       async (ctx, { params, body }) => {
@@ -92,8 +89,8 @@ export function llmProfilesRoutes(router: ApiRouter, profiles: LlmProfilesServic
         params: ProfileNameParamsSchema,
         responses: {
           200: { description: 'Activated', schema: ActivateProfileResponseSchema },
-          404: error('No profile of that name'),
-          409: error('Your agent takes no LLM (an ACP agent), or the profile does not fit your agent settings'),
+          404: errorResponse('No profile of that name'),
+          409: errorResponse('Your agent takes no LLM (an ACP agent), or the profile does not fit your agent settings'),
         },
       },
       async (ctx, { params }) => {
@@ -111,8 +108,8 @@ export function llmProfilesRoutes(router: ApiRouter, profiles: LlmProfilesServic
         body: RenameProfileRequestSchema,
         responses: {
           200: { description: 'Renamed', schema: ProfileMutationResponseSchema },
-          404: error('No profile of that name'),
-          409: error('Another profile has the new name'),
+          404: errorResponse('No profile of that name'),
+          409: errorResponse('Another profile has the new name'),
         },
       },
       async (ctx, { params, body }) => {

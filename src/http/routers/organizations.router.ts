@@ -2,7 +2,6 @@ import { callerId } from '../state';
 import { z } from 'zod';
 import type { OrganizationsService } from '../../orgs/organizations-service';
 import { pageLimit, uuidString } from '../../schemas/common';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import {
   OrganizationEditableSchema,
   OrganizationSchema,
@@ -10,11 +9,10 @@ import {
 } from '../../schemas/organizations';
 import { fromPublishedPatch } from '../../orgs/published-org-patch';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
-import type { ApiRouter } from '../../web/route';
+import { errorResponse, type ApiRouter } from '../../web/route';
 
 const LISTING = 'organizations';
 const OrgPathSchema = z.object({ org_id: uuidString() });
-const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 
 /**
  * Patch body: every editable field optional (null: unchanged, as in the published OrgUpdate); objects are
@@ -77,8 +75,8 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         params: OrgPathSchema,
         responses: {
           200: { description: 'The organization', schema: OrganizationSchema },
-          403: error('Not a member'),
-          404: error('No such organization'),
+          403: errorResponse('Not a member'),
+          404: errorResponse('No such organization'),
         },
       },
       async (ctx, { params }) => {
@@ -96,9 +94,9 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         body: OrganizationPatchSchema,
         responses: {
           200: { description: 'The organization after the change', schema: OrganizationSchema },
-          403: error('Not an owner or admin'),
-          404: error('No such organization'),
-          409: error('Changed meanwhile by someone else'),
+          403: errorResponse('Not an owner or admin'),
+          404: errorResponse('No such organization'),
+          409: errorResponse('Changed meanwhile by someone else'),
         },
       },
       async (ctx, { params, body }) => {
@@ -120,9 +118,9 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
         params: OrgPathSchema,
         responses: {
           200: { description: 'The organization now active', schema: OrganizationSchema },
-          403: error('The user is not a member'),
-          404: error('The organization does not exist'),
-          500: error('The switch failed'),
+          403: errorResponse('The user is not a member'),
+          404: errorResponse('The organization does not exist'),
+          500: errorResponse('The switch failed'),
         },
       },
       async (ctx, { params }) => {

@@ -11,11 +11,8 @@ import {
   PendingMessageResponseSchema,
   PendingMessageSchema,
 } from '../../schemas/app-conversation-actions';
-import { ErrorResponseSchema } from '../../schemas/errors';
-import type { ApiRouter } from '../../web/route';
+import { errorResponse, type ApiRouter } from '../../web/route';
 import { callerId } from '../state';
-
-const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 
 export function pendingMessagesRoutes(router: ApiRouter, deps: { pendingMessages: PendingMessageService }): ApiRouter {
   const service = deps.pendingMessages;
@@ -34,10 +31,10 @@ export function pendingMessagesRoutes(router: ApiRouter, deps: { pendingMessages
         body: PendingMessageRequestSchema,
         responses: {
           201: { description: 'Queued (or delivered at once)', schema: PendingMessageResponseSchema },
-          404: error('No such start of the caller'),
-          409: error('The start failed; nothing was queued'),
-          429: error('Ten messages wait already'),
-          503: error('The workflow service or the sandbox did not answer; a queued message stays queued'),
+          404: errorResponse('No such start of the caller'),
+          409: errorResponse('The start failed; nothing was queued'),
+          429: errorResponse('Ten messages wait already'),
+          503: errorResponse('The workflow service or the sandbox did not answer; a queued message stays queued'),
         },
       },
       async (ctx, { params, body }) => {
@@ -55,7 +52,7 @@ export function pendingMessagesRoutes(router: ApiRouter, deps: { pendingMessages
         params: ConversationPathSchema,
         responses: {
           200: { description: 'In the order they came', schema: z.array(PendingMessageSchema) },
-          404: error('No such start of the caller'),
+          404: errorResponse('No such start of the caller'),
         },
       },
       async (ctx, { params }) => {

@@ -2,16 +2,14 @@ import { callerId } from '../state';
 import { z } from 'zod';
 import type { SandboxService } from '../../sandboxes/sandbox-service';
 import { dateTimeQuery, pageLimit } from '../../schemas/common';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import { SandboxPageSchema, SandboxSchema, SandboxStatusSchema } from '../../schemas/sandboxes';
 import type { SandboxesStore } from '../../store/sandboxes-store';
 import type { SecretBox } from '../../auth/secret-box';
 import { sandboxView } from '../../sandboxes/sandbox-view';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
-import type { ApiRouter } from '../../web/route';
+import { errorResponse, type ApiRouter } from '../../web/route';
 
 const LISTING = 'sandboxes';
-const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 const sandboxId = z
   .string()
   .regex(/^[A-Za-z0-9._-]{1,100}$/, { error: 'a sandbox id: 1-100 letters, digits, ".", "_" or "-"' });
@@ -49,10 +47,10 @@ const operation = (op: 'pause' | 'resume', summary: string) => ({
   params: SandboxPathSchema,
   responses: {
     200: { description: 'The sandbox after the operation', schema: SandboxSchema },
-    404: error('No such sandbox of the caller'),
-    409: error('Not possible in the current status (deleted; pausing a sandbox in ERROR)'),
-    502: error('The provider could not carry it out; the sandbox status says where it stands'),
-    503: error(
+    404: errorResponse('No such sandbox of the caller'),
+    409: errorResponse('Not possible in the current status (deleted; pausing a sandbox in ERROR)'),
+    502: errorResponse('The provider could not carry it out; the sandbox status says where it stands'),
+    503: errorResponse(
       'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. ' +
         "Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After)",
     ),
@@ -80,7 +78,7 @@ export function sandboxesRoutes(
         body: CreateSandboxBodySchema,
         responses: {
           200: { description: 'The new sandbox', schema: SandboxSchema },
-          503: error('Temporal did not accept the start'),
+          503: errorResponse('Temporal did not accept the start'),
         },
       },
       async (ctx, { query, body }) => {
@@ -156,9 +154,9 @@ export function sandboxesRoutes(
         params: SandboxPathSchema,
         responses: {
           200: { description: 'The deleted sandbox', schema: SandboxSchema },
-          404: error('No such sandbox of the caller'),
-          502: error('The provider could not remove it; try again'),
-          503: error(
+          404: errorResponse('No such sandbox of the caller'),
+          502: errorResponse('The provider could not remove it; try again'),
+          503: errorResponse(
             'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the deletion did not finish in time); it may still happen: read the sandbox again. ' +
               "Or the sandbox's workflow is failing its workflow tasks: the deletion was not taken; try again later (Retry-After)",
           ),

@@ -2,7 +2,6 @@ import { callerId } from '../state';
 import { z } from 'zod';
 import type { UserSettingsService } from '../../orgs/user-settings-service';
 import { pageLimit } from '../../schemas/common';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
 import {
   CustomSecretCreateSchema,
@@ -13,10 +12,9 @@ import {
   SecretIdParamsSchema,
   SecretSearchQuerySchema,
 } from '../../schemas/settings';
-import type { ApiRouter } from '../../web/route';
+import { errorResponse, type ApiRouter } from '../../web/route';
 
 const LISTING = 'secrets';
-const error = (description: string) => ({ description, schema: ErrorResponseSchema });
 
 /**
  * /api/v1/secrets: the caller's own secrets and git provider tokens (published API paths and bodies).
@@ -62,7 +60,7 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         body: CustomSecretCreateSchema,
         responses: {
           201: { description: 'Stored', schema: EditResponseSchema },
-          409: error('The caller has as many secrets as a user may keep'),
+          409: errorResponse('The caller has as many secrets as a user may keep'),
         },
       },
       async (ctx, { body }) => {
@@ -112,8 +110,8 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         body: CustomSecretUpdateSchema,
         responses: {
           200: { description: 'Updated', schema: EditResponseSchema },
-          404: error('The caller has no secret of that name'),
-          409: error('The new name is taken'),
+          404: errorResponse('The caller has no secret of that name'),
+          409: errorResponse('The new name is taken'),
         },
       },
       async (ctx, { params, body }) => {
@@ -131,7 +129,7 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         params: SecretIdParamsSchema,
         responses: {
           200: { description: 'Deleted', schema: EditResponseSchema },
-          404: error('The caller has no secret of that name'),
+          404: errorResponse('The caller has no secret of that name'),
         },
       },
       async (ctx, { params }) => {

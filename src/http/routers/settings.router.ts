@@ -1,12 +1,8 @@
 import { callerId } from '../state';
-import {
-  agentSettingsJsonSchema,
-  conversationSettingsJsonSchema,
-  type UserSettingsService,
-} from '../../orgs/user-settings-service';
-import { ErrorResponseSchema } from '../../schemas/errors';
+import { agentSettingsJsonSchema, conversationSettingsJsonSchema } from '../../orgs/settings-json-schemas';
+import type { UserSettingsService } from '../../orgs/user-settings-service';
 import { JsonSchemaDocumentSchema, SettingsUpdateSchema, SettingsViewSchema } from '../../schemas/settings';
-import type { ApiRouter } from '../../web/route';
+import { type ApiRouter, errorResponse } from '../../web/route';
 
 /** /api/v1/settings: the caller's own settings over their active organization's (published API paths). */
 export function settingsRoutes(router: ApiRouter, settings: UserSettingsService): ApiRouter {
@@ -22,7 +18,7 @@ export function settingsRoutes(router: ApiRouter, settings: UserSettingsService)
         security: 'APIKeyHeader',
         responses: {
           200: { description: 'The settings', schema: SettingsViewSchema },
-          404: { description: 'No active organization', schema: ErrorResponseSchema },
+          404: errorResponse('No active organization'),
         },
       },
       async (ctx) => {

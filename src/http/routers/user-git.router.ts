@@ -1,15 +1,12 @@
 import { callerId } from '../state';
 import type { GitSearchService } from '../../git/git-search-service';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import { GitOrganizationsSchema, UserGitInfoSchema } from '../../schemas/git-searches';
-import type { ApiRouter, ResponseSpec } from '../../web/route';
-
-const error = (description: string): ResponseSpec => ({ description, schema: ErrorResponseSchema });
+import { errorResponse, type ApiRouter } from '../../web/route';
 
 const refusals = {
-  409: error('The caller stored no token for a served provider (the detail names the route that stores one)'),
-  502: error('The git host refused the stored token or failed'),
-  503: error('The git host did not answer in time, or its rate limit is reached (Retry-After)'),
+  409: errorResponse('The caller stored no token for a served provider (the detail names the route that stores one)'),
+  502: errorResponse('The git host refused the stored token or failed'),
+  503: errorResponse('The git host did not answer in time, or its rate limit is reached (Retry-After)'),
 };
 
 /** /api/v1/users/git-*: who the caller is on their git host, read with their stored provider token. */

@@ -1,8 +1,7 @@
 import { callerId } from '../state';
 import type { UserSettingsService } from '../../orgs/user-settings-service';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import { UserSchema } from '../../schemas/users';
-import type { ApiRouter } from '../../web/route';
+import { type ApiRouter, errorResponse } from '../../web/route';
 
 /** /api/v1/users: who the credential belongs to, in which organization, with which role. */
 export function usersRoutes(router: ApiRouter, settings: UserSettingsService): ApiRouter {
@@ -17,7 +16,7 @@ export function usersRoutes(router: ApiRouter, settings: UserSettingsService): A
       security: 'APIKeyHeader',
       responses: {
         200: { description: 'The user', schema: UserSchema },
-        404: { description: 'The key outlived its user', schema: ErrorResponseSchema },
+        404: errorResponse('The key outlived its user'),
       },
     },
     async (ctx) => {

@@ -10,10 +10,9 @@ import {
   WebhookAckSchema,
   WebhookConversationPathSchema,
 } from '../../schemas/event-queries';
-import { ErrorResponseSchema } from '../../schemas/errors';
 import type { ConversationsStore } from '../../store/conversations-store';
 import { unauthorized } from '../../web/errors';
-import type { ApiRouter, RouteContext } from '../../web/route';
+import { type ApiRouter, type RouteContext, errorResponse } from '../../web/route';
 import { SESSION_KEY_HEADER } from '../../web/security';
 
 /** /api/v1/webhooks: what runtimes in sandboxes report, with their session key. */
@@ -86,11 +85,8 @@ export function webhooksRoutes(
         },
         responses: {
           200: { description: 'What the batch added', schema: IngestResultSchema },
-          409: {
-            description: 'The batch would pass the per-conversation cap; nothing was stored',
-            schema: ErrorResponseSchema,
-          },
-          503: { description: 'Another batch of the conversation is being stored; retry', schema: ErrorResponseSchema },
+          409: errorResponse('The batch would pass the per-conversation cap; nothing was stored'),
+          503: errorResponse('Another batch of the conversation is being stored; retry'),
         },
       },
       async (ctx, { params, body }) => {
