@@ -1,4 +1,5 @@
 /** Callback processors without servers: the registry against the schema, and the pure parts of each kind. */
+import { hasNextLink } from '../src/git/git-host-http';
 import type { Logger } from '@temporalio/common';
 import {
   CALLBACK_PROCESSORS,
@@ -25,6 +26,7 @@ import { titleFrom } from '../activities/callback-processors/set-title-processor
 import { CALLBACK_PROCESSOR_KINDS, CallbackProcessorSchema } from '../src/schemas/app-conversations';
 import { EventSchema, type Event, type EventKind } from '../src/schemas/events';
 import type { AppConversationRecord } from '../src/store/app-conversations-store';
+import { appConversationRecord } from './helpers/app-conversations';
 import { sample } from './helpers/event-samples';
 
 const event = (kind: EventKind, extra: Record<string, unknown> = {}): Event => EventSchema.parse(sample(kind, extra));
@@ -49,19 +51,7 @@ const app: AppConversationRecord = {
   skills: [],
   hooks: {},
   working_dir: null,
-  id: 'c1',
-  created_by_user_id: 'u1',
-  sandbox_id: null,
-  title: null,
-  selected_repository: null,
-  selected_branch: null,
-  git_provider: null,
-  trigger: null,
-  agent_server_url: null,
-  start_task_id: null,
-  processors: [],
-  created_at: new Date(0),
-  updated_at: new Date(0),
+  ...appConversationRecord({ id: 'c1', created_by_user_id: 'u1', created_at: new Date(0), updated_at: new Date(0) }),
 };
 
 /** A logger that keeps what it was given. */
@@ -293,6 +283,22 @@ describe('the host processors: their pure parts', () => {
     );
     expect(linkNext(a('<https://h/x?page=1>; rel="prev"'))).toBeNull();
     expect(linkNext(a(null))).toBeNull();
+    // One parser (src/git/link-header.ts) for the git searches and the processors: relations among others,
+    // any case, unquoted, with other parameters, a comma in the target; not a relation that only starts with next.
+    expect(linkNext(a('<https://h/x?page=1>; rel="prev next"'))).toBe('https://h/x?page=1');
+    expect(linkNext(a('<https://h/x?page=3>; rel=NEXT'))).toBe('https://h/x?page=3');
+    expect(linkNext(a('<https://h/x?page=4>; rel="next"; title="p"'))).toBe('https://h/x?page=4');
+    expect(linkNext(a('<https://h/x?a=1,2&page=5>; rel="next"'))).toBe('https://h/x?a=1,2&page=5');
+    expect(linkNext(a('<https://h/x?page=6>; rel="nextish"'))).toBeNull();
+    expect(linkNext(a('<https://h/x;rel=next>; rel="last"'))).toBeNull();
+    expect(hasNextLink('<https://h/x;rel=next>; rel="last"')).toBe(false);
+    expect(hasNextLink('<https://h/x?page=2>; rel="next"')).toBe(true);
+    // A quoted value is one value, whatever it holds; a bare link without rel is no next page.
+    expect(linkNext(a('<https://h/p1>; title="<https://evil/>; rel=next"'))).toBeNull();
+    expect(linkNext(a('<https://h/p1>; title="a, <b>; rel=next", <https://h/p2>; rel="next"'))).toBe('https://h/p2');
+    expect(linkNext(a('<https://h/p3> ; rel = "last next"'))).toBe('https://h/p3');
+    expect(linkNext(a('<https://h/p4>; rel="prev"; rel="next"'))).toBeNull();
+    expect(linkNext(a('garbage <https://h/p5>; rel="next"'))).toBeNull();
   });
 
   it('masks a credential the host echoes, also where the answer is cut and in its escaped forms', () => {

@@ -11,6 +11,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Event } from '../../src/schemas/events';
 import type { AppConversationRecord } from '../../src/store/app-conversations-store';
 import { callHost, type HostAnswer } from './host-call';
+import { nextLinkOf } from '../../src/git/link-header';
 import { textOf, type CallbackProcessorDeps, type CallbackRun } from './processor';
 
 /** The action a round records once its post is made (or found made). */
@@ -126,13 +127,7 @@ export function restTarget(o: {
 }
 
 /** The `rel="next"` URL of a Link header (git host A's paging). */
-export function linkNext(a: HostAnswer): string | null {
-  for (const part of (a.link ?? '').split(',')) {
-    const m = /^\s*<([^>]+)>\s*;\s*rel="?next"?\s*$/.exec(part);
-    if (m) return m[1]!;
-  }
-  return null;
-}
+export const linkNext = (a: HostAnswer): string | null => nextLinkOf(a.link);
 
 /** The first of `keys` in `view` that is a non-empty string or a number, as text. */
 export function viewField(view: Record<string, unknown>, ...keys: string[]): string | undefined {

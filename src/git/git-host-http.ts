@@ -5,6 +5,7 @@
  */
 import { BadRequest, NotFound, Unavailable, UpstreamFailed } from '../errors';
 import { readBodyAtMost } from '../read-body';
+import { nextLinkOf } from './link-header';
 
 /** The largest answer read from a host (a page of 100 repositories is about 600 KB). */
 export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
@@ -33,8 +34,7 @@ export interface HostAnswer {
 }
 
 /** Whether a Link header names a next page. */
-export const hasNextLink = (link: string | null): boolean =>
-  link !== null && /;\s*rel="?([^"]*\s)?next(\s[^"]*)?"?/i.test(link);
+export const hasNextLink = (link: string | null): boolean => nextLinkOf(link) !== null;
 
 export async function getHostJson(url: URL, call: HostCall): Promise<HostAnswer> {
   let res: Response;
