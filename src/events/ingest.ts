@@ -4,8 +4,9 @@
  * stored seq, inserted in order (events already stored are skipped), and published to the live channel,
  * so the log is contiguous (1, 2, 3, ...) and the channel carries each conversation's events in seq order.
  */
-import { Conflict, Unavailable } from '../errors';
-import type { LiveChannel, LiveItem } from '../live/live-channel';
+import { Unavailable } from '../errors';
+import type { LiveChannel } from '../live/live-channel';
+import type { LiveItem } from '../live/live-slots';
 import type { Logger } from '../logger';
 import { isTransient, type Event } from '../schemas/events';
 import type { ConversationsStore } from '../store/conversations-store';
@@ -15,28 +16,10 @@ import {
   type ConversationStatesStore,
   type TrackedStateKey,
 } from '../store/conversation-states-store';
-import { eventKey, type EventsStore, type StoredEvent } from '../store/events-store';
-import { normalizeEventTime } from '../schemas/event-time';
-import { blockKey, blockOf, type EventLayout } from '../store/event-blocks';
-
-/**
- * The highest timestamp once these documents follow a log whose highest is `before`, or undefined when
- * their times go back (below `before` or below one another). A log with events but no recorded highest
- * time (stored before it was kept) counts as going back: its order is not known.
- */
-function highestIfOrdered(
-  before: string | null,
-  docs: readonly StoredEvent[],
-  lastSeq: number,
-): string | null | undefined {
-  if (before === null && lastSeq > 0) return undefined;
-  let highest = before;
-  for (const d of docs) {
-    if (highest !== null && d.timestamp < highest) return undefined;
-    highest = d.timestamp;
-  }
-  return highest;
-}
+import type { StoredEvent } from '../store/events-collection';
+import type { EventsStore } from '../store/events-store';
+import type { EventLayout } from '../store/event-blocks';
+import { appendToLog } from './log-append';
 
 export interface IngestResult {
   /** Events written to the log by this call. */
@@ -79,6 +62,20 @@ function latestState(events: readonly Event[]): Partial<Record<TrackedStateKey, 
   return latest;
 }
 
+/**
+ * What goes out live, in batch order: transient events as sent, the events stored now with their seq.
+ * Each is taken out of `seqById` as it goes, so an id twice in the batch goes out once.
+ */
+function liveItems(batch: readonly Event[], seqById: Map<string, StoredEvent>, storedAt: number): LiveItem[] {
+  return batch.flatMap((e): LiveItem[] => {
+    if (isTransient(e)) return [{ seq: null, json: JSON.stringify(e) }];
+    const d = seqById.get(e.id);
+    if (!d) return [];
+    seqById.delete(e.id);
+    return [{ seq: d.seq, json: d.json, stored_at: storedAt }];
+  });
+}
+
 export class EventIngest {
   constructor(private readonly deps: IngestDeps) {}
 
@@ -112,17 +109,11 @@ export class EventIngest {
       state = waited ? await conversations.appendState(conversationId) : await reading;
       // A log not in blocks when read may have been moved onto them before the lease was taken: read again.
       if (!state.blocks && !waited) state = await conversations.appendState(conversationId);
-      const { stored, last, lastTimestamp, ordered } = await this.store(conversationId, unique, state);
+      const { stored, last, lastTimestamp, ordered } = await appendToLog(this.deps, conversationId, unique, state);
       const storedAt = Date.now();
       const seqById = new Map(stored.map((d) => [d.id, d]));
       const latest = latestState(unique.filter((e) => seqById.has(e.id)));
-      const outgoing = batch.flatMap((e): LiveItem[] => {
-        if (isTransient(e)) return [{ seq: null, json: JSON.stringify(e) }];
-        const d = seqById.get(e.id);
-        if (!d) return [];
-        seqById.delete(e.id);
-        return [{ seq: d.seq, json: d.json, stored_at: storedAt }];
-      });
+      const outgoing = liveItems(batch, seqById, storedAt);
       // Stored is what counts: if publishing fails, subscribers fill the gap from the log at the next event.
       const publishing = live.publish(conversationId, outgoing).catch((e: unknown) => {
         this.deps.log.warn({ err: e, conversationId }, 'publishing to the live channel failed');
@@ -164,110 +155,5 @@ export class EventIngest {
         delayMs,
       ).unref();
     }
-  }
-
-  /**
-   * Inserts the events the log does not hold yet, numbered after the last seq. The common case is one
-   * ordered insert; an event that exists already (a retry) or a seq that exists (the recorded last seq
-   * fell behind after a crash) stops it, and the rest is sorted out and inserted again.
-   */
-  private async store(
-    conversationId: string,
-    events: readonly Event[],
-    state: EventLayout,
-  ): Promise<{ stored: StoredEvent[]; last: number; lastTimestamp: string | null; ordered: boolean }> {
-    const { events: log, conversations } = this.deps;
-    let last = state.lastSeq;
-    let lastTimestamp = state.lastTimestamp;
-    // Whether the log may still be read in seq order: known for a log whose highest time is recorded.
-    let ordered = state.ordered;
-    let pending = [...events];
-    const stored: StoredEvent[] = [];
-    const cap = this.deps.maxEventsPerConversation;
-    let checkedDuplicates = false;
-    while (pending.length > 0) {
-      if (last + pending.length > cap) {
-        if (!checkedDuplicates) {
-          // Near the cap a retry must still be answered: drop what is stored already, then judge.
-          const existing = await log.existingIds(
-            conversationId,
-            pending.map((e) => e.id),
-          );
-          pending = pending.filter((e) => !existing.has(e.id));
-          checkedDuplicates = true;
-          continue;
-        }
-        throw new Conflict(
-          `Conversation ${conversationId} holds ${last} events; storing ${pending.length} more would pass the cap of ${cap} events per conversation (MAX_EVENTS_PER_CONVERSATION). Nothing more from this batch was stored.`,
-        );
-      }
-      const docs: StoredEvent[] = pending.map((e, i) => ({
-        _id: eventKey(conversationId, e.id),
-        conversation_id: conversationId,
-        id: e.id,
-        kind: e.kind,
-        source: e.source,
-        timestamp: normalizeEventTime(e.timestamp)!,
-        seq: last + 1 + i,
-        block: blockKey(conversationId, blockOf(last + 1 + i)),
-        json: JSON.stringify(e),
-      }));
-      // A log not in blocks is always read sorted; its move to blocks finds its order itself.
-      if (ordered && state.blocks && highestIfOrdered(lastTimestamp, docs, last) === undefined) {
-        if (!checkedDuplicates) {
-          // A resent batch goes back in time by nature: judge only what is not stored yet.
-          const existing = await log.existingIds(
-            conversationId,
-            pending.map((e) => e.id),
-          );
-          pending = pending.filter((e) => !existing.has(e.id));
-          checkedDuplicates = true;
-          continue;
-        }
-        // Recorded before the append: no reader takes the log for ordered while it is not.
-        await conversations.markUnordered(conversationId);
-        ordered = false;
-      }
-      const r = await log.append(docs);
-      stored.push(...docs.slice(0, r.inserted));
-      last += r.inserted;
-      for (const d of docs.slice(0, r.inserted))
-        if (lastTimestamp === null || d.timestamp > lastTimestamp) lastTimestamp = d.timestamp;
-      if (r.conflictAt === undefined) break;
-      if (r.inserted > 0) await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
-      pending = pending.slice(r.conflictAt);
-      if (state.blocks) {
-        // A seq that is taken means the recorded end is behind the log (a writer died between the two, or
-        // the end was read while another batch was stored): the blocks past it tell the real one.
-        const end = await log.endAfter(conversationId, last, undefined, lastTimestamp);
-        if (end.seq > last) {
-          last = end.seq;
-          lastTimestamp = end.highest;
-          if (end.backwards && ordered) {
-            // What another writer stored past the recorded end goes back in time, unmarked (a mark lost).
-            await conversations.markUnordered(conversationId);
-            ordered = false;
-          }
-          await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
-          continue;
-        }
-      }
-      const existing = await log.existingIds(
-        conversationId,
-        pending.map((e) => e.id),
-      );
-      if (existing.has(pending[0]!.id)) {
-        pending = pending.filter((e) => !existing.has(e.id));
-      } else {
-        // The seq was taken: the recorded last seq is behind the log (a writer died between the two).
-        const inLog = await log.lastInLog(conversationId);
-        last = inLog.seq;
-        // In an ordered log the last event holds the highest time; in any other the order is off already.
-        if (inLog.timestamp !== null && (lastTimestamp === null || inLog.timestamp > lastTimestamp))
-          lastTimestamp = inLog.timestamp;
-        await conversations.setLastSeq(conversationId, last, lastTimestamp ?? undefined, !ordered);
-      }
-    }
-    return { stored, last, lastTimestamp, ordered };
   }
 }

@@ -85,92 +85,127 @@ export class ScriptedLlm {
         .end(JSON.stringify({ error: { message: 'not found' } }));
       return;
     }
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as CompletionRequestBody;
+    const body = await readJsonBody(req);
     this.requests.push({ body, authorization: req.headers.authorization });
     const n = this.step++;
     const step = this.script[n] ?? { content: 'The script has no more steps.' };
-    if (step.delay_ms) {
-      const aborted = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(false), step.delay_ms);
-        res.once('close', () => {
-          clearTimeout(timer);
-          resolve(true);
-        });
-      });
-      if (aborted) return;
-    }
+    if (step.delay_ms && (await closedWithin(res, step.delay_ms))) return;
     if (step.status) {
       res
         .writeHead(step.status, { 'Content-Type': 'application/json' })
         .end(JSON.stringify({ error: { message: `scripted failure ${step.status}` } }));
       return;
     }
-    const id = `chatcmpl-scripted-${n + 1}`;
-    const toolCalls = (step.tool_calls ?? []).map((c, i) => ({
-      id: step.omit_call_ids ? '' : `call_${n + 1}_${i + 1}`,
-      type: 'function' as const,
-      function: {
-        name: c.name,
-        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
-      },
-    }));
-    const model = body.model ?? 'scripted';
-    const usage = scriptedUsage(step, Array.isArray(body.messages) ? body.messages.length : 0);
+    const answer: ScriptedAnswer = {
+      id: `chatcmpl-scripted-${n + 1}`,
+      model: body.model ?? 'scripted',
+      step,
+      toolCalls: scriptedToolCalls(step, n),
+      usage: scriptedUsage(step, Array.isArray(body.messages) ? body.messages.length : 0),
+    };
     if (!body.stream) {
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id,
-          object: 'chat.completion',
-          model,
-          ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}),
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: 'assistant',
-                content: step.content ?? null,
-                ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
-              },
-              finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
-              ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}),
-            },
-          ],
-          ...(usage ? { usage } : {}),
-        }),
-      );
+      writeCompletion(res, answer);
       return;
     }
-    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-    const eol = step.crlf ? '\r\n' : '\n';
-    const send = (chunk: object) =>
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}${eol}${eol}`);
-    // Token ids as vLLM-style servers stream them: the prompt's in the first chunk, the answer's in the last.
-    send({
-      ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}),
-      choices: [{ index: 0, delta: { role: 'assistant' } }],
+    writeCompletionStream(res, answer, body.stream_options as { include_usage?: unknown } | undefined);
+  }
+}
+
+async function readJsonBody(req: http.IncomingMessage): Promise<CompletionRequestBody> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as CompletionRequestBody;
+}
+
+/** Waits `ms`; true when the client went away first (an interrupted call), and nothing is to be answered. */
+function closedWithin(res: http.ServerResponse, ms: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    res.once('close', () => {
+      clearTimeout(timer);
+      resolve(true);
     });
-    const words = (step.content ?? '').match(/\S+\s*/g) ?? [];
-    for (const w of words) send({ choices: [{ index: 0, delta: { content: w } }] });
-    toolCalls.forEach((c, index) =>
-      send({
-        choices: [{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: c.function }] } }],
-      }),
-    );
-    send({
+  });
+}
+
+/** The answer to the request of the script's step `n` (counted from 0), before it is written. */
+interface ScriptedAnswer {
+  id: string;
+  model: string;
+  step: ScriptStep;
+  toolCalls: ReturnType<typeof scriptedToolCalls>;
+  usage: Record<string, unknown> | null;
+}
+
+function scriptedToolCalls(step: ScriptStep, n: number) {
+  return (step.tool_calls ?? []).map((c, i) => ({
+    id: step.omit_call_ids ? '' : `call_${n + 1}_${i + 1}`,
+    type: 'function' as const,
+    function: {
+      name: c.name,
+      arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+    },
+  }));
+}
+
+/** The answer as one JSON chat completion. */
+function writeCompletion(res: http.ServerResponse, { id, model, step, toolCalls, usage }: ScriptedAnswer): void {
+  res.writeHead(200, { 'Content-Type': 'application/json' });
+  res.end(
+    JSON.stringify({
+      id,
+      object: 'chat.completion',
+      model,
+      ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}),
       choices: [
         {
           index: 0,
-          delta: {},
+          message: {
+            role: 'assistant',
+            content: step.content ?? null,
+            ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+          },
           finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
           ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}),
         },
       ],
-    });
-    const options = body.stream_options as { include_usage?: unknown } | undefined;
-    if (usage && options?.include_usage === true) send({ choices: [], usage });
-    res.end(`data: [DONE]${eol}${eol}`);
-  }
+      ...(usage ? { usage } : {}),
+    }),
+  );
+}
+
+/** The answer as server-sent chunks: the role, the content a word at a time, each tool call, the finish, the usage. */
+function writeCompletionStream(
+  res: http.ServerResponse,
+  { id, model, step, toolCalls, usage }: ScriptedAnswer,
+  options: { include_usage?: unknown } | undefined,
+): void {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+  const eol = step.crlf ? '\r\n' : '\n';
+  const send = (chunk: object) =>
+    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, ...chunk })}${eol}${eol}`);
+  // Token ids as vLLM-style servers stream them: the prompt's in the first chunk, the answer's in the last.
+  send({
+    ...(step.prompt_token_ids ? { prompt_token_ids: step.prompt_token_ids } : {}),
+    choices: [{ index: 0, delta: { role: 'assistant' } }],
+  });
+  const words = (step.content ?? '').match(/\S+\s*/g) ?? [];
+  for (const w of words) send({ choices: [{ index: 0, delta: { content: w } }] });
+  toolCalls.forEach((c, index) =>
+    send({
+      choices: [{ index: 0, delta: { tool_calls: [{ index, id: c.id, type: 'function', function: c.function }] } }],
+    }),
+  );
+  send({
+    choices: [
+      {
+        index: 0,
+        delta: {},
+        finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
+        ...(step.response_token_ids ? { token_ids: step.response_token_ids } : {}),
+      },
+    ],
+  });
+  if (usage && options?.include_usage === true) send({ choices: [], usage });
+  res.end(`data: [DONE]${eol}${eol}`);
 }

@@ -12,6 +12,9 @@ export interface ApiMetricsSources {
   subscribers(): number;
 }
 
+/** Buckets of the live paths' lags: a millisecond to ten seconds. */
+const LAG_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
 export class ApiMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({
@@ -46,13 +49,13 @@ export class ApiMetrics {
   readonly websocketDeliveryLagSeconds = new Histogram({
     name: 'agent_control_websocket_delivery_lag_seconds',
     help: 'Time from a stored event being stored to its send to a websocket subscriber, for events that went out live (not read back from the log)',
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    buckets: LAG_BUCKETS_SECONDS,
     registers: [this.registry],
   });
   readonly liveChannelLagSeconds = new Histogram({
     name: 'agent_control_live_channel_lag_seconds',
     help: 'Time from a batch published to the live channel by another api process to its read by this one (the clocks of both processes)',
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    buckets: LAG_BUCKETS_SECONDS,
     registers: [this.registry],
   });
   readonly startStreams = new Gauge({

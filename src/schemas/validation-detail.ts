@@ -147,15 +147,75 @@ function withheld(input: unknown, depth = 0): unknown {
   );
 }
 
+/** An `invalid_type` issue in pydantic's words: the type's own error, or a number that is not whole. */
+function typeDetail(issue: Issue & { code: 'invalid_type' }, value: unknown): Omit<ValidationDetail, 'loc' | 'input'> {
+  if (issue.expected === 'int' && typeof value === 'number') {
+    return { type: 'int_from_float', msg: 'Input should be a valid integer, got a number with a fractional part' };
+  }
+  const known = TYPE_NAMES[issue.expected];
+  return known
+    ? { type: known[0], msg: known[1] }
+    : { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` };
+}
+
+type DetailOf = (d: Omit<ValidationDetail, 'loc' | 'input'>, l?: Loc, input?: unknown) => ValidationDetail;
+
+/**
+ * A discriminated union that matched no branch: at the union's own location, as pydantic gives it (zod
+ * points at the tag): not an object, no tag, or a tag of none of the branches.
+ */
+function discriminatorDetail(
+  discriminator: string,
+  options: unknown[],
+  root: unknown,
+  path: readonly PropertyKey[],
+  loc: Loc,
+  prefix: Loc,
+  detail: DetailOf,
+): ValidationDetail {
+  const unionPath = path[path.length - 1] === discriminator ? path.slice(0, -1) : path;
+  const unionLoc = loc.slice(0, prefix.length + unionPath.length);
+  const obj = valueAt(root, unionPath);
+  const d = `'${discriminator}'`;
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
+    return detail({ type: 'model_attributes_type', msg: TYPE_NAMES.object![1] }, unionLoc, obj);
+  }
+  const tag = (obj as Record<string, unknown>)[discriminator];
+  if (tag === undefined) {
+    return detail(
+      { type: 'union_tag_not_found', msg: `Unable to extract tag using discriminator ${d}`, ctx: { discriminator: d } },
+      unionLoc,
+      obj,
+    );
+  }
+  const expectedTags = options.map(quote).join(', ');
+  return detail(
+    {
+      type: 'union_tag_invalid',
+      msg: `Input tag ${quote(tag)} found using ${d} does not match any of the expected tags: ${expectedTags}`,
+      ctx: { discriminator: d, tag: String(tag), expected_tags: expectedTags },
+    },
+    unionLoc,
+    obj,
+  );
+}
+
+/** A refinement's own issue: its type and context when it names them, else a `value_error`. */
+function customDetail(issue: Issue & { code: 'custom' }, detail: DetailOf): ValidationDetail {
+  const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown>; withheld?: boolean };
+  const found = params.type
+    ? detail({ type: params.type, msg: issue.message, ctx: params.ctx })
+    : detail({ type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: issue.message } });
+  // A value refused because it must not be sent (a credential) is not sent back either.
+  if (params.withheld) delete found.input;
+  return found;
+}
+
 function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[], prefix: Loc): ValidationDetail[] {
   const path = [...basePath, ...issue.path];
   const loc: Loc = [...prefix, ...path.map((p) => (typeof p === 'number' ? p : String(p)))];
   const value = valueAt(root, path);
-  const detail = (
-    d: Omit<ValidationDetail, 'loc' | 'input'>,
-    l: Loc = loc,
-    input: unknown = value,
-  ): ValidationDetail => ({
+  const detail: DetailOf = (d, l = loc, input = value) => ({
     loc: l,
     msg: d.msg,
     type: d.type,
@@ -172,24 +232,8 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
   }
 
   switch (issue.code) {
-    case 'invalid_type': {
-      const known = TYPE_NAMES[issue.expected];
-      if (issue.expected === 'int' && typeof value === 'number') {
-        return [
-          detail({
-            type: 'int_from_float',
-            msg: 'Input should be a valid integer, got a number with a fractional part',
-          }),
-        ];
-      }
-      return [
-        detail(
-          known
-            ? { type: known[0], msg: known[1] }
-            : { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` },
-        ),
-      ];
-    }
+    case 'invalid_type':
+      return [detail(typeDetail(issue, value))];
     case 'too_small':
     case 'too_big':
       return [detail(sizeDetail(issue, value))];
@@ -219,42 +263,8 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
       );
     case 'invalid_union': {
       const u = issue as Issue & { note?: string; discriminator?: string; options?: unknown[] };
-      if (u.discriminator !== undefined) {
-        // zod points at the tag; the spec's clients expect the union's own location, as pydantic gives it.
-        const unionPath = path[path.length - 1] === u.discriminator ? path.slice(0, -1) : path;
-        const unionLoc = loc.slice(0, prefix.length + unionPath.length);
-        const obj = valueAt(root, unionPath);
-        const tag = obj && typeof obj === 'object' ? (obj as Record<string, unknown>)[u.discriminator] : undefined;
-        const d = `'${u.discriminator}'`;
-        if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
-          return [detail({ type: 'model_attributes_type', msg: TYPE_NAMES.object![1] }, unionLoc, obj)];
-        }
-        if (tag === undefined) {
-          return [
-            detail(
-              {
-                type: 'union_tag_not_found',
-                msg: `Unable to extract tag using discriminator ${d}`,
-                ctx: { discriminator: d },
-              },
-              unionLoc,
-              obj,
-            ),
-          ];
-        }
-        const expectedTags = (u.options ?? []).map(quote).join(', ');
-        return [
-          detail(
-            {
-              type: 'union_tag_invalid',
-              msg: `Input tag ${quote(tag)} found using ${d} does not match any of the expected tags: ${expectedTags}`,
-              ctx: { discriminator: d, tag: String(tag), expected_tags: expectedTags },
-            },
-            unionLoc,
-            obj,
-          ),
-        ];
-      }
+      if (u.discriminator !== undefined)
+        return [discriminatorDetail(u.discriminator, u.options ?? [], root, path, loc, prefix, detail)];
       // A plain union: report the branch that came closest (fewest issues).
       const branches = issue.errors.filter((b) => b.length > 0).sort((a, b) => a.length - b.length);
       const best = branches[0];
@@ -264,15 +274,8 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
     case 'invalid_key':
     case 'invalid_element':
       return issue.issues.flatMap((i) => mapIssue(i, root, path, prefix));
-    case 'custom': {
-      const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown>; withheld?: boolean };
-      // A value refused because it must not be sent (a credential) is not sent back either.
-      const found = params.type
-        ? detail({ type: params.type, msg: issue.message, ctx: params.ctx })
-        : detail({ type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: issue.message } });
-      if (params.withheld) delete found.input;
-      return [found];
-    }
+    case 'custom':
+      return [customDetail(issue, detail)];
     default:
       return [detail({ type: 'value_error', msg: (issue as Issue).message })];
   }
