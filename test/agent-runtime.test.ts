@@ -8,7 +8,6 @@ import pino from 'pino';
 import { startApiServer } from '../src/api/server';
 import path from 'node:path';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { freePort } from '../src/process/net';
 import type { TestApi } from './helpers/api';
 import {
   settledLog,
@@ -25,8 +24,9 @@ import {
 import { TEST_SECRETS_KEY } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { distPath, runNode } from './helpers/run';
-import { agentUrl, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
-import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
+import { resumeKilledRuntime, startRuntimeUnderTest } from './helpers/runtime-under-test';
+import { runtimeRootsUnder } from './helpers/sandboxes';
+import type { ServiceUnderTest } from './helpers/service';
 import { connect } from './helpers/ws-client';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -39,20 +39,9 @@ describe('agent runtime through the control plane', () => {
   let workspace: string;
 
   beforeAll(async () => {
-    const port = await freePort();
-    // Quick health checks, so a runtime killed by a test is seen as gone within a second.
-    service = await startServiceUnderTest('agent-', {
-      API_PORT: String(port),
-      SANDBOX_IDLE_TIMEOUT_MS: '0',
-      SANDBOX_HEALTH_INTERVAL_MS: '200',
-      SANDBOX_HEALTH_GRACE_MS: '600',
-    });
-    ({ t, dataDir: dataDir } = service);
-    user = await t.newUser();
-    const created = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} });
-    const sandbox = await waitForStatus(t, user.key, created.body.id, 'RUNNING');
-    rt = { url: agentUrl(sandbox), key: sandbox.session_api_key, sandboxId: sandbox.id };
-    workspace = path.join(dataDir, 'sandboxes', sandbox.id, 'workspace');
+    ({ service, user, rt } = await startRuntimeUnderTest('agent-'));
+    ({ t, dataDir } = service);
+    workspace = path.join(dataDir, 'sandboxes', rt.sandboxId, 'workspace');
   });
 
   afterAll(async () => {
@@ -694,10 +683,7 @@ describe('agent runtime through the control plane', () => {
     } finally {
       await restartApi();
     }
-    await waitForStatus(t, user.key, rt.sandboxId, 'ERROR', 15_000);
-    const resumed = await t.request('POST', `/api/v1/sandboxes/${rt.sandboxId}/resume`, { key: user.key });
-    expect(resumed).toMatchObject({ status: 200, body: { status: 'RUNNING' } });
-    rt = { url: agentUrl(resumed.body), key: resumed.body.session_api_key, sandboxId: rt.sandboxId };
+    rt = await resumeKilledRuntime(t, user.key, rt.sandboxId);
     const again = { ...c, runtime: rt };
 
     const info = await waitForExecution(again, 'paused');

@@ -6,13 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { loggedEvents, logWhenExecution } from './helpers/agent';
+import { loggedEvents, logWhenExecution, newUserWithLlm } from './helpers/agent';
 import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { publishedClient } from './helpers/published-client';
 import { waitForStatus } from './helpers/sandboxes';
-import { waitForStartTask } from './helpers/start-tasks';
+import { startUntilEnded, waitForStartTask } from './helpers/start-tasks';
 import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const userTexts = (log: any[]) =>
@@ -36,11 +36,8 @@ describe('acting on started conversations', () => {
     });
     ({ t, dataDir } = service);
     llm = await new ScriptedLlm([]).start();
-    user = await t.newUser();
-    other = await t.newUser();
-    for (const u of [user, other]) {
-      await t.setOrgLlm(u.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
-    }
+    user = await newUserWithLlm(t, llm);
+    other = await newUserWithLlm(t, llm);
     repo = bareRepo(dataDir, 'demo', {
       'README.md': '# demo\n',
       '.agents/skills/testing.md': '---\nname: testing\ntriggers: [tests]\n---\nRun make test.\n',
@@ -52,18 +49,20 @@ describe('acting on started conversations', () => {
     await llm?.close();
   });
 
-  /** Starts a conversation (no initial message) and waits until it is READY. */
-  const startReady = async (body: object = {}) => {
-    const accepted = await t.request('POST', '/api/v1/app-conversations', {
-      key: user.key,
-      body: { selected_repository: repo, ...body },
-    });
-    expect(accepted.status).toBe(200);
-    return waitForStartTask(t, user.key, accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR', 60_000);
-  };
+  /** Starts a conversation on the demo repository (no initial message); its task once it has ended. */
+  const startReady = (body: object = {}) => startUntilEnded(t, user.key, { selected_repository: repo, ...body });
   const view = async (id: string, key = user.key) =>
     (await t.request('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body[0];
   const settled = (id: string, status = 'finished') => logWhenExecution(t, user.key, id, status);
+  /** A follow-up message with `text`, through the app conversation's send-message. */
+  const sendMessage = (id: string, text: string) =>
+    t.request('POST', `/api/v1/app-conversations/${id}/send-message`, { key: user.key, body: { content: [{ text }] } });
+  /** A message for the conversation's queue (pending-messages); `messageId` makes sending it again idempotent. */
+  const queueMessage = (id: string, text: string, opts: { messageId?: string; key?: string } = {}) =>
+    t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
+      key: opts.key ?? user.key,
+      body: { ...(opts.messageId ? { id: opts.messageId } : {}), content: [{ text }] },
+    });
 
   it('a follow-up message changes what the agent does next; the conversation shows its sandbox, state, metrics and address', async () => {
     const ready = await startReady({ title: 'Follow-ups', pr_number: [7] });
@@ -73,10 +72,7 @@ describe('acting on started conversations', () => {
       { tool_calls: [{ name: 'terminal', arguments: { command: 'echo one > notes.txt' } }] },
       { tool_calls: [{ name: 'finish', arguments: { message: 'wrote notes' } }] },
     ]);
-    const first = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
-      key: user.key,
-      body: { content: [{ text: 'Write notes.txt' }] },
-    });
+    const first = await sendMessage(id, 'Write notes.txt');
     expect(first).toMatchObject({ status: 200, body: { success: true, sandbox_status: 'RUNNING', message: null } });
     await settled(id);
 
@@ -85,10 +81,7 @@ describe('acting on started conversations', () => {
       { tool_calls: [{ name: 'finish', arguments: { message: 'wrote second' } }] },
     ]);
     const before = llm.requests.length;
-    const second = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
-      key: user.key,
-      body: { content: [{ text: 'Now write second.txt' }] },
-    });
+    const second = await sendMessage(id, 'Now write second.txt');
     expect(second.status).toBe(200);
     const log = await eventually(
       async () => {
@@ -187,10 +180,7 @@ describe('acting on started conversations', () => {
       (await t.request('GET', `/api/v1/app-conversations/${id}/file?file_path=README.md`, { key: user.key })).status,
     ).toBe(409);
     llm.load([{ content: 'Hello back.' }]);
-    const sent = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
-      key: user.key,
-      body: { content: [{ text: 'Hello' }] },
-    });
+    const sent = await sendMessage(id, 'Hello');
     expect(sent).toMatchObject({
       status: 200,
       body: { success: true, sandbox_status: 'RUNNING', message: expect.stringContaining('resumed') },
@@ -199,14 +189,7 @@ describe('acting on started conversations', () => {
 
     // A slow step: interrupt cancels it at once, run goes on, pause waits for the step.
     llm.load([{ content: 'slow', delay_ms: 30_000 }, { content: 'done' }]);
-    expect(
-      (
-        await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
-          key: user.key,
-          body: { content: [{ text: 'Take your time' }] },
-        })
-      ).status,
-    ).toBe(200);
+    expect((await sendMessage(id, 'Take your time')).status).toBe(200);
     await settled(id, 'running');
     const interrupted = await t.request('POST', `/api/v1/app-conversations/${id}/interrupt`, { key: user.key });
     expect(interrupted).toMatchObject({ status: 200, body: { id } });
@@ -221,10 +204,7 @@ describe('acting on started conversations', () => {
 
     // Its sandbox deleted from under it: a clear 409, not a hang.
     expect((await t.request('DELETE', `/api/v1/sandboxes/${ready.sandbox_id}`, { key: user.key })).status).toBe(200);
-    const gone = await t.request('POST', `/api/v1/app-conversations/${id}/send-message`, {
-      key: user.key,
-      body: { content: [{ text: 'anyone?' }] },
-    });
+    const gone = await sendMessage(id, 'anyone?');
     expect(gone.status).toBe(409);
     expect(gone.body.detail).toMatch(/gone/);
     expect((await view(id)).sandbox_status).toBe('MISSING');
@@ -271,14 +251,7 @@ describe('acting on started conversations', () => {
     // The other conversation still runs in the shared sandbox.
     expect((await view(b.id)).sandbox_status).toBe('RUNNING');
     llm.load([{ content: 'still here' }]);
-    expect(
-      (
-        await t.request('POST', `/api/v1/app-conversations/${b.id}/send-message`, {
-          key: user.key,
-          body: { content: [{ text: 'ping' }] },
-        })
-      ).status,
-    ).toBe(200);
+    expect((await sendMessage(b.id, 'ping')).status).toBe(200);
 
     expect((await t.request('DELETE', `/api/v1/app-conversations/${b.id}`, { key: user.key })).status).toBe(200);
     await waitForStatus(t, user.key, a.sandbox_id, 'DELETED');
@@ -293,29 +266,13 @@ describe('acting on started conversations', () => {
       body: { conversation_id: id, selected_repository: slow },
     });
     expect(accepted.status).toBe(200);
-    const q1 = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
-      key: user.key,
-      body: { id: 'm-1', content: [{ text: 'first queued' }] },
-    });
+    const q1 = await queueMessage(id, 'first queued', { messageId: 'm-1' });
     expect(q1).toMatchObject({ status: 201, body: { id: 'm-1', queued: true, position: 1, conversation_id: id } });
-    const q2 = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
-      key: user.key,
-      body: { id: 'm-2', content: [{ text: 'second queued' }] },
-    });
+    const q2 = await queueMessage(id, 'second queued', { messageId: 'm-2' });
     expect(q2.body).toMatchObject({ queued: true, position: 2 });
-    const again = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
-      key: user.key,
-      body: { id: 'm-1', content: [{ text: 'first queued' }] },
-    });
+    const again = await queueMessage(id, 'first queued', { messageId: 'm-1' });
     expect(again.body).toMatchObject({ id: 'm-1', position: 1 });
-    expect(
-      (
-        await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
-          key: other.key,
-          body: { content: [{ text: 'x' }] },
-        })
-      ).status,
-    ).toBe(404);
+    expect((await queueMessage(id, 'x', { key: other.key })).status).toBe(404);
 
     await waitForStartTask(t, user.key, id, (s) => s.status === 'READY', 60_000);
     const listed = await eventually(
@@ -343,10 +300,7 @@ describe('acting on started conversations', () => {
       'm-2',
     ]);
     // Once READY, a message goes at once.
-    const now = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
-      key: user.key,
-      body: { content: [{ text: 'after ready' }] },
-    });
+    const now = await queueMessage(id, 'after ready');
     expect(now.body).toMatchObject({ queued: false, position: 0 });
 
     const failing = bareRepo(dataDir, 'failing', {
@@ -358,14 +312,7 @@ describe('acting on started conversations', () => {
       key: user.key,
       body: { conversation_id: failId, selected_repository: failing },
     });
-    expect(
-      (
-        await t.request('POST', `/api/v1/conversations/${failId}/pending-messages`, {
-          key: user.key,
-          body: { content: [{ text: 'lost?' }] },
-        })
-      ).status,
-    ).toBe(201);
+    expect((await queueMessage(failId, 'lost?')).status).toBe(201);
     await waitForStartTask(t, user.key, failId, (s) => s.status === 'ERROR', 60_000);
     await eventually(
       async () => {
@@ -376,14 +323,7 @@ describe('acting on started conversations', () => {
       },
       { timeoutMs: 20_000, intervalMs: 200 },
     );
-    expect(
-      (
-        await t.request('POST', `/api/v1/conversations/${failId}/pending-messages`, {
-          key: user.key,
-          body: { content: [{ text: 'more' }] },
-        })
-      ).status,
-    ).toBe(409);
+    expect((await queueMessage(failId, 'more')).status).toBe(409);
   }, 150_000);
 
   it('at most ten messages wait; bad bodies are 422; every route answers 401 without a key, 404 for a foreign or unknown id, 422 for a malformed one', async () => {
@@ -394,19 +334,9 @@ describe('acting on started conversations', () => {
       body: { conversation_id: id, selected_repository: slow },
     });
     for (let i = 0; i < 10; i++) {
-      expect(
-        (
-          await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
-            key: user.key,
-            body: { content: [{ text: `m${i}` }] },
-          })
-        ).status,
-      ).toBe(201);
+      expect((await queueMessage(id, `m${i}`)).status).toBe(201);
     }
-    const eleventh = await t.request('POST', `/api/v1/conversations/${id}/pending-messages`, {
-      key: user.key,
-      body: { content: [{ text: 'one too many' }] },
-    });
+    const eleventh = await queueMessage(id, 'one too many');
     expect(eleventh.status).toBe(429);
     expect(eleventh.body.detail).toMatch(/10 messages/);
     for (const body of [

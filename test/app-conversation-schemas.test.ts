@@ -1,7 +1,5 @@
 /** Unit tests of the app-conversation schemas (SPEC 2.3, 2.4, 3.1): enums, the closed start request, its echo, queries. */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import fs from 'node:fs';
-import path from 'node:path';
 import type { z } from 'zod';
 import { encodeCursor } from '../src/schemas/page-cursor';
 import { toValidationDetail } from '../src/schemas/validation-detail';
@@ -25,13 +23,12 @@ import {
   TRIGGERS,
   echoRequest,
 } from '../src/schemas/app-conversations';
+import { publishedDocument } from './helpers/published-schemas';
 
 const UUID = '7f3e2a10-4b5c-4d6e-8f90-a1b2c3d4e5f6';
 
 /** The published OpenHands Cloud API 0.0.1 document (the reference where SPEC.md is silent). */
-const publishedDocument = JSON.parse(
-  fs.readFileSync(path.join(__dirname, 'fixtures/published/openhands-cloud.json'), 'utf8'),
-) as { components: { schemas: Record<string, unknown> } };
+const PUBLISHED_DOCUMENT = publishedDocument() as { components: { schemas: Record<string, unknown> } };
 
 const detail = (schema: z.ZodType, input: unknown, part: 'body' | 'query' = 'body') => {
   const r = schema.safeParse(input);
@@ -483,7 +480,7 @@ describe('callback processors', () => {
     '%s: every published field is taken under its neutral name, but a credential in clear',
     (published, ours, renames) => {
       const schema = (
-        publishedDocument.components.schemas as Record<
+        PUBLISHED_DOCUMENT.components.schemas as Record<
           string,
           { properties: Record<string, { type?: string; default?: unknown }> }
         >

@@ -3,21 +3,20 @@
  * during a stream, and 50 starts at once. The worker runs as its own process here, so it can be killed.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { startApiServer } from '../src/api/server';
 import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
-import { freePort } from '../src/process/net';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
-import { waitForStartTask } from './helpers/start-tasks';
+import { setUnusedOrgLlm, startTaskEnded, waitForStartTask } from './helpers/start-tasks';
 import { bareRepo } from './helpers/git-repo';
-import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
+import { waitForStatus } from './helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 import { workerProcesses } from './helpers/worker';
 
 describe('starts across process failures', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
   let dataDir: string;
   let user: { userId: string; key: string };
@@ -30,21 +29,17 @@ describe('starts across process failures', () => {
     waitForStartTask(t, user.key, id, done, timeoutMs);
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-durable-'));
-    t = await startTestApi(
-      testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' }),
-    );
+    // Its workers are processes of their own (workerProcesses), so a test can kill them.
+    service = await startServiceUnderTest('starts-durable-', { SANDBOX_IDLE_TIMEOUT_MS: '0' }, { worker: false });
+    ({ t, dataDir } = service);
     user = await t.newUser();
-    // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
-    await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
+    await setUnusedOrgLlm(t, user.key);
     await newWorker();
   });
 
   afterAll(async () => {
     await workers.killAll();
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it('kill -9 of the worker during the setup script: a new worker brings the same task to READY', async () => {
@@ -73,7 +68,7 @@ describe('starts across process failures', () => {
     expect((await queue('d-3', 'three')).body).toMatchObject({ queued: true, position: 3 });
 
     await newWorker();
-    const ready = await waitForTask(accepted.body.id, (s) => s.status === 'READY' || s.status === 'ERROR');
+    const ready = await waitForTask(accepted.body.id, startTaskEnded);
     expect(ready).toMatchObject({
       status: 'READY',
       sandbox_id: running.sandbox_id,
@@ -125,7 +120,7 @@ describe('starts across process failures', () => {
       { mongoUri: t.config.mongo.uri!, temporalAddress: t.config.temporal.address! },
       pino({ level: 'silent' }),
     );
-    const ready = await waitForTask(id, (s) => s.status === 'READY' || s.status === 'ERROR');
+    const ready = await waitForTask(id, startTaskEnded);
     expect(ready.status).toBe('READY');
     // Joining the stream again replays every status, in order.
     const again = await t.request('POST', '/api/v1/app-conversations/stream-start', {

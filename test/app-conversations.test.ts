@@ -7,7 +7,6 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import {
   callbacksWorkflowId,
@@ -17,7 +16,7 @@ import {
   type StartTaskWorkflowInput,
 } from '../src/temporal/shared';
 import { echoRequest, START_TASK_STATUSES, StartRequestSchema } from '../src/schemas/app-conversations';
-import { loggedEvents, states } from './helpers/agent';
+import { loggedEvents, newUserWithLlm, states } from './helpers/agent';
 import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { runtimesUnder, waitForStatus } from './helpers/sandboxes';
@@ -25,6 +24,7 @@ import { GitHostStandIn } from './helpers/git-host-stand-in';
 import { bareRepo } from './helpers/git-repo';
 import { sample } from './helpers/event-samples';
 import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
+import { acceptedTaskRecord } from './helpers/start-tasks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Every status before READY, in order. */
@@ -47,8 +47,7 @@ describe('app conversation starts', () => {
     });
     ({ t, dataDir } = service);
     llm = await new ScriptedLlm([]).start();
-    user = await t.newUser();
-    await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
+    user = await newUserWithLlm(t, llm);
   });
 
   afterAll(async () => {
@@ -59,24 +58,19 @@ describe('app conversation starts', () => {
 
   /** The workflows a visibility query lists, once it lists `atLeast` (visibility is eventually consistent). */
   const workflowsMatching = async (query: string, atLeast = 1) => {
-    const connection = await Connection.connect({ address: t.config.temporal.address! });
-    try {
-      const client = new Client({ connection, namespace: t.config.temporal.namespace });
-      return await eventually(
-        async () => {
-          const listed: { workflowId: string; searchAttributes: Record<string, unknown[]> }[] = [];
-          for await (const w of client.workflow.list({ query }))
-            listed.push({
-              workflowId: w.workflowId,
-              searchAttributes: w.searchAttributes as Record<string, unknown[]>,
-            });
-          return listed.length >= atLeast ? listed : false;
-        },
-        { timeoutMs: 10_000, intervalMs: 200, what: `a workflow matching ${query}` },
-      );
-    } finally {
-      await connection.close();
-    }
+    const client = await service.temporal();
+    return await eventually(
+      async () => {
+        const listed: { workflowId: string; searchAttributes: Record<string, unknown[]> }[] = [];
+        for await (const w of client.workflow.list({ query }))
+          listed.push({
+            workflowId: w.workflowId,
+            searchAttributes: w.searchAttributes as Record<string, unknown[]>,
+          });
+        return listed.length >= atLeast ? listed : false;
+      },
+      { timeoutMs: 10_000, intervalMs: 200, what: `a workflow matching ${query}` },
+    );
   };
 
   /** POSTs stream-start and reads the whole JSON array it streams. */
@@ -260,28 +254,22 @@ describe('app conversation starts', () => {
     ).toEqual([]);
 
     // Its summary and its steps' summaries read without decoding payloads.
-    const connection = await Connection.connect({ address: t.config.temporal.address! });
-    try {
-      const handle = new Client({ connection, namespace: t.config.temporal.namespace }).workflow.getHandle(
-        startTaskWorkflowId(error.id),
-      );
-      const described = await handle.describe();
-      expect(await described.staticSummary()).toBe(`Start for user ${user.userId}: ${JSON.stringify(repo)}`);
-      expect(await described.staticDetails()).toContain(`- conversation: ${error.id}`);
-      const history = await handle.fetchHistory();
-      const summaries = (history.events ?? [])
-        .filter((e) => e.activityTaskScheduledEventAttributes)
-        .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')));
-      expect(summaries).toEqual([
-        'start a new sandbox',
-        `wait for sandbox ${error.sandbox_id} to run`,
-        `clone ${JSON.stringify(repo)}`,
-        'run the setup script (workspace "broken")',
-        `delete sandbox ${error.sandbox_id} (the start failed)`,
-      ]);
-    } finally {
-      await connection.close();
-    }
+    const client = await service.temporal();
+    const handle = client.workflow.getHandle(startTaskWorkflowId(error.id));
+    const described = await handle.describe();
+    expect(await described.staticSummary()).toBe(`Start for user ${user.userId}: ${JSON.stringify(repo)}`);
+    expect(await described.staticDetails()).toContain(`- conversation: ${error.id}`);
+    const history = await handle.fetchHistory();
+    const summaries = (history.events ?? [])
+      .filter((e) => e.activityTaskScheduledEventAttributes)
+      .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')));
+    expect(summaries).toEqual([
+      'start a new sandbox',
+      `wait for sandbox ${error.sandbox_id} to run`,
+      `clone ${JSON.stringify(repo)}`,
+      'run the setup script (workspace "broken")',
+      `delete sandbox ${error.sandbox_id} (the start failed)`,
+    ]);
   }, 60_000);
 
   it('a start that fails after creating its own sandbox deletes it through its workflow; a sandbox the request named stays', async () => {
@@ -305,15 +293,9 @@ describe('app conversation starts', () => {
     expect(fs.existsSync(dir)).toBe(false);
     expect(runtimesUnder(dir)).toEqual([]);
     // The sandbox's own workflow did it, and ended.
-    const connection = await Connection.connect({ address: t.config.temporal.address! });
-    try {
-      const described = await new Client({ connection, namespace: t.config.temporal.namespace }).workflow
-        .getHandle(sandboxWorkflowId(failed.sandbox_id))
-        .describe();
-      expect(described.status.name).toBe('COMPLETED');
-    } finally {
-      await connection.close();
-    }
+    const client = await service.temporal();
+    const described = await client.workflow.getHandle(sandboxWorkflowId(failed.sandbox_id)).describe();
+    expect(described.status.name).toBe('COMPLETED');
 
     const mine = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
     await waitForStatus(t, user.key, mine.id, 'RUNNING');
@@ -446,40 +428,23 @@ describe('app conversation starts', () => {
     const id = randomUUID();
     const request = StartRequestSchema.parse({ conversation_id: id });
     const echoed = echoRequest(request) as Record<string, unknown>;
-    await t.stores.startTasks.create(
-      {
-        id,
-        created_by_user_id: user.userId,
-        conversation_id: id,
-        status: 'WORKING',
-        detail: null,
-        request: echoed,
-        app_conversation_id: null,
-        sandbox_id: null,
-        agent_server_url: null,
-      },
-      null,
-    );
+    await t.stores.startTasks.create(acceptedTaskRecord(user.userId, id, request), null);
     const theirs = await t.conversations.create({ id, userId: other.userId, sessionApiKey: 'their-session-key-1234' });
-    const connection = await Connection.connect({ address: t.config.temporal.address! });
-    try {
-      const input: StartTaskWorkflowInput = {
-        taskId: id,
-        userId: user.userId,
-        request: echoed,
-        settings: {
-          sandboxWaitMs: t.config.starts.sandboxWaitMs,
-          setupScriptTimeoutMs: t.config.starts.setupScriptTimeoutMs,
-        },
-      };
-      await new Client({ connection }).workflow.start(WORKFLOW_TYPES.startTask, {
-        workflowId: startTaskWorkflowId(id),
-        taskQueue: t.config.temporal.taskQueue,
-        args: [input],
-      });
-    } finally {
-      await connection.close();
-    }
+    const client = await service.temporal();
+    const input: StartTaskWorkflowInput = {
+      taskId: id,
+      userId: user.userId,
+      request: echoed,
+      settings: {
+        sandboxWaitMs: t.config.starts.sandboxWaitMs,
+        setupScriptTimeoutMs: t.config.starts.setupScriptTimeoutMs,
+      },
+    };
+    await client.workflow.start(WORKFLOW_TYPES.startTask, {
+      workflowId: startTaskWorkflowId(id),
+      taskQueue: t.config.temporal.taskQueue,
+      args: [input],
+    });
     const joined = await streamStart({ conversation_id: id });
     expect(joined.body.map((s: any) => s.status)).toEqual([...STATUSES, 'ERROR']);
     expect(joined.body.at(-1).detail).toMatch(

@@ -4,15 +4,15 @@
  * OwnerUserId, name their idle wait in the history, and the next event starts a new run. Real worker, real
  * Temporal dev server, real database. Prints the open counts and times it measured.
  */
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { CallbackDispatch } from '../src/app-conversations/callback-dispatch';
 import { callbacksWorkflowId, WORKFLOW_TYPES } from '../src/temporal/shared';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig, testEnv } from './helpers/env';
+import type { TestApi } from './helpers/api';
+import { appConversationRecord } from './helpers/app-conversations';
 import { eventually } from './helpers/eventually';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 /**
  * 200 in the suite: 1,000 (the issue's figure) saturate this 2-core machine's worker for two minutes,
@@ -22,23 +22,18 @@ const CONVERSATIONS = Number(process.env.CALLBACKS_IDLE_CONVERSATIONS ?? 200);
 const IDLE_MS = 15_000;
 
 describe('callbacks workflows end when idle', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
-  let temporal: Connection;
   let client: Client;
 
   beforeAll(async () => {
-    const config = testConfig({ CALLBACKS_IDLE_MS: String(IDLE_MS) });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
-    temporal = await Connection.connect({ address: testEnv().temporalAddress });
-    client = new Client({ connection: temporal, namespace: 'default' });
+    service = await startServiceUnderTest('callbacks-idle-', { CALLBACKS_IDLE_MS: String(IDLE_MS) });
+    t = service.t;
+    client = await service.temporal();
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    await temporal?.close();
+    await service?.close();
   });
 
   it(`${CONVERSATIONS} conversations: all open while busy, none open after the idle bound, started again by the next event`, async () => {
@@ -49,21 +44,15 @@ describe('callbacks workflows end when idle', () => {
     for (let i = 0; i < ids.length; i += 100) {
       await Promise.all(
         ids.slice(i, i + 100).map((id) =>
-          t.stores.appConversations.create({
-            id,
-            created_by_user_id: owner,
-            sandbox_id: null,
-            title: null,
-            selected_repository: null,
-            selected_branch: null,
-            git_provider: null,
-            trigger: null,
-            agent_server_url: null,
-            start_task_id: null,
-            processors: [{ kind: 'bench-noop' }],
-            created_at: now,
-            updated_at: now,
-          }),
+          t.stores.appConversations.create(
+            appConversationRecord({
+              id,
+              created_by_user_id: owner,
+              processors: [{ kind: 'bench-noop' }],
+              created_at: now,
+              updated_at: now,
+            }),
+          ),
         ),
       );
     }

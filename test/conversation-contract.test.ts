@@ -4,11 +4,9 @@
  * runtimes/openhands/requirements.lock). The containers' run is test/docker/conversation-contract.test.ts.
  */
 import path from 'node:path';
-import { freePort } from '../src/process/net';
 import { readStat } from '../src/process/process-tree';
 import { RUNTIME_KINDS } from '../src/schemas/sandboxes';
 import { conversationContract, type ContractHandle } from './helpers/conversation-contract';
-import { testConfig } from './helpers/env';
 import { killRuntimesUnder, runtimesUnder } from './helpers/sandboxes';
 
 const SPECS = { 'built-in': 'local-process', openhands: 'local-process-openhands' } as const;
@@ -20,15 +18,12 @@ describe.each(RUNTIME_KINDS)('the conversation contract on the %s runtime in a p
   conversationContract({
     runtime,
     host: '127.0.0.1',
-    config: async (dir) =>
-      testConfig({
-        DATA_DIR: dir,
-        API_PORT: String(await freePort()),
-        DEFAULT_SANDBOX_SPEC_ID: SPECS[runtime],
-        SANDBOX_IDLE_TIMEOUT_MS: '0',
-        SANDBOX_START_TIMEOUT_MS: '120000',
-        SANDBOX_HEALTH_INTERVAL_MS: '2000',
-      }),
+    env: {
+      DEFAULT_SANDBOX_SPEC_ID: SPECS[runtime],
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      SANDBOX_START_TIMEOUT_MS: '120000',
+      SANDBOX_HEALTH_INTERVAL_MS: '2000',
+    },
     repository: async (_dir, bare) => ({ url: bare, close: async () => undefined }),
     frozen: async (handle) => {
       const pids = processesOf(handle);

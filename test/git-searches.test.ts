@@ -6,10 +6,6 @@
  * to its end; a caller without a token, another provider, and a host that refuses, fails, hangs or
  * answers too much get a clear 4xx or 502/503; the token never shows in an answer or a log line.
  */
-import Ajv2020 from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
-import fs from 'node:fs';
-import path from 'node:path';
 import pino from 'pino';
 import { collectPage, MAX_HOST_PAGES_PER_ANSWER } from '../src/git/git-paging';
 import type { HostListing } from '../src/git/git-host';
@@ -17,33 +13,16 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { GitHostApiStandIn, standInRepo } from './helpers/git-host-api-stand-in';
 import { publishedClient } from './helpers/published-client';
+import { componentValidator, publishedDocument, withSpecProviderNames } from './helpers/published-schemas';
 
-const PUBLISHED = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures/published/openhands-cloud.json'), 'utf8'));
+const PUBLISHED = publishedDocument();
 const TIMEOUT_MS = 1500;
 const STORE_ROUTE = 'POST /api/v1/secrets/git-providers';
 const TOKEN = 'gho_never-shown-0123456789abcdef';
 const UNKNOWN_TOKEN = 'gho_never-shown-revoked-9876543210';
 
 /** The published component schemas with SPEC.md's provider names, as a validator. */
-function publishedValidator() {
-  const doc = structuredClone(PUBLISHED);
-  doc.components.schemas.ProviderType.enum = [
-    'git_host_a',
-    'git_host_b',
-    'git_host_c',
-    'git_host_d',
-    'git_host_e',
-    'git_host_f',
-    'enterprise_sso',
-  ];
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats(ajv);
-  ajv.addSchema({ $id: 'published', components: doc.components });
-  return (name: string, value: unknown) => {
-    const validate = ajv.getSchema(`published#/components/schemas/${name}`)!;
-    return validate(value) ? [] : validate.errors!.map((e) => `${e.instancePath} ${e.message}`);
-  };
-}
+const publishedValidator = () => componentValidator(withSpecProviderNames(publishedDocument()));
 
 describe('collectPage (pages over host pages)', () => {
   const listing =

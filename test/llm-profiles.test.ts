@@ -4,11 +4,7 @@
  * endpoints: save, list, read, rename, activate and delete; a start that names a profile
  * (agent_profile_id, launched_agent_profile); and switch_profile of a running conversation.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import Ajv2020 from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import { MAX_PROFILES_PER_USER } from '../src/schemas/llm-profiles';
 import { SECRET_MASK } from '../src/schemas/secret-mask';
@@ -16,6 +12,7 @@ import { logWhenExecution } from './helpers/agent';
 import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { publishedClient } from './helpers/published-client';
+import { componentValidator, publishedDocument } from './helpers/published-schemas';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
@@ -24,17 +21,10 @@ const PROFILE_KEY = 'sk-profile-key-9876543210';
 const SWITCH_KEY = 'sk-switch-key-5555555555';
 const USER_KEY = 'sk-user-own-key-4444444444';
 
-const PUBLISHED = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures/published/openhands-cloud.json'), 'utf8'));
 const ROUTER = 'openhands__app_server__settings__settings_router__';
 
 /** Errors of `value` against a published component schema (none: it decodes as published). */
-function publishedErrors(name: string, value: unknown): string[] {
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats(ajv);
-  ajv.addSchema({ $id: 'published', components: PUBLISHED.components });
-  const validate = ajv.getSchema(`published#/components/schemas/${name}`)!;
-  return validate(value) ? [] : validate.errors!.map((e) => `${e.instancePath} ${e.message}`);
-}
+const publishedErrors = componentValidator(publishedDocument());
 
 describe('LLM profiles', () => {
   let t: TestApi;

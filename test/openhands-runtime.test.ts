@@ -5,14 +5,13 @@
  * both providers, is the contract suite (test/conversation-contract.test.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { startTaskWorkflowId } from '../src/temporal/shared';
 import { createConversationServices, createSandboxService } from '../src/composition';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { loggedEvents } from './helpers/agent';
+import { loggedEvents, newUserWithLlm } from './helpers/agent';
 import { type TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
-import { waitForStartTask } from './helpers/start-tasks';
+import { startTaskEnded, waitForStartTask } from './helpers/start-tasks';
 import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 describe('the real OpenHands agent server in a process sandbox: what its adapter adds', () => {
@@ -30,8 +29,7 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
     });
     t = service.t;
     llm = await new ScriptedLlm([]).start();
-    user = await t.newUser();
-    await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
+    user = await newUserWithLlm(t, llm);
   });
 
   afterAll(async () => {
@@ -42,13 +40,7 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
   /** Starts a conversation and waits until it is READY. */
   const startReady = async (body: object) => {
     const accepted = await t.request('POST', '/api/v1/app-conversations', { key: user.key, body });
-    const ready = await waitForStartTask(
-      t,
-      user.key,
-      accepted.body.id,
-      (s) => s.status === 'READY' || s.status === 'ERROR',
-      180_000,
-    );
+    const ready = await waitForStartTask(t, user.key, accepted.body.id, startTaskEnded, 180_000);
     expect(ready.status).toBe('READY');
     return { accepted, id: ready.app_conversation_id as string };
   };
@@ -56,73 +48,68 @@ describe('the real OpenHands agent server in a process sandbox: what its adapter
   it('delivers a queued message once by its id: a retry after a lost acknowledgement is not sent again (the server has no id on a message)', async () => {
     const { accepted, id } = await startReady({});
     // The worker's own composition of the conversation service, as the pending-message activity uses it.
-    const connection = await Connection.connect({ address: t.config.temporal.address! });
-    try {
-      const temporal = new Client({ connection, namespace: t.config.temporal.namespace });
-      // The start has settled its own queued messages (none) and ended: the message below is this test's alone.
-      await temporal.workflow.getHandle(startTaskWorkflowId(accepted.body.id)).result();
-      const sandboxService = createSandboxService(t.stores, {
-        box: t.box,
-        temporal,
-        taskQueue: t.config.temporal.taskQueue,
-        sandboxes: t.config.sandboxes,
-      });
-      const { conversationService } = createConversationServices(t.stores, {
-        box: t.box,
-        temporal,
-        sandboxService,
-        sandboxWaitMs: 60_000,
-      });
-      const c = (await t.stores.appConversations.get(id))!;
-      const messageId = randomUUID();
-      await t.stores.pendingMessages.add({
-        id: messageId,
-        conversation_id: id,
-        created_by_user_id: user.userId,
-        role: 'user',
-        content: [{ type: 'text', text: 'Once only' }],
-      });
-      const message = {
-        id: messageId,
-        role: 'user' as const,
-        content: [{ type: 'text' as const, text: 'Once only', cache_prompt: false }],
-        run: false,
-      };
-      const userMessages = async () =>
-        (await loggedEvents(t, user.key, id)).filter((e) => e.kind === 'MessageEvent' && e.source === 'user').length;
-      const before = await userMessages();
-      expect(await conversationService.deliver(user.userId, c, message)).toMatchObject({
-        success: true,
-        message: null,
-      });
-      // The worker dies before it marks the message DELIVERED: the activity runs again.
-      const again = await conversationService.deliver(user.userId, c, message);
-      expect(again).toMatchObject({ success: true, message: expect.stringContaining('delivered before') });
-      await eventually(async () => expect(await userMessages()).toBe(before + 1), {
-        timeoutMs: 30_000,
-        intervalMs: 200,
-      });
-      // Another message (another id) goes through.
-      const next = {
-        ...message,
-        id: randomUUID(),
-        content: [{ type: 'text' as const, text: 'And this', cache_prompt: false }],
-      };
-      await t.stores.pendingMessages.add({
-        id: next.id,
-        conversation_id: id,
-        created_by_user_id: user.userId,
-        role: 'user',
-        content: next.content,
-      });
-      expect(await conversationService.deliver(user.userId, c, next)).toMatchObject({ success: true, message: null });
-      await eventually(async () => expect(await userMessages()).toBe(before + 2), {
-        timeoutMs: 30_000,
-        intervalMs: 200,
-      });
-    } finally {
-      await connection.close();
-    }
+    const temporal = await service.temporal();
+    // The start has settled its own queued messages (none) and ended: the message below is this test's alone.
+    await temporal.workflow.getHandle(startTaskWorkflowId(accepted.body.id)).result();
+    const sandboxService = createSandboxService(t.stores, {
+      box: t.box,
+      temporal,
+      taskQueue: t.config.temporal.taskQueue,
+      sandboxes: t.config.sandboxes,
+    });
+    const { conversationService } = createConversationServices(t.stores, {
+      box: t.box,
+      temporal,
+      sandboxService,
+      sandboxWaitMs: 60_000,
+    });
+    const c = (await t.stores.appConversations.get(id))!;
+    const messageId = randomUUID();
+    await t.stores.pendingMessages.add({
+      id: messageId,
+      conversation_id: id,
+      created_by_user_id: user.userId,
+      role: 'user',
+      content: [{ type: 'text', text: 'Once only' }],
+    });
+    const message = {
+      id: messageId,
+      role: 'user' as const,
+      content: [{ type: 'text' as const, text: 'Once only', cache_prompt: false }],
+      run: false,
+    };
+    const userMessages = async () =>
+      (await loggedEvents(t, user.key, id)).filter((e) => e.kind === 'MessageEvent' && e.source === 'user').length;
+    const before = await userMessages();
+    expect(await conversationService.deliver(user.userId, c, message)).toMatchObject({
+      success: true,
+      message: null,
+    });
+    // The worker dies before it marks the message DELIVERED: the activity runs again.
+    const again = await conversationService.deliver(user.userId, c, message);
+    expect(again).toMatchObject({ success: true, message: expect.stringContaining('delivered before') });
+    await eventually(async () => expect(await userMessages()).toBe(before + 1), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
+    // Another message (another id) goes through.
+    const next = {
+      ...message,
+      id: randomUUID(),
+      content: [{ type: 'text' as const, text: 'And this', cache_prompt: false }],
+    };
+    await t.stores.pendingMessages.add({
+      id: next.id,
+      conversation_id: id,
+      created_by_user_id: user.userId,
+      role: 'user',
+      content: next.content,
+    });
+    expect(await conversationService.deliver(user.userId, c, next)).toMatchObject({ success: true, message: null });
+    await eventually(async () => expect(await userMessages()).toBe(before + 2), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
   }, 300_000);
 
   it("switch_profile hands a saved profile's LLM to the server's switch_llm: the next step calls it with its key, the history along", async () => {

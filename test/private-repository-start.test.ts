@@ -7,23 +7,18 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { freePort } from '../src/process/net';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { GitHttpsServer } from './helpers/git-https-server';
 import { publishedClient } from './helpers/published-client';
-import { killRuntimesUnder } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 /** JSON.stringify replacer: payload bytes (Uint8Array) as their UTF-8 text, so a grep sees what they carry. */
 function bytesAsText(_key: string, value: unknown): unknown {
@@ -37,8 +32,8 @@ describe('a private repository start set up through the API alone', () => {
   const secrets = [gitToken, llmKey, customValue];
   let dataDir: string;
   let git: GitHttpsServer;
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
   let llm: ScriptedLlm;
   const logLines: string[] = [];
   const workerLogLines: string[] = [];
@@ -46,38 +41,12 @@ describe('a private repository start set up through the API alone', () => {
   const answers: string[] = [];
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'private-start-'));
-    const gitRoot = path.join(dataDir, 'git');
-    bareRepo(path.join(gitRoot, 'acme'), 'private', { 'README.md': '# private\n', 'plan.txt': 'the plan\n' });
-    git = await new GitHttpsServer(gitRoot, gitToken).start();
-    // The sandbox's git trusts the run's certificate; nothing else about the built-in spec changes.
-    const specsFile = path.join(dataDir, 'specs.json');
-    fs.writeFileSync(
-      specsFile,
-      JSON.stringify([
-        {
-          id: 'local-process',
-          provider: 'process',
-          working_dir: 'workspace',
-          initial_env: { GIT_SSL_CAINFO: git.certFile },
-        },
-      ]),
-    );
-    const config = testConfig({
-      DATA_DIR: dataDir,
-      API_PORT: String(await freePort()),
-      SANDBOX_IDLE_TIMEOUT_MS: '0',
-      GIT_CLONE_BASE_URL: git.url,
-      SANDBOX_SPECS_FILE: specsFile,
-      LOG_LEVEL: 'trace',
-    });
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
         logLines.push(chunk.toString('utf8'));
         done();
       },
     });
-    t = await startTestApi(config, pino({ level: 'trace' }, sink));
     // The worker's log (Temporal's runtime logger, activities' failures), at debug level, kept for the grep.
     Runtime.install({
       logger: new DefaultLogger('DEBUG', (entry) =>
@@ -86,17 +55,29 @@ describe('a private repository start set up through the API alone', () => {
         ),
       ),
     });
-    worker = await startTestWorker(config);
+    service = await startServiceUnderTest(
+      'private-start-',
+      async (dir) => {
+        const gitRoot = path.join(dir, 'git');
+        bareRepo(path.join(gitRoot, 'acme'), 'private', { 'README.md': '# private\n', 'plan.txt': 'the plan\n' });
+        git = await new GitHttpsServer(gitRoot, gitToken).start();
+        return {
+          SANDBOX_IDLE_TIMEOUT_MS: '0',
+          GIT_CLONE_BASE_URL: git.url,
+          SANDBOX_SPECS_FILE: git.writeTrustingSpecs(path.join(dir, 'specs.json')),
+          LOG_LEVEL: 'trace',
+        };
+      },
+      { logger: pino({ level: 'trace' }, sink) },
+    );
+    ({ t, dataDir } = service);
     llm = await new ScriptedLlm([]).start();
   }, 60_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
     await git?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   const streamStart = async (key: string, body: object) => {
@@ -210,24 +191,19 @@ describe('a private repository start set up through the API alone', () => {
     for (const c of await t.database.db.listCollections().toArray())
       dump.push(JSON.stringify(await t.database.db.collection(c.name).find({}).toArray()));
     expect(dump.join('\n')).toContain('DEPLOY_KEY');
-    const connection = await Connection.connect({ address: t.config.temporal.address! });
+    const client = await service.temporal();
     const histories: string[] = [];
-    try {
-      const client = new Client({ connection, namespace: t.config.temporal.namespace });
-      const ids = await eventually(
-        async () => {
-          const found: string[] = [];
-          for await (const w of client.workflow.list({ query: `TaskQueue = "${t.config.temporal.taskQueue}"` }))
-            found.push(w.workflowId);
-          return found.length >= 3 ? found : false;
-        },
-        { what: 'the workflows of the run', timeoutMs: 10_000, intervalMs: 200 },
-      );
-      for (const id of ids)
-        histories.push(JSON.stringify(await client.workflow.getHandle(id).fetchHistory(), bytesAsText));
-    } finally {
-      await connection.close();
-    }
+    const ids = await eventually(
+      async () => {
+        const found: string[] = [];
+        for await (const w of client.workflow.list({ query: `TaskQueue = "${t.config.temporal.taskQueue}"` }))
+          found.push(w.workflowId);
+        return found.length >= 3 ? found : false;
+      },
+      { what: 'the workflows of the run', timeoutMs: 10_000, intervalMs: 200 },
+    );
+    for (const id of ids)
+      histories.push(JSON.stringify(await client.workflow.getHandle(id).fetchHistory(), bytesAsText));
     expect(histories.some((h) => h.includes('acme/private'))).toBe(true);
     for (const [where, text] of [
       ['answers', answers.join('\n')],

@@ -6,7 +6,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../src/process/net';
 import type { TestApi } from './helpers/api';
 import {
   conversationInfo,
@@ -18,8 +17,9 @@ import {
   type Runtime,
 } from './helpers/agent';
 import { eventually } from './helpers/eventually';
-import { agentUrl, runtimeRootsUnder, waitForStatus } from './helpers/sandboxes';
-import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
+import { resumeKilledRuntime, startRuntimeUnderTest } from './helpers/runtime-under-test';
+import { runtimeRootsUnder } from './helpers/sandboxes';
+import type { ServiceUnderTest } from './helpers/service';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const IMAGE =
@@ -33,18 +33,8 @@ describe('runtime conversations: delete, messages, metrics', () => {
   let rt: Runtime;
 
   beforeAll(async () => {
-    const port = await freePort();
-    service = await startServiceUnderTest('runtime-conversations-', {
-      API_PORT: String(port),
-      SANDBOX_IDLE_TIMEOUT_MS: '0',
-      SANDBOX_HEALTH_INTERVAL_MS: '200',
-      SANDBOX_HEALTH_GRACE_MS: '600',
-    });
-    ({ t, dataDir: dataDir } = service);
-    user = await t.newUser();
-    const created = await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} });
-    const sandbox = await waitForStatus(t, user.key, created.body.id, 'RUNNING');
-    rt = { url: agentUrl(sandbox), key: sandbox.session_api_key, sandboxId: sandbox.id };
+    ({ service, user, rt } = await startRuntimeUnderTest('runtime-conversations-'));
+    ({ t, dataDir } = service);
   });
 
   afterAll(async () => {
@@ -58,10 +48,7 @@ describe('runtime conversations: delete, messages, metrics', () => {
   async function restartRuntime(): Promise<void> {
     const [pid] = runtimeRootsUnder(path.join(dataDir, 'sandboxes', rt.sandboxId));
     process.kill(pid!, 'SIGKILL');
-    await waitForStatus(t, user.key, rt.sandboxId, 'ERROR', 15_000);
-    const resumed = await t.request('POST', `/api/v1/sandboxes/${rt.sandboxId}/resume`, { key: user.key });
-    expect(resumed).toMatchObject({ status: 200, body: { status: 'RUNNING' } });
-    rt = { url: agentUrl(resumed.body), key: resumed.body.session_api_key, sandboxId: rt.sandboxId };
+    rt = await resumeKilledRuntime(t, user.key, rt.sandboxId);
   }
 
   it('DELETE answers 401 without the key, 404 for an unknown conversation, 422 for an id too long', async () => {
@@ -172,6 +159,7 @@ describe('runtime conversations: delete, messages, metrics', () => {
       },
     });
     expect(sent[3].id).toBe('msg-tool');
+    await c.llm.close();
   });
 
   it('adds a message whose id the conversation holds only once: a second delivery answers 200 and changes nothing', async () => {

@@ -1,44 +1,13 @@
 /** The runtime's git views (GitChange, GitDiff), against the real runtime process over HTTP and real git repositories. */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../src/process/net';
-import { eventually } from './helpers/eventually';
 import { git } from './helpers/git-repo';
-import { distPath } from './helpers/run';
+import { startRuntimeProcess, type RuntimeProcess as Runtime } from './helpers/runtime-process';
 
 const KEY = 'runtime-git-test-session-key-0123456789';
 
-interface Runtime {
-  url: string;
-  child: ChildProcess;
-  workdir: string;
-}
-
-async function startRuntime(): Promise<Runtime> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-git-'));
-  const workdir = path.join(root, 'workspace');
-  fs.mkdirSync(workdir);
-  const port = await freePort();
-  const child = spawn(process.execPath, [distPath('src', 'runtime', 'main.js')], {
-    env: {
-      PATH: process.env.PATH,
-      RUNTIME_PORT: String(port),
-      SESSION_API_KEY: KEY,
-      RUNTIME_WORKING_DIR: workdir,
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const rt = { url: `http://127.0.0.1:${port}`, child, workdir };
-  await eventually(async () => (await fetch(`${rt.url}/alive`).catch(() => null))?.ok === true, {
-    what: 'the runtime up',
-    timeoutMs: 5000,
-    intervalMs: 25,
-  });
-  return rt;
-}
+const startRuntime = () => startRuntimeProcess(KEY, 'runtime-git-');
 
 async function get(rt: Runtime, p: string, key: string | null = KEY): Promise<{ status: number; body: any }> {
   const res = await fetch(rt.url + p, { headers: key ? { 'X-Session-API-Key': key } : {} });

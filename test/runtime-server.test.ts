@@ -1,48 +1,19 @@
 /** The runtime's first endpoints, against the real runtime process over HTTP. */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../src/process/net';
 import { readStat } from '../src/process/process-tree';
-import { eventually } from './helpers/eventually';
-import { distPath } from './helpers/run';
+import { startRuntimeProcess, type RuntimeProcess as Runtime } from './helpers/runtime-process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const KEY = 'runtime-test-session-key-0123456789';
-interface Runtime {
-  url: string;
-  child: ChildProcess;
-  workdir: string;
-  exited: Promise<number | null>;
-}
 
 const started: Runtime[] = [];
 
+/** A runtime of this file's, killed at the end whatever happened. */
 async function startRuntime(env: Record<string, string> = {}): Promise<Runtime> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-'));
-  const workdir = path.join(root, 'workspace');
-  fs.mkdirSync(workdir);
-  const port = await freePort();
-  const child = spawn(process.execPath, [distPath('src', 'runtime', 'main.js')], {
-    env: {
-      PATH: process.env.PATH,
-      RUNTIME_PORT: String(port),
-      SESSION_API_KEY: KEY,
-      RUNTIME_WORKING_DIR: workdir,
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const rt = { url: `http://127.0.0.1:${port}`, child, workdir, exited };
+  const rt = await startRuntimeProcess(KEY, 'runtime-', env);
   started.push(rt);
-  await eventually(async () => (await fetch(`${rt.url}/alive`).catch(() => null))?.ok === true, {
-    what: 'the runtime up',
-    timeoutMs: 5000,
-    intervalMs: 25,
-  });
   return rt;
 }
 

@@ -5,31 +5,32 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import type { TestApi } from './helpers/api';
 import { startWorkerProcess } from './helpers/worker';
-import { agentUrl, killRuntimesUnder, runtimeGet, runtimesUnder, waitForStatus } from './helpers/sandboxes';
+import { agentUrl, runtimeGet, runtimesUnder, waitForStatus } from './helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('sandboxes across a worker crash', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
   let dataDir: string;
   const workers: ChildProcess[] = [];
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-restart-'));
-    t = await startTestApi(
-      testConfig({ DATA_DIR: dataDir, SANDBOX_HEALTH_INTERVAL_MS: '500', SANDBOX_IDLE_TIMEOUT_MS: '0' }),
+    // No worker of the fixture's: the test's own run as processes it kills.
+    service = await startServiceUnderTest(
+      'sandboxes-restart-',
+      { SANDBOX_HEALTH_INTERVAL_MS: '500', SANDBOX_IDLE_TIMEOUT_MS: '0' },
+      { worker: false },
     );
+    ({ t, dataDir } = service);
   });
 
   afterAll(async () => {
     for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it('keeps sandboxes RUNNING and controllable after kill -9 of the worker, and finishes a start it interrupted', async () => {

@@ -2,59 +2,50 @@
  * Sandboxes end to end: the api, the real worker (sandbox workflow and activities), real Temporal and
  * the database, and real runtime processes started by the process provider.
  */
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { readStat } from '../src/process/process-tree';
 import { sandboxWorkflowId } from '../src/temporal/shared';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig, testEnv } from './helpers/env';
+import type { TestApi } from './helpers/api';
+import { appConversationRecord } from './helpers/app-conversations';
 import { eventually } from './helpers/eventually';
 import {
   agentUrl,
-  killRuntimesUnder,
+  runningSandbox,
   runtimeGet,
+  runtimePid,
   runtimesUnder,
   waitForSandbox,
   waitForStatus,
 } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('sandboxes', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
   let dataDir: string;
   let alice: { userId: string; key: string };
   let bob: { userId: string; key: string };
-  let temporal: Connection;
   let client: Client;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-'));
-    const config = testConfig({
-      DATA_DIR: dataDir,
+    service = await startServiceUnderTest('sandboxes-', {
       SANDBOX_HEALTH_INTERVAL_MS: '250',
       SANDBOX_HEALTH_GRACE_MS: '1000',
       SANDBOX_IDLE_TIMEOUT_MS: '0',
       SANDBOX_HISTORY_LIMIT: '120',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    ({ t, dataDir } = service);
     alice = await t.newUser();
     bob = await t.newUser();
-    temporal = await Connection.connect({ address: testEnv().temporalAddress });
-    client = new Client({ connection: temporal, namespace: 'default' });
+    client = await service.temporal();
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    await temporal?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   const create = async (key = alice.key, body: unknown = {}) => {
@@ -66,8 +57,7 @@ describe('sandboxes', () => {
     const s = await create(key);
     return waitForStatus(t, key, s.id, 'RUNNING');
   };
-  const pidOf = async (id: string) =>
-    ((await t.database.db.collection('sandboxes').findOne({ _id: id as any }))!.runtime as any).pid as number;
+  const pidOf = (id: string) => runtimePid(t, id);
 
   it('lists the built-in specs: the built-in runtime and the OpenHands agent server, as processes', async () => {
     const page = await t.request('GET', '/api/v1/sandbox-specs/search', { key: alice.key });
@@ -203,22 +193,15 @@ describe('sandboxes', () => {
     const oldUrl = agentUrl(s);
     // A conversation as a start records it: with the address its sandbox had then.
     const conversationId = randomUUID();
-    const now = new Date();
-    await t.stores.appConversations.create({
-      id: conversationId,
-      created_by_user_id: alice.userId,
-      sandbox_id: s.id,
-      title: 'restarted',
-      selected_repository: null,
-      selected_branch: null,
-      git_provider: null,
-      trigger: null,
-      agent_server_url: oldUrl,
-      start_task_id: null,
-      processors: [],
-      created_at: now,
-      updated_at: now,
-    });
+    await t.stores.appConversations.create(
+      appConversationRecord({
+        id: conversationId,
+        created_by_user_id: alice.userId,
+        sandbox_id: s.id,
+        title: 'restarted',
+        agent_server_url: oldUrl,
+      }),
+    );
     const conversation = async () =>
       (await t.request('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key: alice.key })).body[0];
     expect(await conversation()).toMatchObject({
@@ -411,36 +394,28 @@ describe('sandboxes', () => {
 });
 
 describe('a runtime that is gone', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
-  let dataDir: string;
   let user: { userId: string; key: string };
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-gone-'));
     // A grace period far longer than the test's waits: a runtime that is gone must not wait it out.
-    const config = testConfig({
-      DATA_DIR: dataDir,
+    service = await startServiceUnderTest('sandboxes-gone-', {
       SANDBOX_HEALTH_INTERVAL_MS: '250',
       SANDBOX_HEALTH_GRACE_MS: '120000',
       SANDBOX_IDLE_TIMEOUT_MS: '0',
     });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    t = service.t;
     user = await t.newUser();
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it('is ERROR at the first check that finds it gone, not after the grace period: its address and key are served no more', async () => {
-    const created = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
-    const s = await waitForStatus(t, user.key, created.id, 'RUNNING');
-    const pid = ((await t.database.db.collection('sandboxes').findOne({ _id: s.id }))!.runtime as { pid: number }).pid;
+    const s = await runningSandbox(t, user.key);
+    const pid = await runtimePid(t, s.id);
     process.kill(pid, 'SIGKILL');
     // Its port is free for anyone to bind: a client must not be sent there with the session key.
     const failed = await waitForStatus(t, user.key, s.id, 'ERROR', 10_000);
@@ -455,14 +430,11 @@ describe('a runtime that is gone', () => {
 
 describe('idle sandboxes', () => {
   it('are paused after SANDBOX_IDLE_TIMEOUT_MS without use; events from their runtime keep them running', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandboxes-idle-'));
-    const config = testConfig({
-      DATA_DIR: dataDir,
+    const service = await startServiceUnderTest('sandboxes-idle-', {
       SANDBOX_HEALTH_INTERVAL_MS: '200',
       SANDBOX_IDLE_TIMEOUT_MS: '2000',
     });
-    const t = await startTestApi(config);
-    const worker = await startTestWorker(config);
+    const { t } = service;
     try {
       const u = await t.newUser();
       const s = (await t.request('POST', '/api/v1/sandboxes', { key: u.key })).body;
@@ -471,8 +443,7 @@ describe('idle sandboxes', () => {
       const paused = await waitForSandbox(t, u.key, s.id, (x) => x.status === 'PAUSED', 15_000);
       expect(Date.now() - runningAt).toBeGreaterThanOrEqual(1500);
       expect(paused.status_detail).toBe('paused after 2 s without use');
-      const pid = (await t.database.db.collection('sandboxes').findOne({ _id: s.id }))!.runtime.pid;
-      expect(readStat(pid)!.state).toBe('T');
+      expect(readStat(await runtimePid(t, s.id))!.state).toBe('T');
       await t.request('DELETE', `/api/v1/sandboxes/${s.id}`, { key: u.key });
 
       // Events its runtime reports are use: while they come, the sandbox stays RUNNING.
@@ -504,10 +475,7 @@ describe('idle sandboxes', () => {
       expect(pausedLater.status_detail).toBe('paused after 2 s without use');
       await t.request('DELETE', `/api/v1/sandboxes/${busy.id}`, { key: u.key });
     } finally {
-      await worker.stop();
-      await t.close();
-      killRuntimesUnder(dataDir);
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      await service.close();
     }
   });
 });

@@ -15,22 +15,14 @@ import path from 'node:path';
 import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { publishedClient } from './helpers/published-client';
+import { componentValidator, publishedDocument, withSpecProviderNames } from './helpers/published-schemas';
 
 const MASK = '**********';
 
 /** The published document with SPEC.md's renamed values, as a validator of its component schemas. */
 function publishedValidator() {
-  const doc = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures/published/openhands-cloud.json'), 'utf8'));
+  const doc = withSpecProviderNames(publishedDocument());
   const schemas = doc.components.schemas;
-  schemas.ProviderType.enum = [
-    'git_host_a',
-    'git_host_b',
-    'git_host_c',
-    'git_host_d',
-    'git_host_e',
-    'git_host_f',
-    'enterprise_sso',
-  ];
   const renames: Record<string, string> = {
     github_app_slug: 'git_host_a_app_slug',
     posthog_client_key: 'analytics_client_key',
@@ -43,14 +35,7 @@ function publishedValidator() {
   // The published agent_settings variants are the reference service's own (agent_kind openhands, ...);
   // ours are SPEC 2.6's, checked by their own JSON Schema below.
   schemas.OrgResponse.properties.agent_settings = { type: 'object' };
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats(ajv);
-  ajv.addSchema({ $id: 'published', components: doc.components });
-  return (name: string, value: unknown) => {
-    const validate = ajv.getSchema(`published#/components/schemas/${name}`)!;
-    const ok = validate(value);
-    return ok ? [] : validate.errors!.map((e) => `${e.instancePath} ${e.message}`);
-  };
+  return componentValidator(doc);
 }
 
 describe('the settings surface', () => {
@@ -600,9 +585,7 @@ describe('the settings surface', () => {
       ['get', '/api/v1/users/me'],
       ['get', '/api/v1/web-client/config'],
     ];
-    const published = JSON.parse(
-      fs.readFileSync(path.join(__dirname, 'fixtures/published/openhands-cloud.json'), 'utf8'),
-    );
+    const published = publishedDocument();
     for (const [method, p] of served) {
       expect({
         p,

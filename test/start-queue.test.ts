@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 import {
@@ -20,7 +20,8 @@ import {
 import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
-import { startTask, waitForStartTask } from './helpers/start-tasks';
+import { newUserWithLlm } from './helpers/agent';
+import { startTask, startTaskEnded, startUntilEnded, waitForStartTask } from './helpers/start-tasks';
 import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const QUEUE_WAIT_MS = 25_000;
@@ -30,7 +31,6 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
   let service: ServiceUnderTest;
   let dir: string;
   let llm: ScriptedLlm;
-  let connection: Connection;
   let temporal: Client;
 
   beforeAll(async () => {
@@ -45,27 +45,23 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     });
     ({ t, dataDir: dir } = service);
     llm = await new ScriptedLlm([]).start();
-    connection = await Connection.connect({ address: service.config.temporal.address! });
-    temporal = new Client({ connection, namespace: service.config.temporal.namespace });
+    temporal = await service.temporal();
   }, 60_000);
 
   afterAll(async () => {
-    await connection?.close();
     await service?.close();
     await llm?.close();
   });
 
-  const newUser = async () => {
-    const u = await t.newUser();
-    await t.setOrgLlm(u.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
-    return u;
-  };
+  const newUser = () => newUserWithLlm(t, llm);
   const start = async (key: string, body: object = {}) => {
     const r = await t.request('POST', '/api/v1/app-conversations', { key, body });
     expect(r.status).toBe(200);
     return r.body.id as string;
   };
-  const ended = (s: any) => s.status === 'READY' || s.status === 'ERROR';
+  const ended = startTaskEnded;
+  /** A start sent (the api accepts it) and followed until it has ended: its task. */
+  const startEnded = (key: string) => startUntilEnded(t, key, {});
   const waiting = (place: number) => (s: any) =>
     s.status === 'WAITING_FOR_SANDBOX' &&
     typeof s.detail === 'string' &&
@@ -94,8 +90,7 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
 
   it('past the running-sandbox quota starts wait in order, told their place; a pause lets the first on, its end the next; another user goes on meanwhile', async () => {
     const a = await newUser();
-    const first = await start(a.key);
-    const one = await waitForStartTask(t, a.key, first, ended);
+    const one = await startEnded(a.key);
     expect(one).toMatchObject({ status: 'READY', detail: null });
 
     // A's one sandbox runs: the next two starts wait, in the order they came.
@@ -110,8 +105,7 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
 
     // Another user is not held up by A's line.
     const b = await newUser();
-    const bStart = await start(b.key);
-    expect(await waitForStartTask(t, b.key, bStart, ended)).toMatchObject({ status: 'READY' });
+    expect(await startEnded(b.key)).toMatchObject({ status: 'READY' });
     expect((await startTask(t, a.key, second)).status).toBe('WAITING_FOR_SANDBOX');
 
     // Pausing A's sandbox makes room: the second goes on by itself, the third moves up.
@@ -132,8 +126,7 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
 
   it('starts in a running sandbox need no room for one, but the concurrent-start quota: the third waits for one of two to end', async () => {
     const c = await newUser();
-    const first = await start(c.key);
-    const sandboxId = (await waitForStartTask(t, c.key, first, ended)).sandbox_id;
+    const sandboxId = (await startEnded(c.key)).sandbox_id;
     // Each start runs a setup script of 3 s, so the first two are still under way when the third asks.
     const ids: string[] = [];
     for (const name of ['slow-1', 'slow-2', 'slow-3']) {
@@ -161,11 +154,9 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
 
   it('a start that resumes a paused sandbox needs room for it: it waits until another is deleted, then resumes it', async () => {
     const e = await newUser();
-    const first = await start(e.key);
-    const paused = (await waitForStartTask(t, e.key, first, ended)).sandbox_id;
+    const paused = (await startEnded(e.key)).sandbox_id;
     expect((await t.request('POST', `/api/v1/sandboxes/${paused}/pause`, { key: e.key })).body.status).toBe('PAUSED');
-    const second = await start(e.key);
-    const running = (await waitForStartTask(t, e.key, second, ended)).sandbox_id;
+    const running = (await startEnded(e.key)).sandbox_id;
     const resume = await start(e.key, { sandbox_id: paused });
     expect((await waitForStartTask(t, e.key, resume, waiting(1), 20_000)).detail).toContain(
       'USER_MAX_RUNNING_SANDBOXES=1',
@@ -236,8 +227,7 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
   it("past its organization's running-sandbox quota a member's start waits in the organization's line (after their own), and a create is a 429; a pause by another member lets it on", async () => {
     const [a, b, outsider] = [await newUser(), await newUser(), await newUser()];
     const orgId = await team([a, b], { running_sandboxes: 1 });
-    const first = await start(a.key);
-    const one = await waitForStartTask(t, a.key, first, ended);
+    const one = await startEnded(a.key);
     expect(one).toMatchObject({ status: 'READY' });
     expect((await t.stores.sandboxes.get(one.sandbox_id))?.organization_id).toBe(orgId);
 
@@ -261,8 +251,7 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     expect(await line(b.userId)).toEqual({ admitted: [second], waiting: [] });
 
     // Someone outside the organization is not held up by it.
-    const elsewhere = await start(outsider.key);
-    expect(await waitForStartTask(t, outsider.key, elsewhere, ended)).toMatchObject({ status: 'READY' });
+    expect(await startEnded(outsider.key)).toMatchObject({ status: 'READY' });
     expect((await startTask(t, b.key, second)).status).toBe('WAITING_FOR_SANDBOX');
 
     // A pauses theirs: B's start goes on, in a sandbox counted in the organization; both lines end.
@@ -329,8 +318,7 @@ describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_START
     'a start that waits past START_QUEUE_WAIT_MS ends ERROR saying so, and leaves the line',
     async () => {
       const d = await newUser();
-      const first = await start(d.key);
-      expect((await waitForStartTask(t, d.key, first, ended)).status).toBe('READY');
+      expect((await startEnded(d.key)).status).toBe('READY');
       const late = await start(d.key);
       await waitForStartTask(t, d.key, late, waiting(1), 20_000);
       const gaveUp = await waitForStartTask(t, d.key, late, ended, QUEUE_WAIT_MS + 20_000);

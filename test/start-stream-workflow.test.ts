@@ -5,9 +5,7 @@
  * time with no worker at all (the stored record is read until one answers). The worker runs as its own
  * process so it can be killed.
  */
-import { Client, Connection } from '@temporalio/client';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { startApiServer } from '../src/api/server';
@@ -15,18 +13,19 @@ import { AgentControlClient, type StartTask } from '../src/client';
 import { START_TASK_STATUSES } from '../src/schemas/app-conversations';
 import { freePort } from '../src/process/net';
 import { startTaskWorkflowId } from '../src/temporal/shared';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { parsePrometheus, sampleOf } from './helpers/prometheus';
-import { killRuntimesUnder } from './helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
+import { setUnusedOrgLlm } from './helpers/start-tasks';
 import { workerProcesses } from './helpers/worker';
 
 const ALL = START_TASK_STATUSES.filter((s) => s !== 'ERROR');
 const ANSWER_TIMEOUT_MS = 1500;
 
 describe('stream-start follows the workflow', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
   let dataDir: string;
   let user: { userId: string; key: string };
@@ -54,29 +53,22 @@ describe('stream-start follows the workflow', () => {
 
   /** The snapshotsAfter Updates in the task's workflow history: accepted, and the statuses each completed one returned. */
   const updatesOf = async (taskId: string) => {
-    const connection = await Connection.connect({ address: t.config.temporal.address! });
-    try {
-      const history = await new Client({ connection, namespace: t.config.temporal.namespace }).workflow
-        .getHandle(startTaskWorkflowId(taskId))
-        .fetchHistory();
-      const events = history.events ?? [];
-      const accepted = events.filter(
-        (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'snapshotsAfter',
+    const history = await (await service.temporal()).workflow.getHandle(startTaskWorkflowId(taskId)).fetchHistory();
+    const events = history.events ?? [];
+    const accepted = events.filter(
+      (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'snapshotsAfter',
+    );
+    const answered = events
+      .filter((e) => e.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success)
+      .map(
+        (e) =>
+          JSON.parse(
+            Buffer.from(
+              e.workflowExecutionUpdateCompletedEventAttributes!.outcome!.success!.payloads![0]!.data!,
+            ).toString('utf8'),
+          ) as { from: number; snapshots: StartTask[]; done: boolean },
       );
-      const answered = events
-        .filter((e) => e.workflowExecutionUpdateCompletedEventAttributes?.outcome?.success)
-        .map(
-          (e) =>
-            JSON.parse(
-              Buffer.from(
-                e.workflowExecutionUpdateCompletedEventAttributes!.outcome!.success!.payloads![0]!.data!,
-              ).toString('utf8'),
-            ) as { from: number; snapshots: StartTask[]; done: boolean },
-        );
-      return { accepted: accepted.length, answered };
-    } finally {
-      await connection.close();
-    }
+    return { accepted: accepted.length, answered };
   };
 
   /** The api's stream-start reads so far, by source (agent_control_start_stream_reads_total, through Prometheus' parser). */
@@ -91,29 +83,27 @@ describe('stream-start follows the workflow', () => {
   };
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stream-follow-'));
-    t = await startTestApi(
-      testConfig({
-        DATA_DIR: dataDir,
-        API_PORT: String(await freePort()),
+    // Its workers are processes of their own (workerProcesses), so a test can kill them.
+    service = await startServiceUnderTest(
+      'stream-follow-',
+      {
         METRICS_ADDRESS: `127.0.0.1:${await freePort()}`,
         SANDBOX_IDLE_TIMEOUT_MS: '0',
         WORKFLOW_ANSWER_TIMEOUT_MS: String(ANSWER_TIMEOUT_MS),
-      }),
+      },
+      { worker: false },
     );
+    ({ t, dataDir } = service);
     expect(t.config.starts.streamFollow).toBe('workflow');
     user = await t.newUser();
     client = new AgentControlClient({ baseUrl: t.url, apiKey: user.key });
-    // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
-    await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
+    await setUnusedOrgLlm(t, user.key);
     await newWorker();
   });
 
   afterAll(async () => {
     await workers.killAll();
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it('every status once, in order, each one the answer of an Update the workflow completed or of a record read', async () => {

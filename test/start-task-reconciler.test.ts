@@ -4,19 +4,15 @@
  * task stalls; a workflow ended from outside leaves the task ERROR. The state is made for real: the
  * record written as the api writes it, and no workflow at all.
  */
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import pino from 'pino';
 import { StartTaskReconciler, type ReconcileOutcome } from '../src/app-conversations/start-task-reconciler';
 import { StartTaskService } from '../src/app-conversations/start-task-service';
-import { freePort } from '../src/process/net';
 import {
-  echoRequest,
   START_TASK_STATUSES,
   StartRequestSchema,
+  type StartRequest,
   type StartTaskStatus,
 } from '../src/schemas/app-conversations';
 import type { StartTasksStore } from '../src/store/start-tasks-store';
@@ -26,85 +22,57 @@ import {
   type StartTaskSnapshot,
   type StartTaskWorkflowInput,
 } from '../src/temporal/shared';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig, uniqueName } from './helpers/env';
+import type { TestApi } from './helpers/api';
+import { uniqueName } from './helpers/env';
 import { eventually } from './helpers/eventually';
-import { waitForStartTask } from './helpers/start-tasks';
-import { killRuntimesUnder } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
+import { acceptedTaskRecord, setUnusedOrgLlm, startTaskEnded, waitForStartTask } from './helpers/start-tasks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const until = (done: () => boolean, timeoutMs: number) => eventually(done, { timeoutMs, intervalMs: 10 });
 const RECONCILE_AFTER_MS = 1000;
 
 describe('start tasks whose workflow was lost', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
-  let dataDir: string;
   let user: { userId: string; key: string };
-  let connection: Connection;
   let temporal: Client;
   let startTasks: StartTasksStore;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'starts-reconcile-'));
-    t = await startTestApi(
-      testConfig({
-        DATA_DIR: dataDir,
-        API_PORT: String(await freePort()),
-        SANDBOX_IDLE_TIMEOUT_MS: '0',
-        START_TASK_RECONCILE_AFTER_MS: String(RECONCILE_AFTER_MS),
-      }),
-    );
-    worker = await startTestWorker(t.config);
+    service = await startServiceUnderTest('starts-reconcile-', {
+      SANDBOX_IDLE_TIMEOUT_MS: '0',
+      START_TASK_RECONCILE_AFTER_MS: String(RECONCILE_AFTER_MS),
+    });
+    t = service.t;
     user = await t.newUser();
-    // An LLM must be configured for a conversation to start; these starts send no message, so it is never called.
-    await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
-    connection = await Connection.connect({ address: t.config.temporal.address! });
-    temporal = new Client({ connection });
+    await setUnusedOrgLlm(t, user.key);
+    temporal = await service.temporal();
     startTasks = t.stores.startTasks;
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await connection?.close();
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
+  const workingRecord = (id: string, request?: StartRequest) => acceptedTaskRecord(user.userId, id, request);
   /** The record exactly as the api's accept writes it (request echoed, secrets sealed), `ageMs` old, and no workflow. */
   const acceptedWithoutWorkflow = async (ageMs: number, body: Record<string, unknown> = {}) => {
     const id = randomUUID();
     const request = StartRequestSchema.parse({ ...body, conversation_id: id });
     const sealed = Object.keys(request.secrets).length > 0 ? t.box.seal(JSON.stringify(request.secrets)) : null;
-    const created = await startTasks.create(
-      {
-        id,
-        created_by_user_id: user.userId,
-        conversation_id: id,
-        status: 'WORKING',
-        detail: null,
-        request: echoRequest(request) as Record<string, unknown>,
-        app_conversation_id: null,
-        sandbox_id: null,
-        agent_server_url: null,
-      },
-      sealed,
-      new Date(Date.now() - ageMs),
-    );
+    const created = await startTasks.create(workingRecord(id, request), sealed, new Date(Date.now() - ageMs));
     expect(created).toBe(true);
     return id;
   };
   const waitForTask = (id: string, done: (s: any) => boolean, timeoutMs?: number) =>
     waitForStartTask(t, user.key, id, done, timeoutMs);
-  const finished = (s: any) => s.status === 'READY' || s.status === 'ERROR';
 
   it('a record whose workflow never started is started again by the api from its record, and reaches READY', async () => {
     const id = await acceptedWithoutWorkflow(0, { secrets: { DEPLOY_TOKEN: 'tok-reconciled' } });
     await expect(temporal.workflow.getHandle(startTaskWorkflowId(id)).describe()).rejects.toThrow(/not found/i);
     // Nobody follows the task: the api's sweep finds it once it has not moved for the bound.
-    const ready = await waitForTask(id, finished);
+    const ready = await waitForTask(id, startTaskEnded);
     expect(ready).toMatchObject({
       id,
       status: 'READY',
@@ -137,23 +105,9 @@ describe('start tasks whose workflow was lost', () => {
       taskQueue: uniqueName('nobody'),
       args: [input],
     });
-    const request = StartRequestSchema.parse({ conversation_id: id });
-    await startTasks.create(
-      {
-        id,
-        created_by_user_id: user.userId,
-        conversation_id: id,
-        status: 'WORKING',
-        detail: null,
-        request: echoRequest(request) as Record<string, unknown>,
-        app_conversation_id: null,
-        sandbox_id: null,
-        agent_server_url: null,
-      },
-      null,
-    );
+    await startTasks.create(workingRecord(id), null);
     await handle.terminate('operator');
-    const failed = await waitForTask(id, finished, 20_000);
+    const failed = await waitForTask(id, startTaskEnded, 20_000);
     expect(failed).toMatchObject({
       status: 'ERROR',
       detail: "The start's workflow ended (TERMINATED) before the start finished; start again",
@@ -172,18 +126,8 @@ describe('start tasks whose workflow was lost', () => {
 
   it('follow() from the record polls less while a task does not move, and closely again once it does', async () => {
     const id = randomUUID();
-    const request = StartRequestSchema.parse({ conversation_id: id });
     // Updated "in a minute": the api's sweep leaves it alone while this test follows it.
-    const base = {
-      created_by_user_id: user.userId,
-      conversation_id: id,
-      detail: null,
-      request: echoRequest(request) as Record<string, unknown>,
-      app_conversation_id: null,
-      sandbox_id: null,
-      agent_server_url: null,
-    };
-    expect(await startTasks.create({ id, status: 'WORKING', ...base }, null, new Date(Date.now() + 60_000))).toBe(true);
+    expect(await startTasks.create(workingRecord(id), null, new Date(Date.now() + 60_000))).toBe(true);
     const step = (status: StartTaskStatus) => ({
       status,
       detail: null,

@@ -15,12 +15,10 @@ import { Unavailable } from '../src/errors';
 import { freePort } from '../src/process/net';
 import { boundedConnection, isTemporalUnreachable, translateTemporalError } from '../src/temporal/call-bounds';
 import { startTemporalDevServer } from '../scripts/servers/temporal-dev-server';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig, testEnv } from './helpers/env';
+import { testEnv } from './helpers/env';
 import { eventually } from './helpers/eventually';
-import { waitForStartTask } from './helpers/start-tasks';
-import { killRuntimesUnder } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
+import { setUnusedOrgLlm, startTaskEnded, waitForStartTask } from './helpers/start-tasks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const BOUND_MS = 1500;
@@ -150,23 +148,16 @@ describe('bounded Temporal calls', () => {
   });
 
   it('a start while Temporal is frozen: accepted (its record) within the bound, and READY after the thaw', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'call-bounds-api-'));
-    let t: TestApi | undefined;
-    let worker: TestWorker | undefined;
+    let service: ServiceUnderTest | undefined;
     const pid = server.process.pid!;
     try {
-      t = await startTestApi(
-        testConfig({
-          DATA_DIR: dataDir,
-          TEMPORAL_ADDRESS: server.address,
-          API_PORT: String(await freePort()),
-          START_TASK_RECONCILE_AFTER_MS: '1000',
-        }),
-      );
-      worker = await startTestWorker(t.config);
+      service = await startServiceUnderTest('call-bounds-api-', {
+        TEMPORAL_ADDRESS: server.address,
+        START_TASK_RECONCILE_AFTER_MS: '1000',
+      });
+      const { t } = service;
       const user = await t.newUser();
-      // An LLM must be configured for a conversation to start; this one sends no message, so it is never called.
-      await t.setOrgLlm(user.key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
+      await setUnusedOrgLlm(t, user.key);
       process.kill(pid, 'SIGSTOP');
       const id = '5f0c7f4e-8d7e-4a8b-9c11-3e2d1f0a9b7c';
       const t0 = Date.now();
@@ -184,13 +175,7 @@ describe('bounded Temporal calls', () => {
         task: 'WORKING',
         inTime: true,
       });
-      const ready = await waitForStartTask(
-        t,
-        user.key,
-        id,
-        (s) => s.status === 'READY' || s.status === 'ERROR',
-        90_000,
-      );
+      const ready = await waitForStartTask(t, user.key, id, startTaskEnded, 90_000);
       expect(ready).toMatchObject({ id, status: 'READY' });
 
       // A sandbox made while Temporal is frozen: a 503 within the bound, and the record never left STARTING
@@ -223,7 +208,7 @@ describe('bounded Temporal calls', () => {
       expect(fresh).toHaveLength(1);
       const settled = await eventually(
         async () => {
-          const status = (await t!.request('GET', `/api/v1/sandboxes?id=${fresh[0]!.id}`, { key: user.key })).body[0]
+          const status = (await t.request('GET', `/api/v1/sandboxes?id=${fresh[0]!.id}`, { key: user.key })).body[0]
             ?.status as string;
           return ['ERROR', 'RUNNING'].includes(status) && status;
         },
@@ -233,10 +218,7 @@ describe('bounded Temporal calls', () => {
         expect((await t.request('DELETE', `/api/v1/sandboxes/${fresh[0]!.id}`, { key: user.key })).status).toBe(200);
     } finally {
       process.kill(pid, 'SIGCONT');
-      await worker?.stop();
-      await t?.close();
-      killRuntimesUnder(dataDir);
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      await service?.close();
     }
   }, 180_000);
 });

@@ -6,38 +6,30 @@
 import { trace } from '@opentelemetry/api';
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { registerProvider } from '../src/observability/tracing';
-import { freePort } from '../src/process/net';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
-import { killRuntimesUnder } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import type { TestApi } from './helpers/api';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 describe('tracing of starts', () => {
   const exporter = new InMemorySpanExporter();
   const resource = new Resource({ 'service.name': 'agent-control-test' });
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
-  let dataDir: string;
 
   beforeAll(async () => {
     const provider = new BasicTracerProvider({ resource });
     provider.addSpanProcessor(new SimpleSpanProcessor(exporter));
     registerProvider(provider);
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tracing-'));
-    const config = testConfig({ DATA_DIR: dataDir, API_PORT: String(await freePort()), SANDBOX_IDLE_TIMEOUT_MS: '0' });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config, { exporter, resource });
+    service = await startServiceUnderTest(
+      'tracing-',
+      { SANDBOX_IDLE_TIMEOUT_MS: '0' },
+      { tracing: { exporter, resource } },
+    );
+    t = service.t;
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
     trace.disable();
   });
 

@@ -4,40 +4,40 @@
  * worker at all. And a workflow whose task fails on the worker that runs it (a bug in its code): the
  * Updates Temporal refuses for it are a 503 as well, at once.
  */
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { google, temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { WORKFLOW_INTERCEPTORS, WORKFLOWS_ENTRY } from '../scripts/bundle-workflows';
 import { sandboxStateQuery, sandboxWorkflowId } from '../src/temporal/shared';
 import { askWorkflow, isWorkflowTaskFailing, NoWorkerAnswered } from '../src/temporal/workflow-answer';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig, testEnv } from './helpers/env';
+import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
-import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
-import { startTestWorker, type TestWorker } from './helpers/worker';
+import { runningSandbox, runtimePid, waitForStatus } from './helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const BOUND_MS = 1500;
 
 describe('a workflow no worker answers', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let temporal: Connection;
   let client: Client;
   let user: { userId: string; key: string };
 
   beforeAll(async () => {
     // The operation bound stays at its default (60 s): only the answer bound may end these requests.
-    t = await startTestApi(testConfig({ WORKFLOW_ANSWER_TIMEOUT_MS: String(BOUND_MS) }));
-    temporal = await Connection.connect({ address: testEnv().temporalAddress });
-    client = new Client({ connection: temporal, namespace: 'default' });
+    service = await startServiceUnderTest(
+      'no-worker-answers-',
+      { WORKFLOW_ANSWER_TIMEOUT_MS: String(BOUND_MS) },
+      { worker: false },
+    );
+    t = service.t;
+    client = await service.temporal();
     user = await t.newUser();
   });
 
   afterAll(async () => {
-    await t?.close();
-    await temporal?.close();
+    await service?.close();
   });
 
   const newSandbox = async (): Promise<string> => {
@@ -120,15 +120,12 @@ describe('a workflow no worker answers', () => {
 });
 
 describe('a workflow whose task is failing', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
-  let dataDir: string;
   let client: Client;
-  let connection: Connection;
   let user: { userId: string; key: string };
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'failing-task-'));
     // The real workflows, with an interceptor that fails the workflow task of every delete Update.
     const { code } = await bundleWorkflowCode({
       workflowsPath: WORKFLOWS_ENTRY,
@@ -138,19 +135,18 @@ describe('a workflow whose task is failing', () => {
       ],
       logger: new DefaultLogger('WARN'),
     });
-    const bundle = path.join(dataDir, 'workflow-bundle.js');
-    fs.writeFileSync(bundle, code);
-    const config = testConfig({
-      DATA_DIR: dataDir,
-      WORKFLOW_ANSWER_TIMEOUT_MS: String(BOUND_MS),
-      SANDBOX_HEALTH_INTERVAL_MS: '250',
-      SANDBOX_HEALTH_GRACE_MS: '1000',
-      SANDBOX_IDLE_TIMEOUT_MS: '0',
-    });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config, undefined, bundle);
-    connection = await Connection.connect({ address: testEnv().temporalAddress });
-    client = new Client({ connection, namespace: 'default' });
+    service = await startServiceUnderTest(
+      'failing-task-',
+      {
+        WORKFLOW_ANSWER_TIMEOUT_MS: String(BOUND_MS),
+        SANDBOX_HEALTH_INTERVAL_MS: '250',
+        SANDBOX_HEALTH_GRACE_MS: '1000',
+        SANDBOX_IDLE_TIMEOUT_MS: '0',
+      },
+      { workflowBundleCode: code },
+    );
+    t = service.t;
+    client = await service.temporal();
     user = await t.newUser();
   });
 
@@ -164,16 +160,11 @@ describe('a workflow whose task is failing', () => {
         .terminate('the test is over')
         .catch(() => undefined);
     }
-    await worker?.stop();
-    await t?.close();
-    await connection?.close();
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it('answers the Updates Temporal refuses for it with 503, Retry-After and a detail, at once; the sandbox stays as it was', async () => {
-    const s = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
-    await waitForStatus(t, user.key, s.id, 'RUNNING');
+    const s = await runningSandbox(t, user.key);
     const timed = async () => {
       const at = Date.now();
       const r = await t.request('DELETE', `/api/v1/sandboxes/${s.id}`, { key: user.key });
@@ -203,10 +194,8 @@ describe('a workflow whose task is failing', () => {
   }, 90_000);
 
   it('leaves the answers to what the caller asked as they were: a pause of a sandbox in ERROR is still a 409', async () => {
-    const created = (await t.request('POST', '/api/v1/sandboxes', { key: user.key, body: {} })).body;
-    await waitForStatus(t, user.key, created.id, 'RUNNING');
-    const pid = ((await t.database.db.collection('sandboxes').findOne({ _id: created.id }))!.runtime as { pid: number })
-      .pid;
+    const created = await runningSandbox(t, user.key);
+    const pid = await runtimePid(t, created.id);
     process.kill(pid, 'SIGKILL');
     await waitForStatus(t, user.key, created.id, 'ERROR', 15_000);
     const pause = await t.request('POST', `/api/v1/sandboxes/${created.id}/pause`, { key: user.key });

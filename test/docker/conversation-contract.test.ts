@@ -10,35 +10,26 @@ import {
   containersOf,
   dockerClient,
   dockerEnv,
-  dockerTestConfig,
+  DOCKER_OPENHANDS_SPEC_ID,
+  dockerServiceEnv,
+  openhandsRuntimeSpec,
   removeSandboxContainers,
-  runtimeSpec,
 } from '../helpers/docker';
 import { GitHttpsServer } from '../helpers/git-https-server';
-
-const OPENHANDS_SPEC = 'docker-openhands';
 
 describe.each(RUNTIME_KINDS)('the conversation contract on the %s runtime in a docker sandbox', (runtime) => {
   conversationContract({
     runtime,
     host: dockerEnv().gateway,
-    config: (dir) =>
-      dockerTestConfig(
+    env: (dir) =>
+      dockerServiceEnv(
         dir,
         {
           SANDBOX_START_TIMEOUT_MS: '120000',
           SANDBOX_HEALTH_INTERVAL_MS: '2000',
-          ...(runtime === 'openhands' ? { DEFAULT_SANDBOX_SPEC_ID: OPENHANDS_SPEC } : {}),
+          ...(runtime === 'openhands' ? { DEFAULT_SANDBOX_SPEC_ID: DOCKER_OPENHANDS_SPEC_ID } : {}),
         },
-        [
-          runtimeSpec({
-            id: OPENHANDS_SPEC,
-            runtime: 'openhands',
-            image: dockerEnv().images.openhands,
-            memory_mb: 2048,
-            pids_limit: 1024,
-          }),
-        ],
+        [openhandsRuntimeSpec()],
       ),
     repository: async (dir) => {
       const host = await new GitHttpsServer(dir, null, dockerEnv().gateway).start();

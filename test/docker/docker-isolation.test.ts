@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
@@ -16,18 +15,20 @@ import { DockerProvider } from '../../activities/sandbox-providers/docker-provid
 import type { Config } from '../../src/config';
 import type { SandboxSpec } from '../../src/schemas/sandboxes';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
-import { loggedEvents, runtimeCall, type Runtime } from '../helpers/agent';
+import { loggedEvents, runtimeCall, runtimeOf, type Runtime } from '../helpers/agent';
 import { waitForStartTask } from '../helpers/start-tasks';
 import { runtimeClient } from '../../src/sandboxes/runtime-clients';
 import { RUNTIME_KINDS } from '../../src/schemas/sandboxes';
-import { startTestApi, type TestApi } from '../helpers/api';
+import type { TestApi } from '../helpers/api';
 import {
   containersOf,
   dockerClient,
   dockerEnv,
+  DOCKER_OPENHANDS_SPEC_ID,
   DOCKER_SPEC_ID,
-  dockerTestConfig,
+  dockerServiceEnv,
   networksOf,
+  openhandsRuntimeSpec,
   removeSandboxContainers,
   runtimeSpec,
   sandboxAddress,
@@ -35,7 +36,7 @@ import {
 import { TEST_SECRETS_KEY, testEnv } from '../helpers/env';
 import { eventually } from '../helpers/eventually';
 import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
 import { COMPOSE_PROJECT_PREFIX } from '../setup/docker';
 
 /** How long a probe waits for a TCP connection before it calls the target silent. */
@@ -87,11 +88,9 @@ interface Side {
   runtime: Runtime;
 }
 
-const OPENHANDS_SPEC = 'docker-openhands';
-
 describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing that is not its own', (runtime) => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
   let dir: string;
   let config: Config;
   let a: Side;
@@ -103,7 +102,7 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     const user = await t.newUser();
     const r = await t.request('POST', '/api/v1/sandboxes', {
       key: user.key,
-      body: { sandbox_spec_id: runtime === 'openhands' ? OPENHANDS_SPEC : DOCKER_SPEC_ID },
+      body: { sandbox_spec_id: runtime === 'openhands' ? DOCKER_OPENHANDS_SPEC_ID : DOCKER_SPEC_ID },
     });
     expect(r.status).toBe(200);
     started.add(r.body.id);
@@ -116,7 +115,7 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
       ip,
       gateway,
       publishedPort,
-      runtime: { url: agentUrl(sandbox), key: sandbox.session_api_key, sandboxId: sandbox.id },
+      runtime: runtimeOf(sandbox),
     };
   };
   /** A command in the side's sandbox, through the control plane's client of its runtime (either one). */
@@ -137,18 +136,12 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
   };
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docker-isolation-'));
-    config = await dockerTestConfig(dir, {}, [
-      runtimeSpec({
-        id: OPENHANDS_SPEC,
-        runtime: 'openhands',
-        image: dockerEnv().images.openhands,
-        memory_mb: 2048,
-        pids_limit: 1024,
-      }),
-    ]);
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    service = await startServiceUnderTest(
+      'docker-isolation-',
+      (dataDir) => dockerServiceEnv(dataDir, {}, [openhandsRuntimeSpec()]),
+      { beforeRemove: () => removeSandboxContainers(started) },
+    );
+    ({ t, dataDir: dir, config } = service);
     [a, b] = await Promise.all([startSide(), startSide()]);
     expect(a.user.userId).not.toBe(b.user.userId);
     expect(await bash(a, `echo secret-of-a > /workspace/${marker}`)).toEqual({
@@ -159,10 +152,7 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
   }, 240_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    await removeSandboxContainers(started);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await service?.close();
   });
 
   it("B reaches its own runtime and the api, but not A's runtime: not on A's network, not through A's published port", async () => {

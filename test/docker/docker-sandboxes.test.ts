@@ -3,48 +3,44 @@
  * database, and the project's runtime image in containers. The runtimes report their events to the api
  * on the host's bridge address; the scripted LLM listens there too.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
-import { runtimeCall, settledLog, steps, waitForExecution, type Runtime } from '../helpers/agent';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { runtimeCall, runtimeOf, settledLog, steps, waitForExecution } from '../helpers/agent';
+import type { TestApi } from '../helpers/api';
 import {
   containersOf,
   dockerClient,
   dockerEnv,
   DOCKER_SPEC_ID,
-  dockerTestConfig,
+  dockerServiceEnv,
   networksOf,
   removeSandboxContainers,
   runtimeSpec,
   volumeExists,
 } from '../helpers/docker';
 import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
 
 describe('docker sandboxes on a real engine', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
-  let dir: string;
   let user: { userId: string; key: string };
   const started = new Set<string>();
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docker-sandboxes-'));
-    const config = await dockerTestConfig(dir, { SANDBOX_HEALTH_INTERVAL_MS: '250', SANDBOX_HEALTH_GRACE_MS: '1000' }, [
-      runtimeSpec({ id: 'missing-image', image: 'agent-control/no-such-image:1' }),
-    ]);
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    service = await startServiceUnderTest(
+      'docker-sandboxes-',
+      (dir) =>
+        dockerServiceEnv(dir, { SANDBOX_HEALTH_INTERVAL_MS: '250', SANDBOX_HEALTH_GRACE_MS: '1000' }, [
+          runtimeSpec({ id: 'missing-image', image: 'agent-control/no-such-image:1' }),
+        ]),
+      { beforeRemove: () => removeSandboxContainers(started) },
+    );
+    t = service.t;
     user = await t.newUser();
   });
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
-    await removeSandboxContainers(started);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await service?.close();
   });
 
   const running = async () => {
@@ -57,12 +53,7 @@ describe('docker sandboxes on a real engine', () => {
     return waitForStatus(t, user.key, r.body.id, 'RUNNING', 60_000);
   };
   const bash = (s: any, command: string) =>
-    runtimeCall(
-      { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id },
-      'POST',
-      '/api/bash/execute_bash_command',
-      { command },
-    );
+    runtimeCall(runtimeOf(s), 'POST', '/api/bash/execute_bash_command', { command });
 
   it('starts a container: RUNNING, /alive on a loopback port, limits, init, an unprivileged runtime on its volume and its own network', async () => {
     const s = await running();
@@ -115,7 +106,7 @@ describe('docker sandboxes on a real engine', () => {
 
   it('runs an agent conversation with the scripted LLM; its events reach the log through the api', async () => {
     const s = await running();
-    const rt: Runtime = { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id };
+    const rt = runtimeOf(s);
     const llm = await new ScriptedLlm([
       {
         content: 'Writing the file.',

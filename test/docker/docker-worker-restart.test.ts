@@ -4,30 +4,32 @@
  * attempt made, whether it was created, started, or not yet there).
  */
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { containersOf, DOCKER_SPEC_ID, dockerTestConfig, removeSandboxContainers } from '../helpers/docker';
+import type { TestApi } from '../helpers/api';
+import { containersOf, DOCKER_SPEC_ID, dockerServiceEnv, removeSandboxContainers } from '../helpers/docker';
 import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
 import { startWorkerProcess } from '../helpers/worker';
 
 describe('docker sandboxes across a worker crash', () => {
+  let service: ServiceUnderTest;
   let t: TestApi;
   let dir: string;
   const workers: ChildProcess[] = [];
   const started = new Set<string>();
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docker-restart-'));
-    t = await startTestApi(await dockerTestConfig(dir, { SANDBOX_HEALTH_INTERVAL_MS: '500' }));
+    // No worker of the fixture's: the test's own run as processes it kills.
+    service = await startServiceUnderTest(
+      'docker-restart-',
+      (dataDir) => dockerServiceEnv(dataDir, { SANDBOX_HEALTH_INTERVAL_MS: '500' }),
+      { worker: false, beforeRemove: () => removeSandboxContainers(started) },
+    );
+    ({ t, dataDir: dir } = service);
   });
 
   afterAll(async () => {
     for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
-    await t?.close();
-    await removeSandboxContainers(started);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await service?.close();
   });
 
   const workerEnv = () => ({

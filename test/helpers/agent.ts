@@ -6,12 +6,20 @@
 import { ScriptedLlm, type ScriptStep } from '../../src/llm/scripted-llm';
 import type { TestApi } from './api';
 import { eventually } from './eventually';
+import { agentUrl } from './sandboxes';
 
 export interface Runtime {
   url: string;
   key: string;
   sandboxId: string;
 }
+
+/** The runtime of a RUNNING sandbox as the api shows it: its agent server's address and session key. */
+export const runtimeOf = (sandbox: any): Runtime => ({
+  url: agentUrl(sandbox),
+  key: sandbox.session_api_key,
+  sandboxId: sandbox.id,
+});
 
 export interface AgentConversation {
   id: string;
@@ -59,6 +67,13 @@ export async function startAgentConversation(
     ...rest,
   });
   return { id: c.id, llm, runtime: rt, created };
+}
+
+/** A new user whose organization's LLM is `llm` (the scripted one), as starts and follow-ups call it. */
+export async function newUserWithLlm(t: TestApi, llm: { url: string }): Promise<{ userId: string; key: string }> {
+  const user = await t.newUser();
+  await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
+  return user;
 }
 
 export async function conversationInfo(c: AgentConversation): Promise<any> {

@@ -13,22 +13,19 @@
  *
  * What a provider does differently (where its runtime is, how it is frozen or killed) is the target's.
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { startApiServer } from '../../src/api/server';
-import type { Config } from '../../src/config';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
 import { START_TASK_STATUSES } from '../../src/schemas/app-conversations';
 import { EventSchema } from '../../src/schemas/events';
 import type { RuntimeKind } from '../../src/schemas/sandboxes';
 import { loggedEvents, logWhenExecution, states } from './agent';
-import { startTestApi, type TestApi } from './api';
+import type { TestApi } from './api';
 import { eventually } from './eventually';
 import { bareRepo } from './git-repo';
-import { startTestWorker, type TestWorker } from './worker';
 import { waitForStatus } from './sandboxes';
+import { startServiceUnderTest, type ServiceEnv, type ServiceUnderTest } from './service';
 import { unzip } from './zip';
 
 /** The runtime's handle as the sandbox record keeps it: where its workspace is, whichever provider. */
@@ -39,8 +36,8 @@ export interface ContractHandle {
 
 export interface ContractTarget {
   runtime: RuntimeKind;
-  /** The test file's config: its spec (`runtime` above) the default; DATA_DIR is `dir`. */
-  config(dir: string): Promise<Config>;
+  /** The test file's variables over the test defaults: its spec (`runtime` above) the default. */
+  env: ServiceEnv;
   /** The address the scripted LLM and the git host listen on: one the sandbox reaches. */
   host: string;
   /** A URL or path a start clones `bare` (a bare repository under `dir`) from. */
@@ -58,8 +55,8 @@ export interface ContractTarget {
 const STATUSES = [...START_TASK_STATUSES.filter((s) => s !== 'READY' && s !== 'ERROR'), 'READY'];
 
 export function conversationContract(target: ContractTarget): void {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
   let dir: string;
   let llm: ScriptedLlm;
   let user: { userId: string; key: string };
@@ -71,10 +68,10 @@ export function conversationContract(target: ContractTarget): void {
   let repoDir: string;
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), `contract-${target.runtime}-`));
-    const config = await target.config(dir);
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    service = await startServiceUnderTest(`contract-${target.runtime}-`, target.env, {
+      beforeRemove: (dataDir) => target.cleanup(sandboxes, dataDir),
+    });
+    ({ t, dataDir: dir } = service);
     llm = await new ScriptedLlm([]).start(0, target.host);
     user = await t.newUser();
     await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
@@ -82,12 +79,9 @@ export function conversationContract(target: ContractTarget): void {
   }, 120_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
     await git?.close();
-    await target.cleanup(sandboxes, dir);
-    fs.rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
   const settled = (status = 'finished') => logWhenExecution(t, user.key, id, status, 90_000);

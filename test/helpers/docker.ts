@@ -1,17 +1,16 @@
 /**
- * The docker tests' side of the engine the global setup prepared: a client, the runtime image's sandbox
- * spec, and a config whose api listens where the sandboxes' containers reach it (the host's address on
+ * The docker tests' side of the engine the global setup prepared: a client, the images' sandbox specs,
+ * and the variables whose api listens where the sandboxes' containers reach it (the host's address on
  * the engine's bridge).
  */
 import Docker from 'dockerode';
 import fs from 'node:fs';
 import path from 'node:path';
 import { dockerFromHost, SANDBOX_LABEL } from '../../activities/sandbox-providers/docker-provider';
-import type { Config } from '../../src/config';
 import type { SandboxSpecInput } from '../../src/schemas/sandboxes';
 import { freePort } from '../../src/process/net';
 import type { DockerTestEnv } from '../setup/docker';
-import { testConfig, testEnv } from './env';
+import { testEnv } from './env';
 
 export const DOCKER_SPEC_ID = 'docker-runtime';
 
@@ -44,20 +43,31 @@ export function runtimeSpec(overrides: Partial<SandboxSpecInput> = {}): SandboxS
   };
 }
 
+/** The spec of the real OpenHands agent server's image (the global setup builds it), with room to run. */
+export const DOCKER_OPENHANDS_SPEC_ID = 'docker-openhands';
+export const openhandsRuntimeSpec = (): SandboxSpecInput =>
+  runtimeSpec({
+    id: DOCKER_OPENHANDS_SPEC_ID,
+    runtime: 'openhands',
+    image: dockerEnv().images.openhands,
+    memory_mb: 2048,
+    pids_limit: 1024,
+  });
+
 /**
- * Config for a docker test file: the api on the bridge's gateway address (the runtimes in containers
+ * The variables of a docker test file: the api on the bridge's gateway address (the runtimes in containers
  * report events there), the docker spec as the default, published ports on loopback.
  */
-export async function dockerTestConfig(
+export async function dockerServiceEnv(
   dir: string,
   overrides: Record<string, string> = {},
   moreSpecs: SandboxSpecInput[] = [],
-): Promise<Config> {
+): Promise<Record<string, string>> {
   const d = dockerEnv();
   const port = await freePort();
   const specsFile = path.join(dir, 'specs.json');
   fs.writeFileSync(specsFile, JSON.stringify([runtimeSpec(), ...moreSpecs]));
-  return testConfig({
+  return {
     DATA_DIR: dir,
     API_HOST: d.gateway,
     API_PORT: String(port),
@@ -68,7 +78,7 @@ export async function dockerTestConfig(
     DOCKER_PUBLISH_HOST: '127.0.0.1',
     SANDBOX_IDLE_TIMEOUT_MS: '0',
     ...overrides,
-  });
+  };
 }
 
 /** Containers (any state) of a sandbox, found by the provider's label. */

@@ -28,10 +28,10 @@ export function testEnv(): TestEnv {
   return JSON.parse(fs.readFileSync(file, 'utf8')) as TestEnv;
 }
 
-/** A fixed key for sealing secrets in tests (never used outside them). */
 /** Where the tests' process sandboxes get their cgroups. */
 export const TEST_CGROUP_PARENT = 'agent-control-test';
 
+/** A fixed key for sealing secrets in tests (never used outside them). */
 export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 
 /** A name no other test file uses: a database, a task queue, an email. */
@@ -54,7 +54,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
       READY_TIMEOUT_MS: '1500',
       MONGODB_SERVER_SELECTION_TIMEOUT_MS: '2000',
       // Tests run as root in CI, where process sandboxes would get a uid and a firewall rule each; the
-      // files that test that isolation ask for it (test/process-isolation.test.ts).
+      // files that test that isolation ask for it (test/root/process-isolation.test.ts).
       SANDBOX_PROCESS_ISOLATION: 'none',
       // Their sandboxes' cgroups (as root) apart from a service's on the same machine; the teardown removes them.
       SANDBOX_CGROUP_PARENT: TEST_CGROUP_PARENT,

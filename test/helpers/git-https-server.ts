@@ -73,6 +73,25 @@ export class GitHttpsServer {
     return this;
   }
 
+  /**
+   * Writes a sandbox specs file (SANDBOX_SPECS_FILE) at `file` whose built-in spec's git trusts this run's
+   * certificate; nothing else about the built-in spec changes. Answers `file`.
+   */
+  writeTrustingSpecs(file: string): string {
+    fs.writeFileSync(
+      file,
+      JSON.stringify([
+        {
+          id: 'local-process',
+          provider: 'process',
+          working_dir: 'workspace',
+          initial_env: { GIT_SSL_CAINFO: this.certFile },
+        },
+      ]),
+    );
+    return file;
+  }
+
   close(): Promise<void> {
     this.server.closeAllConnections();
     return new Promise((r) => this.server.close(() => r()));

@@ -1,4 +1,4 @@
-/** Helpers for sandbox tests: wait for a status, read a process's state, call a runtime. */
+/** Helpers for sandbox tests: start one, wait for a status, read a process's state, call a runtime. */
 import fs from 'node:fs';
 import { readStat } from '../../src/process/process-tree';
 import type { TestApi } from './api';
@@ -27,6 +27,18 @@ export function waitForSandbox(
 
 export const waitForStatus = (t: TestApi, key: string, id: string, status: string, timeoutMs?: number) =>
   waitForSandbox(t, key, id, (s) => s.status === status, timeoutMs);
+
+/** A new sandbox of the key's user (the default spec unless `body` names one), once it is RUNNING. */
+export async function runningSandbox(t: TestApi, key: string, body: object = {}, timeoutMs?: number): Promise<any> {
+  const created = await t.request('POST', '/api/v1/sandboxes', { key, body });
+  return waitForStatus(t, key, created.body.id, 'RUNNING', timeoutMs);
+}
+
+/** The pid of the sandbox's runtime, as its record keeps it. */
+export async function runtimePid(t: TestApi, sandboxId: string): Promise<number> {
+  const record = await t.database.db.collection('sandboxes').findOne({ _id: sandboxId as never });
+  return (record!.runtime as { pid: number }).pid;
+}
 
 /** GET a runtime route with a short timeout: `null` when nothing answers in time (a stopped process). */
 export async function runtimeGet(

@@ -1,9 +1,34 @@
-/** Reading a start task through the api, and waiting until it gets somewhere. */
+/**
+ * Start tasks in tests: a record as the api accepts one, reading it through the api and waiting until it
+ * gets somewhere, the LLM a start needs.
+ */
 import type { Client } from '@temporalio/client';
-import { START_TASK_STATUSES } from '../../src/schemas/app-conversations';
+import {
+  echoRequest,
+  START_TASK_STATUSES,
+  StartRequestSchema,
+  type StartRequest,
+} from '../../src/schemas/app-conversations';
 import { startTaskWorkflowId, type StartTaskSnapshot } from '../../src/temporal/shared';
 import type { TestApi } from './api';
 import { eventually } from './eventually';
+
+/** A WORKING task's record for conversation `id` (the task's id too), its request echoed as the api's accept writes it. */
+export const acceptedTaskRecord = (
+  userId: string,
+  id: string,
+  request: StartRequest = StartRequestSchema.parse({ conversation_id: id }),
+) => ({
+  id,
+  created_by_user_id: userId,
+  conversation_id: id,
+  status: 'WORKING' as const,
+  detail: null,
+  request: echoRequest(request) as Record<string, unknown>,
+  app_conversation_id: null,
+  sandbox_id: null,
+  agent_server_url: null,
+});
 
 export const startTask = async (t: TestApi, key: string, id: string) =>
   (await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key })).body[0];
@@ -18,6 +43,20 @@ export const waitForStartTask = (t: TestApi, key: string, id: string, done: (s: 
     },
     { timeoutMs, intervalMs: 200 },
   );
+
+/** Whether the task has ended, either way. */
+export const startTaskEnded = (s: any) => s.status === 'READY' || s.status === 'ERROR';
+
+/** Sends a start (the api must accept it: 200) and answers its task once it has ended, READY or ERROR. */
+export async function startUntilEnded(t: TestApi, key: string, body: object, timeoutMs = 60_000): Promise<any> {
+  const accepted = await t.request('POST', '/api/v1/app-conversations', { key, body });
+  expect(accepted.status).toBe(200);
+  return waitForStartTask(t, key, accepted.body.id, startTaskEnded, timeoutMs);
+}
+
+/** An LLM of the key's organization for starts that send no message: one must be set, and nothing calls it. */
+export const setUnusedOrgLlm = (t: TestApi, key: string) =>
+  t.setOrgLlm(key, { model: 'unused-model', base_url: 'http://127.0.0.1:9/v1' });
 
 /**
  * Each start's statuses, as its workflow kept them (the `snapshots` query): every status of a READY start

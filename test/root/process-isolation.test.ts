@@ -8,17 +8,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { chainName, removeSandboxFirewall } from '../../activities/sandbox-providers/process-isolation';
+import { chainName, removeSandboxFirewall } from '../../activities/sandbox-providers/process-firewall';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
-import { freePort } from '../../src/process/net';
 import { processesOfUser, signalAll } from '../../src/process/process-tree';
 import { runtimeClient } from '../../src/sandboxes/runtime-clients';
-import { loggedEvents, runtimeCall, type Runtime } from '../helpers/agent';
+import { loggedEvents, runtimeCall, runtimeOf, type Runtime } from '../helpers/agent';
 import { eventually } from '../helpers/eventually';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { testConfig, testEnv } from '../helpers/env';
-import { agentUrl, killRuntimesUnder, waitForStatus } from '../helpers/sandboxes';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import type { TestApi } from '../helpers/api';
+import { testEnv } from '../helpers/env';
+import { runningSandbox } from '../helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
 
 /** The port of a URL, or of a bare host:port. */
 const portOf = (address: string) => Number(new URL(address.includes('://') ? address : `tcp://${address}`).port);
@@ -27,8 +26,8 @@ describe.each([
   ['built-in', 'local-process'],
   ['openhands', 'local-process-openhands'],
 ])('process sandboxes isolated by uid and firewall, on the %s runtime', (_runtime, specId) => {
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
   let dataDir: string;
   let llm: ScriptedLlm;
   // A range of this file's own, so the firewall chain is this run's and is removed at the end. Outside
@@ -57,57 +56,50 @@ describe.each([
     ).output.trim();
 
   beforeAll(async () => {
-    // Not under /tmp: a sandbox has a /tmp of its own, and would not see this one at all.
-    dataDir = fs.mkdtempSync('/var/lib/agent-control-isolation-');
-    // What `npm start` keeps in DATA_DIR: the secrets key and the database's files.
-    fs.writeFileSync(path.join(dataDir, 'secrets.key'), 'k'.repeat(44), { mode: 0o600 });
-    fs.mkdirSync(path.join(dataDir, 'postgres'), { mode: 0o755 });
-    fs.writeFileSync(path.join(dataDir, 'postgres', 'pg_hba.conf'), 'host all all 127.0.0.1/32 scram-sha-256\n', {
-      mode: 0o644,
-    });
-    llm = await new ScriptedLlm([
-      {
-        tool_calls: [
-          { name: 'terminal', arguments: { command: `cat ${dataDir}/secrets.key; ls ${dataDir}/sandboxes` } },
-        ],
+    // Not under /tmp: a sandbox has a /tmp of its own, and would not see this one at all. The fixture's
+    // close() ends the runtimes under SANDBOXES_DIR (elsewhere, isolated); the uids and the firewall go here.
+    service = await startServiceUnderTest(
+      '/var/lib/agent-control-isolation-',
+      async (dir) => {
+        // What `npm start` keeps in DATA_DIR: the secrets key and the database's files.
+        fs.writeFileSync(path.join(dir, 'secrets.key'), 'k'.repeat(44), { mode: 0o600 });
+        fs.mkdirSync(path.join(dir, 'postgres'), { mode: 0o755 });
+        fs.writeFileSync(path.join(dir, 'postgres', 'pg_hba.conf'), 'host all all 127.0.0.1/32 scram-sha-256\n', {
+          mode: 0o644,
+        });
+        llm = await new ScriptedLlm([
+          {
+            tool_calls: [{ name: 'terminal', arguments: { command: `cat ${dir}/secrets.key; ls ${dir}/sandboxes` } }],
+          },
+          { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
+        ]).start();
+        // API_PORT (the fixture's free port): the runtimes report there, through the firewall's one opening.
+        return {
+          SANDBOX_PROCESS_ISOLATION: 'user',
+          SANDBOX_UID_RANGE: `${range[0]}-${range[1]}`,
+          SANDBOX_LOCAL_ALLOW: new URL(llm.url).host,
+          SANDBOX_IDLE_TIMEOUT_MS: '0',
+        };
       },
-      { tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] },
-    ]).start();
-    const config = testConfig({
-      DATA_DIR: dataDir,
-      API_PORT: String(await freePort()), // the runtimes report there, through the firewall's one opening
-      SANDBOX_PROCESS_ISOLATION: 'user',
-      SANDBOX_UID_RANGE: `${range[0]}-${range[1]}`,
-      SANDBOX_LOCAL_ALLOW: new URL(llm.url).host,
-      SANDBOX_IDLE_TIMEOUT_MS: '0',
-    });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+      {
+        beforeRemove: async () => {
+          for (const { uid } of Object.values(sandboxes)) signalAll(await processesOfUser(uid), 'SIGKILL');
+          await removeSandboxFirewall(range);
+        },
+      },
+    );
+    ({ t, dataDir } = service);
     users = { a: await t.newUser(), b: await t.newUser() };
     for (const who of ['a', 'b'] as const) {
-      const created = await t.request('POST', '/api/v1/sandboxes', {
-        key: users[who].key,
-        body: { sandbox_spec_id: specId },
-      });
-      const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING', 120_000);
+      const s = await runningSandbox(t, users[who].key, { sandbox_spec_id: specId }, 120_000);
       const dir = path.join(t.config.sandboxes.dir, s.id);
-      sandboxes[who] = {
-        s,
-        rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id },
-        dir,
-        uid: fs.statSync(path.join(dir, 'home')).uid,
-      };
+      sandboxes[who] = { s, rt: runtimeOf(s), dir, uid: fs.statSync(path.join(dir, 'home')).uid };
     }
   }, 300_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
-    if (t) killRuntimesUnder(t.config.sandboxes.dir);
-    for (const { uid } of Object.values(sandboxes)) signalAll(await processesOfUser(uid), 'SIGKILL');
-    await removeSandboxFirewall(range);
-    fs.rmSync(dataDir, { recursive: true, force: true });
     if (t) fs.rmSync(path.dirname(t.config.sandboxes.dir), { recursive: true, force: true });
     try {
       fs.rmdirSync('/var/lib/agent-control'); // only when empty: another installation may live there

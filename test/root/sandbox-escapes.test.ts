@@ -17,21 +17,20 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
-import { removeSandboxFirewall } from '../../activities/sandbox-providers/process-isolation';
+import { removeSandboxFirewall } from '../../activities/sandbox-providers/process-firewall';
 import { startApiServer } from '../../src/api/server';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
-import { freePort, reclaimPort } from '../../src/process/net';
+import { reclaimPort } from '../../src/process/net';
 import { processesOfUser, readStat, signalAll } from '../../src/process/process-tree';
 import { SYSTEM_DIRS } from '../../src/process/trusted-path';
-import { runtimeCall, type Runtime } from '../helpers/agent';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { testConfig } from '../helpers/env';
+import { runtimeCall, runtimeOf, type Runtime } from '../helpers/agent';
+import type { TestApi } from '../helpers/api';
 import { eventually } from '../helpers/eventually';
 import { bareRepo } from '../helpers/git-repo';
 import { GitHttpsServer } from '../helpers/git-https-server';
 import { distPath } from '../helpers/run';
-import { agentUrl, killRuntimesUnder, waitForSandbox, waitForStatus } from '../helpers/sandboxes';
-import { startTestWorker, type TestWorker } from '../helpers/worker';
+import { agentUrl, runningSandbox, waitForSandbox } from '../helpers/sandboxes';
+import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
 
 /** Programs the worker or a runtime used to find through PATH. */
 const PLANTED = [
@@ -61,8 +60,8 @@ describe('the doors out of an isolated process sandbox are shut', () => {
   let openDir: string; // a directory every user may write, beyond the usual temporary ones
   let git: GitHttpsServer;
   let llm: ScriptedLlm;
+  let service: ServiceUnderTest;
   let t: TestApi;
-  let worker: TestWorker;
   let users: Record<'a' | 'b', { userId: string; key: string }>;
   const boxes: Record<'a' | 'b', { s: any; rt: Runtime; dir: string; uid: number }> = {} as any;
 
@@ -72,20 +71,13 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     return r.body as { exit_code: number; output: string };
   };
   const newSandbox = async (who: 'a' | 'b') => {
-    const created = await t.request('POST', '/api/v1/sandboxes', { key: users[who].key, body: {} });
-    const s = await waitForStatus(t, users[who].key, created.body.id, 'RUNNING');
+    const s = await runningSandbox(t, users[who].key);
     const dir = path.join(t.config.sandboxes.dir, s.id);
-    boxes[who] = {
-      s,
-      rt: { url: agentUrl(s), key: s.session_api_key, sandboxId: s.id },
-      dir,
-      uid: fs.statSync(path.join(dir, 'home')).uid,
-    };
+    boxes[who] = { s, rt: runtimeOf(s), dir, uid: fs.statSync(path.join(dir, 'home')).uid };
   };
   const planted = () => fs.readdirSync(plant).filter((f) => f.startsWith('ran-'));
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync('/var/lib/agent-control-escapes-');
     shared = fs.mkdtempSync('/var/lib/agent-control-escapes-git-');
     fs.chmodSync(shared, 0o755);
     // A directory another user owns and can write, first on the worker's PATH: what a sandbox made of
@@ -111,31 +103,27 @@ describe('the doors out of an isolated process sandbox are shut', () => {
     fs.chmodSync(path.join(shared, '.tls'), 0o755);
     fs.chmodSync(git.certFile, 0o644);
     llm = await new ScriptedLlm([]).start();
-    const specsFile = path.join(shared, 'specs.json');
-    fs.writeFileSync(
-      specsFile,
-      JSON.stringify([
-        {
-          id: 'local-process',
-          provider: 'process',
-          working_dir: 'workspace',
-          initial_env: { GIT_SSL_CAINFO: git.certFile },
+    // The fixture's close() ends the runtimes under SANDBOXES_DIR (elsewhere, isolated); the uids and the
+    // firewall go before the directory does.
+    service = await startServiceUnderTest(
+      '/var/lib/agent-control-escapes-',
+      {
+        SANDBOX_PROCESS_ISOLATION: 'user',
+        SANDBOX_UID_RANGE: `${range[0]}-${range[1]}`,
+        SANDBOX_LOCAL_ALLOW: [new URL(llm.url).host, new URL(git.url).host].join(','),
+        SANDBOX_IDLE_TIMEOUT_MS: '0',
+        SANDBOX_HEALTH_INTERVAL_MS: '500',
+        GIT_CLONE_BASE_URL: git.url,
+        SANDBOX_SPECS_FILE: git.writeTrustingSpecs(path.join(shared, 'specs.json')),
+      },
+      {
+        beforeRemove: async () => {
+          for (const { uid } of Object.values(boxes)) signalAll(await processesOfUser(uid), 'SIGKILL');
+          await removeSandboxFirewall(range);
         },
-      ]),
+      },
     );
-    const config = testConfig({
-      DATA_DIR: dataDir,
-      API_PORT: String(await freePort()),
-      SANDBOX_PROCESS_ISOLATION: 'user',
-      SANDBOX_UID_RANGE: `${range[0]}-${range[1]}`,
-      SANDBOX_LOCAL_ALLOW: [new URL(llm.url).host, new URL(git.url).host].join(','),
-      SANDBOX_IDLE_TIMEOUT_MS: '0',
-      SANDBOX_HEALTH_INTERVAL_MS: '500',
-      GIT_CLONE_BASE_URL: git.url,
-      SANDBOX_SPECS_FILE: specsFile,
-    });
-    t = await startTestApi(config);
-    worker = await startTestWorker(config);
+    ({ t, dataDir } = service);
     users = { a: await t.newUser(), b: await t.newUser() };
     await newSandbox('a');
     await newSandbox('b');
@@ -143,14 +131,10 @@ describe('the doors out of an isolated process sandbox are shut', () => {
 
   afterAll(async () => {
     process.env.PATH = originalPath;
-    await worker?.stop();
-    await t?.close();
+    await service?.close();
     await llm?.close();
     await git?.close();
-    if (t) killRuntimesUnder(t.config.sandboxes.dir);
-    for (const { uid } of Object.values(boxes)) signalAll(await processesOfUser(uid), 'SIGKILL');
-    await removeSandboxFirewall(range);
-    for (const d of [dataDir, shared, plant, openDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
+    for (const d of [shared, plant, openDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
     if (t) fs.rmSync(path.dirname(t.config.sandboxes.dir), { recursive: true, force: true });
   });
 
