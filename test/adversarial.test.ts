@@ -1,9 +1,9 @@
 /**
- * The project's adversarial suite (issue 13): hostile requests generated from the service's own OpenAPI
- * document for every operation, raw bytes on the HTTP port, and random frames on the event socket, all
- * against the real api on the real servers. Asserted for every answer: never a 5xx; every error body
- * well-formed (422: HTTPValidationError; others: {detail: string}); a refused write changes nothing;
- * and after each operation's batch the service is healthy and its memory bounded.
+ * The project's adversarial suite (issue 13), its generated requests: hostile requests generated from the
+ * service's own OpenAPI document for every operation, against the real api on the real servers. Asserted
+ * for every answer: never a 5xx; every error body well-formed (422: HTTPValidationError; others: {detail:
+ * string}); a refused write changes nothing; and after each operation's batch the service is healthy and
+ * its memory bounded. Raw bytes on the HTTP port and random socket frames: adversarial-sockets.test.ts.
  *
  * No worker runs: starts and sandboxes stay pending, so the generated inputs reach the api's own code
  * without starting processes. fast-check prints the seed and the smallest failing request on failure.
@@ -12,9 +12,8 @@ import fc from 'fast-check';
 import net from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import WebSocket from 'ws';
-import { startTestApi, type TestApi } from './helpers/api';
-import { testConfig } from './helpers/env';
+import type { TestApi } from './helpers/api';
+import { expectHealthy, logTally, newTally, ownConversation, startAdversarialApi } from './helpers/adversarial';
 import { messages } from './helpers/event-samples';
 import { operationsOf, requestsFor, type HostileRequest, type Operation } from './helpers/hostile-arbitraries';
 
@@ -44,24 +43,13 @@ describe('adversarial suite', () => {
   let ops: Operation[];
   const own = { key: '', sessionKey: '', conversationId: '' };
   const other = { key: '', sessionKey: '', ids: [] as string[] };
-  const tally = {
-    requests: 0,
-    operations: new Set<string>(),
-    statuses: new Map<number, number>(),
-    raw: 0,
-    frames: 0,
-    heapGrowthMb: NaN,
-  };
+  const tally = newTally();
 
   beforeAll(async () => {
-    t = await startTestApi(testConfig({ REQUEST_TIMEOUT_MS: '5000', SANDBOX_OPERATION_TIMEOUT_MS: '2000' }));
+    t = await startAdversarialApi();
     doc = (await t.request('GET', '/openapi.json')).body;
     ops = operationsOf(doc);
-    const a = await t.newUser();
-    own.key = a.key;
-    const ac = await t.newConversation(a.userId);
-    Object.assign(own, { sessionKey: ac.sessionKey, conversationId: ac.conversationId });
-    await t.ingest(ac.conversationId, ac.sessionKey, messages(5));
+    Object.assign(own, await ownConversation(t));
 
     // Another user's things: every id of theirs must stay out of reach.
     const b = await t.newUser();
@@ -82,14 +70,7 @@ describe('adversarial suite', () => {
   });
 
   afterAll(async () => {
-    const statuses = [...tally.statuses.entries()]
-      .sort(([x], [y]) => x - y)
-      .map(([s, n]) => `${s}:${n}`)
-      .join(' ');
-    console.log(
-      `adversarial suite: ${tally.requests} generated requests over ${tally.operations.size} operations (statuses ${statuses}), ` +
-        `${tally.raw} raw connections, ${tally.frames} websocket frames; heap kept after them ${tally.heapGrowthMb} MB more`,
-    );
+    logTally(tally);
     await t?.close();
   });
 
@@ -185,10 +166,7 @@ describe('adversarial suite', () => {
     }
   }
 
-  async function checkHealthy(): Promise<void> {
-    expect((await t.request('GET', '/health')).status).toBe(200);
-    expect((await t.request('GET', '/ready')).status).toBe(200);
-  }
+  const checkHealthy = () => expectHealthy(t);
 
   it('covers every operation of the OpenAPI document', () => {
     expect(ops.length).toBeGreaterThanOrEqual(30);
@@ -235,71 +213,4 @@ describe('adversarial suite', () => {
     tally.heapGrowthMb = Math.round(grown / 1e5) / 10;
     expect(grown).toBeLessThan(64 * 1024 * 1024);
   }, 600_000);
-
-  it('raw bytes on the HTTP port: each connection is answered (JSON errors) or closed, and the api stays up', async () => {
-    const { port } = new URL(t.url);
-    const prefixes = [
-      '',
-      'GET / HTTP/1.1\r\n',
-      'POST /api/v1/api-keys HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n',
-      'GET /health HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
-    ];
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...prefixes), fc.uint8Array({ maxLength: 3000 }), async (prefix, bytes) => {
-        tally.raw++;
-        const text = await new Promise<string>((resolve) => {
-          const socket = net.connect(Number(port), '127.0.0.1');
-          let got = '';
-          const timer = setTimeout(() => finish(), 3000);
-          const finish = () => {
-            clearTimeout(timer);
-            socket.destroy();
-            resolve(got);
-          };
-          socket.on('data', (d) => (got += d.toString('latin1')));
-          socket.on('error', () => undefined);
-          socket.on('close', finish);
-          socket.write(Buffer.concat([Buffer.from(prefix, 'latin1'), bytes, Buffer.from('\r\n\r\n')]));
-        });
-        const status = /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1];
-        if (status) {
-          expect(Number(status)).toBeLessThan(500);
-          if (Number(status) >= 400) expect(() => JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).not.toThrow();
-        }
-      }),
-      { numRuns: 150 },
-    );
-    await checkHealthy();
-  }, 300_000);
-
-  it('random frames on the event socket close it with a protocol code at worst, never 1011, and the api stays up', async () => {
-    const url = `${t.url.replace('http', 'ws')}/api/v1/conversation/${own.conversationId}/events/socket`;
-    const frame = fc.oneof(
-      fc.string({ maxLength: 200 }).map((s) => ({ data: s, binary: false })),
-      fc.uint8Array({ maxLength: 100_000 }).map((b) => ({ data: Buffer.from(b), binary: true })),
-      fc.jsonValue({ maxDepth: 4 }).map((v) => ({ data: JSON.stringify(v), binary: false })),
-      fc.constant({ data: JSON.stringify({ type: 'auth', access_token: { $gt: '' } }), binary: false }),
-    );
-    await fc.assert(
-      fc.asyncProperty(fc.boolean(), fc.array(frame, { minLength: 1, maxLength: 5 }), async (withHeader, frames) => {
-        const ws = new WebSocket(url, { headers: withHeader ? { 'X-Access-Token': own.key } : {} });
-        ws.on('error', () => undefined);
-        const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-        await new Promise<void>((resolve) => {
-          ws.once('open', () => resolve());
-          ws.once('close', () => resolve());
-        });
-        for (const f of frames) {
-          if (ws.readyState !== ws.OPEN) break;
-          tally.frames++;
-          ws.send(f.data, { binary: f.binary });
-        }
-        const settled = await Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 300))]);
-        if (settled === -1) ws.terminate();
-        expect([-1, 1000, 1002, 1005, 1006, 1007, 1008, 1009, 4000, 4001, 4004]).toContain(settled);
-      }),
-      { numRuns: 100 },
-    );
-    await checkHealthy();
-  }, 300_000);
 });

@@ -2,139 +2,26 @@
  * The five host callback processors against loopback stand-ins of their hosts (git hosts B and C, issue
  * trackers A and B, the chat service), with the real api, Temporal, a worker process and the built-in
  * runtime: a finished conversation posts the agent's summary (asked of it through ask_agent) exactly once,
- * with the user's stored credential; a worker killed while its post was in flight leaves one post; a host
- * that refuses ends in one recorded failure, one that keeps failing in a bounded number; a processor that
- * names a server the operator does not allow, or carries a credential, is refused before anything starts.
+ * with the user's stored credential, and another round finds the post instead of making a second one; two
+ * processors of one conversation post the same summary; should_request_summary false posts nothing. Hosts
+ * that refuse or keep failing, a killed worker and refused processors are in callback-hosts-failures.test.ts.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { ScriptedLlm } from '../src/llm/scripted-llm';
-import { freePort } from '../src/process/net';
-import { startTestApi, type TestApi } from './helpers/api';
-import {
-  ChatStandIn,
-  GitHostBStandIn,
-  GitHostCStandIn,
-  IssueTrackerStandIn,
-  type HostPost,
-} from './helpers/callback-host-stand-ins';
-import { testConfig } from './helpers/env';
+import type { ScriptedLlm } from '../src/llm/scripted-llm';
+import { type TestApi } from './helpers/api';
+import { type HostPost } from './helpers/callback-host-stand-ins';
+import { callbackHostsSuite, expectNoCredentialRecorded, SUMMARY, TOKENS } from './helpers/callback-hosts';
 import { eventually } from './helpers/eventually';
-import { killRuntimesUnder } from './helpers/sandboxes';
-import { workerProcesses } from './helpers/worker';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const SUMMARY = 'I fixed the flaky test by waiting for the server to listen.';
-const TOKENS = {
-  gitB: 'glpat-b-secret',
-  gitC: 'bbat-c-secret',
-  trackerA: 'atat-a-secret',
-  trackerB: 'pat-b-secret',
-  chat: 'xoxb-chat-secret',
-};
-
 describe('callback processors that post to their hosts', () => {
+  const suite = callbackHostsSuite();
   let t: TestApi;
-  let dataDir: string;
   let llm: ScriptedLlm;
   let user: { userId: string; key: string };
-  const gitB = new GitHostBStandIn();
-  const gitC = new GitHostCStandIn();
-  const trackerA = new IssueTrackerStandIn();
-  const trackerB = new IssueTrackerStandIn();
-  const chat = new ChatStandIn();
-  // The hosts' addresses go to the worker process, which posts (the api only checks ISSUE_TRACKER_B_ORIGINS).
-  const hostsEnv = () => ({
-    GIT_HOST_B_API_URL: `${gitB.url}/api/v4`,
-    GIT_HOST_C_API_URL: `${gitC.url}/2.0`,
-    ISSUE_TRACKER_A_API_URL: trackerA.url,
-    ISSUE_TRACKER_B_ORIGINS: trackerB.url,
-    CHAT_API_URL: `${chat.url}/api`,
+  beforeAll(() => {
+    ({ t, llm, user } = suite);
   });
-  const workers = workerProcesses(
-    () => t.config,
-    () => dataDir,
-    hostsEnv,
-  );
-
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'callback-hosts-'));
-    await Promise.all([gitB, gitC, trackerA, trackerB, chat].map((h) => h.start()));
-    llm = await new ScriptedLlm([]).start();
-    t = await startTestApi(
-      testConfig({
-        DATA_DIR: dataDir,
-        API_PORT: String(await freePort()),
-        SANDBOX_IDLE_TIMEOUT_MS: '0',
-        ...hostsEnv(),
-      }),
-    );
-    user = await t.newUser();
-    await t.setOrgLlm(user.key, { model: 'scripted-model', base_url: llm.url, api_key: 'sk-org' });
-    const stored = await t.request('POST', '/api/v1/secrets/git-providers', {
-      key: user.key,
-      body: { provider_tokens: { git_host_b: { token: TOKENS.gitB }, git_host_c: { token: TOKENS.gitC } } },
-    });
-    expect(stored.status).toBe(200);
-    for (const [name, value] of [
-      ['ISSUE_TRACKER_A_API_KEY', TOKENS.trackerA],
-      ['ISSUE_TRACKER_B_TOKEN', TOKENS.trackerB],
-      ['CHAT_BOT_TOKEN', TOKENS.chat],
-    ]) {
-      expect((await t.request('POST', '/api/v1/secrets', { key: user.key, body: { name, value } })).status).toBe(201);
-    }
-    await workers.start();
-  });
-
-  afterAll(async () => {
-    await workers.killAll();
-    await t?.close();
-    await llm?.close();
-    await Promise.all([gitB, gitC, trackerA, trackerB, chat].map((h) => h.close()));
-    killRuntimesUnder(dataDir);
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  const results = (conversationId: string) =>
-    t.database.db
-      .collection('callback_results')
-      .find({ conversation_id: conversationId })
-      .sort({ to_seq: 1 })
-      .toArray();
-  /** The round of processor 0 (each test starts with one processor) once it has one in `status`. */
-  const recorded = (conversationId: string, status: 'ok' | 'failed', timeoutMs = 60_000) =>
-    eventually(
-      async () => {
-        const r = (await results(conversationId)).filter((x) => x.processor_index === 0 && x.status === status);
-        return r.length > 0 ? r : false;
-      },
-      { timeoutMs, intervalMs: 200, what: `a ${status} round of conversation ${conversationId}` },
-    );
-
-  /** The sandbox of the first start: the others join it (a user may run only so many sandboxes). */
-  let sandboxId: string | undefined;
-
-  /** Starts a conversation whose agent finishes at once (then, asked, gives SUMMARY); answers its id. */
-  async function startFinishing(
-    processor: Record<string, unknown>,
-    more: Record<string, unknown>[] = [],
-  ): Promise<string> {
-    llm.load([{ tool_calls: [{ name: 'finish', arguments: { message: 'done' } }] }, { content: SUMMARY }]);
-    const res = await fetch(`${t.url}/api/v1/app-conversations/stream-start`, {
-      method: 'POST',
-      headers: { 'X-Access-Token': user.key, 'Content-Type': 'application/json' },
-      body: JSON.stringify({
-        initial_message: { content: [{ text: 'Fix the flaky test' }], run: true },
-        processors: [processor, ...more],
-        ...(sandboxId ? { sandbox_id: sandboxId } : {}),
-      }),
-    });
-    const steps = JSON.parse(await res.text());
-    expect(steps.at(-1)).toMatchObject({ status: 'READY' });
-    sandboxId ??= steps.at(-1).sandbox_id as string;
-    return steps.at(-1).app_conversation_id as string;
-  }
+  const { gitB, gitC, trackerA, trackerB, chat, results, recorded, startFinishing } = suite;
 
   const cases: {
     kind: string;
@@ -289,128 +176,7 @@ describe('callback processors that post to their hosts', () => {
     expect((await results(id)).filter((r) => r.processor_index === 0)).toEqual([]);
   }, 60_000);
 
-  it('a worker killed while its post is in flight: the next worker finds the post and makes no second one', async () => {
-    const held = gitB.hold();
-    const startP = startFinishing({
-      kind: 'GitHostBV1CallbackProcessor',
-      git_host_b_view_data: { project_id: 'acme/killed', mr_iid: 2 },
-    });
-    await held.stored;
-    await workers.kill(workers.all.at(-1)!);
-    held.release(); // answered to no one: the worker is gone
-    await workers.start();
-    const id = await startP;
-    const [round] = await recorded(id, 'ok');
-    expect(round!.attempts).toBeGreaterThanOrEqual(2);
-    expect(gitB.posts.filter((p) => p.place === 'acme/killed!2')).toHaveLength(1);
-  }, 120_000);
-
-  it('a host that refuses (4xx) ends in one recorded failure, the credential it echoes masked', async () => {
-    gitC.refuseWith = 403;
-    try {
-      const id = await startFinishing({
-        kind: 'GitHostCV1CallbackProcessor',
-        git_host_c_view_data: { repo: 'acme/refused', pr_id: 1 },
-      });
-      const [failed] = await recorded(id, 'failed');
-      expect(failed).toMatchObject({
-        attempts: 1,
-        detail: expect.stringMatching(/^git host C refused the summary on acme\/refused#1 \(403\)/),
-      });
-      // The host echoed the credential it was sent: the record says only that it did.
-      expect(failed!.detail).toContain('"authorization":"Bearer ***"');
-      expect(failed!.detail).not.toContain(TOKENS.gitC);
-    } finally {
-      gitC.refuseWith = null;
-    }
-  }, 90_000);
-
-  it("the chat service's ok: false is a refusal: one recorded failure", async () => {
-    chat.refuseWith = 404; // ok: false, channel_not_found
-    try {
-      const id = await startFinishing({
-        kind: 'ChatV1CallbackProcessor',
-        chat_view_data: { channel_id: 'CGONE', thread_ts: '1.2' },
-      });
-      const [failed] = await recorded(id, 'failed');
-      expect(failed).toMatchObject({ attempts: 1, detail: expect.stringMatching(/channel_not_found/) });
-    } finally {
-      chat.refuseWith = null;
-    }
-  }, 90_000);
-
-  it('a host that keeps failing (5xx) is tried a bounded number of times, then the failure is recorded', async () => {
-    trackerA.refuseWith = 503;
-    try {
-      const before = trackerA.postRequests;
-      const id = await startFinishing({
-        kind: 'IssueTrackerAV1CallbackProcessor',
-        svc_acc_email: 'bot@acme.example',
-        issue_key: 'WID-99',
-        issue_tracker_a_cloud_id: 'cloud-1',
-      });
-      const failed = await eventually(
-        async () => {
-          const r = (await results(id)).find((x) => x.status === 'failed' && x.attempts === 6);
-          return r ?? false;
-        },
-        { timeoutMs: 90_000, intervalMs: 500, what: 'the sixth and last failed try' },
-      );
-      expect(failed.detail).toMatch(/^issue tracker A answered 503/);
-      expect(failed.detail).toContain('"authorization":"Basic ***"');
-      await sleep(3000);
-      expect(trackerA.postRequests - before).toBe(6); // then no more
-    } finally {
-      trackerA.refuseWith = null;
-    }
-  }, 150_000);
-
-  it('a processor naming a server the operator does not allow, or carrying a credential, is refused with 422; nothing starts', async () => {
-    const tasks = async () =>
-      (await t.request('GET', '/api/v1/app-conversations/start-tasks/count', { key: user.key })).body as number;
-    const before = await tasks();
-    const refused = await t.request('POST', '/api/v1/app-conversations', {
-      key: user.key,
-      body: {
-        processors: [
-          {
-            kind: 'IssueTrackerBV1CallbackProcessor',
-            issue_key: 'OPS-1',
-            workspace_name: 'x',
-            base_api_url: 'http://169.254.169.254/latest',
-          },
-        ],
-      },
-    });
-    expect(refused.status).toBe(422);
-    expect(refused.body.detail[0]).toMatchObject({
-      loc: ['body', 'processors', 0, 'base_api_url'],
-      msg: expect.stringMatching(/not among the issue tracker B servers/),
-    });
-    const clear = await t.request('POST', '/api/v1/app-conversations', {
-      key: user.key,
-      body: {
-        processors: [
-          {
-            kind: 'IssueTrackerAV1CallbackProcessor',
-            svc_acc_email: 'bot@acme.example',
-            issue_key: 'WID-1',
-            issue_tracker_a_cloud_id: 'c',
-            decrypted_api_key: 'atat-in-clear',
-          },
-        ],
-      },
-    });
-    expect(clear.status).toBe(422);
-    expect(JSON.stringify(clear.body)).toMatch(
-      /store the service account's API key as the secret ISSUE_TRACKER_A_API_KEY/,
-    );
-    expect(JSON.stringify(clear.body)).not.toMatch(/atat-in-clear/);
-    expect(await tasks()).toBe(before);
-  });
-
-  it('no credential of any host is in a round record or the worker-visible failure', async () => {
-    const all = JSON.stringify(await t.database.db.collection('callback_results').find({}).toArray());
-    for (const token of Object.values(TOKENS)) expect(all).not.toContain(token);
+  it('no credential of any host is in a round record of the posting cases', async () => {
+    await expectNoCredentialRecorded(t);
   });
 });

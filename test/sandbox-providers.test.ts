@@ -1,11 +1,12 @@
 /**
  * What the docker provider does that a real engine here cannot be made to show (a pull from a registry:
- * none is reachable), and the remote provider's translation to its service's protocol, against loopback
- * stand-ins that speak them. The docker provider runs on a real engine in test/docker; the process
- * provider in sandboxes.test.ts.
+ * none is reachable), against a loopback stand-in that speaks the Engine's API: the container, its
+ * network, volume and published port, a network made twice, an engine out of address pools, a shared
+ * network, publish hosts and DOCKER_HOST forms. The docker provider runs on a real engine in
+ * test/docker; the remote provider is in sandbox-providers-remote.test.ts, the process provider in
+ * sandboxes.test.ts.
  */
 import Docker from 'dockerode';
-import type http from 'node:http';
 import {
   DockerProvider,
   dockerFromHost,
@@ -13,104 +14,9 @@ import {
   SANDBOX_LABEL,
 } from '../activities/sandbox-providers/docker-provider';
 import { ProviderConfigError } from '../activities/sandbox-providers/provider';
-import { RemoteProvider } from '../activities/sandbox-providers/remote-provider';
 import type { SandboxSpec } from '../src/schemas/sandboxes';
-import { DockerEngineStandIn } from './helpers/docker-engine-stand-in';
-import { RemoteRuntimeStandIn } from './helpers/remote-runtime-stand-in';
-
-const KEY = 'acp_session_key_for_provider_tests';
-const CONTROL_PLANE = 'http://127.0.0.1:9';
-
-interface FakeNetwork {
-  Id: string;
-  Name: string;
-  Created: string;
-  Driver: string;
-  Labels: Record<string, string>;
-}
-
-/** The Engine's words when its address pools are used up. */
-const NO_ADDRESS_POOL =
-  'could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network';
-
-/** The stand-in with the Engine's network routes (create, list, remove), its JSON shapes and status codes. */
-class NetworkingEngineStandIn extends DockerEngineStandIn {
-  readonly networks = new Map<string, FakeNetwork>();
-  /** When set, network creation fails as on an engine whose address pools are used up. */
-  noAddressPool = false;
-  private nextNetwork = 1;
-
-  /** The networks by id or name (names need not be unique: the Engine keys networks by id). */
-  findNetworks(idOrName: string): FakeNetwork[] {
-    const byId = this.networks.get(idOrName);
-    return byId ? [byId] : [...this.networks.values()].filter((n) => n.Name === idOrName);
-  }
-
-  /** Adds a network as the Engine makes one (a test's stand-in for another attempt's creation). */
-  addNetwork(Name: string, Labels: Record<string, string> = {}): FakeNetwork {
-    const i = this.nextNetwork++;
-    const n = {
-      Id: `n${String(i).padStart(12, '0')}`,
-      Name,
-      Created: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
-      Driver: 'bridge',
-      Labels,
-    };
-    this.networks.set(n.Id, n);
-    return n;
-  }
-
-  protected override async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const url = new URL(req.url!, 'http://x');
-    const path = decodeURIComponent(url.pathname.replace(/^\/v\d+\.\d+/, ''));
-    if (!path.startsWith('/networks')) return super.handle(req, res);
-    const body = await this.readJson(req);
-    this.requests.push({ method: req.method!, url: req.url!, path, query: Object.fromEntries(url.searchParams), body });
-    const json = (status: number, value?: unknown) => {
-      res.writeHead(status, { 'Content-Type': 'application/json' });
-      res.end(value === undefined ? '' : JSON.stringify(value));
-    };
-    let m: RegExpMatchArray | null;
-    if (req.method === 'POST' && path === '/networks/create') {
-      if (this.noAddressPool) return json(500, { message: NO_ADDRESS_POOL });
-      if (body.CheckDuplicate && this.findNetworks(body.Name).length > 0)
-        return json(409, { message: `network with name ${body.Name} already exists` });
-      return json(201, { Id: this.addNetwork(body.Name, body.Labels ?? {}).Id, Warning: '' });
-    }
-    if (req.method === 'GET' && path === '/networks') {
-      const filters = JSON.parse(url.searchParams.get('filters') ?? '{}') as { label?: string[]; name?: string[] };
-      const labelled = (n: FakeNetwork, l: string) => {
-        const [k, ...v] = l.split('=');
-        return k! in n.Labels && (v.length === 0 || n.Labels[k!] === v.join('='));
-      };
-      // The Engine's name filter matches a part of the name.
-      const matches = (n: FakeNetwork) =>
-        (filters.label ?? []).every((l) => labelled(n, l)) && (filters.name ?? []).every((x) => n.Name.includes(x));
-      return json(200, [...this.networks.values()].filter(matches));
-    }
-    if (req.method === 'GET' && (m = path.match(/^\/networks\/([^/]+)$/))) {
-      const found = this.findNetworks(m[1]!);
-      if (found.length !== 1) return json(404, { message: `network ${m[1]} not found` });
-      return json(200, { ...found[0], Containers: {} }); // containers join by NetworkMode here: none is attached later
-    }
-    if (req.method === 'DELETE' && (m = path.match(/^\/networks\/(.+)$/))) {
-      const found = this.findNetworks(m[1]!);
-      if (found.length !== 1)
-        return json(found.length ? 400 : 404, {
-          message: found.length ? `network ${m[1]} is ambiguous` : `No such network: ${m[1]}`,
-        });
-      const n = found[0]!;
-      if ([...this.containers.values()].some((c) => [n.Id, n.Name].includes(c.HostConfig?.NetworkMode))) {
-        return json(403, {
-          message: `error while removing network: network ${n.Name} id ${n.Id} has active endpoints`,
-        });
-      }
-      this.networks.delete(n.Id);
-      return json(204);
-    }
-    json(404, { message: `page not found: ${req.method} ${path}` });
-  }
-}
+import { NetworkingEngineStandIn, NO_ADDRESS_POOL } from './helpers/networking-engine-stand-in';
+import { CONTROL_PLANE, KEY } from './helpers/provider-start';
 
 describe('docker provider', () => {
   let engine: NetworkingEngineStandIn;
@@ -329,150 +235,5 @@ describe('docker provider', () => {
     expect((dockerFromHost('unix:///var/run/docker.sock').modem as any).socketPath).toBe('/var/run/docker.sock');
     const tcp = dockerFromHost('tcp://10.0.0.5:2376').modem as any;
     expect([tcp.host, tcp.port, tcp.protocol]).toEqual(['10.0.0.5', 2376, 'http']);
-  });
-});
-
-describe('remote provider', () => {
-  const API_KEY = 'remote-api-key';
-  let api: RemoteRuntimeStandIn;
-  let provider: RemoteProvider;
-  const spec: SandboxSpec = {
-    id: 'remote',
-    provider: 'remote',
-    runtime: 'built-in',
-    image: 'example/runtime:2',
-    command: ['serve'],
-    working_dir: '/work',
-    initial_env: { A: '1' },
-    memory_mb: null,
-    cpus: null,
-    pids_limit: null,
-    disk_mb: null,
-  };
-
-  beforeAll(async () => {
-    api = await new RemoteRuntimeStandIn(API_KEY).start();
-    provider = new RemoteProvider({ baseUrl: api.url, apiKey: API_KEY });
-  });
-  afterAll(() => api.close());
-
-  it('starts a runtime with the spec and takes the URL and key the API issued', async () => {
-    const started = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    const start = api.requests.find((r) => r.path === '/start')!;
-    expect(start).toEqual({
-      method: 'POST',
-      path: '/start',
-      apiKey: API_KEY,
-      body: {
-        image: 'example/runtime:2',
-        command: ['serve'],
-        working_dir: '/work',
-        environment: { A: '1', CONTROL_PLANE_URL: CONTROL_PLANE },
-        session_id: 'r1',
-        session_api_key: KEY,
-      },
-    });
-    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: 'https://rt-1.runtimes.example', port: 443 }]);
-    expect(started.sessionApiKey).toBe('remote-issued-key-1');
-    expect(started.handle).toEqual({
-      provider: 'remote',
-      sessionId: 'r1',
-      runtimeId: 'rt-1',
-      url: 'https://rt-1.runtimes.example',
-    });
-  });
-
-  it('a repeated start finds the session instead of starting a second runtime', async () => {
-    const n = api.requests.length;
-    const again = await provider.start({ sandboxId: 'r1', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    expect(api.requests.slice(n).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /sessions/r1']);
-    expect((again.handle as any).runtimeId).toBe('rt-1');
-  });
-
-  it('pauses, resumes, inspects and stops by runtime id', async () => {
-    const { handle } = await provider.start({
-      sandboxId: 'r2',
-      spec,
-      sessionApiKey: KEY,
-      controlPlaneUrl: CONTROL_PLANE,
-    });
-    const n = api.requests.length;
-    await provider.pause(handle);
-    expect(await provider.inspect(handle)).toEqual({ state: 'paused' });
-    await provider.resume(handle);
-    expect(await provider.inspect(handle)).toEqual({ state: 'running' });
-    await provider.delete('r2', handle);
-    expect(await provider.inspect(handle)).toEqual({ state: 'missing', detail: 'the remote runtime rt-2 is stopped' });
-    const posts = api.requests.slice(n).filter((r) => r.method === 'POST');
-    expect(posts.map((r) => [r.path, r.body])).toEqual([
-      ['/pause', { runtime_id: 'rt-2' }],
-      ['/resume', { runtime_id: 'rt-2' }],
-      ['/stop', { runtime_id: 'rt-2' }],
-    ]);
-    api.sessions.delete('r2');
-    expect(await provider.inspect(handle)).toEqual({
-      state: 'missing',
-      detail: 'the remote runtime rt-2 no longer exists',
-    });
-    await expect(provider.delete('r2', null)).resolves.toBeUndefined();
-  });
-
-  it('leaves the session key alone when the API issues none', async () => {
-    api.issueKeys = false;
-    try {
-      const started = await provider.start({
-        sandboxId: 'r4',
-        spec,
-        sessionApiKey: KEY,
-        controlPlaneUrl: CONTROL_PLANE,
-      });
-      const session = api.sessions.get('r4')!;
-      expect(session.session_api_key).toBeNull();
-      expect(started.sessionApiKey).toBeUndefined();
-      expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: session.url, port: 443 }]);
-    } finally {
-      api.issueKeys = true;
-    }
-  });
-
-  it('a start that finds its session paused resumes it instead of starting another', async () => {
-    const { handle } = await provider.start({
-      sandboxId: 'r5',
-      spec,
-      sessionApiKey: KEY,
-      controlPlaneUrl: CONTROL_PLANE,
-    });
-    await provider.pause(handle);
-    const n = api.requests.length;
-    const again = await provider.start({ sandboxId: 'r5', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE });
-    expect(api.requests.slice(n).map((r) => [`${r.method} ${r.path}`, r.body])).toEqual([
-      ['GET /sessions/r5', undefined],
-      ['POST /resume', { runtime_id: (handle as any).runtimeId }],
-    ]);
-    expect(api.sessions.get('r5')!.status).toBe('running');
-    expect(again.handle).toEqual(handle);
-  });
-
-  it('deleting a runtime the API no longer knows is not an error', async () => {
-    const gone = {
-      provider: 'remote' as const,
-      sessionId: 'r-gone',
-      runtimeId: 'rt-gone',
-      url: 'https://rt-gone.runtimes.example',
-    };
-    const n = api.requests.length;
-    await expect(provider.delete('r-gone', gone)).resolves.toBeUndefined();
-    await expect(provider.delete('r-gone', null)).resolves.toBeUndefined();
-    expect(api.requests.slice(n).map((r) => `${r.method} ${r.path}`)).toEqual(['POST /stop', 'GET /sessions/r-gone']);
-  });
-
-  it('a wrong API key is a configuration error naming the variable', async () => {
-    const wrong = new RemoteProvider({ baseUrl: api.url, apiKey: 'wrong' });
-    const err = await wrong
-      .start({ sandboxId: 'r3', spec, sessionApiKey: KEY, controlPlaneUrl: CONTROL_PLANE })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ProviderConfigError);
-    expect((err as Error).message).toContain('REMOTE_RUNTIME_API_KEY');
-    expect(api.sessions.has('r3')).toBe(false);
   });
 });

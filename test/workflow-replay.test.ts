@@ -17,8 +17,8 @@
  *
  * Recorded with the code of commit d50e5fd (by test/start-queue.test.ts's first case): a start that
  * waited in its user's line and went on when a sandbox was paused, and that user's line workflow.
- * Recorded by test/start-queue.test.ts (RECORD_FIXTURES=1) with the code that added organization lines:
- * a start that passed its user's line and waited in its organization's.
+ * Recorded by test/start-queue-organizations.test.ts (RECORD_FIXTURES=1) with the code that added
+ * organization lines: a start that passed its user's line and waited in its organization's.
  */
 import fs from 'node:fs';
 import path from 'node:path';

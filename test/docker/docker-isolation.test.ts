@@ -1,132 +1,38 @@
 /**
  * Issue 17 for the docker provider: a sandbox reaches nothing that is not its own. Two users, A and B,
- * each with a RUNNING docker sandbox; everything B's runtime runs (commands through its own bash
- * endpoint, and its agent's terminal tool) tries A's runtime, A's files, the test run's DATA_DIR and
- * engine, the database and Temporal, and fails, while the same probes reach what B may reach (its own
- * runtime, the api at its control-plane URL): the probes work, so their failures mean something.
+ * each with a RUNNING docker sandbox (test/helpers/docker-sandbox-pair.ts); everything B's runtime runs
+ * (commands through its own bash endpoint, and its agent's terminal tool) tries A's runtime, A's files, the
+ * test run's DATA_DIR and engine, the database and Temporal, and fails, while the same probes reach what B
+ * may reach (its own runtime, the api at its control-plane URL): the probes work, so their failures mean
+ * something. A shared network with peers: docker-isolation-peers.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import type Docker from 'dockerode';
-import { DockerProvider } from '../../activities/sandbox-providers/docker-provider';
 import type { Config } from '../../src/config';
-import type { SandboxSpec } from '../../src/schemas/sandboxes';
 import { ScriptedLlm } from '../../src/llm/scripted-llm';
-import { loggedEvents, runtimeCall, runtimeOf, type Runtime } from '../helpers/agent';
-import { waitForStartTask } from '../helpers/start-tasks';
-import { runtimeClient } from '../../src/sandboxes/runtime-clients';
 import { RUNTIME_KINDS } from '../../src/schemas/sandboxes';
+import { loggedEvents } from '../helpers/agent';
 import type { TestApi } from '../helpers/api';
-import {
-  containersOf,
-  dockerClient,
-  dockerEnv,
-  DOCKER_OPENHANDS_SPEC_ID,
-  DOCKER_SPEC_ID,
-  dockerServiceEnv,
-  networksOf,
-  openhandsRuntimeSpec,
-  removeSandboxContainers,
-  runtimeSpec,
-  sandboxAddress,
-} from '../helpers/docker';
+import { containersOf, dockerClient, dockerEnv } from '../helpers/docker';
+import { startDockerSandboxPair, type DockerSandboxPair, type Side } from '../helpers/docker-sandbox-pair';
 import { TEST_SECRETS_KEY, testEnv } from '../helpers/env';
 import { eventually } from '../helpers/eventually';
-import { agentUrl, runtimeGet, waitForStatus } from '../helpers/sandboxes';
-import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
-import { COMPOSE_PROJECT_PREFIX } from '../setup/docker';
-
-/** How long a probe waits for a TCP connection before it calls the target silent. */
-const PROBE_MS = 2500;
-
-/**
- * TCP connections from inside a sandbox, with the image's node (it has no curl): one line per target,
- * `host:port connected|timeout|<errno code>`, all tried at once.
- */
-const PROBE_JS =
-  'const net=require("net");' +
-  'Promise.all(process.argv.slice(1).map((t)=>new Promise((r)=>{' +
-  'const i=t.lastIndexOf(":");const s=net.connect({host:t.slice(0,i),port:Number(t.slice(i+1))});' +
-  `const done=(v)=>{clearTimeout(k);s.destroy();r(t+" "+v)};const k=setTimeout(()=>done("timeout"),${PROBE_MS});` +
-  's.on("connect",()=>done("connected"));s.on("error",(e)=>done(e.code))' +
-  '}))).then((lines)=>console.log(lines.join("\\n")))';
-const probeCommand = (targets: string[]) => `timeout 10 node -e '${PROBE_JS}' ${targets.join(' ')}`;
-const parseProbe = (output: string): Record<string, string> =>
-  Object.fromEntries(
-    output
-      .trim()
-      .split('\n')
-      .map((l) => l.split(' ') as [string, string]),
-  );
-
-const portOf = (address: string) => Number(new URL(address.includes('://') ? address : `tcp://${address}`).port);
-
-/** A TCP connection from the test process itself (the host). */
-const hostConnects = (host: string, port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = net.connect({ host, port });
-    const done = (ok: boolean) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(PROBE_MS, () => done(false));
-    s.on('connect', () => done(true));
-    s.on('error', () => done(false));
-  });
-
-interface Side {
-  user: { userId: string; key: string };
-  sandbox: any;
-  /** The container's address and its gateway (the host's address) on the sandbox's own network. */
-  ip: string;
-  gateway: string;
-  /** The host port where the runtime is published (on 127.0.0.1). */
-  publishedPort: number;
-  runtime: Runtime;
-}
+import { runtimeGet } from '../helpers/sandboxes';
+import { waitForStartTask } from '../helpers/start-tasks';
+import { hostConnects, parseProbe, portOf, probeCommand } from '../helpers/tcp-probes';
 
 describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing that is not its own', (runtime) => {
-  let service: ServiceUnderTest;
+  let pair: DockerSandboxPair | undefined;
   let t: TestApi;
   let dir: string;
   let config: Config;
   let a: Side;
   let b: Side;
   const marker = `a-marker-${randomBytes(6).toString('hex')}`;
-  const started = new Set<string>();
 
-  const startSide = async (): Promise<Side> => {
-    const user = await t.newUser();
-    const r = await t.request('POST', '/api/v1/sandboxes', {
-      key: user.key,
-      body: { sandbox_spec_id: runtime === 'openhands' ? DOCKER_OPENHANDS_SPEC_ID : DOCKER_SPEC_ID },
-    });
-    expect(r.status).toBe(200);
-    started.add(r.body.id);
-    const sandbox = await waitForStatus(t, user.key, r.body.id, 'RUNNING', 120_000);
-    const { ip, gateway } = await sandboxAddress(sandbox.id);
-    const publishedPort = Number(new URL(agentUrl(sandbox)).port);
-    return {
-      user,
-      sandbox,
-      ip,
-      gateway,
-      publishedPort,
-      runtime: runtimeOf(sandbox),
-    };
-  };
   /** A command in the side's sandbox, through the control plane's client of its runtime (either one). */
-  const bash = async (
-    side: Side,
-    command: string,
-  ): Promise<{ exit_code: number; output: string; timed_out: boolean }> =>
-    runtimeClient((await t.stores.sandboxes.get(side.sandbox.id))!, t.box).bash(command, {
-      cwd: '/workspace',
-      timeoutS: 30,
-    });
+  const bash = (side: Side, command: string) => pair!.bash(side, command);
   const probe = async (side: Side, targets: string[]): Promise<Record<string, string>> => {
     const r = await bash(side, probeCommand(targets));
     expect(r.exit_code).toBe(0);
@@ -136,13 +42,8 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
   };
 
   beforeAll(async () => {
-    service = await startServiceUnderTest(
-      'docker-isolation-',
-      (dataDir) => dockerServiceEnv(dataDir, {}, [openhandsRuntimeSpec()]),
-      { beforeRemove: () => removeSandboxContainers(started) },
-    );
-    ({ t, dataDir: dir, config } = service);
-    [a, b] = await Promise.all([startSide(), startSide()]);
+    pair = await startDockerSandboxPair(runtime);
+    ({ t, dataDir: dir, config, a, b } = pair);
     expect(a.user.userId).not.toBe(b.user.userId);
     expect(await bash(a, `echo secret-of-a > /workspace/${marker}`)).toEqual({
       exit_code: 0,
@@ -152,7 +53,7 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
   }, 240_000);
 
   afterAll(async () => {
-    await service?.close();
+    await pair?.close();
   });
 
   it("B reaches its own runtime and the api, but not A's runtime: not on A's network, not through A's published port", async () => {
@@ -370,130 +271,5 @@ describe.each(RUNTIME_KINDS)('a docker sandbox on the %s runtime reaches nothing
     } finally {
       await llm.close();
     }
-  });
-});
-
-/** Runs a command in a container (docker exec); its output, stdout and stderr together, and exit code. */
-async function execIn(
-  container: Docker.Container,
-  cmd: string[],
-): Promise<{ exitCode: number | null; output: string }> {
-  const exec = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  const out = new PassThrough();
-  let output = '';
-  out.on('data', (d: Buffer) => (output += d.toString('utf8')));
-  dockerClient().modem.demuxStream(stream, out, out);
-  await new Promise<void>((resolve, reject) => {
-    stream.on('end', () => resolve());
-    stream.on('error', reject);
-  });
-  return { exitCode: (await exec.inspect()).ExitCode, output };
-}
-
-describe("with a shared network (compose's DOCKER_NETWORK) and peers, a docker sandbox reaches only the peers", () => {
-  const docker = dockerClient();
-  const project = `${COMPOSE_PROJECT_PREFIX}peers-${randomBytes(4).toString('hex')}`;
-  const network = `${project}_default`;
-  const sandboxId = `peers-${randomBytes(4).toString('hex')}`;
-  const key = `acp_${randomBytes(16).toString('hex')}`;
-  const services: Record<string, Docker.Container> = {};
-  let provider: DockerProvider;
-
-  /** A container of the compose project that serves one TCP port (the api on 8000, mongodb on 27017). */
-  const service = async (name: string, port: number) => {
-    const c = await docker.createContainer({
-      name: `${project}-${name}-1`,
-      Image: dockerEnv().images.runtime,
-      Cmd: ['node', '-e', `require("http").createServer((q, s) => s.end("${name}")).listen(${port})`],
-      Labels: { 'com.docker.compose.project': project, 'com.docker.compose.service': name },
-      HostConfig: { NetworkMode: network, Init: true },
-      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [name] } } },
-    });
-    await c.start();
-    services[name] = c;
-  };
-  const addressOn = async (c: Docker.Container, net: string) =>
-    (await c.inspect()).NetworkSettings.Networks[net]?.IPAddress;
-
-  beforeAll(async () => {
-    await docker.createNetwork({
-      Name: network,
-      Driver: 'bridge',
-      CheckDuplicate: true,
-      Labels: { 'com.docker.compose.project': project, 'com.docker.compose.network': 'default' },
-    });
-    await Promise.all([service('api', 8000), service('mongodb', 27017)]);
-    provider = new DockerProvider({ docker, publishHost: '127.0.0.1', network, peers: ['api'] });
-  });
-
-  afterAll(async () => {
-    for (const c of Object.values(services)) await c.remove({ force: true }).catch(() => undefined); // first: the api may be on the sandbox's network
-    await removeSandboxContainers([sandboxId]);
-    await docker
-      .getNetwork(network)
-      .remove()
-      .catch(() => undefined);
-  });
-
-  it('the peers join the sandbox network: the sandbox reaches the api by its service name, not mongodb; delete takes the api off again', async () => {
-    const spec: SandboxSpec = runtimeSpec();
-    const started = await provider.start({ sandboxId, spec, sessionApiKey: key, controlPlaneUrl: 'http://api:8000' });
-    const own = `agent-control-sandbox-${sandboxId}`;
-    expect(started.exposedUrls).toEqual([{ name: 'AGENT_SERVER', url: `http://${own}:8000`, port: 8000 }]);
-    const [c] = await containersOf(sandboxId);
-    const info = await docker.getContainer(c!.Id).inspect();
-    expect(Object.keys(info.NetworkSettings.Networks)).toEqual([own]); // not the project's network
-    expect(info.HostConfig.PortBindings ?? {}).toEqual({}); // nothing published
-    expect(Object.keys((await services.api!.inspect()).NetworkSettings.Networks).sort()).toEqual([network, own].sort());
-    expect(Object.keys((await services.mongodb!.inspect()).NetworkSettings.Networks)).toEqual([network]);
-
-    // The host is on the sandbox's network too: its runtime, by its address there.
-    const { ip } = await sandboxAddress(sandboxId);
-    const rt: Runtime = { url: `http://${ip}:8000`, key, sandboxId };
-    await eventually(
-      async () => expect(await runtimeGet(rt.url, '/alive')).toEqual({ status: 200, body: { status: 'ok' } }),
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
-    const mongodbIp = await addressOn(services.mongodb!, network);
-    const apiIp = await addressOn(services.api!, network);
-    const run = async (command: string) =>
-      (await runtimeCall(rt, 'POST', '/api/bash/execute_bash_command', { command, timeout: 30 })).body;
-    const probed = await run(probeCommand(['api:8000', `${apiIp}:8000`, `${mongodbIp}:27017`]));
-    expect(parseProbe(probed.output)).toEqual({
-      'api:8000': 'connected', // the api's alias on the sandbox's network
-      [`${apiIp}:8000`]: 'timeout', // the api's address on the project's network: another bridge
-      [`${mongodbIp}:27017`]: 'timeout',
-    });
-    // No such name on the sandbox's network: not found (the engine asks the host's resolvers, which here do not answer).
-    const byName = await run('timeout 3 getent hosts mongodb; echo "exit $?"');
-    expect(['exit 2\n', 'exit 124\n']).toContain(byName.output);
-    expect(
-      (
-        await run(
-          "timeout 10 node -e 'fetch(process.env.CONTROL_PLANE_URL).then(async (r)=>console.log(await r.text()))'",
-        )
-      ).output,
-    ).toBe('api\n');
-
-    // The api reaches the sandbox by its container name (what its AGENT_SERVER says); mongodb does not.
-    const fromApi = await execIn(services.api!, ['node', '-e', PROBE_JS, `${own}:8000`]);
-    expect(parseProbe(fromApi.output)).toEqual({ [`${own}:8000`]: 'connected' });
-    const fromMongodb = await execIn(services.mongodb!, ['node', '-e', PROBE_JS, `${ip}:8000`]);
-    expect(parseProbe(fromMongodb.output)).toEqual({ [`${ip}:8000`]: 'timeout' });
-
-    // A start of the running sandbox attaches an api container that is new (compose recreated it).
-    await docker
-      .getNetwork((await networksOf(sandboxId))[0]!.Id)
-      .disconnect({ Container: (await services.api!.inspect()).Id, Force: true });
-    await provider.start({ sandboxId, spec, sessionApiKey: key, controlPlaneUrl: 'http://api:8000' });
-    expect(Object.keys((await services.api!.inspect()).NetworkSettings.Networks).sort()).toEqual([network, own].sort());
-
-    await provider.delete(sandboxId, started.handle);
-    expect(await containersOf(sandboxId)).toEqual([]);
-    expect(await networksOf(sandboxId)).toEqual([]);
-    const api = await services.api!.inspect();
-    expect(api.State.Running).toBe(true);
-    expect(Object.keys(api.NetworkSettings.Networks)).toEqual([network]);
   });
 });

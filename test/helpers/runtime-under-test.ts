@@ -2,6 +2,7 @@
  * The service with one user's sandbox RUNNING, as the runtime the agent suites create their conversations
  * in, and that runtime brought back after a test killed it.
  */
+import path from 'node:path';
 import type { Runtime } from './agent';
 import { runtimeOf } from './agent';
 import type { TestApi } from './api';
@@ -19,6 +20,8 @@ export interface RuntimeUnderTest {
   service: ServiceUnderTest;
   user: { userId: string; key: string };
   rt: Runtime;
+  /** The sandbox's workspace directory, where the agent's tools work (a resumed runtime keeps it). */
+  workspace: string;
 }
 
 /** The service (`prefix` names its directory), a new user, and that user's sandbox once RUNNING. */
@@ -27,7 +30,8 @@ export async function startRuntimeUnderTest(prefix: string): Promise<RuntimeUnde
   try {
     const user = await service.t.newUser();
     const sandbox = await runningSandbox(service.t, user.key);
-    return { service, user, rt: runtimeOf(sandbox) };
+    const rt = runtimeOf(sandbox);
+    return { service, user, rt, workspace: path.join(service.dataDir, 'sandboxes', rt.sandboxId, 'workspace') };
   } catch (e) {
     await service.close();
     throw e;

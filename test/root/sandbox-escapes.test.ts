@@ -9,7 +9,8 @@
  *   4. a FIFO where the worker used to read the runtime's port, which froze the worker for everyone;
  *   5. files in the shared temporary directories (and any other directory every user may write) and
  *      SysV IPC objects that outlive the sandbox.
- * Runs only as root (jest.config.js).
+ * The service, the users and their sandboxes: test/helpers/isolated-sandbox-pair.ts. Runs only as root
+ * (jest.config.js).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,125 +18,48 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
-import { removeSandboxFirewall } from '../../activities/sandbox-providers/process-firewall';
 import { startApiServer } from '../../src/api/server';
-import { ScriptedLlm } from '../../src/llm/scripted-llm';
+import type { ScriptedLlm } from '../../src/llm/scripted-llm';
 import { reclaimPort } from '../../src/process/net';
-import { processesOfUser, readStat, signalAll } from '../../src/process/process-tree';
+import { processesOfUser, readStat } from '../../src/process/process-tree';
 import { SYSTEM_DIRS } from '../../src/process/trusted-path';
-import { runtimeCall, runtimeOf, type Runtime } from '../helpers/agent';
+import { runtimeCall } from '../helpers/agent';
 import type { TestApi } from '../helpers/api';
 import { eventually } from '../helpers/eventually';
-import { bareRepo } from '../helpers/git-repo';
-import { GitHttpsServer } from '../helpers/git-https-server';
+import type { GitHttpsServer } from '../helpers/git-https-server';
+import { startIsolatedSandboxPair, type IsolatedSandboxPair, type Who } from '../helpers/isolated-sandbox-pair';
 import { distPath } from '../helpers/run';
-import { agentUrl, runningSandbox, waitForSandbox } from '../helpers/sandboxes';
-import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
-
-/** Programs the worker or a runtime used to find through PATH. */
-const PLANTED = [
-  'iptables',
-  'ip6tables',
-  'iptables-restore',
-  'ip6tables-restore',
-  'git',
-  'bash',
-  'sh',
-  'node',
-  'kill',
-  'mkdir',
-  'unshare',
-  'mount',
-  'setpriv',
-];
+import { agentUrl, waitForSandbox } from '../helpers/sandboxes';
 
 describe('the doors out of an isolated process sandbox are shut', () => {
   const first = 4_500_000 + Math.floor(Math.random() * 400) * 1000;
   const range: [number, number] = [first, first + 999];
   const gitToken = `gtok_${randomBytes(12).toString('hex')}`;
   const originalPath = process.env.PATH;
+  let pair: IsolatedSandboxPair | undefined;
   let dataDir: string;
-  let shared: string; // readable by every uid: the git host's repositories and certificate
   let plant: string;
   let openDir: string; // a directory every user may write, beyond the usual temporary ones
   let git: GitHttpsServer;
   let llm: ScriptedLlm;
-  let service: ServiceUnderTest;
   let t: TestApi;
-  let users: Record<'a' | 'b', { userId: string; key: string }>;
-  const boxes: Record<'a' | 'b', { s: any; rt: Runtime; dir: string; uid: number }> = {} as any;
+  let users: IsolatedSandboxPair['users'];
+  let boxes: IsolatedSandboxPair['boxes'];
 
-  const bash = async (who: 'a' | 'b', command: string, timeout = 20) => {
+  const bash = async (who: Who, command: string, timeout = 20) => {
     const r = await runtimeCall(boxes[who].rt, 'POST', '/api/bash/execute_bash_command', { command, timeout });
     expect(r.status).toBe(200);
     return r.body as { exit_code: number; output: string };
   };
-  const newSandbox = async (who: 'a' | 'b') => {
-    const s = await runningSandbox(t, users[who].key);
-    const dir = path.join(t.config.sandboxes.dir, s.id);
-    boxes[who] = { s, rt: runtimeOf(s), dir, uid: fs.statSync(path.join(dir, 'home')).uid };
-  };
   const planted = () => fs.readdirSync(plant).filter((f) => f.startsWith('ran-'));
 
   beforeAll(async () => {
-    shared = fs.mkdtempSync('/var/lib/agent-control-escapes-git-');
-    fs.chmodSync(shared, 0o755);
-    // A directory another user owns and can write, first on the worker's PATH: what a sandbox made of
-    // `<tmp>/node_modules/.bin` under `npm start`. Each program in it leaves a mark, then runs the real one.
-    plant = fs.mkdtempSync('/var/lib/agent-control-escapes-plant-');
-    for (const name of PLANTED) {
-      const real = execFileSync('sh', ['-c', `command -v ${name}`], {
-        encoding: 'utf8',
-        env: { PATH: SYSTEM_DIRS.join(':') },
-      }).trim();
-      fs.writeFileSync(path.join(plant, name), `#!/bin/sh\n: > "${plant}/ran-${name}-$(id -u)"\nexec ${real} "$@"\n`, {
-        mode: 0o755,
-      });
-    }
-    fs.chmodSync(plant, 0o777);
-    fs.chownSync(plant, 4_400_000, 4_400_000);
-    process.env.PATH = `${plant}:${originalPath}`;
-    openDir = fs.mkdtempSync('/var/lib/agent-control-escapes-shared-');
-    fs.chmodSync(openDir, 0o1777);
-
-    bareRepo(path.join(shared, 'acme'), 'private', { 'README.md': '# private\n' });
-    git = await new GitHttpsServer(shared, gitToken).start();
-    fs.chmodSync(path.join(shared, '.tls'), 0o755);
-    fs.chmodSync(git.certFile, 0o644);
-    llm = await new ScriptedLlm([]).start();
-    // The fixture's close() ends the runtimes under SANDBOXES_DIR (elsewhere, isolated); the uids and the
-    // firewall go before the directory does.
-    service = await startServiceUnderTest(
-      '/var/lib/agent-control-escapes-',
-      {
-        SANDBOX_PROCESS_ISOLATION: 'user',
-        SANDBOX_UID_RANGE: `${range[0]}-${range[1]}`,
-        SANDBOX_LOCAL_ALLOW: [new URL(llm.url).host, new URL(git.url).host].join(','),
-        SANDBOX_IDLE_TIMEOUT_MS: '0',
-        SANDBOX_HEALTH_INTERVAL_MS: '500',
-        GIT_CLONE_BASE_URL: git.url,
-        SANDBOX_SPECS_FILE: git.writeTrustingSpecs(path.join(shared, 'specs.json')),
-      },
-      {
-        beforeRemove: async () => {
-          for (const { uid } of Object.values(boxes)) signalAll(await processesOfUser(uid), 'SIGKILL');
-          await removeSandboxFirewall(range);
-        },
-      },
-    );
-    ({ t, dataDir } = service);
-    users = { a: await t.newUser(), b: await t.newUser() };
-    await newSandbox('a');
-    await newSandbox('b');
+    pair = await startIsolatedSandboxPair(range, gitToken);
+    ({ t, dataDir, plant, openDir, git, llm, users, boxes } = pair);
   }, 90_000);
 
   afterAll(async () => {
-    process.env.PATH = originalPath;
-    await service?.close();
-    await llm?.close();
-    await git?.close();
-    for (const d of [shared, plant, openDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-    if (t) fs.rmSync(path.dirname(t.config.sandboxes.dir), { recursive: true, force: true });
+    await pair?.close();
   });
 
   it('1. programs run as root and in sandboxes come from root-owned directories, never from a PATH another user can write', async () => {
