@@ -3,32 +3,11 @@
  * started through the api, a scripted LLM on loopback, events read back from the log): by the condenser
  * past max_size, and on request (CondensationRequest) without one; what the LLM sees afterwards.
  */
-import type { TestApi } from './helpers/api';
-import {
-  settledLog,
-  runtimeCall,
-  startAgentConversation,
-  steps,
-  waitForExecution,
-  type Runtime,
-} from './helpers/agent';
-import { startRuntimeUnderTest } from './helpers/runtime-under-test';
-import type { ServiceUnderTest } from './helpers/service';
+import { settledLog, runtimeCall, startAgentConversation, steps, waitForExecution } from './helpers/agent';
+import { rt, t, user, useRuntimeUnderTest } from './helpers/runtime-under-test';
 
 describe('agent runtime through the control plane', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-
-  beforeAll(async () => {
-    ({ service, user, rt } = await startRuntimeUnderTest('agent-condensation-'));
-    ({ t } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  useRuntimeUnderTest('agent-condensation-');
 
   it('condenses history past max_size: Condensation and CondensationSummaryEvent, and the LLM sees the summary', async () => {
     const think = (n: number) => ({ tool_calls: [{ name: 'think', arguments: { thought: `step ${n}` } }] });

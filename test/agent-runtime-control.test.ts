@@ -5,36 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TestApi } from './helpers/api';
-import {
-  settledLog,
-  runtimeCall,
-  startAgentConversation,
-  states,
-  steps,
-  waitForExecution,
-  type Runtime,
-} from './helpers/agent';
+import { settledLog, runtimeCall, startAgentConversation, states, steps, waitForExecution } from './helpers/agent';
 import { eventually } from './helpers/eventually';
-import { startRuntimeUnderTest } from './helpers/runtime-under-test';
-import type { ServiceUnderTest } from './helpers/service';
+import { rt, t, user, useRuntimeUnderTest, workspace } from './helpers/runtime-under-test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('agent runtime through the control plane', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-  let workspace: string;
-
-  beforeAll(async () => {
-    ({ service, user, rt, workspace } = await startRuntimeUnderTest('agent-control-'));
-    ({ t } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  useRuntimeUnderTest('agent-control-');
 
   it('pause takes effect between steps: the step in flight ends, then PAUSED; run goes on', async () => {
     const c = await startAgentConversation(t, user, rt, [

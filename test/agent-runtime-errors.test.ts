@@ -6,34 +6,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TestApi } from './helpers/api';
-import {
-  settledLog,
-  runtimeCall,
-  startAgentConversation,
-  states,
-  steps,
-  waitForExecution,
-  type Runtime,
-} from './helpers/agent';
-import { startRuntimeUnderTest } from './helpers/runtime-under-test';
-import type { ServiceUnderTest } from './helpers/service';
+import { settledLog, runtimeCall, startAgentConversation, states, steps, waitForExecution } from './helpers/agent';
+import { rt, t, user, useRuntimeUnderTest, workspace } from './helpers/runtime-under-test';
 
 describe('agent runtime through the control plane', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-  let workspace: string;
-
-  beforeAll(async () => {
-    ({ service, user, rt, workspace } = await startRuntimeUnderTest('agent-errors-'));
-    ({ t } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  useRuntimeUnderTest('agent-errors-');
 
   it('answers 404 for an unknown conversation, 409 for a conflicting call, 422 for a bad body, 401 without the key', async () => {
     const c = await startAgentConversation(t, user, rt, [{ content: 'slow', delay_ms: 2000 }]);

@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import pino from 'pino';
 import { startApiServer } from '../src/api/server';
 import path from 'node:path';
-import type { TestApi } from './helpers/api';
 import {
   settledLog,
   kinds,
@@ -21,26 +20,13 @@ import {
   type Runtime,
 } from './helpers/agent';
 import { eventually } from './helpers/eventually';
-import { resumeKilledRuntime, startRuntimeUnderTest } from './helpers/runtime-under-test';
+import { dataDir, resumeKilledRuntime, t, user, useRuntimeUnderTest } from './helpers/runtime-under-test';
 import { runtimeRootsUnder } from './helpers/sandboxes';
-import type { ServiceUnderTest } from './helpers/service';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('agent runtime through the control plane', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let dataDir: string;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-
-  beforeAll(async () => {
-    ({ service, user, rt } = await startRuntimeUnderTest('agent-recovery-'));
-    ({ t, dataDir } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  let rt: Runtime; // this file's own: a test assigns the resumed runtime
+  useRuntimeUnderTest('agent-recovery-', (started) => (rt = started.rt));
 
   /** Restarts the api in this test process (the runtime reports to the same port). */
   const restartApi = async () => {

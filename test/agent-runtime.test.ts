@@ -7,30 +7,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
-import type { TestApi } from './helpers/api';
-import { settledLog, loggedEvents, runtimeCall, states, steps, waitForExecution, type Runtime } from './helpers/agent';
+import { settledLog, loggedEvents, runtimeCall, states, steps, waitForExecution } from './helpers/agent';
 import { TEST_SECRETS_KEY } from './helpers/env';
 import { distPath, runNode } from './helpers/run';
-import { startRuntimeUnderTest } from './helpers/runtime-under-test';
-import type { ServiceUnderTest } from './helpers/service';
+import { rt, t, user, useRuntimeUnderTest, workspace } from './helpers/runtime-under-test';
 import { connect } from './helpers/ws-client';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('agent runtime through the control plane', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-  let workspace: string;
-
-  beforeAll(async () => {
-    ({ service, user, rt, workspace } = await startRuntimeUnderTest('agent-'));
-    ({ t } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  useRuntimeUnderTest('agent-');
 
   it('runs a scripted conversation that lists files, edits one and finishes: events in order in the log and on the websocket', async () => {
     fs.mkdirSync(path.join(workspace, 'demo'), { recursive: true });

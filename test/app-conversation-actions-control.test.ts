@@ -4,22 +4,22 @@
  * interrupt; a sandbox deleted from under a conversation; rename and visibility (PATCH); delete, which
  * keeps a shared sandbox and deletes an unshared one.
  */
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
 import { loggedEvents } from './helpers/agent';
-import { type TestApi } from './helpers/api';
-import { appConversationActionsSuite } from './helpers/app-conversation-actions';
+import {
+  llm,
+  other,
+  sendMessage,
+  settled,
+  startReady,
+  t,
+  useAppConversationActions,
+  user,
+  view,
+} from './helpers/app-conversation-actions';
 import { waitForStatus } from './helpers/sandboxes';
 
 describe('acting on started conversations', () => {
-  const suite = appConversationActionsSuite();
-  let t: TestApi;
-  let llm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  let other: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, llm, user, other } = suite);
-  });
-  const { startReady, view, settled, sendMessage } = suite;
+  useAppConversationActions();
 
   it('a message to a paused sandbox resumes it first; pause, run and interrupt control the agent; a sandbox that is gone is a 409', async () => {
     const ready = await startReady();

@@ -6,25 +6,25 @@
  * for a malformed one or a bad body.
  */
 import { randomUUID } from 'node:crypto';
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
 import { loggedEvents } from './helpers/agent';
-import { type TestApi } from './helpers/api';
-import { appConversationActionsSuite, userTexts } from './helpers/app-conversation-actions';
+import {
+  dataDir,
+  llm,
+  other,
+  queueMessage,
+  startReady,
+  t,
+  useAppConversationActions,
+  user,
+  userTexts,
+  view,
+} from './helpers/app-conversation-actions';
 import { eventually } from './helpers/eventually';
 import { bareRepo } from './helpers/git-repo';
 import { waitForStartTask } from './helpers/start-tasks';
 
 describe('acting on started conversations', () => {
-  const suite = appConversationActionsSuite();
-  let t: TestApi;
-  let dataDir: string;
-  let llm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  let other: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, dataDir, llm, user, other } = suite);
-  });
-  const { startReady, view, queueMessage } = suite;
+  useAppConversationActions();
 
   it('messages queued during a start arrive in order after READY, each once; a start that fails keeps them as UNDELIVERED', async () => {
     const slow = bareRepo(dataDir, 'slow', { 'README.md': '# slow\n', '.agents/setup.sh': 'sleep 3\n' });

@@ -5,22 +5,23 @@
  * from the published document. Run control and delete are in app-conversation-actions-control.test.ts,
  * messages queued during a start and refused calls in app-conversation-actions-queue.test.ts.
  */
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
-import { type TestApi } from './helpers/api';
-import { appConversationActionsSuite, userTexts } from './helpers/app-conversation-actions';
+import {
+  llm,
+  other,
+  sendMessage,
+  settled,
+  startReady,
+  t,
+  useAppConversationActions,
+  user,
+  userTexts,
+  view,
+} from './helpers/app-conversation-actions';
 import { eventually } from './helpers/eventually';
 import { publishedClient } from './helpers/published-client';
 
 describe('acting on started conversations', () => {
-  const suite = appConversationActionsSuite();
-  let t: TestApi;
-  let llm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  let other: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, llm, user, other } = suite);
-  });
-  const { startReady, view, settled, sendMessage } = suite;
+  useAppConversationActions();
 
   it('a follow-up message changes what the agent does next; the conversation shows its sandbox, state, metrics and address', async () => {
     const ready = await startReady({ title: 'Follow-ups', pr_number: [7] });

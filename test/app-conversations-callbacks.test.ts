@@ -4,25 +4,22 @@
  * posted once with the stored provider token, through a failing host and a lost record of the post; a
  * host that refuses is recorded once, not retried forever.
  */
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
 import { callbacksWorkflowId, startTaskWorkflowId } from '../src/temporal/shared';
 import { loggedEvents, states } from './helpers/agent';
-import { type TestApi } from './helpers/api';
-import { appConversationStartsSuite } from './helpers/app-conversation-starts';
+import {
+  gitHost,
+  llm,
+  streamStart,
+  t,
+  useAppConversationStarts,
+  user,
+  workflowsMatching,
+} from './helpers/app-conversation-starts';
 import { eventually } from './helpers/eventually';
-import type { GitHostStandIn } from './helpers/git-host-stand-in';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('app conversation starts', () => {
-  const suite = appConversationStartsSuite();
-  let t: TestApi;
-  let llm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  let gitHost: GitHostStandIn;
-  beforeAll(() => {
-    ({ t, llm, user, gitHost } = suite);
-  });
-  const { streamStart, workflowsMatching } = suite;
+  useAppConversationStarts();
 
   /** Retries `check` until it answers something truthy: that value. */
   const found = <T>(check: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 20_000): Promise<T> =>

@@ -5,26 +5,23 @@
  * appeared after the api's check.
  */
 import { randomUUID } from 'node:crypto';
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
 import { startTaskWorkflowId, WORKFLOW_TYPES, type StartTaskWorkflowInput } from '../src/temporal/shared';
 import { echoRequest, StartRequestSchema } from '../src/schemas/app-conversations';
-import { type TestApi } from './helpers/api';
-import { appConversationStartsSuite, STATUSES } from './helpers/app-conversation-starts';
+import {
+  llm,
+  service,
+  STATUSES,
+  streamStart,
+  t,
+  useAppConversationStarts,
+  user,
+} from './helpers/app-conversation-starts';
 import { sample } from './helpers/event-samples';
-import { type ServiceUnderTest } from './helpers/service';
 import { acceptedTaskRecord } from './helpers/start-tasks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('app conversation starts', () => {
-  const suite = appConversationStartsSuite();
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let llm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, service, llm, user } = suite);
-  });
-  const { streamStart } = suite;
+  useAppConversationStarts();
 
   it('the same conversation_id sent twice joins the first start: one task, one conversation', async () => {
     llm.load([{ content: 'Nothing to do.' }]);

@@ -8,23 +8,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { sandboxWorkflowId, startTaskWorkflowId } from '../src/temporal/shared';
-import { type TestApi } from './helpers/api';
-import { appConversationStartsSuite } from './helpers/app-conversation-starts';
+import {
+  dataDir,
+  service,
+  streamStart,
+  t,
+  useAppConversationStarts,
+  user,
+  workflowsMatching,
+} from './helpers/app-conversation-starts';
 import { runtimesUnder, waitForStatus } from './helpers/sandboxes';
 import { bareRepo } from './helpers/git-repo';
-import { type ServiceUnderTest } from './helpers/service';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('app conversation starts', () => {
-  const suite = appConversationStartsSuite();
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let dataDir: string;
-  let user: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, service, dataDir, user } = suite);
-  });
-  const { streamStart, workflowsMatching } = suite;
+  useAppConversationStarts();
 
   it('a failing setup script gives ERROR with the end of its output', async () => {
     const repo = bareRepo(dataDir, 'broken', {

@@ -10,25 +10,23 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
 import { loggedEvents, states } from './helpers/agent';
-import { type TestApi } from './helpers/api';
-import { appConversationStartsSuite, STATUSES } from './helpers/app-conversation-starts';
+import {
+  dataDir,
+  llm,
+  STATUSES,
+  streamStart,
+  t,
+  useAppConversationStarts,
+  user,
+} from './helpers/app-conversation-starts';
 import { eventually } from './helpers/eventually';
 import { waitForStatus } from './helpers/sandboxes';
 import { bareRepo } from './helpers/git-repo';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('app conversation starts', () => {
-  const suite = appConversationStartsSuite();
-  let t: TestApi;
-  let dataDir: string;
-  let llm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, dataDir, llm, user } = suite);
-  });
-  const { streamStart } = suite;
+  useAppConversationStarts();
 
   it('a full start with a repository, setup script, hook and skills reaches READY with every status in order; the agent runs and its events are searchable', async () => {
     const repo = bareRepo(dataDir, 'demo', {

@@ -6,19 +6,26 @@
  * operator does not allow, or carries a credential, is refused before anything starts; no credential is
  * in any round record.
  */
-import { type TestApi } from './helpers/api';
-import { callbackHostsSuite, expectNoCredentialRecorded, TOKENS } from './helpers/callback-hosts';
+import {
+  chat,
+  expectNoCredentialRecorded,
+  gitB,
+  gitC,
+  recorded,
+  results,
+  startFinishing,
+  t,
+  TOKENS,
+  trackerA,
+  useCallbackHosts,
+  user,
+  workers,
+} from './helpers/callback-hosts';
 import { eventually } from './helpers/eventually';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('callback processors that post to their hosts', () => {
-  const suite = callbackHostsSuite();
-  let t: TestApi;
-  let user: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, user } = suite);
-  });
-  const { gitB, gitC, trackerA, chat, workers, results, recorded, startFinishing } = suite;
+  useCallbackHosts();
 
   it('a worker killed while its post is in flight: the next worker finds the post and makes no second one', async () => {
     const held = gitB.hold();

@@ -6,22 +6,29 @@
  * processors of one conversation post the same summary; should_request_summary false posts nothing. Hosts
  * that refuse or keep failing, a killed worker and refused processors are in callback-hosts-failures.test.ts.
  */
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
-import { type TestApi } from './helpers/api';
 import { type HostPost } from './helpers/callback-host-stand-ins';
-import { callbackHostsSuite, expectNoCredentialRecorded, SUMMARY, TOKENS } from './helpers/callback-hosts';
+import {
+  chat,
+  expectNoCredentialRecorded,
+  gitB,
+  gitC,
+  llm,
+  recorded,
+  results,
+  startFinishing,
+  SUMMARY,
+  t,
+  TOKENS,
+  trackerA,
+  trackerB,
+  useCallbackHosts,
+  user,
+} from './helpers/callback-hosts';
 import { eventually } from './helpers/eventually';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('callback processors that post to their hosts', () => {
-  const suite = callbackHostsSuite();
-  let t: TestApi;
-  let llm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  beforeAll(() => {
-    ({ t, llm, user } = suite);
-  });
-  const { gitB, gitC, trackerA, trackerB, chat, results, recorded, startFinishing } = suite;
+  useCallbackHosts();
 
   const cases: {
     kind: string;

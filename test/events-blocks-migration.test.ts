@@ -5,21 +5,20 @@
  */
 import pino from 'pino';
 import { migrateConversationLayout, migrateEventLayouts } from '../src/events/event-layout-migration';
-import type { ConversationsStore } from '../src/store/conversations-store';
-import type { EventsStore } from '../src/store/events-store';
-import type { TestApi } from './helpers/api';
-import { at, useEventBlocksApi } from './helpers/event-blocks';
+import {
+  at,
+  conversations,
+  events,
+  expectSameAsSorted,
+  legacyConversation,
+  seen,
+  t,
+  useEventBlocksApi,
+} from './helpers/event-blocks';
 import { sample } from './helpers/event-samples';
 
 describe('event log in blocks', () => {
-  const api = useEventBlocksApi();
-  const { expectSameAsSorted, legacyConversation, seen } = api;
-  let t: TestApi;
-  let events: EventsStore;
-  let conversations: ConversationsStore;
-  beforeAll(() => {
-    ({ t, events, conversations } = api.started());
-  });
+  useEventBlocksApi();
 
   it('a log stored before the layout reads the same before and after it is moved onto it (ordered and not)', async () => {
     const legacy = await legacyConversation(Array.from({ length: 260 }, (_, i) => at(Math.floor(i / 2))));

@@ -3,22 +3,13 @@
  * turns the log to sorted reads before it is stored, a resent batch leaves it ordered, a recorded end
  * behind the log is found from the blocks past it, and concurrent batches are numbered without a gap.
  */
-import type { ConversationsStore } from '../src/store/conversations-store';
 import type { StoredEvent } from '../src/store/events-collection';
 import { normalizeEventTime } from '../src/schemas/event-time';
-import type { TestApi } from './helpers/api';
-import { at, base, eventsFrom, useEventBlocksApi } from './helpers/event-blocks';
+import { at, base, conversations, eventsFrom, key, t, useEventBlocksApi, userId } from './helpers/event-blocks';
 import { sample } from './helpers/event-samples';
 
 describe('event log in blocks', () => {
-  const api = useEventBlocksApi();
-  let t: TestApi;
-  let userId: string;
-  let key: string;
-  let conversations: ConversationsStore;
-  beforeAll(() => {
-    ({ t, userId, key, conversations } = api.started());
-  });
+  useEventBlocksApi();
 
   it('a batch whose times go back turns the log to sorted reads before it is stored, and pages stay in time order', async () => {
     const c = await t.newConversation(userId);

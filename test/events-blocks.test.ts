@@ -6,27 +6,29 @@
  * events-blocks-writes.test.ts, logs moved onto the layout in events-blocks-migration.test.ts.
  */
 import { MongoClient, type CommandStartedEvent } from 'mongodb';
-import type { ConversationsStore } from '../src/store/conversations-store';
 import { BLOCK_SIZE } from '../src/store/event-blocks';
 import { eventKey, type EventCursor, type EventFilter, type StoredEvent } from '../src/store/events-collection';
 import { EventsStore } from '../src/store/events-store';
 import { DatabaseBusyError } from '../src/store/errors';
 import { normalizeEventTime } from '../src/schemas/event-time';
-import type { TestApi } from './helpers/api';
-import { at, base, eventsFrom, filtersOf, pages, useEventBlocksApi } from './helpers/event-blocks';
+import {
+  at,
+  base,
+  conversations,
+  events,
+  eventsFrom,
+  expectSameAsSorted,
+  filtersOf,
+  key,
+  pages,
+  t,
+  useEventBlocksApi,
+  userId,
+} from './helpers/event-blocks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('event log in blocks', () => {
-  const api = useEventBlocksApi();
-  const { expectSameAsSorted } = api;
-  let t: TestApi;
-  let userId: string;
-  let key: string;
-  let events: EventsStore;
-  let conversations: ConversationsStore;
-  beforeAll(() => {
-    ({ t, userId, key, events, conversations } = api.started());
-  });
+  useEventBlocksApi();
 
   it('an ordered log in blocks reads exactly as one sorted query reads it, page for page', async () => {
     const c = await t.newConversation(userId);

@@ -4,9 +4,8 @@
  * JSON. Deep nesting, $ and dotted keys, U+0000, pages of large events, transfer codings, bodies never
  * read or never finished; and timestamps of years 0001-0099 in events and queries.
  */
-import type { TestApi } from './helpers/api';
 import { sample } from './helpers/event-samples';
-import { hostileInputSuite } from './helpers/hostile-input';
+import { healthy, key, t, useHostileInput, userId } from './helpers/hostile-input';
 import { bodyOf, raw, statusOf } from './helpers/raw-http';
 import { connect } from './helpers/ws-client';
 
@@ -17,14 +16,7 @@ function nested(depth: number, leaf: unknown = 1): unknown {
 }
 
 describe('hostile input at the edge (issue 13)', () => {
-  const suite = hostileInputSuite();
-  let t: TestApi;
-  let key: string;
-  let userId: string;
-  beforeAll(() => {
-    ({ t, key, userId } = suite);
-  });
-  const { healthy } = suite;
+  useHostileInput();
 
   describe('bodies', () => {
     it('JSON nested 10,000 deep is a 422 on every route that reads a body, not a 500', async () => {

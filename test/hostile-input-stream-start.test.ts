@@ -5,18 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { echoRequest, StartRequestSchema, type StartTaskStatus } from '../src/schemas/app-conversations';
-import type { TestApi } from './helpers/api';
-import { hostileInputSuite } from './helpers/hostile-input';
+import { key, t, useHostileInput, userId } from './helpers/hostile-input';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('hostile input at the edge (issue 13)', () => {
-  const suite = hostileInputSuite();
-  let t: TestApi;
-  let key: string;
-  let userId: string;
-  beforeAll(() => {
-    ({ t, key, userId } = suite);
-  });
+  useHostileInput();
 
   describe('stream-start always ends once the task has', () => {
     const startTasks = () => t.stores.startTasks;

@@ -7,21 +7,13 @@
  */
 import net from 'node:net';
 import WebSocket from 'ws';
-import type { TestApi } from './helpers/api';
-import { hostileInputSuite } from './helpers/hostile-input';
+import { healthy, key, t, useHostileInput, userId } from './helpers/hostile-input';
 import { bodyOf, raw, statusOf } from './helpers/raw-http';
 import { connect } from './helpers/ws-client';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('hostile input at the edge (issue 13)', () => {
-  const suite = hostileInputSuite();
-  let t: TestApi;
-  let key: string;
-  let userId: string;
-  beforeAll(() => {
-    ({ t, key, userId } = suite);
-  });
-  const { healthy } = suite;
+  useHostileInput();
 
   describe('websocket', () => {
     const wsUrl = (path: string) => `${t.url.replace('http', 'ws')}${path}`;

@@ -6,31 +6,30 @@
  * themselves: llm-profiles.test.ts.
  */
 import { randomUUID } from 'node:crypto';
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
 import { logWhenExecution } from './helpers/agent';
-import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
 import {
+  api,
   LLM_PROFILE_KEYS,
+  orgLlm,
+  other,
   PROFILE_KEY,
+  profileLlm,
   publishedErrors,
+  recorded,
+  req,
   SWITCH_KEY,
+  switchLlm,
+  t,
+  user,
   useLlmProfilesService,
 } from './helpers/llm-profiles-service';
 import { waitForStartTask } from './helpers/start-tasks';
 
 describe('LLM profiles', () => {
-  const service = useLlmProfilesService();
-  const { recorded, api, req } = service;
-  let t: TestApi;
-  let orgLlm: ScriptedLlm;
-  let profileLlm: ScriptedLlm;
-  let switchLlm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  let other: { userId: string; key: string };
+  useLlmProfilesService();
 
   beforeAll(async () => {
-    ({ t, orgLlm, profileLlm, switchLlm, user, other } = service.started());
     // As the profiles' own suite (llm-profiles.test.ts) leaves the user: their own LLM is that of a profile
     // activated and then deleted, the profile endpoint with another model than the profile started below.
     const statuses = [

@@ -6,13 +6,19 @@
  */
 import { MAX_PROFILES_PER_USER } from '../src/schemas/llm-profiles';
 import { SECRET_MASK } from '../src/schemas/secret-mask';
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
-import type { TestApi } from './helpers/api';
 import {
+  api,
   LLM_PROFILE_KEYS,
   ORG_KEY,
+  orgLlm,
+  other,
   PROFILE_KEY,
+  profileLlm,
   publishedErrors,
+  recorded,
+  req,
+  t,
+  user,
   USER_KEY,
   useLlmProfilesService,
 } from './helpers/llm-profiles-service';
@@ -20,17 +26,7 @@ import {
 const ROUTER = 'openhands__app_server__settings__settings_router__';
 
 describe('LLM profiles', () => {
-  const service = useLlmProfilesService();
-  const { recorded, api, req } = service;
-  let t: TestApi;
-  let orgLlm: ScriptedLlm;
-  let profileLlm: ScriptedLlm;
-  let user: { userId: string; key: string };
-  let other: { userId: string; key: string };
-
-  beforeAll(() => {
-    ({ t, orgLlm, profileLlm, user, other } = service.started());
-  });
+  useLlmProfilesService();
 
   it('saves, lists, reads (never a key), renames, activates and deletes profiles, each user only their own', async () => {
     const me = api(user.key);

@@ -7,26 +7,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../src/process/net';
-import { startTestApi, type TestApi } from './helpers/api';
+import { startTestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
-import { startMetricsApi } from './helpers/metrics-api';
+import { metricsUrl, t, useMetricsApi } from './helpers/metrics-api';
 import { parsePrometheus, type PromFamily } from './helpers/prometheus';
 import { killRuntimesUnder, waitForStatus } from './helpers/sandboxes';
 import { waitForStartTask } from './helpers/start-tasks';
 import { startWorkerProcess } from './helpers/worker';
 
 describe('metrics', () => {
-  let t: TestApi;
-  let metricsUrl: string;
-
-  beforeAll(async () => {
-    ({ t, metricsUrl } = await startMetricsApi());
-  });
-
-  afterAll(async () => {
-    await t?.close();
-  });
+  useMetricsApi();
 
   it('is served only on its own listener: not on the api port, and nothing else on its own', async () => {
     expect((await t.request('GET', '/metrics')).status).toBe(404);

@@ -8,21 +8,12 @@ import { startTestApi, type TestApi } from './helpers/api';
 import { testConfig } from './helpers/env';
 import { eventually } from './helpers/eventually';
 import { messages } from './helpers/event-samples';
-import { sample, scrapeMetrics, startMetricsApi } from './helpers/metrics-api';
+import { metricsUrl, sample, scrapeMetrics, t, useMetricsApi } from './helpers/metrics-api';
 import { connect } from './helpers/ws-client';
 import { parsePrometheus, sampleOf } from './helpers/prometheus';
 
 describe('metrics', () => {
-  let t: TestApi;
-  let metricsUrl: string;
-
-  beforeAll(async () => {
-    ({ t, metricsUrl } = await startMetricsApi());
-  });
-
-  afterAll(async () => {
-    await t?.close();
-  });
+  useMetricsApi();
 
   const scrape = () => scrapeMetrics(metricsUrl);
 

@@ -4,35 +4,14 @@
  * 422/401 answers to malformed ones. A sandbox started through the api (real worker, real runtime process),
  * a scripted LLM on loopback, the events read back from the control plane's log.
  */
-import type { TestApi } from './helpers/api';
-import {
-  conversationInfo,
-  runtimeCall,
-  settledLog,
-  startAgentConversation,
-  waitForExecution,
-  type Runtime,
-} from './helpers/agent';
-import { startRuntimeUnderTest } from './helpers/runtime-under-test';
-import type { ServiceUnderTest } from './helpers/service';
+import { conversationInfo, runtimeCall, settledLog, startAgentConversation, waitForExecution } from './helpers/agent';
+import { rt, t, user, useRuntimeUnderTest } from './helpers/runtime-under-test';
 
 const IMAGE =
   'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 describe('runtime conversations: delete, messages, metrics', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-
-  beforeAll(async () => {
-    ({ service, user, rt } = await startRuntimeUnderTest('runtime-messages-'));
-    ({ t } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  useRuntimeUnderTest('runtime-messages-');
 
   it('takes messages of every role, with images: the LLM sees them as chat messages, the MessageEvent keeps them as sent, under their id', async () => {
     const first = { id: 'msg-first', content: [{ text: 'What is in this picture?' }, { image_urls: [IMAGE] }] };

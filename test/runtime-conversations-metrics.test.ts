@@ -5,7 +5,6 @@
  * process), a scripted LLM on loopback, the events read back from the control plane's log.
  */
 import path from 'node:path';
-import type { TestApi } from './helpers/api';
 import {
   conversationInfo,
   metricsUpdates,
@@ -15,25 +14,12 @@ import {
   waitForExecution,
   type Runtime,
 } from './helpers/agent';
-import { resumeKilledRuntime, startRuntimeUnderTest } from './helpers/runtime-under-test';
+import { dataDir, resumeKilledRuntime, t, user, useRuntimeUnderTest } from './helpers/runtime-under-test';
 import { runtimeRootsUnder } from './helpers/sandboxes';
-import type { ServiceUnderTest } from './helpers/service';
 
 describe('runtime conversations: delete, messages, metrics', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let dataDir: string;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-
-  beforeAll(async () => {
-    ({ service, user, rt } = await startRuntimeUnderTest('runtime-metrics-'));
-    ({ t, dataDir } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  let rt: Runtime; // this file's own: a test assigns the resumed runtime
+  useRuntimeUnderTest('runtime-metrics-', (started) => (rt = started.rt));
 
   /** Kills the runtime (-9) and resumes the sandbox: a new runtime process reads its conversations back. */
   async function restartRuntime(): Promise<void> {

@@ -6,28 +6,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TestApi } from './helpers/api';
-import { conversationInfo, runtimeCall, startAgentConversation, type Runtime } from './helpers/agent';
+import { conversationInfo, runtimeCall, startAgentConversation } from './helpers/agent';
 import { eventually } from './helpers/eventually';
-import { startRuntimeUnderTest } from './helpers/runtime-under-test';
-import type { ServiceUnderTest } from './helpers/service';
+import { dataDir, rt, t, user, useRuntimeUnderTest } from './helpers/runtime-under-test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('runtime conversations: delete, messages, metrics', () => {
-  let t: TestApi;
-  let service: ServiceUnderTest;
-  let dataDir: string;
-  let user: { userId: string; key: string };
-  let rt: Runtime;
-
-  beforeAll(async () => {
-    ({ service, user, rt } = await startRuntimeUnderTest('runtime-conversations-'));
-    ({ t, dataDir } = service);
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+  useRuntimeUnderTest('runtime-conversations-');
 
   const stateDirOf = (id: string) =>
     path.join(dataDir, 'sandboxes', rt.sandboxId, 'conversations', Buffer.from(id).toString('base64url'));

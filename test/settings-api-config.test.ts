@@ -5,20 +5,12 @@
  * document, every answer is checked against that document's schema and grepped for the stored values.
  * The rest of the surface: settings-api.test.ts.
  */
-import type { TestApi } from './helpers/api';
 import { publishedClient } from './helpers/published-client';
 import { publishedDocument } from './helpers/published-schemas';
-import { SETTINGS_SECRETS, useSettingsSurface } from './helpers/settings-surface';
+import { decodes, recorded, SETTINGS_SECRETS, t, useSettingsSurface } from './helpers/settings-surface';
 
 describe('the settings surface', () => {
-  const surface = useSettingsSurface();
-  const { recorded } = surface;
-  const { decodes } = recorded;
-  let t: TestApi;
-
-  beforeAll(() => {
-    t = surface.started();
-  });
+  useSettingsSurface();
 
   it("models and providers from the operator's file, with the caller's own model, paged and filtered", async () => {
     const u = await t.newUser();

@@ -7,19 +7,20 @@
  */
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import type { TestApi } from './helpers/api';
 import { publishedClient } from './helpers/published-client';
-import { llmKey, MASK, SETTINGS_SECRETS, useSettingsSurface } from './helpers/settings-surface';
+import {
+  answers,
+  decodes,
+  llmKey,
+  MASK,
+  recorded,
+  SETTINGS_SECRETS,
+  t,
+  useSettingsSurface,
+} from './helpers/settings-surface';
 
 describe('the settings surface', () => {
-  const surface = useSettingsSurface();
-  const { recorded } = surface;
-  const { answers, decodes } = recorded;
-  let t: TestApi;
-
-  beforeAll(() => {
-    t = surface.started();
-  });
+  useSettingsSurface();
 
   it("settings round trip over the organization's, validated whole; the schemas describe what is accepted", async () => {
     const u = await t.newUser();

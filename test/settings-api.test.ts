@@ -8,19 +8,20 @@
  * document's schema (SPEC's renamed values put in: git providers are git_host_a..f) and grepped for the
  * stored values.
  */
-import type { TestApi } from './helpers/api';
 import { publishedClient } from './helpers/published-client';
-import { MASK, secretValue, SETTINGS_SECRETS, tokenValue, useSettingsSurface } from './helpers/settings-surface';
+import {
+  decodes,
+  MASK,
+  recorded,
+  secretValue,
+  SETTINGS_SECRETS,
+  t,
+  tokenValue,
+  useSettingsSurface,
+} from './helpers/settings-surface';
 
 describe('the settings surface', () => {
-  const surface = useSettingsSurface();
-  const { recorded } = surface;
-  const { decodes } = recorded;
-  let t: TestApi;
-
-  beforeAll(() => {
-    t = surface.started();
-  });
+  useSettingsSurface();
 
   it('every new route is 401 without a key', async () => {
     const routes: [string, string, object?][] = [

@@ -7,25 +7,27 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import type { ScriptedLlm } from '../src/llm/scripted-llm';
 import { admissionLineQuery, organizationAdmissionWorkflowId, startTaskWorkflowId } from '../src/temporal/shared';
-import type { TestApi } from './helpers/api';
 import { bareRepo } from './helpers/git-repo';
-import { startQueueSuite } from './helpers/start-queue';
+import {
+  dir,
+  ended,
+  line,
+  lineEnded,
+  llm,
+  newUser,
+  start,
+  startEnded,
+  t,
+  temporal,
+  useStartQueue,
+  waiting,
+} from './helpers/start-queue';
 import { startTask, waitForStartTask } from './helpers/start-tasks';
 
 describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS, and an organization's own)", () => {
-  const suite = startQueueSuite();
-  let t: TestApi;
-  let dir: string;
-  let llm: ScriptedLlm;
-  let temporal: Client;
-  beforeAll(() => {
-    ({ t, dir, llm, temporal } = suite);
-  });
-  const { newUser, start, ended, startEnded, waiting, line, lineEnded } = suite;
+  useStartQueue();
 
   /** An organization of `members` (the first its owner, the others admins), each acting in it, with its own quotas. */
   const team = async (

@@ -6,22 +6,26 @@
  * Past USER_MAX_PENDING_STARTS or USER_MAX_CONVERSATIONS a start is a 429. An organization's own line is
  * in start-queue-organizations.test.ts.
  */
-import type { Client } from '@temporalio/client';
 import { startTaskSnapshotsQuery, startTaskWorkflowId } from '../src/temporal/shared';
-import type { TestApi } from './helpers/api';
 import { bareRepo } from './helpers/git-repo';
-import { QUEUE_WAIT_MS, startQueueSuite } from './helpers/start-queue';
+import {
+  dir,
+  ended,
+  line,
+  lineEnded,
+  newUser,
+  QUEUE_WAIT_MS,
+  start,
+  startEnded,
+  t,
+  temporal,
+  useStartQueue,
+  waiting,
+} from './helpers/start-queue';
 import { startTask, waitForStartTask } from './helpers/start-tasks';
 
 describe("the start lines (USER_MAX_RUNNING_SANDBOXES, USER_MAX_CONCURRENT_STARTS, and an organization's own)", () => {
-  const suite = startQueueSuite();
-  let t: TestApi;
-  let dir: string;
-  let temporal: Client;
-  beforeAll(() => {
-    ({ t, dir, temporal } = suite);
-  });
-  const { newUser, start, ended, startEnded, waiting, line, lineEnded } = suite;
+  useStartQueue();
 
   it('past the running-sandbox quota starts wait in order, told their place; a pause lets the first on, its end the next; another user goes on meanwhile', async () => {
     const a = await newUser();

@@ -1,6 +1,13 @@
 /**
  * The api with its Prometheus metrics on a listener of its own (METRICS_ADDRESS on a free loopback port),
- * for the metrics suites: starting it, scraping its /metrics as text, and reading one sample line of that text.
+ * for the metrics suites (test/metrics*.test.ts): starting it, scraping its /metrics as text, and reading
+ * one sample line of that text.
+ *
+ * A suite calls `useMetricsApi()` inside its describe and imports `t` and `metricsUrl`: the beforeAll it
+ * registers assigns them, its afterAll closes the api. Sharing them this way is safe: jest gives each test
+ * file its own module registry, so each file has its own instance of this module and of its bindings; and
+ * the SWC transform jest uses compiles an import to a property read of the module object at each use, so
+ * the file sees the values the beforeAll assigned (live bindings).
  */
 import { freePort } from '../../src/process/net';
 import { startTestApi, type TestApi } from './api';
@@ -11,6 +18,21 @@ export async function startMetricsApi(): Promise<{ t: TestApi; metricsUrl: strin
   const address = `127.0.0.1:${await freePort()}`;
   const t = await startTestApi(testConfig({ METRICS_ADDRESS: address }));
   return { t, metricsUrl: `http://${address}/metrics` };
+}
+
+/** The api `useMetricsApi` started, and the URL of its /metrics. */
+export let t: TestApi;
+export let metricsUrl: string;
+
+/** Starts the api in a beforeAll of the describe it is called in, assigning `t` and `metricsUrl`; closes it in its afterAll. */
+export function useMetricsApi(): void {
+  beforeAll(async () => {
+    ({ t, metricsUrl } = await startMetricsApi());
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
 }
 
 /** One scrape of `metricsUrl`: answered 200 in the text format 0.0.4; its text. */

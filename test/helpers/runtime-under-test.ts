@@ -1,6 +1,15 @@
 /**
- * The service with one user's sandbox RUNNING, as the runtime the agent suites create their conversations
- * in, and that runtime brought back after a test killed it.
+ * The service with one user's sandbox RUNNING, as the runtime the agent suites (test/agent-runtime*.test.ts,
+ * test/runtime-conversations*.test.ts) create their conversations in, and that runtime brought back after a
+ * test killed it.
+ *
+ * A suite calls `useRuntimeUnderTest(prefix)` inside its describe and imports the bindings below (`t`,
+ * `user`, `rt`, `workspace`, `dataDir`): the beforeAll it registers assigns them, its afterAll closes the
+ * service. Sharing them this way is safe: jest gives each test file its own module registry, so each file
+ * has its own instance of this module and of its bindings; and the SWC transform jest uses compiles an
+ * import to a property read of the module object at each use, so the file sees the values the beforeAll
+ * assigned (live bindings). A file that assigns a new runtime itself keeps its own `let rt` and takes the
+ * first one from `onStarted`.
  */
 import path from 'node:path';
 import type { Runtime } from './agent';
@@ -36,6 +45,35 @@ export async function startRuntimeUnderTest(prefix: string): Promise<RuntimeUnde
     await service.close();
     throw e;
   }
+}
+
+let service: ServiceUnderTest | undefined;
+/** The api of the service `useRuntimeUnderTest` started. */
+export let t: TestApi;
+/** The service's data directory (the sandboxes' directories are under it). */
+export let dataDir: string;
+/** The user whose sandbox the runtime is. */
+export let user: { userId: string; key: string };
+/** The runtime as the beforeAll found it RUNNING. */
+export let rt: Runtime;
+/** The sandbox's workspace directory. */
+export let workspace: string;
+
+/**
+ * Starts the service and the runtime in a beforeAll of the describe it is called in (`prefix` names the
+ * service's directory), assigning the bindings above, and closes the service in its afterAll.
+ */
+export function useRuntimeUnderTest(prefix: string, onStarted?: (started: RuntimeUnderTest) => void): void {
+  beforeAll(async () => {
+    const started = await startRuntimeUnderTest(prefix);
+    ({ service, user, rt, workspace } = started);
+    ({ t, dataDir } = started.service);
+    onStarted?.(started);
+  });
+
+  afterAll(async () => {
+    await service?.close();
+  });
 }
 
 /** Once the killed runtime's sandbox is ERROR, resumes it: a new runtime process, answered as the Runtime. */

@@ -3,6 +3,10 @@
  * test/settings-api-config.test.ts): started with an operator's models file, the secret values those
  * suites store and that no answer may hold, and the published document with SPEC.md's renamed values put
  * in as the validator every answer is checked against (and kept by, for each file's final grep).
+ *
+ * A suite calls useSettingsSurface() in its describe and imports t, recorded, decodes and answers as they
+ * are: jest gives each test file its own module registry (its own api and record), and its SWC transform
+ * compiles imports to module-object reads, so tests see the `t` the beforeAll assigned.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -38,16 +42,19 @@ function publishedValidator() {
   return componentValidator(doc);
 }
 
+/** Checks and keeps the answers of the file (each test file has its own: see the header). */
+export const recorded = recordAnswers(publishedValidator());
+export const { answers, decodes } = recorded;
+
+/** The api, once useSettingsSurface's beforeAll has run. */
+export let t: TestApi;
+
 /**
  * Starts the api (LLM_MODELS_FILE: openai/gpt-a, openai/gpt-b, anthropic/claude-c and an unverified
- * local/llama-d) in a beforeAll of the describe it is called in, and closes it in its afterAll;
- * `started()` is the api, to read in a beforeAll of the suite's own. `recorded` checks and keeps the
- * answers of the file.
+ * local/llama-d) in a beforeAll of the describe it is called in, and closes it in its afterAll.
  */
-export function useSettingsSurface() {
-  let t: TestApi;
+export function useSettingsSurface(): void {
   let dir: string;
-  const recorded = recordAnswers(publishedValidator());
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settings-api-'));
@@ -68,6 +75,4 @@ export function useSettingsSurface() {
     await t?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
-
-  return { started: (): TestApi => t, recorded };
 }
