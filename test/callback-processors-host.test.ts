@@ -137,6 +137,11 @@ describe('the host processors: their pure parts', () => {
     expect(linkNext(a('<https://h/p3> ; rel = "last next"'))).toBe('https://h/p3');
     expect(linkNext(a('<https://h/p4>; rel="prev"; rel="next"'))).toBeNull();
     expect(linkNext(a('garbage <https://h/p5>; rel="next"'))).toBeNull();
+    // Empty parameters, as some hosts send them, are passed over.
+    expect(linkNext(a('<https://h/p6>; rel="next";'))).toBe('https://h/p6');
+    expect(linkNext(a('<https://h/p7>; rel=next;; , <https://h/p8>; rel="last"'))).toBe('https://h/p7');
+    expect(linkNext(a('<https://h/p9>;; rel="next"'))).toBe('https://h/p9');
+    expect(hasNextLink('<https://h/p2>; rel="next";')).toBe(true);
   });
 
   it('masks a credential the host echoes, also where the answer is cut and in its escaped forms', () => {

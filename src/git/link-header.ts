@@ -27,6 +27,13 @@ export function nextLinkOf(header: string | null): string | null {
     for (;;) {
       while (at < header.length && /\s/.test(header[at]!)) at++;
       if (header[at] !== ';') break;
+      // An empty parameter (`;;`, a `;` before the next link or the end) is passed over, as hosts send it.
+      let next = at + 1;
+      while (next < header.length && /\s/.test(header[next]!)) next++;
+      if (next >= header.length || header[next] === ';' || header[next] === ',') {
+        at = next;
+        continue;
+      }
       PARAM.lastIndex = at + 1;
       const param = PARAM.exec(header);
       if (!param) return null;
