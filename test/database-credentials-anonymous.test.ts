@@ -5,11 +5,21 @@
  * without them is refused every command that reads or writes, and every command it can send is refused
  * or touches no data. Wrong credentials: database-credentials-refused.test.ts. Real servers throughout.
  */
-import { randomBytes } from 'node:crypto';
 import { Long, MongoClient, type Document } from 'mongodb';
 import { POSTGRES_SERVICE_ROLE } from '../scripts/servers/postgres-server';
-import { POSTGRES_REFUSED, startCredentialsFerretdb, type CredentialsFerretdb } from './helpers/credentials-ferretdb';
-import { testEnv, uniqueName } from './helpers/env';
+import {
+  POSTGRES_REFUSED,
+  useCredentialsFerretdb,
+  anonymousUri,
+  client,
+  clients,
+  dbName,
+  ferret,
+  marker,
+  owner,
+  password,
+} from './helpers/credentials-ferretdb';
+import { testEnv } from './helpers/env';
 
 /** Commands FerretDB answers without a login to PostgreSQL: none reads or writes a document. */
 const ANSWERED_WITHOUT_LOGIN = new Set([
@@ -51,24 +61,7 @@ const ADMIN_COMMANDS = new Set([
 ]);
 
 describe('the embedded FerretDB on PostgreSQL takes no client without the credentials', () => {
-  const dbName = uniqueName('secrets');
-  const marker = `SECRET_${randomBytes(6).toString('hex')}`;
-  let store: CredentialsFerretdb | undefined;
-  let ferret: CredentialsFerretdb['ferret'];
-  let password: string;
-  let port: number;
-  let owner: MongoClient;
-  let clients: MongoClient[];
-  let client: CredentialsFerretdb['client'];
-
-  beforeAll(async () => {
-    store = await startCredentialsFerretdb(dbName, marker);
-    ({ ferret, password, port, owner, clients, client } = store);
-  }, 120_000);
-
-  afterAll(() => store?.stop());
-
-  const anonymousUri = () => `mongodb://127.0.0.1:${port}/`;
+  useCredentialsFerretdb();
 
   it('its URI carries PostgreSQL user and password, with PLAIN; those credentials read and write', async () => {
     const uri = new URL(ferret.uri);

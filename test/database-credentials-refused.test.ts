@@ -5,13 +5,23 @@
  * connection for a password. An anonymous client: database-credentials-anonymous.test.ts. Real servers
  * throughout.
  */
-import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Long, MongoClient } from 'mongodb';
 import { Client } from 'pg';
 import { POSTGRES_SERVICE_ROLE } from '../scripts/servers/postgres-server';
-import { POSTGRES_REFUSED, startCredentialsFerretdb, type CredentialsFerretdb } from './helpers/credentials-ferretdb';
-import { uniqueName } from './helpers/env';
+import {
+  POSTGRES_REFUSED,
+  useCredentialsFerretdb,
+  anonymousUri,
+  client,
+  clients,
+  dbName,
+  ferret,
+  owner,
+  password,
+  port,
+  postgresUrl,
+} from './helpers/credentials-ferretdb';
 
 /** The first answer of PostgreSQL to a startup message: an authentication request ('R') or an error ('E'). */
 function postgresStartup(port: number, user: string): Promise<{ type: string; code?: number; body: string }> {
@@ -41,25 +51,7 @@ function postgresStartup(port: number, user: string): Promise<{ type: string; co
 }
 
 describe('the embedded FerretDB on PostgreSQL takes no client without the credentials', () => {
-  const dbName = uniqueName('secrets');
-  const marker = `SECRET_${randomBytes(6).toString('hex')}`;
-  let store: CredentialsFerretdb | undefined;
-  let ferret: CredentialsFerretdb['ferret'];
-  let postgresUrl: string;
-  let password: string;
-  let port: number;
-  let owner: MongoClient;
-  let clients: MongoClient[];
-  let client: CredentialsFerretdb['client'];
-
-  beforeAll(async () => {
-    store = await startCredentialsFerretdb(dbName, marker);
-    ({ ferret, postgresUrl, password, port, owner, clients, client } = store);
-  }, 120_000);
-
-  afterAll(() => store?.stop());
-
-  const anonymousUri = () => `mongodb://127.0.0.1:${port}/`;
+  useCredentialsFerretdb();
 
   it("known limits of FerretDB 1.24 (README): a refused drop still closes others' cursors; a wrong password can continue its user's cursor", async () => {
     const ownerSingle = new MongoClient(ferret.uri, { maxPoolSize: 1 });

@@ -2,7 +2,11 @@
  * A FerretDB of a suite's own on PostgreSQL (the shared one, or one of its own when the setup has none),
  * started from an environment that names PostgreSQL's user and password, with a database holding ten
  * secret documents: what the database-credentials suites try to reach without the credentials.
+ * `useCredentialsFerretdb()` starts it for the calling describe and fills the bindings below; jest gives
+ * each test file its own instance of this module, and its transform reads imports from the module object,
+ * so each file sees its own, live values.
  */
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { MongoClient } from 'mongodb';
 import { startDocumentStore, type DocumentStore } from '../../scripts/servers/document-store';
@@ -91,4 +95,27 @@ export async function startCredentialsFerretdb(dbName: string, marker: string): 
     await own?.stop().catch(() => undefined);
     throw e;
   }
+}
+
+/** The test file's database and the marker of its secrets. */
+export const dbName = uniqueName('secrets');
+export const marker = `SECRET_${randomBytes(6).toString('hex')}`;
+export let ferret: CredentialsFerretdb['ferret'];
+export let postgresUrl: string;
+export let password: string;
+export let port: number;
+export let owner: MongoClient;
+export let clients: MongoClient[];
+export let client: CredentialsFerretdb['client'];
+/** This FerretDB's address without credentials. */
+export const anonymousUri = () => `mongodb://127.0.0.1:${port}/`;
+
+/** Starts the FerretDB for the calling describe (its beforeAll) and stops it after (its afterAll). */
+export function useCredentialsFerretdb(): void {
+  let store: CredentialsFerretdb | undefined;
+  beforeAll(async () => {
+    store = await startCredentialsFerretdb(dbName, marker);
+    ({ ferret, postgresUrl, password, port, owner, clients, client } = store);
+  }, 120_000);
+  afterAll(() => store?.stop());
 }
