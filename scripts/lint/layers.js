@@ -52,6 +52,7 @@ const LAYERS = {
   /** The in-sandbox runtime: its own HTTP server on the kit, and nothing of the control plane's state. */
   'src/runtime': [
     'src/schemas',
+    'src/read-body',
     'src/errors',
     'src/config',
     'src/logger',

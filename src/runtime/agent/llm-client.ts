@@ -5,7 +5,19 @@
  * the raw exchange for completion logs.
  */
 import { randomUUID } from 'node:crypto';
+import { readBodyAtMost } from '../../read-body';
 import { sseData } from './sse-data';
+
+/**
+ * The most an answer may hold on the wire, whole or streamed: far above what a model's output limit makes
+ * (a streamed answer of 128k tokens, each in a chunk with its token ids, is about 30 MiB), and a bound on
+ * what an endpoint that never stops sending costs the sandbox.
+ */
+export const LLM_ANSWER_MAX_BYTES = 64 * 1024 * 1024;
+/** How much of a failing answer's body is read for its message (of which 500 characters are kept). */
+const ERROR_BODY_MAX_BYTES = 64 * 1024;
+/** The most tool calls a streamed answer may index: an index is where a call's pieces go, so it is bounded. */
+const MAX_STREAMED_CALLS = 256;
 
 export interface LlmSettings {
   model: string;
@@ -140,14 +152,20 @@ async function postChat(llm: LlmSettings, request: object, signal: AbortSignal |
     body: JSON.stringify(request),
     signal: AbortSignal.any(signals),
   });
-  if (!res.ok)
-    throw new LlmError(`the LLM endpoint answered ${res.status}: ${(await res.text()).slice(0, 500)}`, res.status);
+  if (!res.ok) {
+    const text = await readBodyAtMost(res, ERROR_BODY_MAX_BYTES).catch(() => null);
+    const detail =
+      text === null ? `(a body over ${ERROR_BODY_MAX_BYTES} bytes or cut off, not read)` : text.slice(0, 500);
+    throw new LlmError(`the LLM endpoint answered ${res.status}: ${detail}`, res.status);
+  }
   return res;
 }
 
 /** The completion from a whole (not streamed) JSON answer. */
 async function readAnswer(res: Response, request: unknown): Promise<Completion> {
-  const body = (await res.json()) as {
+  const text = await readBodyAtMost(res, LLM_ANSWER_MAX_BYTES);
+  if (text === null) throw new LlmError(`the LLM endpoint's answer is over ${LLM_ANSWER_MAX_BYTES} bytes`);
+  const body = jsonObject(text, 'answer') as {
     id?: string;
     prompt_token_ids?: number[];
     usage?: unknown;
@@ -213,8 +231,8 @@ async function readStreamedAnswer(res: Response, request: unknown, opts: Complet
     calls: [],
     chunks: [],
   };
-  for await (const data of sseData(res.body as unknown as AsyncIterable<Uint8Array>))
-    addChunk(answer, JSON.parse(data) as StreamChunk, opts);
+  for await (const data of sseData(atMost(res.body as unknown as AsyncIterable<Uint8Array>, LLM_ANSWER_MAX_BYTES)))
+    addChunk(answer, jsonObject(data, 'streamed chunk') as StreamChunk, opts);
   return {
     id: answer.id || `resp-${Date.now()}`,
     content: answer.content || null,
@@ -247,9 +265,34 @@ function addChunk(answer: StreamedAnswer, chunk: StreamChunk, opts: CompleteOpti
   }
   // A call comes in pieces under its index: its id when given, its name and arguments a part at a time.
   for (const tc of delta.tool_calls ?? []) {
+    if (!tc || !Number.isInteger(tc.index) || tc.index < 0 || tc.index >= MAX_STREAMED_CALLS)
+      throw new LlmError(`the LLM endpoint streamed a tool call without an index from 0 to ${MAX_STREAMED_CALLS - 1}`);
     const call = (answer.calls[tc.index] ??= { id: '', name: '', arguments: '' });
     if (tc.id) call.id = tc.id;
     if (tc.function?.name) call.name += tc.function.name;
     if (tc.function?.arguments) call.arguments += tc.function.arguments;
+  }
+}
+
+/** A JSON object from the endpoint; anything else (not JSON, an array, a number, null) is an LlmError. */
+function jsonObject(text: string, what: string): object {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new LlmError(`the LLM endpoint's ${what} is not JSON: ${text.slice(0, 200)}`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new LlmError(`the LLM endpoint's ${what} is not a JSON object`);
+  return value;
+}
+
+/** The body's chunks until `maxBytes` have come; one more is an LlmError, and leaving the loop cancels the rest. */
+async function* atMost(body: AsyncIterable<Uint8Array>, maxBytes: number): AsyncGenerator<Uint8Array> {
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw new LlmError(`the LLM endpoint's streamed answer is over ${maxBytes} bytes`);
+    yield chunk;
   }
 }
