@@ -33,7 +33,7 @@ const LAYERS = {
   'src/llm': ['src/schemas'],
   'src/auth': ['src/schemas', 'src/errors', 'src/config'],
   'src/logger': ['src/config'],
-  'src/observability': ['src/config', 'src/schemas'],
+  'src/observability': ['src/config', 'src/schemas', 'src/process'],
   'src/store': BASE,
   /** The HTTP kit shared by the api and the in-sandbox runtime: router, body reading, errors to answers. */
   'src/web': ['src/schemas', 'src/errors', 'src/config', 'src/logger'],
@@ -45,7 +45,7 @@ const LAYERS = {
   /** The api's and the CLI's entry points: they compose everything below. */
   'src/api': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/web', 'src/http'],
   /** The TCP balancer in front of a scaled api: configuration and logs, nothing of the api. */
-  'src/gateway': ['src/config', 'src/logger'],
+  'src/gateway': ['src/config', 'src/logger', 'src/process'],
   /** The typed client of the api: its generated types only, nothing of the server. */
   'src/client': [],
   'src/cli': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/client'],

@@ -18,6 +18,7 @@ import { boundedConnection } from '../temporal/call-bounds';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { createApiServices, createStores, type ApiServices, type SealingStores } from '../composition';
 import { loadSandboxSpecs } from '../sandboxes/spec-file';
+import { listenOn } from '../process/net';
 import { ModelCatalog } from '../orgs/model-catalog';
 import { Readiness } from '../http/readiness';
 import type { SandboxSpecInput } from '../schemas/sandboxes';
@@ -171,10 +172,9 @@ async function startListeners(deps: {
       .serve(config.metrics.apiAddress!, (err) => logger.error({ err }, 'metrics listener'))
       .catch(abandon));
   if (metricsServer) logger.info({ url: metricsServer.url }, 'serving Prometheus metrics');
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.api.port, config.api.host, () => resolve());
-  }).catch(async (e: unknown) => {
+  await listenOn(server, config.api.port, config.api.host, (err) =>
+    logger.error({ err }, 'the api listener failed'),
+  ).catch(async (e: unknown) => {
     await metricsServer?.close();
     return abandon(e);
   });

@@ -12,6 +12,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
+import { listenOn } from '../process/net';
 
 export interface GatewayOptions {
   host: string;
@@ -108,7 +109,10 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const sockets = holdSockets();
   const upstream = watchUpstream(o, refreshMs, probeTimeoutMs);
   const relay = relayer(o, upstream, sockets.hold, lingerMs);
-  const server = await listen(o, relay.pass);
+  const server = await listen(o, relay.pass).catch((e: unknown) => {
+    upstream.stop(); // no refreshes for a gateway that never started
+    throw e;
+  });
   await upstream.refreshed();
   return {
     port: (server.address() as net.AddressInfo).port,
@@ -225,13 +229,6 @@ async function listen(o: GatewayOptions, pass: (client: net.Socket) => Promise<v
   server.on('drop', () =>
     o.onRefused?.(`a connection was dropped: ${o.maxConnections} held already (GATEWAY_MAX_CONNECTIONS)`),
   );
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  server.on('error', (e) => o.onRefused?.(`the listening socket failed: ${e.message}`));
+  await listenOn(server, o.port, o.host, (e) => o.onRefused?.(`the listening socket failed: ${e.message}`));
   return server;
 }

@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { listenOn } from '../process/net';
 
 export interface ApiMetricsSources {
   /** Websocket subscribers of this process now. */
@@ -99,12 +100,9 @@ export class ApiMetrics {
     server.on('clientError', (_e, socket) => socket.destroy());
     const at = address.lastIndexOf(':');
     const host = address.slice(0, at).replace(/^\[|\]$/g, '');
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (e) => reject(new Error(`METRICS_ADDRESS=${address}: ${e.message}`, { cause: e })));
-      server.listen(Number(address.slice(at + 1)), host, () => resolve());
+    await listenOn(server, Number(address.slice(at + 1)), host, onError).catch((e: Error) => {
+      throw new Error(`METRICS_ADDRESS=${address}: ${e.message}`, { cause: e });
     });
-    // Once listening, an error of the listener (out of file handles) is reported, never fatal.
-    server.on('error', (e) => onError(e));
     const bound = server.address() as { address: string; port: number };
     return {
       url: `http://${bound.address.includes(':') ? `[${bound.address}]` : bound.address}:${bound.port}/metrics`,

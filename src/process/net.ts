@@ -20,6 +20,27 @@ export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
+/**
+ * Listens on host:port. A failure to listen is thrown; a failure of the listening socket later (out of file
+ * handles on accept) goes to `onError`, so it is reported rather than ending the process (an 'error' event
+ * nobody listens to is thrown) or swallowed.
+ */
+export async function listenOn(
+  server: net.Server,
+  port: number,
+  host: string,
+  onError: (e: Error) => void,
+): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', onError);
+}
+
 /** A port that was free a moment ago on loopback. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

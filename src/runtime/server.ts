@@ -18,6 +18,7 @@ import { requestContext } from '../web/request-context';
 import { ApiRouter } from '../web/route';
 import type { Logger } from '../logger';
 import { ErrorResponseSchema } from '../schemas/errors';
+import { listenOn } from '../process/net';
 import { executeBash } from './bash';
 import { ConversationRegistry } from './agent/conversation-registry';
 import { conversationRoutes } from './conversation-routes';
@@ -247,10 +248,7 @@ export async function startRuntimeServer(config: RuntimeConfig, logger: Logger):
   conversations.loadAll();
   const server = http.createServer(createRuntimeApp(config, logger, conversations).callback());
   server.requestTimeout = 0; // commands may run for hours
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  await listenOn(server, config.port, config.host, (err) => logger.error({ err }, 'the runtime listener failed'));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${config.host}:${port}`,
