@@ -148,6 +148,19 @@ describe('admin CLI', () => {
     expect(cfg.stderr).toContain('MONGODB_URI=<redacted> is invalid');
   });
 
+  it('refuses a --timeout outside 1 s to a day before doing anything', async () => {
+    for (const [command, timeout] of [
+      ['doctor', 'soon'],
+      ['doctor', '0'],
+      ['doctor', '1e9'],
+      ['demo', 'NaN'],
+    ]) {
+      const r = await admin(command!, '--timeout', timeout!);
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toBe(`--timeout wants a number of seconds from 1 to 86400, not ${timeout}`);
+    }
+  });
+
   it('doctor: ok with a worker polling, a clear failure without one', async () => {
     const none = await admin('doctor', '--timeout', '2');
     expect(none.code).toBe(1);

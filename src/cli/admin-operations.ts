@@ -3,7 +3,7 @@
  * demo conversation through the running service, and a health check of worker and database.
  */
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { Config } from '../config';
 import { WORKFLOW_TYPES, diagnosticsWorkflowId, type DiagnosticsResult } from '../temporal/shared';
 import type { AdminContext } from './admin-context';
@@ -12,6 +12,18 @@ import { CliError } from './admin-errors';
 import { ADMIN_EMAIL, bootstrapAdmin } from './bootstrap';
 import { runDemo } from './demo';
 import { resolveServers } from './embedded-servers';
+
+/** The longest `--timeout` taken: a day (Temporal refuses a duration past what it can store). */
+const MAX_TIMEOUT_S = 86_400;
+
+/** `--timeout <seconds>`: from 1 s to a day; anything else is refused before any work. */
+const timeoutOption = (description: string, seconds: number) =>
+  new Option('--timeout <seconds>', description).default(seconds).argParser((v) => {
+    const n = Number(v);
+    if (!(n >= 1 && n <= MAX_TIMEOUT_S))
+      throw new CliError(`--timeout wants a number of seconds from 1 to ${MAX_TIMEOUT_S}, not ${v}`);
+    return n;
+  });
 
 export function addBootstrapCommand(program: Command, cli: AdminContext) {
   program
@@ -35,8 +47,8 @@ export function addDemoCommand(program: Command, cli: AdminContext) {
       'play a labelled demo conversation with a scripted LLM (no LLM key needed) through the running service',
     )
     .option('--user <id-or-email>', 'the user it runs as', ADMIN_EMAIL)
-    .option('--timeout <seconds>', 'how long the whole demo may take', '120')
-    .action(async (o: { user: string; timeout: string }) => {
+    .addOption(timeoutOption('how long the whole demo may take', 120))
+    .action(async (o: { user: string; timeout: number }) => {
       const c = cli.config();
       const result = await withUser(c, o.user, async (owner, { apiKeys, conversations }) => {
         // A key of its own for the demo's calls, revoked when it ends: the user's keys are not stored raw.
@@ -49,7 +61,7 @@ export function addDemoCommand(program: Command, cli: AdminContext) {
             userId: owner.id,
             conversations,
             print: cli.json() ? () => undefined : (line) => console.log(line),
-            timeoutMs: Number(o.timeout) * 1000,
+            timeoutMs: o.timeout * 1000,
           });
         } finally {
           await apiKeys.revoke(info.id);
@@ -64,8 +76,8 @@ export function addDoctorCommand(program: Command, cli: AdminContext) {
   program
     .command('doctor')
     .description('run a diagnostics workflow: a worker polls the task queue and reaches the database')
-    .option('--timeout <seconds>', 'how long to wait for a worker', '30')
-    .action(async (o: { timeout: string }) => {
+    .addOption(timeoutOption('how long to wait for a worker', 30))
+    .action(async (o: { timeout: number }) => {
       const result = await runDiagnostics(cli.config(), o.timeout);
       cli.print(
         result,
@@ -76,7 +88,7 @@ export function addDoctorCommand(program: Command, cli: AdminContext) {
 }
 
 /** The diagnostics workflow run to its end on the task queue: a worker took it within `timeout` seconds. */
-async function runDiagnostics(c: Config, timeout: string): Promise<DiagnosticsResult> {
+async function runDiagnostics(c: Config, timeout: number): Promise<DiagnosticsResult> {
   const { temporalAddress } = resolveServers(c);
   if (!temporalAddress) throw new CliError('TEMPORAL_ADDRESS is not set and no launcher runs on DATA_DIR');
   const connection = await Connection.connect({ address: temporalAddress });
@@ -86,7 +98,7 @@ async function runDiagnostics(c: Config, timeout: string): Promise<DiagnosticsRe
       .execute<() => Promise<DiagnosticsResult>>(WORKFLOW_TYPES.diagnostics, {
         taskQueue: c.temporal.taskQueue,
         workflowId: diagnosticsWorkflowId(new Date()),
-        workflowExecutionTimeout: `${Number(timeout)} seconds`,
+        workflowExecutionTimeout: `${timeout} seconds`,
       })
       .catch((e: unknown) => {
         if (e instanceof WorkflowFailedError) {
@@ -97,6 +109,6 @@ async function runDiagnostics(c: Config, timeout: string): Promise<DiagnosticsRe
         throw e;
       });
   } finally {
-    await connection.close();
+    await connection.close().catch(() => undefined); // the result (or the failure) is what the operator needs
   }
 }
