@@ -3,6 +3,7 @@
  * URL it was given for), the whole answer within a deadline and a size. What the host says is hostile
  * input: it is read as text up to the bound and parsed by the caller, never trusted for its shape.
  */
+import { deadline, type Deadline } from '../../src/deadline';
 import { readBodyAtMost } from '../../src/read-body';
 
 export interface HostAnswer {
@@ -23,9 +24,21 @@ export async function callHost(
   url: string,
   init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: unknown; signal?: AbortSignal },
 ): Promise<HostAnswer> {
+  const bound = deadline(HOST_CALL_TIMEOUT_MS, init.signal);
+  try {
+    return await callWithin(host, url, init, bound);
+  } finally {
+    bound.clear();
+  }
+}
+
+async function callWithin(
+  host: string,
+  url: string,
+  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: unknown },
+  bound: Deadline,
+): Promise<HostAnswer> {
   let res: Response;
-  const deadline = AbortSignal.timeout(HOST_CALL_TIMEOUT_MS);
-  const signal = init.signal ? AbortSignal.any([deadline, init.signal]) : deadline;
   try {
     res = await fetch(url, {
       method: init.method,
@@ -36,11 +49,11 @@ export async function callHost(
       },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       redirect: 'manual',
-      signal,
+      signal: bound.signal,
     });
   } catch (e) {
     throw new Error(
-      deadline.aborted
+      bound.expired()
         ? `${host} did not answer within ${HOST_CALL_TIMEOUT_MS} ms`
         : `${host} could not be reached: ${(e as Error).message}`,
       { cause: e },
@@ -51,7 +64,7 @@ export async function callHost(
     text = await readBounded(res);
   } catch (e) {
     throw new Error(
-      deadline.aborted
+      bound.expired()
         ? `${host} did not send its whole answer within ${HOST_CALL_TIMEOUT_MS} ms`
         : `${host}: ${(e as Error).message}`,
       { cause: e },

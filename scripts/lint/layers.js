@@ -7,7 +7,7 @@
  */
 const path = require('node:path');
 
-/** Pure building blocks: schemas and the contract types, errors, configuration, crypto, processes, logs, bounded reads. */
+/** Pure building blocks: schemas and the contract types, errors, configuration, crypto, processes, logs, bounded reads and waits. */
 const BASE = [
   'src/schemas',
   'src/errors',
@@ -19,6 +19,7 @@ const BASE = [
   'src/logger',
   'src/observability',
   'src/read-body',
+  'src/deadline',
 ];
 /** Services and the live feed: what the product does, over the stores; no transport. */
 const DOMAIN = ['src/live', 'src/events', 'src/orgs', 'src/sandboxes', 'src/app-conversations', 'src/git'];
@@ -27,9 +28,10 @@ const LAYERS = {
   'src/schemas': [],
   'src/errors': ['src/schemas'],
   'src/config': ['src/schemas'],
-  'src/temporal': ['src/schemas', 'src/errors'],
+  'src/temporal': ['src/schemas', 'src/errors', 'src/deadline'],
   'src/process': [],
   'src/read-body': [],
+  'src/deadline': [],
   'src/llm': ['src/schemas'],
   'src/auth': ['src/schemas', 'src/errors', 'src/config'],
   'src/logger': ['src/config'],
@@ -44,7 +46,7 @@ const LAYERS = {
   'src/http': [...BASE, 'src/store', ...DOMAIN, 'src/web'],
   /** The api's and the CLI's entry points: they compose everything below. */
   'src/api': [...BASE, 'src/store', ...DOMAIN, 'src/composition', 'src/web', 'src/http'],
-  /** The TCP balancer in front of a scaled api: configuration and logs, nothing of the api. */
+  /** The TCP balancer in front of a scaled api: configuration, logs and the listen helper, nothing of the api. */
   'src/gateway': ['src/config', 'src/logger', 'src/process'],
   /** The typed client of the api: its generated types only, nothing of the server. */
   'src/client': [],
@@ -53,6 +55,7 @@ const LAYERS = {
   'src/runtime': [
     'src/schemas',
     'src/read-body',
+    'src/deadline',
     'src/errors',
     'src/config',
     'src/logger',

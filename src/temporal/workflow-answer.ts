@@ -6,6 +6,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { google } from '@temporalio/proto';
+import { deadline } from '../deadline';
 
 /** No worker answered a workflow within the bound; what was asked may still happen when one does. */
 export class NoWorkerAnswered extends Error {
@@ -108,14 +109,16 @@ export async function askWorkflow<T>(
  * deadline covers every retry the SDK makes of a call (a signal cancels only the first attempt), the
  * signal lets a caller leave early.
  */
-export function withinBound<T>(
+export async function withinBound<T>(
   client: Client,
   boundMs: number,
   call: () => Promise<T>,
   signal?: AbortSignal,
 ): Promise<T> {
-  const timeout = AbortSignal.timeout(boundMs);
-  return client.withAbortSignal(signal ? AbortSignal.any([signal, timeout]) : timeout, () =>
-    client.withDeadline(Date.now() + boundMs, call),
-  );
+  const bound = deadline(boundMs, signal);
+  try {
+    return await client.withAbortSignal(bound.signal, () => client.withDeadline(Date.now() + boundMs, call));
+  } finally {
+    bound.clear();
+  }
 }
