@@ -5,7 +5,7 @@ import {
   triggeredSkills,
   userMessage,
 } from '../src/runtime/agent/conversation-messages';
-import type { Completion } from '../src/runtime/agent/llm-client';
+import type { Completion } from '../src/runtime/agent/llm-protocol';
 import { EventSchema } from '../src/schemas/events';
 
 const skills = [

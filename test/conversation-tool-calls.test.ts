@@ -8,7 +8,7 @@ import {
   toolCallEvents,
   toolFailure,
 } from '../src/runtime/agent/conversation-tool-calls';
-import type { Completion, ToolCall } from '../src/runtime/agent/llm-client';
+import type { Completion, ToolCall } from '../src/runtime/agent/llm-protocol';
 import { toolByName } from '../src/runtime/agent/tools';
 import { EventSchema, type Event } from '../src/schemas/events';
 

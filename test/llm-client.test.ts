@@ -1,5 +1,6 @@
 /** The chat-completions client against the scripted LLM over loopback: plain, streaming, cancelled, failing, and the usage it reads. */
-import { complete, readUsage } from '../src/runtime/agent/llm-client';
+import { complete } from '../src/runtime/agent/llm-client';
+import { readUsage } from '../src/runtime/agent/llm-protocol';
 import { ScriptedLlm } from '../src/llm/scripted-llm';
 
 describe('LLM client and scripted LLM', () => {

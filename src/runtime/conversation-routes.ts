@@ -4,12 +4,13 @@
  * allow answers 409 with the reason; an unknown conversation 404.
  */
 import { z } from 'zod';
+import { deadline } from '../deadline';
 import { HttpError } from '../web/errors';
 import type { ApiRouter } from '../web/route';
 import { ErrorResponseSchema } from '../schemas/errors';
 import { ConversationConflict, type Conversation } from './agent/conversation';
 import type { ConversationRegistry } from './agent/conversation-registry';
-import { LlmError } from './agent/llm-client';
+import { LlmError } from './agent/llm-protocol';
 import {
   AskAgentRequestSchema,
   AskAgentResponseSchema,
@@ -169,17 +170,15 @@ export function conversationRoutes(router: ApiRouter, registry: ConversationRegi
       // The LLM call ends with the request: a caller that gave up (or ASK_AGENT_TIMEOUT_MS) stops it.
       const gone = new AbortController();
       ctx.res.once('close', () => gone.abort());
+      const bound = deadline(ASK_AGENT_TIMEOUT_MS, gone.signal);
       try {
-        ctx.body = {
-          response: await c.ask(
-            body.question,
-            AbortSignal.any([gone.signal, AbortSignal.timeout(ASK_AGENT_TIMEOUT_MS)]),
-          ),
-        };
+        ctx.body = { response: await c.ask(body.question, bound.signal) };
       } catch (e) {
         if (e instanceof LlmError || (e as Error).name === 'TimeoutError')
           throw new HttpError(502, `The LLM endpoint failed: ${(e as Error).message}`);
         throw e;
+      } finally {
+        bound.clear();
       }
     },
   );

@@ -5,7 +5,7 @@
 import type { NewEvent } from './conversation-events';
 import type { CreateConversation } from './conversation-schemas';
 import { MAX_EVENT_BYTES } from './event-size';
-import type { Completion } from './llm-client';
+import type { Completion } from './llm-protocol';
 
 export function completionEvents(llm: CreateConversation['agent']['llm'], completion: Completion): NewEvent[] {
   const events: NewEvent[] = [];
@@ -20,8 +20,9 @@ export function completionEvents(llm: CreateConversation['agent']['llm'], comple
   if (llm.log_completions) {
     events.push({
       kind: 'LLMCompletionLogEvent',
-      // The model name may hold slashes and colons (provider/model:tag): the file name must stay one name.
-      filename: `${llm.model.replace(/[^A-Za-z0-9._-]+/g, '__')}-${Date.now()}-${completion.id}.json`,
+      // The model name may hold slashes and colons (provider/model:tag), and the id is the endpoint's: the
+      // file name must stay one name.
+      filename: `${fileNamePart(llm.model)}-${Date.now()}-${fileNamePart(completion.id)}.json`,
       log_data: completionLog(completion),
       model_name: llm.model,
       usage_id: llm.usage_id,
@@ -45,3 +46,6 @@ export function completionLog(c: Completion): string {
     timestamp,
   });
 }
+
+/** A part of a file name: what is not a letter, digit, dot, dash or underscore becomes `__`; 200 characters at most. */
+const fileNamePart = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '__').slice(0, 200);

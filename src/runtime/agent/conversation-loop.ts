@@ -13,7 +13,8 @@ import { addCompletion, METRICS_STATE_KEY } from './conversation-metrics';
 import { ConversationRecord } from './conversation-record';
 import { unanswered } from './conversation-replay';
 import { runnable, toolCallEvents } from './conversation-tool-calls';
-import { complete, type Completion } from './llm-client';
+import { complete } from './llm-client';
+import type { Completion } from './llm-protocol';
 import { buildView, toMessages } from './llm-view';
 import { AGENT_TOOL_DEFINITIONS } from './tools';
 

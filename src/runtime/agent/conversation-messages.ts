@@ -6,7 +6,7 @@
 import type { MessageContent } from '../../schemas/messages';
 import { text, type NewEvent } from './conversation-events';
 import type { Skill, UserMessage } from './conversation-schemas';
-import type { Completion } from './llm-client';
+import type { Completion } from './llm-protocol';
 
 /** Skills with a trigger the message contains (any case), each sent once per conversation: the agent keeps what it was given. */
 export function triggeredSkills(skills: readonly Skill[], body: string, activated: ReadonlySet<string>): Skill[] {

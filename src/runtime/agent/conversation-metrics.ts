@@ -6,7 +6,7 @@
  */
 import { MetricsSnapshotSchema, type MetricsSnapshot } from '../../schemas/app-conversations';
 import type { Event } from '../../schemas/events';
-import type { Usage } from './llm-client';
+import type { Usage } from './llm-protocol';
 
 export { MetricsSnapshotSchema, type MetricsSnapshot };
 

@@ -4,7 +4,7 @@
  * tool's schema). A bad call is the agent's mistake, not the run's: it observes the error and goes on.
  */
 import { text, type ActionEvent, type NewEvent } from './conversation-events';
-import type { Completion, ToolCall } from './llm-client';
+import type { Completion, ToolCall } from './llm-protocol';
 import { toolByName, AGENT_TOOLS } from './tools';
 import type { AgentTool, ToolResult } from './tools/tool';
 

@@ -4,7 +4,7 @@
  * inserted where the condensation put it; and those events as chat-completions messages.
  */
 import type { Event } from '../../schemas/events';
-import type { ChatMessage, ContentPart, ToolCall } from './llm-client';
+import type { ChatMessage, ContentPart, ToolCall } from './llm-protocol';
 
 export type ViewEvent = Extract<
   Event,
