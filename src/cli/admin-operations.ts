@@ -13,7 +13,7 @@ import { ADMIN_EMAIL, bootstrapAdmin } from './bootstrap';
 import { runDemo } from './demo';
 import { resolveServers } from './embedded-servers';
 
-/** The longest `--timeout` taken: a day (Temporal refuses a duration past what it can store). */
+/** The longest `--timeout` taken: a day, far past any wait these commands need (and within a timer's range). */
 const MAX_TIMEOUT_S = 86_400;
 
 /** `--timeout <seconds>`: from 1 s to a day; anything else is refused before any work. */

@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     healthPath: '/health',
     maxConnections: config.gateway.maxConnections,
     onRefused: (reason) => logger.warn({ reason }, 'a connection found no api'),
+    onListenerError: (err) => logger.error({ err }, 'the gateway listener failed'),
   });
   logger.info({ port: gateway.port, upstream: `${upstream.host}:${upstream.port}` }, 'gateway listening');
   const stop = (why: string) => {

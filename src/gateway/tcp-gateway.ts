@@ -34,6 +34,8 @@ export interface GatewayOptions {
   lingerMs?: number;
   /** Said once per failure that leaves a client without an upstream, or a connection dropped past the bound. */
   onRefused?: (reason: string) => void;
+  /** A failure of the listening socket after the start (out of file handles on accept); it goes on listening. */
+  onListenerError?: (e: Error) => void;
   /** The upstream's addresses now (default: every address DNS gives for it). */
   resolve?: (host: string) => Promise<string[]>;
 }
@@ -229,6 +231,6 @@ async function listen(o: GatewayOptions, pass: (client: net.Socket) => Promise<v
   server.on('drop', () =>
     o.onRefused?.(`a connection was dropped: ${o.maxConnections} held already (GATEWAY_MAX_CONNECTIONS)`),
   );
-  await listenOn(server, o.port, o.host, (e) => o.onRefused?.(`the listening socket failed: ${e.message}`));
+  await listenOn(server, o.port, o.host, (e) => o.onListenerError?.(e));
   return server;
 }

@@ -32,13 +32,19 @@ export async function listenOn(
   onError: (e: Error) => void,
 ): Promise<void> {
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
+    const failed = (e: Error) => {
+      server.off('listening', listening);
+      reject(e);
+    };
+    const listening = () => {
+      server.off('error', failed);
+      server.on('error', onError);
       resolve();
-    });
+    };
+    server.once('error', failed);
+    server.once('listening', listening);
+    server.listen(port, host);
   });
-  server.on('error', onError);
 }
 
 /** A port that was free a moment ago on loopback. */
