@@ -121,6 +121,9 @@ describe('live channel', () => {
       const idleReads = reads;
       expect(idleReads).toBeLessThanOrEqual(5); // about 2; every 5 ms would be about 400
 
+      // Right after an idle read, so the next one is about a second away: a delivery within 500 ms is the wake-up's.
+      const readsBefore = reads;
+      await until(() => reads > readsBefore);
       let sent = Date.now();
       await idle.publish('c', [{ seq: null, json: 'own' }]);
       await until(() => seen.length === 1);
