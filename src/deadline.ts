@@ -11,6 +11,8 @@ export interface Deadline {
   signal: AbortSignal;
   /** True once the time ran out (not when one of `signals` ended the work first). */
   expired(): boolean;
+  /** Gives the work `ms` again from now (a wait between two pieces of an answer); nothing once aborted. */
+  restart(): void;
   clear(): void;
 }
 
@@ -23,22 +25,30 @@ export function deadline(ms: number, ...signals: (AbortSignal | undefined)[]): D
   const follow = (s: AbortSignal) => controller.abort(s.reason);
   const listeners = parents.map((s) => [s, () => follow(s)] as const);
   let expired = false;
-  const timer = setTimeout(
-    () => {
-      expired = !controller.signal.aborted;
-      controller.abort(new DOMException(`no end within ${ms} ms`, 'TimeoutError'));
-    },
-    Math.min(Math.max(ms, 0), MAX_TIMER_MS),
-  );
+  const expire = () => {
+    expired = !controller.signal.aborted;
+    controller.abort(new DOMException(`no end within ${ms} ms`, 'TimeoutError'));
+  };
+  const wait = Math.min(Math.max(ms, 0), MAX_TIMER_MS);
+  let timer = setTimeout(expire, wait);
   timer.unref();
+  const restart = () => {
+    if (controller.signal.aborted) return;
+    clearTimeout(timer);
+    timer = setTimeout(expire, wait);
+    timer.unref();
+  };
   const clear = () => {
     clearTimeout(timer);
     for (const [s, listener] of listeners) s.removeEventListener('abort', listener);
   };
   controller.signal.addEventListener('abort', clear, { once: true });
   for (const [s, listener] of listeners) {
-    if (s.aborted) follow(s);
-    else s.addEventListener('abort', listener, { once: true });
+    if (s.aborted) {
+      follow(s); // clears the listeners added so far; none is added after
+      break;
+    }
+    s.addEventListener('abort', listener, { once: true });
   }
-  return { signal: controller.signal, expired: () => expired, clear };
+  return { signal: controller.signal, expired: () => expired, restart, clear };
 }
