@@ -142,6 +142,7 @@ describe('LLM client and scripted LLM', () => {
         { role: 'user', content: 'c' },
       ],
       [],
+      { keepExchange: true }, // the chunks, for the last one's usage below
     );
     expect(llm.requests.at(-1)!.body.stream_options).toEqual({ include_usage: true });
     expect(c.content).toBe('one two');

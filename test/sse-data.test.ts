@@ -46,6 +46,10 @@ describe('sseData', () => {
     expect(await read(oneByOne())).toEqual(events);
   });
 
+  it('takes a CR that ends the body as the end of the last event', async () => {
+    expect(await read(pieces('data: {"y":1}\r\r', 'data: {"z":1}\r', '\r'))).toEqual(['{"y":1}', '{"z":1}']);
+  });
+
   it('refuses an event longer than the bound, even when it comes in small pieces', async () => {
     await expect(read(pieces('data: ', 'x'.repeat(600), 'y'.repeat(600)))).rejects.toThrow(
       new LlmError('the LLM endpoint streamed an event longer than 1000 characters'),

@@ -37,7 +37,13 @@ export function completionEvents(llm: CreateConversation['agent']['llm'], comple
  */
 export function completionLog(c: Completion): string {
   const timestamp = Date.now() / 1000;
-  const whole = JSON.stringify({ request: c.request, response: c.response, timestamp });
+  let whole: string;
+  try {
+    whole = JSON.stringify({ request: c.request, response: c.response, timestamp });
+  } catch {
+    // An answer nested deeper than the stack can write (it could be parsed): the log says so instead.
+    return JSON.stringify({ response_left_out: 'nested too deeply to write as JSON', timestamp });
+  }
   if (whole.length < MAX_EVENT_BYTES / 2) return whole;
   const { messages, ...request } = c.request as { messages?: unknown[] };
   return JSON.stringify({
@@ -47,5 +53,5 @@ export function completionLog(c: Completion): string {
   });
 }
 
-/** A part of a file name: what is not a letter, digit, dot, dash or underscore becomes `__`; 200 characters at most. */
-const fileNamePart = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '__').slice(0, 200);
+/** A part of a file name: what is not a letter, digit, dot, dash or underscore becomes `__`; 100 characters at most. */
+const fileNamePart = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '__').slice(0, 100);

@@ -118,6 +118,7 @@ export abstract class ConversationLoop extends ConversationRecord {
     try {
       const completion = await complete(llm, messages, tools, {
         signal: abort.signal,
+        keepExchange: llm.log_completions,
         onDelta: llm.stream
           ? (d) =>
               this.emitTransient({

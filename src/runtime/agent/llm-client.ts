@@ -8,7 +8,10 @@
 import { deadline } from '../../deadline';
 import { readBodyAtMost } from '../../read-body';
 import {
+  argumentsOf,
   callId,
+  contentOf,
+  idOf,
   jsonObject,
   LlmError,
   readUsage,
@@ -24,11 +27,21 @@ import {
 import { readStreamedAnswer } from './llm-stream';
 
 /**
- * The most an answer may hold on the wire, whole or streamed: above what a model's output limit makes (a
- * streamed answer of 128k tokens, each chunk with its token ids, is about 30 MiB), and a bound on what an
- * endpoint that never stops sending costs the sandbox's memory.
+ * The most a whole (not streamed) answer may hold: its JSON is parsed at once (up to about 20 times its
+ * size in memory for small objects), and a long answer with its prompt's million token ids is about 8 MiB.
  */
-export const LLM_ANSWER_MAX_BYTES = 32 * 1024 * 1024;
+export const LLM_ANSWER_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * The most a streamed answer may hold on the wire: above what a model's output limit makes (128k tokens,
+ * each chunk with its token ids and a long model name, is about 30 MiB); each event is parsed on its own.
+ */
+export const LLM_STREAM_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * The longest a call may take in all. `timeout_s` bounds each wait (for the answer to start, for the rest
+ * of a whole answer, between two pieces of a stream), as LiteLLM's read timeout does; this bounds the sum,
+ * so a stream that trickles on ends too.
+ */
+export const LLM_CALL_MAX_MS = 2 * 60 * 60 * 1000;
 /** How much of a failing answer's body is read for its message (of which 500 characters are kept). */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
 
@@ -42,11 +55,14 @@ export async function complete(
 ): Promise<Completion> {
   const stream = Boolean(llm.stream);
   const request = chatRequest(llm, messages, tools, stream);
-  const bound = deadline((llm.timeout_s ?? 600) * 1000, opts.signal);
+  const total = deadline(LLM_CALL_MAX_MS, opts.signal);
+  const idle = deadline((llm.timeout_s ?? 600) * 1000, total.signal);
   try {
-    const res = await postChat(llm, request, bound.signal);
-    if (!stream) return await readAnswer(res, request);
-    return await readStreamedAnswer(res, request, opts, LLM_ANSWER_MAX_BYTES);
+    const res = await postChat(llm, request, idle.signal);
+    idle.restart(); // the answer has started
+    if (!stream) return await readAnswer(res, request, llm.api_key, opts);
+    const reading = { maxBytes: LLM_STREAM_MAX_BYTES, apiKey: llm.api_key, onPiece: idle.restart };
+    return await readStreamedAnswer(res, request, opts, reading);
   } catch (e) {
     if (e instanceof LlmError) {
       e.message = withoutKey(e.message, llm.api_key);
@@ -54,7 +70,8 @@ export async function complete(
     }
     throw e;
   } finally {
-    bound.clear();
+    idle.clear();
+    total.clear();
   }
 }
 
@@ -82,31 +99,38 @@ async function postChat(llm: LlmSettings, request: object, signal: AbortSignal):
   if (!res.ok) {
     const text = await readBodyAtMost(res, ERROR_BODY_MAX_BYTES).catch(() => null);
     const detail =
-      text === null ? `(a body over ${ERROR_BODY_MAX_BYTES} bytes or cut off, not read)` : text.slice(0, 500);
+      text === null
+        ? `(a body over ${ERROR_BODY_MAX_BYTES} bytes or cut off, not read)`
+        : withoutKey(text, llm.api_key).slice(0, 500); // masked before it is cut, so no part of the key is left
     throw new LlmError(`the LLM endpoint answered ${res.status}: ${detail}`, res.status);
   }
   return res;
 }
 
 /** The completion from a whole (not streamed) JSON answer. */
-async function readAnswer(res: Response, request: unknown): Promise<Completion> {
+async function readAnswer(
+  res: Response,
+  request: unknown,
+  apiKey: string | null | undefined,
+  opts: CompleteOptions,
+): Promise<Completion> {
   const text = await readBodyAtMost(res, LLM_ANSWER_MAX_BYTES);
   if (text === null) throw new LlmError(`the LLM endpoint's answer is over ${LLM_ANSWER_MAX_BYTES} bytes`);
-  const body = jsonObject(text, 'answer');
+  const body = jsonObject(text, 'answer', apiKey);
   const choice = Array.isArray(body.choices) ? (body.choices[0] as Record<string, unknown> | undefined) : undefined;
   const message = choice?.message;
   if (!message || typeof message !== 'object') throw new LlmError('the LLM endpoint answered without a message');
   const m = message as Record<string, unknown>;
   return {
-    id: textOf(body.id, 'answer id') ?? `resp-${Date.now()}`,
-    content: textOf(m.content, 'content'),
+    id: idOf(body.id, 'answer id') ?? `resp-${Date.now()}`,
+    content: contentOf(m.content, 'content'),
     reasoning_content: textOf(m.reasoning_content, 'reasoning content'),
     tool_calls: toolCallsOf(m.tool_calls),
     prompt_token_ids: tokenIdsOf(body.prompt_token_ids, 'prompt token ids'),
     response_token_ids: tokenIdsOf(choice!.token_ids, 'token ids'),
     usage: readUsage(body.usage),
     request,
-    response: body,
+    response: opts.keepExchange ? body : null,
   };
 }
 
@@ -118,11 +142,10 @@ function toolCallsOf(raw: unknown): ToolCall[] {
     const call = (c ?? {}) as { id?: unknown; function?: { name?: unknown; arguments?: unknown } };
     const name = textOf(call.function?.name, 'tool call name');
     if (!name) throw new LlmError('the LLM endpoint answered a tool call without a function name');
-    const args = call.function!.arguments;
     return {
-      id: textOf(call.id, 'tool call id') || callId(i),
+      id: idOf(call.id, 'tool call id') || callId(i),
       type: 'function',
-      function: { name, arguments: typeof args === 'string' ? args : args == null ? '' : JSON.stringify(args) },
+      function: { name, arguments: argumentsOf(call.function!.arguments) },
     };
   });
 }

@@ -52,6 +52,7 @@ export interface Completion {
   /** Null (or absent) when the endpoint reported no usage. */
   usage?: Usage | null;
   request: unknown;
+  /** What the endpoint answered (the parsed body, or a streamed answer's chunks); null unless `keepExchange`. */
   response: unknown;
 }
 
@@ -92,22 +93,29 @@ export function readUsage(raw: unknown): Usage | null {
   };
 }
 
-/** What a caller of `complete` may add: a signal to cancel the call, and a callback for each streamed delta. */
+/**
+ * What a caller of `complete` may add: a signal to cancel the call, a callback for each streamed delta, and
+ * whether to keep the endpoint's answer in the completion (for completion logs; it may be large).
+ */
 export interface CompleteOptions {
   signal?: AbortSignal;
   onDelta?: (d: { content: string | null; reasoning_content: string | null }) => void;
+  keepExchange?: boolean;
 }
 
 /** The most token ids an answer may carry, prompt or response: far above any context window. */
 export const MAX_TOKEN_IDS = 1_000_000;
 
-/** A JSON object from the endpoint; anything else (not JSON, an array, a number, null) is an LlmError. */
-export function jsonObject(text: string, what: string): Record<string, unknown> {
+/**
+ * A JSON object from the endpoint; anything else (not JSON, an array, a number, null) is an LlmError, which
+ * quotes the start of the text with the key masked first.
+ */
+export function jsonObject(text: string, what: string, apiKey: string | null | undefined): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw new LlmError(`the LLM endpoint's ${what} is not JSON: ${text.slice(0, 200)}`);
+    throw new LlmError(`the LLM endpoint's ${what} is not JSON: ${withoutKey(text, apiKey).slice(0, 200)}`);
   }
   if (!value || typeof value !== 'object' || Array.isArray(value))
     throw new LlmError(`the LLM endpoint's ${what} is not a JSON object`);
@@ -119,6 +127,36 @@ export function textOf(v: unknown, what: string): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string') throw new LlmError(`the LLM endpoint's ${what}: not a string`);
   return v;
+}
+
+/** An id of the endpoint's: a string or a number (taken as its digits), or null when absent. */
+export function idOf(v: unknown, what: string): string | null {
+  return typeof v === 'number' && Number.isFinite(v) ? String(v) : textOf(v, what);
+}
+
+/**
+ * A message's content: a string, or a list of parts (as Mistral's reasoning models send) whose text parts
+ * are joined; null when absent; anything else is an LlmError.
+ */
+export function contentOf(v: unknown, what: string): string | null {
+  if (!Array.isArray(v)) return textOf(v, what);
+  return v
+    .map((part: unknown) => {
+      const p = (part ?? {}) as { type?: unknown; text?: unknown };
+      return p.type === 'text' ? (textOf(p.text, `${what} part`) ?? '') : '';
+    })
+    .join('');
+}
+
+/** A call's arguments: a string as sent, an object as its JSON (some servers send one), '' when absent. */
+export function argumentsOf(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  try {
+    return JSON.stringify(v);
+  } catch {
+    throw new LlmError("the LLM endpoint's tool call arguments: too deeply nested to write as JSON");
+  }
 }
 
 /** Token ids of the endpoint's: a list of numbers, or null when absent; anything else is an LlmError. */

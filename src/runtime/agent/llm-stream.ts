@@ -5,7 +5,10 @@
  */
 import {
   appendTokenIds,
+  argumentsOf,
   callId,
+  contentOf,
+  idOf,
   jsonObject,
   LlmError,
   readUsage,
@@ -34,12 +37,19 @@ interface StreamedAnswer {
   chunks: unknown[];
 }
 
-/** The completion from a streamed answer of at most `maxBytes` on the wire. */
+/** How a stream is read: its bound on the wire, the key to mask in what is quoted, and a call per piece read. */
+export interface StreamReading {
+  maxBytes: number;
+  apiKey: string | null | undefined;
+  onPiece: () => void;
+}
+
+/** The completion from a streamed answer. */
 export async function readStreamedAnswer(
   res: Response,
   request: unknown,
   opts: CompleteOptions,
-  maxBytes: number,
+  reading: StreamReading,
 ): Promise<Completion> {
   const answer: StreamedAnswer = {
     id: '',
@@ -51,8 +61,12 @@ export async function readStreamedAnswer(
     calls: [],
     chunks: [],
   };
-  const body = atMost(res.body as unknown as AsyncIterable<Uint8Array>, maxBytes);
-  for await (const data of sseData(body, MAX_FRAME_LENGTH)) addChunk(answer, jsonObject(data, 'streamed chunk'), opts);
+  const body = atMost(res.body as unknown as AsyncIterable<Uint8Array>, reading);
+  for await (const data of sseData(body, MAX_FRAME_LENGTH)) {
+    const chunk = jsonObject(data, 'streamed chunk', reading.apiKey);
+    if (opts.keepExchange) answer.chunks.push(chunk);
+    addChunk(answer, chunk, opts);
+  }
   return {
     id: answer.id || `resp-${Date.now()}`,
     content: answer.content || null,
@@ -64,7 +78,7 @@ export async function readStreamedAnswer(
     response_token_ids: answer.responseTokenIds,
     usage: answer.usage,
     request,
-    response: answer.chunks,
+    response: opts.keepExchange ? answer.chunks : null,
   };
 }
 
@@ -83,8 +97,7 @@ function listOf(v: unknown, what: string): unknown[] {
 }
 
 function addChunk(answer: StreamedAnswer, chunk: Record<string, unknown>, opts: CompleteOptions): void {
-  answer.chunks.push(chunk);
-  answer.id ||= textOf(chunk.id, 'chunk id') ?? '';
+  answer.id ||= idOf(chunk.id, 'chunk id') ?? '';
   // With include_usage the last chunk (no choices) carries the usage of the whole answer.
   if (chunk.usage) answer.usage = readUsage(chunk.usage) ?? answer.usage;
   answer.promptTokenIds = tokenIdsOf(chunk.prompt_token_ids, 'prompt token ids') ?? answer.promptTokenIds;
@@ -92,38 +105,56 @@ function addChunk(answer: StreamedAnswer, chunk: Record<string, unknown>, opts: 
   const ids = tokenIdsOf(choice.token_ids, 'token ids');
   if (ids) answer.responseTokenIds = appendTokenIds(answer.responseTokenIds ?? [], ids);
   const delta = objectOf(choice.delta, 'delta');
-  const content = textOf(delta.content, 'content');
+  const content = contentOf(delta.content, 'content');
   const reasoning = textOf(delta.reasoning_content, 'reasoning content');
   if (content || reasoning) {
     answer.content += content ?? '';
     answer.reasoning += reasoning ?? '';
     opts.onDelta?.({ content, reasoning_content: reasoning });
   }
-  listOf(delta.tool_calls, 'tool calls').forEach((raw, position) => addCallPiece(answer, raw, position));
+  for (const raw of listOf(delta.tool_calls, 'tool calls')) addCallPiece(answer, raw);
 }
 
 /**
- * A call comes in pieces under its index: its id when given, its name and arguments a part at a time. An
- * endpoint that leaves the index out (some OpenAI-compatible servers do) gets the call's place in the list.
+ * A call comes in pieces under its index: its id when given, its name and arguments a part at a time.
+ * Some OpenAI-compatible servers (Gemini's, older Ollama) leave the index out: such a piece goes on the
+ * last call unless it starts another (another id, or a name when the last has one).
  */
-function addCallPiece(answer: StreamedAnswer, raw: unknown, position: number): void {
+function addCallPiece(answer: StreamedAnswer, raw: unknown): void {
   const piece = objectOf(raw, 'tool call');
-  const index = piece.index ?? position;
+  const fn = objectOf(piece.function, 'tool call function');
+  const id = idOf(piece.id, 'tool call id');
+  const name = textOf(fn.name, 'tool call name');
+  const index = piece.index ?? indexWithout(answer, id, name);
   if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= MAX_STREAMED_CALLS)
     throw new LlmError(`the LLM endpoint streamed a tool call without an index from 0 to ${MAX_STREAMED_CALLS - 1}`);
   const call = (answer.calls[index] ??= { id: '', name: '', arguments: '' });
-  const fn = objectOf(piece.function, 'tool call function');
-  call.id = textOf(piece.id, 'tool call id') || call.id;
-  call.name += textOf(fn.name, 'tool call name') ?? '';
-  call.arguments += textOf(fn.arguments, 'tool call arguments') ?? '';
+  call.id = id || call.id;
+  call.name += name ?? '';
+  call.arguments += argumentsOf(fn.arguments);
 }
 
-/** The body's chunks until `maxBytes` have come; one more is an LlmError, and leaving the loop cancels the rest. */
-async function* atMost(body: AsyncIterable<Uint8Array>, maxBytes: number): AsyncGenerator<Uint8Array> {
+/** Where a piece without an index goes: the last call, or a new one when the piece starts one. */
+function indexWithout(answer: StreamedAnswer, id: string | null, name: string | null): number {
+  const last = answer.calls.length - 1;
+  const open = answer.calls[last];
+  const starts = !open || (id && open.id && id !== open.id) || (name && open.name);
+  return starts ? answer.calls.length : last;
+}
+
+/**
+ * The body's pieces until `maxBytes` have come (one more is an LlmError, and leaving the loop cancels the
+ * rest), each told to `onPiece` as it arrives.
+ */
+async function* atMost(
+  body: AsyncIterable<Uint8Array>,
+  { maxBytes, onPiece }: StreamReading,
+): AsyncGenerator<Uint8Array> {
   let size = 0;
-  for await (const chunk of body) {
-    size += chunk.byteLength;
+  for await (const piece of body) {
+    onPiece();
+    size += piece.byteLength;
     if (size > maxBytes) throw new LlmError(`the LLM endpoint's streamed answer is over ${maxBytes} bytes`);
-    yield chunk;
+    yield piece;
   }
 }

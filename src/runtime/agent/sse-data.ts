@@ -20,6 +20,11 @@ export async function* sseData(body: AsyncIterable<Uint8Array>, maxFrameLength: 
       if (data) yield data;
     }
   }
+  // A CR that ended the body is a line end of its own.
+  for (const done of heldCr ? frame.add('\n') : []) {
+    const data = dataOf(done);
+    if (data) yield data;
+  }
 }
 
 /** The frame being read: its pieces so far, and whether they end with a line end. */
@@ -47,6 +52,7 @@ function openFrame(maxLength: number) {
       const last = parts[parts.length - 1]!;
       if (last) {
         pieces.push(last);
+        if (pieces.length > 256) pieces = [pieces.join('')]; // many tiny pieces would cost far more than their text
         length += last.length;
         endsWithLf = last.endsWith('\n');
       } else if (parts.length > 1 || done.length > 0) endsWithLf = false;
