@@ -55,6 +55,8 @@ export class LiveChannel {
   private positioned: Promise<void> | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
+  /** A publish came while the reader was reading rather than waiting: it looks again before it waits. */
+  private wakePending = false;
   private lastCleanup = 0;
   private initialized = false;
   /** Batches waiting for the next slot: what a process publishes meanwhile goes into one slot. */
@@ -135,7 +137,8 @@ export class LiveChannel {
         await this.slots.insert(n, items, this.id);
         this.known = Math.max(this.known, n);
         if (this.reading && !this.stopped) this.own.set(n, items);
-        this.wake?.();
+        if (this.wake) this.wake();
+        else this.wakePending = true;
         return;
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
@@ -203,6 +206,10 @@ export class LiveChannel {
         if (this.stopped) return;
         this.log.warn({ err: e }, 'live channel read failed; retrying');
         await sleep(500);
+      }
+      if (this.wakePending) {
+        this.wakePending = false;
+        continue;
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(
