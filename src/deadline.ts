@@ -11,7 +11,7 @@ export interface Deadline {
   signal: AbortSignal;
   /** True once the time ran out (not when one of `signals` ended the work first). */
   expired(): boolean;
-  /** Gives the work `ms` again from now (a wait between two pieces of an answer); nothing once aborted. */
+  /** Gives the work `ms` again from now (a wait between two pieces of an answer); nothing once aborted or cleared. */
   restart(): void;
   clear(): void;
 }
@@ -32,13 +32,15 @@ export function deadline(ms: number, ...signals: (AbortSignal | undefined)[]): D
   const wait = Math.min(Math.max(ms, 0), MAX_TIMER_MS);
   let timer = setTimeout(expire, wait);
   timer.unref();
+  let cleared = false;
   const restart = () => {
-    if (controller.signal.aborted) return;
+    if (controller.signal.aborted || cleared) return;
     clearTimeout(timer);
     timer = setTimeout(expire, wait);
     timer.unref();
   };
   const clear = () => {
+    cleared = true;
     clearTimeout(timer);
     for (const [s, listener] of listeners) s.removeEventListener('abort', listener);
   };

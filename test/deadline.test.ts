@@ -48,7 +48,7 @@ describe('deadline', () => {
     expect(getEventListeners(later, 'abort')).toHaveLength(0); // nothing left on a signal that may live long
   });
 
-  it('restart() gives the work its time again from now, and does nothing once it ended', async () => {
+  it('restart() gives the work its time again from now, and does nothing once cleared', async () => {
     const bound = deadline(1000);
     for (let i = 0; i < 4; i++) {
       await sleep(300);
@@ -57,8 +57,12 @@ describe('deadline', () => {
     expect(bound.signal.aborted).toBe(false); // 1.2 s in all, never 1 s without a restart
     await sleep(1500);
     expect(bound.expired()).toBe(true);
-    bound.restart();
-    expect(bound.signal.aborted).toBe(true);
+
+    const cleared = deadline(50);
+    cleared.clear();
+    cleared.restart(); // the work is over: no timer again
+    await sleep(300);
+    expect([cleared.signal.aborted, cleared.expired()]).toEqual([false, false]);
   });
 
   it('clear() ends the timer and lets go of the signals', async () => {

@@ -79,12 +79,15 @@ describe('LLM client against a hostile endpoint: shapes', () => {
       pieces({ id: 'c', function: { name: 'terminal', arguments: '{"command":' } }), // one call a chunk (Gemini)
       pieces({ function: { arguments: '"pwd"}' } }),
       pieces({ function: { name: 'finish', arguments: { message: 'done' } } }), // arguments as an object
+      pieces({ id: 'd', function: { name: 'think', arguments: '{"thought":' } }),
+      pieces({ id: 'd', function: { name: 'think', arguments: '"hm"}' } }), // its id (and name) again each piece
     );
     expect((await ask(true)).tool_calls).toEqual([
       call('a', 'terminal', '{"command":"ls"}'),
       call('b', 'think', '{}'),
       call('c', 'terminal', '{"command":"pwd"}'),
       expect.objectContaining({ type: 'function', function: { name: 'finish', arguments: '{"message":"done"}' } }),
+      call('d', 'think', '{"thought":"hm"}'),
     ]);
   });
 
@@ -159,5 +162,17 @@ describe('LLM client against a hostile endpoint: shapes', () => {
     endpoint.handler = streaming(answer);
     expect((await ask(true)).response).toBeNull();
     expect((await ask(true, { keepExchange: true })).response).toEqual([answer]);
+
+    // A long stream: its chunks are kept up to what one log event holds, and the rest counted.
+    const long = Array.from({ length: 300 }, () => ({
+      id: 'long',
+      choices: [{ delta: { content: 'x'.repeat(5000) } }],
+    }));
+    endpoint.handler = streaming(...long);
+    const kept = (await ask(true, { keepExchange: true })).response as object[];
+    expect(kept.length).toBeGreaterThan(150);
+    expect(kept.length).toBeLessThan(300);
+    expect(kept.at(-1)).toEqual({ chunks_left_out: 300 - (kept.length - 1) });
+    expect(JSON.stringify(kept).length).toBeLessThan(1024 * 1024 + 1000);
   });
 });

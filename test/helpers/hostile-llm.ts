@@ -61,9 +61,10 @@ export const streaming =
 
 /** Writes `piece` until the client goes away (or `limit` bytes, a backstop), as fast as the socket takes it. */
 export function endless(res: http.ServerResponse, piece: string, limit: number) {
+  const mine = endpoint.last; // this request's, whatever comes after it
   const write = () => {
-    while (!res.destroyed && endpoint.last.written < limit) {
-      endpoint.last.written += Buffer.byteLength(piece);
+    while (!res.destroyed && mine.written < limit) {
+      mine.written += Buffer.byteLength(piece);
       if (!res.write(piece)) return void res.once('drain', write);
     }
     res.end();

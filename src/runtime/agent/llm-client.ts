@@ -37,9 +37,9 @@ export const LLM_ANSWER_MAX_BYTES = 16 * 1024 * 1024;
  */
 export const LLM_STREAM_MAX_BYTES = 64 * 1024 * 1024;
 /**
- * The longest a call may take in all. `timeout_s` bounds each wait (for the answer to start, for the rest
- * of a whole answer, between two pieces of a stream), as LiteLLM's read timeout does; this bounds the sum,
- * so a stream that trickles on ends too.
+ * The longest a call may take in all. `timeout_s` bounds each wait: for the answer to start, then for the
+ * rest of a whole answer, or between two pieces of a stream (as LiteLLM's read timeout does for a stream);
+ * this bounds the sum, so a stream that trickles on ends too.
  */
 export const LLM_CALL_MAX_MS = 2 * 60 * 60 * 1000;
 /** How much of a failing answer's body is read for its message (of which 500 characters are kept). */

@@ -52,7 +52,10 @@ export interface Completion {
   /** Null (or absent) when the endpoint reported no usage. */
   usage?: Usage | null;
   request: unknown;
-  /** What the endpoint answered (the parsed body, or a streamed answer's chunks); null unless `keepExchange`. */
+  /**
+   * What the endpoint answered: the parsed body, or a streamed answer's chunks (up to MAX_EVENT_BYTES of
+   * their text, then `{ chunks_left_out }`); null unless `keepExchange`.
+   */
   response: unknown;
 }
 

@@ -18,6 +18,7 @@ import {
   type Completion,
   type Usage,
 } from './llm-protocol';
+import { MAX_EVENT_BYTES } from './event-size';
 import { sseData } from './sse-data';
 
 /** The most tool calls a streamed answer may index: an index is where a call's pieces go, so it is bounded. */
@@ -34,7 +35,22 @@ interface StreamedAnswer {
   responseTokenIds: number[] | null;
   usage: Usage | null;
   calls: { id: string; name: string; arguments: string }[];
+  /** The chunks kept for a completion log, up to KEPT_MAX_LENGTH of their text; how many were not. */
   chunks: unknown[];
+  keptLength: number;
+  keptLeftOut: number;
+}
+
+/** The most of a stream's text kept for its completion log: a log is one event, of at most MAX_EVENT_BYTES. */
+const KEPT_MAX_LENGTH = MAX_EVENT_BYTES;
+
+function keep(answer: StreamedAnswer, chunk: unknown, length: number): void {
+  if (answer.keptLength + length > KEPT_MAX_LENGTH) {
+    answer.keptLeftOut++;
+    return;
+  }
+  answer.keptLength += length;
+  answer.chunks.push(chunk);
 }
 
 /** How a stream is read: its bound on the wire, the key to mask in what is quoted, and a call per piece read. */
@@ -60,11 +76,13 @@ export async function readStreamedAnswer(
     usage: null,
     calls: [],
     chunks: [],
+    keptLength: 0,
+    keptLeftOut: 0,
   };
   const body = atMost(res.body as unknown as AsyncIterable<Uint8Array>, reading);
   for await (const data of sseData(body, MAX_FRAME_LENGTH)) {
     const chunk = jsonObject(data, 'streamed chunk', reading.apiKey);
-    if (opts.keepExchange) answer.chunks.push(chunk);
+    if (opts.keepExchange) keep(answer, chunk, data.length);
     addChunk(answer, chunk, opts);
   }
   return {
@@ -78,7 +96,11 @@ export async function readStreamedAnswer(
     response_token_ids: answer.responseTokenIds,
     usage: answer.usage,
     request,
-    response: opts.keepExchange ? answer.chunks : null,
+    response: !opts.keepExchange
+      ? null
+      : answer.keptLeftOut > 0
+        ? [...answer.chunks, { chunks_left_out: answer.keptLeftOut }]
+        : answer.chunks,
   };
 }
 
@@ -130,12 +152,14 @@ function addCallPiece(answer: StreamedAnswer, raw: unknown): void {
     throw new LlmError(`the LLM endpoint streamed a tool call without an index from 0 to ${MAX_STREAMED_CALLS - 1}`);
   const call = (answer.calls[index] ??= { id: '', name: '', arguments: '' });
   call.id = id || call.id;
-  call.name += name ?? '';
+  if (name && name !== call.name) call.name += name; // some servers repeat the whole name with each piece
   call.arguments += argumentsOf(fn.arguments);
 }
 
-/** Where a piece without an index goes: the last call, or a new one when the piece starts one. */
+/** Where a piece without an index goes: the call of its id, else the last call, or a new one when the piece starts one. */
 function indexWithout(answer: StreamedAnswer, id: string | null, name: string | null): number {
+  const same = id ? answer.calls.findIndex((c) => c?.id === id) : -1;
+  if (same >= 0) return same; // a call that repeats its id with each piece
   const last = answer.calls.length - 1;
   const open = answer.calls[last];
   const starts = !open || (id && open.id && id !== open.id) || (name && open.name);

@@ -27,13 +27,19 @@ export async function* sseData(body: AsyncIterable<Uint8Array>, maxFrameLength: 
   }
 }
 
-/** The frame being read: its pieces so far, and whether they end with a line end. */
+/**
+ * The frame being read: its text so far, and whether it ends with a line end. Pieces are kept in blocks of
+ * 256 joined once each, since many tiny pieces apart would cost far more than their text, and joining the
+ * whole frame again at every block would cost the square of its length.
+ */
 function openFrame(maxLength: number) {
+  let blocks: string[] = [];
   let pieces: string[] = [];
   let length = 0;
   let endsWithLf = false;
   const take = (tail: string) => {
-    const whole = pieces.join('') + tail;
+    const whole = blocks.join('') + pieces.join('') + tail;
+    blocks = [];
     pieces = [];
     length = 0;
     return whole;
@@ -52,7 +58,10 @@ function openFrame(maxLength: number) {
       const last = parts[parts.length - 1]!;
       if (last) {
         pieces.push(last);
-        if (pieces.length > 256) pieces = [pieces.join('')]; // many tiny pieces would cost far more than their text
+        if (pieces.length === 256) {
+          blocks.push(pieces.join(''));
+          pieces = [];
+        }
         length += last.length;
         endsWithLf = last.endsWith('\n');
       } else if (parts.length > 1 || done.length > 0) endsWithLf = false;
