@@ -127,7 +127,7 @@ describe('event log in blocks', () => {
       );
       expect(newest.body.items[0].id).toBe(all[size - 1]!.id);
     }
-  }, 240_000);
+  }, 480_000); // about 125 s alone; twice that beside the fault-injection suites on 2 cores
 
   it('events past the recorded end whose times go back, unmarked (a mark that did not land), are answered as the sorted query answers', async () => {
     const c = await t.newConversation(userId);
@@ -210,7 +210,7 @@ describe('event log in blocks', () => {
       .collection('events')
       .updateOne({ _id: eventKey(c.conversationId, all[149]!.id as string) } as never, { $unset: { block: '' } });
     await expectSameAsSorted(c.conversationId, 250);
-  });
+  }, 180_000); // about 27 s alone
 
   it('a read that runs out of its time budget fails with DatabaseBusyError, and leaves no rejection unhandled', async () => {
     const c = await t.newConversation(userId);
