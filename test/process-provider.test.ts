@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ProcessProvider } from '../activities/sandbox-providers/process-provider';
+import { SandboxTree } from '../activities/sandbox-providers/sandbox-tree';
 import { runtimesUnder, killRuntimesUnder } from './helpers/sandboxes';
 import { eventually } from './helpers/eventually';
 import { readStat } from '../src/process/process-tree';
@@ -26,7 +27,7 @@ describe('process provider', () => {
   beforeEach(() => {
     // Not ASCII: the environment is matched as the bytes the kernel keeps.
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'process-provider-é-'));
-    provider = new ProcessProvider({ sandboxesDir: root, runtimeEntry: '/nonexistent' });
+    provider = new ProcessProvider({ tree: new SandboxTree({ sandboxesDir: root }), runtimeEntry: '/nonexistent' });
   });
 
   afterEach(() => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig, requireSecretsKey, requireServers, type Config } from '../src/config';
 import { sandboxCgroups } from '../activities/sandbox-providers/process-cgroups';
 import { sandboxDisks } from '../activities/sandbox-providers/process-disks';
+import { sandboxTree } from '../activities/sandbox-providers';
 import { createLogger, type Logger } from '../src/logger';
 import { exitWithParent } from '../src/process/parent-watch';
 import { beatWhileAlive, workerHeartbeatFile } from '../src/process/heartbeat';
@@ -50,7 +51,7 @@ function warnAboutCgroups(config: Config, logger: Logger): void {
     logger.warn(
       `process sandboxes run without cgroups (${why}): no memory, CPU or process limit holds for them; one can slow or stop the others`,
     );
-  const disks = sandboxDisks(config.sandboxes.disks, config.sandboxes.dir);
+  const disks = sandboxDisks(config.sandboxes.disks, sandboxTree(config));
   if (disks.why)
     logger.warn(
       `process sandboxes run without a file system of their own (${disks.why}): no disk limit holds for them; one can fill the host's disk`,

@@ -61,12 +61,12 @@ export interface DockerProviderOptions {
   /** The limits a spec leaves null (SANDBOX_DEFAULT_*). */
   defaultLimits?: SandboxLimits;
   /**
-   * A file system of its own of the sandbox's `disk_mb` for each workspace volume (SANDBOX_DISKS), under
-   * `dir` on this host. Used only when the engine runs on this host (its name and data directory are
+   * A file system of its own of the sandbox's `disk_mb` for each workspace volume (SANDBOX_DISKS), in the
+   * tree's `docker-workspaces` on this host. Used only when the engine runs on this host (its name and data directory are
    * this host's): a volume of a remote engine, or of one that sees another file system (this worker in a
    * container), cannot bind a directory of this worker's.
    */
-  disks?: { disks: SandboxDisks; dir: string };
+  disks?: SandboxDisks;
 }
 
 const DEFAULT_WORKDIR = '/workspace';

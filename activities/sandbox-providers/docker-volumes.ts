@@ -13,8 +13,8 @@ import type { SandboxDisks } from './process-disks';
 export class WorkspaceVolumes {
   constructor(
     private readonly docker: Docker,
-    /** The disks of the volumes, under `dir` on this host (DockerProviderOptions.disks). */
-    private readonly disks: { disks: SandboxDisks; dir: string } | undefined,
+    /** The disks of the volumes, mounted in the tree's `docker-workspaces` on this host (DockerProviderOptions.disks). */
+    private readonly disks: SandboxDisks | undefined,
   ) {}
 
   /** Whether the engine runs on this host and sees its file system (its first answer is kept; a failed ask is asked again). */
@@ -48,17 +48,20 @@ export class WorkspaceVolumes {
       .getVolume(volume)
       .inspect()
       .catch((e: unknown) => notFound<{ Options?: Record<string, string> | null }>(e));
-    const dir = path.join(disks.dir, sandboxId);
+    const dir = path.join(disks.tree.path('docker-workspaces'), sandboxId);
     if (existing) {
-      if (existing.Options?.device === dir && diskMb) await disks.disks.attach(sandboxId, dir, diskMb); // mounted again after a reboot
+      if (existing.Options?.device === dir && diskMb) {
+        disks.tree.make('docker-workspaces');
+        await disks.attach(sandboxId, dir, diskMb); // mounted again after a reboot
+      }
       return;
     }
     if (!diskMb || !(await this.engineOnThisHost())) {
       await docker.createVolume({ Name: volume, Labels: { [LABEL]: sandboxId } });
       return;
     }
-    fs.mkdirSync(disks.dir, { recursive: true, mode: 0o711 });
-    await disks.disks.attach(sandboxId, dir, diskMb);
+    disks.tree.make('docker-workspaces');
+    await disks.attach(sandboxId, dir, diskMb);
     // Empty, so the engine fills it from the image's directory, owner included, as it does a new volume.
     fs.rmSync(path.join(dir, 'lost+found'), { recursive: true, force: true });
     await docker.createVolume({
@@ -77,8 +80,8 @@ export class WorkspaceVolumes {
     await this.docker.getVolume(sandboxNames(sandboxId).volume).remove().catch(ignoreMissing);
     const disks = this.disks;
     if (disks) {
-      const dir = path.join(disks.dir, sandboxId);
-      await disks.disks.detach(sandboxId, dir);
+      const dir = path.join(disks.tree.path('docker-workspaces'), sandboxId);
+      await disks.detach(sandboxId, dir);
       fs.rmdir(dir, () => undefined); // the empty mount point; one not empty stays for a look
     }
   }

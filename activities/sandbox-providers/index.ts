@@ -9,6 +9,7 @@ import { sandboxDisks } from './process-disks';
 import { ProcessIsolation } from './process-isolation';
 import { ProcessProvider } from './process-provider';
 import { ProviderConfigError, type SandboxProvider } from './provider';
+import { SandboxTree } from './sandbox-tree';
 import { RemoteProvider } from './remote-provider';
 
 export type ProviderRegistry = (name: SandboxProviderName) => SandboxProvider;
@@ -27,14 +28,22 @@ export const BUILT_IN_RUNTIME_BUNDLE = path.resolve(
   'runtime-bundle.js',
 );
 
+/** The sandboxes' directories of this configuration, each made with its mode by whichever step needs it first. */
+export const sandboxTree = (config: Pick<Config, 'dataDir' | 'sandboxes'>) =>
+  new SandboxTree({
+    sandboxesDir: config.sandboxes.dir,
+    isolated: config.sandboxes.processIsolation === 'user',
+    dataDir: config.dataDir,
+  });
+
 export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): ProviderRegistry {
-  const sandboxesDir = config.sandboxes.dir;
   const s = config.sandboxes;
+  const tree = sandboxTree(config);
   const isolation =
     s.processIsolation === 'user'
       ? new ProcessIsolation({
           dataDir: config.dataDir,
-          sandboxesDir,
+          tree,
           uidRange: s.uidRange,
           runtimeBundle: BUILT_IN_RUNTIME_BUNDLE,
           controlPlaneUrl: s.controlPlaneUrl,
@@ -43,9 +52,9 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
         })
       : undefined;
   const { cgroups } = sandboxCgroups(s.cgroups, s.cgroupParent);
-  const { disks } = sandboxDisks(s.disks, sandboxesDir);
+  const { disks } = sandboxDisks(s.disks, tree);
   const processProvider = new ProcessProvider({
-    sandboxesDir,
+    tree,
     host: s.processHost,
     runtimeEntry: BUILT_IN_RUNTIME_ENTRY,
     isolation,
@@ -60,7 +69,7 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
     network: config.sandboxes.dockerNetwork,
     peers: config.sandboxes.dockerPeers,
     defaultLimits: s.defaultLimits,
-    disks: disks && { disks, dir: path.join(path.dirname(sandboxesDir), 'docker-workspaces') },
+    disks,
   });
   const remoteConfig = config.sandboxes.remote;
   const remote = remoteConfig && new RemoteProvider(remoteConfig);

@@ -5,14 +5,15 @@
  * "No space left on device" and nothing else does: the database, the service and the other sandboxes
  * keep their disk. Chosen over a watchdog (which a fast writer outruns) and over project quotas (which
  * need a file system made with them): loop devices and mkfs.ext4 are on any Linux host where the worker
- * is root. The images live beside the sandboxes (`<SANDBOXES_DIR>/../disks`, root's, 0700), named by
- * sandbox; after a reboot the next start mounts the image again.
+ * is root. The images live beside the sandboxes (`<SANDBOXES_DIR>/../disks`, root's, 0700: sandbox-tree.ts),
+ * named by sandbox; after a reboot the next start mounts the image again.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { trustedProgram } from '../../src/process/trusted-path';
+import type { SandboxTree } from './sandbox-tree';
 
 const execFileAsync = promisify(execFile);
 const NAME = /^[A-Za-z0-9-]{1,64}$/;
@@ -49,11 +50,12 @@ export function disksUsable(): string | null {
 }
 
 export class SandboxDisks {
-  constructor(private readonly imagesDir: string) {}
+  /** The images are in the tree's `disks`; the tree also gives the docker volumes' mount points. */
+  constructor(readonly tree: SandboxTree) {}
 
   private image(sandboxId: string): string {
     if (!NAME.test(sandboxId)) throw new Error(`not a sandbox id: ${JSON.stringify(sandboxId)}`);
-    return path.join(this.imagesDir, `${sandboxId}.ext4`);
+    return path.join(this.tree.path('disks'), `${sandboxId}.ext4`);
   }
 
   /**
@@ -65,8 +67,7 @@ export class SandboxDisks {
     const image = this.image(sandboxId);
     // A sandbox made before disks were given (its files in place, no image): it stays as it was.
     if (!fs.existsSync(image) && fs.existsSync(dir) && fs.readdirSync(dir).length > 0) return;
-    fs.mkdirSync(this.imagesDir, { recursive: true, mode: 0o700 });
-    fs.chmodSync(this.imagesDir, 0o700);
+    this.tree.make('disks');
     if (!fs.existsSync(image)) {
       const work = `${image}.${process.pid}.new`;
       const fd = fs.openSync(work, 'w', 0o600);
@@ -88,7 +89,8 @@ export class SandboxDisks {
       ]);
       fs.renameSync(work, image);
     }
-    fs.mkdirSync(dir, { recursive: true, mode: 0o711 });
+    // Its parent is the caller's (SandboxTree.make): a `mkdir -p` here would give missing parents 0711 less the umask.
+    if (!fs.existsSync(dir)) fs.mkdirSync(dir, { mode: 0o711 });
     if (fs.readdirSync(dir).length > 0 && !mounted(dir))
       throw new Error(`${dir} holds files already: its file system would hide them`);
     await run('mount', 'mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,discard', image, dir]);
@@ -119,11 +121,11 @@ export class SandboxDisks {
 /** The disks of process sandboxes as SANDBOX_DISKS asks (`auto`: when usable; `on`: or an error). */
 export function sandboxDisks(
   mode: 'auto' | 'on' | 'off',
-  sandboxesDir: string,
+  tree: SandboxTree,
 ): { disks: SandboxDisks | undefined; why: string | null } {
   if (mode === 'off') return { disks: undefined, why: null };
   const why = disksUsable();
-  if (!why) return { disks: new SandboxDisks(path.join(path.dirname(sandboxesDir), 'disks')), why: null };
+  if (!why) return { disks: new SandboxDisks(tree), why: null };
   if (mode === 'on') throw new Error(`SANDBOX_DISKS=on, but ${why}`);
   return { disks: undefined, why };
 }

@@ -31,16 +31,17 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedPath, trustedProgram } from '../../src/process/trusted-path';
-import { notRootsAlone, untraversable } from './path-modes';
 import { ensureSandboxFirewall, installSandboxFirewall } from './process-firewall';
 import { isolatedLaunch, worldWritableDirs } from './process-isolation-launch';
 import { AgentServerSharing, shareBuiltInRuntime } from './process-shared-runtime';
+import type { SandboxTree } from './sandbox-tree';
 
 const execFileAsync = promisify(execFile);
 
 export interface ProcessIsolationOptions {
   dataDir: string;
-  sandboxesDir: string;
+  /** The sandboxes' directories (an isolated tree: SandboxTree with `isolated`). */
+  tree: SandboxTree;
   uidRange: [number, number];
   /** The built runtime bundle (dist/runtime-bundle.js). */
   runtimeBundle: string;
@@ -64,10 +65,10 @@ export class ProcessIsolation {
 
   constructor(private readonly opts: ProcessIsolationOptions) {
     this.claims = path.join(opts.dataDir, 'sandbox-uids');
-    this.agentServers = new AgentServerSharing(opts.sandboxesDir);
+    this.agentServers = new AgentServerSharing(opts.tree);
   }
 
-  /** Once per worker (again after a failure): modes of DATA_DIR, the runtime copy, the firewall. */
+  /** Once per worker (again after a failure): modes of DATA_DIR and of the sandbox tree, the runtime copy, the firewall. */
   prepare(): Promise<{ node: string; bundle: string }> {
     this.prepared ??= this.doPrepare().catch((e: unknown) => {
       this.prepared = null;
@@ -78,36 +79,13 @@ export class ProcessIsolation {
 
   private async doPrepare(): Promise<{ node: string; bundle: string }> {
     if (process.getuid?.() !== 0) throw new Error('SANDBOX_PROCESS_ISOLATION=user needs the worker to run as root');
-    const { dataDir, sandboxesDir } = this.opts;
     fs.mkdirSync(this.claims, { recursive: true, mode: 0o700 });
     // DATA_DIR is the service's alone; sandboxes live elsewhere (SANDBOXES_DIR), reached by name only.
-    fs.chmodSync(dataDir, 0o700);
-    if (sandboxesDir === dataDir || sandboxesDir.startsWith(dataDir + path.sep)) {
-      throw new Error(
-        `SANDBOXES_DIR (${sandboxesDir}) is inside DATA_DIR, which isolated sandboxes may not enter: leave it unset, or choose a directory outside`,
-      );
-    }
-    // The parent is made 0711 and holds the shared runtime beside the sandboxes: it and every directory
-    // above it must be root's alone (SANDBOXES_DIR=/tmp/x would take /tmp's sticky bit off; one under a
-    // user's directory would let that user swap `runtime` or `sandboxes` for a link).
-    const changeable = notRootsAlone(path.dirname(sandboxesDir));
-    if (changeable)
-      throw new Error(
-        `SANDBOXES_DIR (${sandboxesDir}) is under ${changeable}, which a user other than root may change: choose a directory only root may write, such as the default under /var/lib/agent-control`,
-      );
-    const unreachable = untraversable(path.dirname(sandboxesDir));
-    if (unreachable)
-      throw new Error(
-        `sandboxes in ${sandboxesDir} cannot be reached by their users: ${unreachable} is closed to others (o+x); choose another SANDBOXES_DIR`,
-      );
-    const runtimeDir = path.join(path.dirname(sandboxesDir), 'runtime');
-    for (const d of [sandboxesDir, runtimeDir]) {
-      fs.mkdirSync(d, { recursive: true });
-      fs.chmodSync(d, 0o711);
-    }
-    fs.chmodSync(path.dirname(sandboxesDir), 0o711);
-    const shared = shareBuiltInRuntime(runtimeDir, this.opts.runtimeBundle);
-    this.sharedDirs = await worldWritableDirs([sandboxesDir, runtimeDir]);
+    fs.chmodSync(this.opts.dataDir, 0o700);
+    const { tree } = this.opts;
+    const dirs = [tree.make('sandboxes'), tree.make('runtime')];
+    const shared = shareBuiltInRuntime(tree.path('runtime'), this.opts.runtimeBundle);
+    this.sharedDirs = await worldWritableDirs(dirs);
     await installSandboxFirewall(this.opts);
     return shared;
   }

@@ -18,6 +18,7 @@ import { openHandsCommand, openHandsEnv } from './openhands-launch';
 import { SandboxCgroups } from './process-cgroups';
 import type { SandboxDisks } from './process-disks';
 import type { ProcessIsolation } from './process-isolation';
+import type { SandboxTree } from './sandbox-tree';
 import { awaitListener, lastWords, reportedPort } from './process-runtime-readiness';
 import { RUNTIME_FILE, runtimeEnv, spawnRuntime, type RuntimePlace } from './process-runtime-spawn';
 import { SandboxProcesses } from './process-sandbox-processes';
@@ -34,8 +35,8 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ProcessProviderOptions {
-  /** Parent of the sandbox directories (SANDBOXES_DIR: DATA_DIR/sandboxes, or outside DATA_DIR when isolated). */
-  sandboxesDir: string;
+  /** The sandbox directories (SANDBOXES_DIR: DATA_DIR/sandboxes, or outside DATA_DIR when isolated) and those beside them. */
+  tree: SandboxTree;
   /** The built-in runtime's entry point (dist/src/runtime/main.js), run when a spec has no command. */
   runtimeEntry: string;
   host?: string;
@@ -64,7 +65,7 @@ export class ProcessProvider implements SandboxProvider {
   }
 
   private dirOf(sandboxId: string): string {
-    return path.join(this.opts.sandboxesDir, sandboxId);
+    return path.join(this.opts.tree.path('sandboxes'), sandboxId);
   }
 
   async start(req: RuntimeStartRequest): Promise<StartedRuntime> {
@@ -76,6 +77,8 @@ export class ProcessProvider implements SandboxProvider {
       );
     }
     const limits = limitsOf(req.spec, this.opts.defaultLimits);
+    // The tree above the sandbox with its modes, whichever of the steps below would make a part of it first.
+    this.opts.tree.make('sandboxes');
     // Its own file system first: everything of the sandbox is made on it.
     if (this.opts.disks && limits.diskMb) await this.opts.disks.attach(req.sandboxId, dir, limits.diskMb);
     const isolation = this.opts.isolation;

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { AGENT_SERVER_DESCRIPTION, readAgentServerEnv, type AgentServerEnv } from '../../src/process/agent-server-env';
 import { trustedProgram } from '../../src/process/trusted-path';
 import { readableByOthers } from './path-modes';
+import type { SandboxTree } from './sandbox-tree';
 
 const execFileAsync = promisify(execFile);
 
@@ -23,6 +24,7 @@ export function shareBuiltInRuntime(runtimeDir: string, runtimeBundle: string): 
   const bundle = path.join(runtimeDir, `runtime-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.js`);
   if (!fs.existsSync(bundle)) {
     fs.writeFileSync(`${bundle}.tmp`, code, { mode: 0o644 });
+    fs.chmodSync(`${bundle}.tmp`, 0o644); // whatever the worker's umask (077 would keep every uid out)
     fs.renameSync(`${bundle}.tmp`, bundle);
   }
   let node = process.execPath;
@@ -41,7 +43,7 @@ export function shareBuiltInRuntime(runtimeDir: string, runtimeBundle: string): 
 export class AgentServerSharing {
   private readonly sharedAgentServers = new Map<string, Promise<AgentServerEnv>>();
 
-  constructor(private readonly sandboxesDir: string) {}
+  constructor(private readonly tree: SandboxTree) {}
 
   /**
    * The agent server as sandbox uids may run it: where it is, when they can read it there; otherwise
@@ -72,10 +74,10 @@ export class AgentServerSharing {
   }
 
   private async copyAgentServer(env: AgentServerEnv): Promise<AgentServerEnv> {
-    const target = path.join(path.dirname(this.sandboxesDir), 'runtime', path.basename(env.dir));
+    const target = path.join(this.tree.path('runtime'), path.basename(env.dir));
     const ready = readAgentServerEnv(target);
     if (ready) return ready;
-    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o711 });
+    this.tree.make('runtime');
     const work = `${target}.copy-${process.pid}`;
     await fs.promises.rm(work, { recursive: true, force: true });
     const coreutils = (name: string, args: string[]) =>

@@ -9,6 +9,9 @@ import { servicePorts } from './service-ports';
 
 export type Config = ReturnType<typeof configFromEnv>;
 
+/** Where isolated process sandboxes live by default: a directory per installation (DATA_DIR's hash) in it. */
+export const SANDBOXES_BASE = '/var/lib/agent-control';
+
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, '');
 
 export function configFromEnv(e: Env, isTty: boolean) {
@@ -135,7 +138,7 @@ function sandboxesFromEnv(e: Env) {
       ? path.resolve(e.SANDBOXES_DIR)
       : processIsolation === 'user'
         ? path.join(
-            '/var/lib/agent-control',
+            SANDBOXES_BASE,
             createHash('sha256').update(path.resolve(e.DATA_DIR)).digest('hex').slice(0, 12),
             'sandboxes',
           )

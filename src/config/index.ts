@@ -6,7 +6,7 @@
 import { configFromEnv, type Config } from './config-from-env';
 import { envSchema } from './env-schema';
 
-export type { Config } from './config-from-env';
+export { SANDBOXES_BASE, type Config } from './config-from-env';
 export { envSchema, ENV_VARIABLES, type Env } from './env-schema';
 export { TEMPORAL_SERVER_PORT_OFFSETS } from './service-ports';
 export { LOG_FORMATS, LOG_LEVELS, type LogLevel } from './env-fields';

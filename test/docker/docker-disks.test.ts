@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DockerProvider } from '../../activities/sandbox-providers/docker-provider';
 import { SandboxDisks } from '../../activities/sandbox-providers/process-disks';
+import { SandboxTree } from '../../activities/sandbox-providers/sandbox-tree';
 import type { SandboxSpec } from '../../src/schemas/sandboxes';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
 import { runtimeCall } from '../helpers/agent';
@@ -28,7 +29,7 @@ describe('docker sandboxes on a disk of their own', () => {
     provider = new DockerProvider({
       docker: dockerClient(),
       publishHost: '127.0.0.1',
-      disks: { disks: new SandboxDisks(path.join(root, 'disks')), dir: path.join(root, 'workspaces') },
+      disks: new SandboxDisks(new SandboxTree({ sandboxesDir: path.join(root, 'sandboxes') })),
     });
   });
 
@@ -59,7 +60,7 @@ describe('docker sandboxes on a disk of their own', () => {
         output: string;
       };
 
-    const dir = path.join(root, 'workspaces', sandboxId);
+    const dir = path.join(root, 'docker-workspaces', sandboxId);
     expect(fs.statSync(dir).dev).not.toBe(fs.statSync(path.dirname(dir)).dev); // a mount of its own
     const owner = await bash('id -u; stat -c %u .; df -m . | tail -1');
     expect(owner.output.split('\n').slice(0, 2)).toEqual(['1000', '1000']);

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SandboxCgroups, sandboxCgroups } from '../../activities/sandbox-providers/process-cgroups';
 import { SandboxDisks } from '../../activities/sandbox-providers/process-disks';
+import { SandboxTree } from '../../activities/sandbox-providers/sandbox-tree';
 import { ProcessProvider } from '../../activities/sandbox-providers/process-provider';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
 import { readStat } from '../../src/process/process-tree';
@@ -30,11 +31,12 @@ describe(`process sandboxes in a cgroup each (cgroup v${found.layout.version})`,
 
   beforeAll(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-limits-'));
+    const tree = new SandboxTree({ sandboxesDir: path.join(root, 'sandboxes') });
     provider = new ProcessProvider({
-      sandboxesDir: path.join(root, 'sandboxes'),
+      tree,
       runtimeEntry: '/nonexistent',
       cgroups,
-      disks: new SandboxDisks(path.join(root, 'disks')),
+      disks: new SandboxDisks(tree),
       defaultLimits: { memoryMb: 4096, cpus: 1, pidsLimit: 1024, diskMb: null },
     });
   });

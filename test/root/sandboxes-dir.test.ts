@@ -9,13 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { notRootsAlone } from '../../activities/sandbox-providers/path-modes';
 import { ProcessIsolation } from '../../activities/sandbox-providers/process-isolation';
+import { SandboxTree } from '../../activities/sandbox-providers/sandbox-tree';
 
 describe('SANDBOXES_DIR of isolated process sandboxes', () => {
   let root: string;
   const isolation = (sandboxesDir: string) =>
     new ProcessIsolation({
       dataDir: path.join(root, 'data'),
-      sandboxesDir,
+      tree: new SandboxTree({ sandboxesDir, isolated: true, dataDir: path.join(root, 'data') }),
       uidRange: [4_900_000, 4_900_999],
       runtimeBundle: path.join(root, 'no-bundle.js'),
       controlPlaneUrl: 'http://127.0.0.1:1',
@@ -70,5 +71,48 @@ describe('SANDBOXES_DIR of isolated process sandboxes', () => {
     expect(notRootsAlone(grouped)).toBe(grouped);
     // The default's parents (/var/lib) are root's alone.
     expect(notRootsAlone('/var/lib')).toBeNull();
+  });
+
+  it('makes the whole tree with its modes whichever part comes first, under a umask of 077 too', () => {
+    fs.chmodSync(root, 0o711); // mkdtemp's 0700 would close what is below to the sandboxes
+    const fresh = path.join(root, 'fresh', 'not', 'made');
+    const tree = new SandboxTree({ sandboxesDir: path.join(fresh, 'sandboxes'), isolated: true });
+    const umask = process.umask(0o077);
+    try {
+      // The disks' 0700 first (a `mkdir -p` of it made the parents 0700 and closed them to the sandboxes).
+      tree.make('disks');
+      // Then what the isolation's prepare() makes (fresh-machine.test.ts runs it whole, in a service).
+      tree.make('sandboxes');
+      tree.make('runtime');
+    } finally {
+      process.umask(umask);
+    }
+    const mode = (p: string) => (fs.statSync(p).mode & 0o777).toString(8);
+    expect(['fresh', 'fresh/not', 'fresh/not/made'].map((d) => mode(path.join(root, d)))).toEqual([
+      '711',
+      '711',
+      '711',
+    ]);
+    expect(['sandboxes', 'runtime', 'disks'].map((d) => mode(path.join(fresh, d)))).toEqual(['711', '711', '700']);
+  });
+
+  it('opens again a root an earlier version closed (0700), and refuses a part that is a link', () => {
+    fs.chmodSync(root, 0o711);
+    const closed = path.join(root, 'closed');
+    fs.mkdirSync(path.join(closed, 'disks'), { recursive: true, mode: 0o700 });
+    fs.chmodSync(closed, 0o700);
+    const tree = new SandboxTree({ sandboxesDir: path.join(closed, 'sandboxes'), isolated: true });
+    expect(tree.make('sandboxes')).toBe(path.join(closed, 'sandboxes'));
+    expect(fs.statSync(closed).mode & 0o777).toBe(0o711);
+    fs.symlinkSync('/etc', path.join(closed, 'runtime'));
+    expect(() => tree.make('runtime')).toThrow(`${path.join(closed, 'runtime')} is a symbolic link`);
+    expect(fs.statSync('/etc').mode & 0o777).toBe(0o755);
+  });
+
+  it('refuses SANDBOXES_DIR inside DATA_DIR before any mode changes', () => {
+    const data = path.join(root, 'data');
+    const tree = new SandboxTree({ sandboxesDir: path.join(data, 'sandboxes'), isolated: true, dataDir: data });
+    expect(() => tree.make('disks')).toThrow('is inside DATA_DIR');
+    expect(fs.existsSync(path.join(data, 'disks'))).toBe(false);
   });
 });
