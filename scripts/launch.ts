@@ -96,11 +96,12 @@ async function serviceEnv(
 }
 
 /**
- * With --demo: the demo's scripted LLM gets a port of its own on loopback, which isolated process
- * sandboxes may reach (their firewall refuses every other local port but the api's).
+ * The demo's scripted LLM gets a port of its own on loopback, which isolated process sandboxes may reach
+ * (their firewall refuses every other local port but the api's) and none may answer on (it is one of the
+ * service's ports): with `--demo` and without, so `npm run admin -- demo` plays against any `npm start`.
+ * Nothing listens there but a demo while it plays.
  */
 async function demoEnv(config: Config): Promise<NodeJS.ProcessEnv> {
-  if (!process.argv.includes('--demo')) return {};
   const port = config.demoLlmPort || (await freePort());
   return {
     DEMO_LLM_PORT: String(port),
@@ -149,14 +150,14 @@ async function main(): Promise<void> {
 
   const documents = await launchDocumentStore(launch, binaries);
   const temporal = await launchTemporal(launch, realTemporal, binaries?.temporal);
+  const env = await serviceEnv(config, documents, temporal, agentServerDir);
   // For the admin CLI; holds the credentials (mode 0600).
   writeEmbeddedServers(config.dataDir, {
     mongoUri: documents.mongoUri,
     temporalAddress: temporal.address,
     postgresUrl: documents.postgresUrl,
+    demoLlmPort: Number(env.DEMO_LLM_PORT),
   });
-
-  const env = await serviceEnv(config, documents, temporal, agentServerDir);
   const bootstrap = JSON.parse(await runAdmin(['bootstrap'], env)) as { key?: string };
   const logs = await launchService(launch, env);
 

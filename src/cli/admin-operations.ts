@@ -50,6 +50,14 @@ export function addDemoCommand(program: Command, cli: AdminContext) {
     .addOption(timeoutOption('how long the whole demo may take', 120))
     .action(async (o: { user: string; timeout: number }) => {
       const c = cli.config();
+      // The port `npm start` lets isolated sandboxes reach (or DEMO_LLM_PORT); any other, their firewall refuses.
+      const llmPort = resolveServers(c).demoLlmPort;
+      const unreachable = llmPort
+        ? ''
+        : 'isolated sandboxes (a worker run as root) reach no port of this machine that their firewall does not allow: ' +
+          'play the demo against `npm start`, or start the worker with DEMO_LLM_PORT=<port> and ' +
+          'SANDBOX_LOCAL_ALLOW=127.0.0.1:<port> and run the demo with the same DEMO_LLM_PORT';
+      if (unreachable && !cli.json()) console.error(`[demo] note: ${unreachable}`);
       const result = await withUser(c, o.user, async (owner, { apiKeys, conversations }) => {
         // A key of its own for the demo's calls, revoked when it ends: the user's keys are not stored raw.
         const { key: info, raw } = await apiKeys.create(owner.id, 'demo');
@@ -57,7 +65,7 @@ export function addDemoCommand(program: Command, cli: AdminContext) {
           return await runDemo({
             apiUrl: c.api.publicBaseUrl,
             apiKey: raw,
-            llmPort: c.demoLlmPort,
+            llmPort,
             userId: owner.id,
             conversations,
             print: cli.json() ? () => undefined : (line) => console.log(line),
@@ -68,7 +76,10 @@ export function addDemoCommand(program: Command, cli: AdminContext) {
         }
       });
       if (cli.json()) console.log(JSON.stringify(result));
-      if (result.status !== 'finished') throw new CliError(`the demo conversation ended ${result.status}`);
+      if (result.status !== 'finished')
+        throw new CliError(
+          `the demo conversation ended ${result.status}${unreachable ? `; if its LLM calls failed: ${unreachable}` : ''}`,
+        );
     });
 }
 

@@ -12,6 +12,8 @@ export interface EmbeddedServers {
   temporalAddress: string;
   /** The PostgreSQL FerretDB stores into (with its password), when FerretDB runs on PostgreSQL. */
   postgresUrl?: string;
+  /** The port the launcher let isolated sandboxes reach for the demo's scripted LLM (DEMO_LLM_PORT). */
+  demoLlmPort?: number;
 }
 
 export const embeddedServersFile = (dataDir: string) => path.join(dataDir, 'embedded-servers.json');
@@ -38,6 +40,8 @@ export function resolveServers(config: Config): Partial<EmbeddedServers> {
     temporalAddress: config.temporal.address ?? embedded.temporalAddress,
     // Only the PostgreSQL of the launcher's own FerretDB: not when MONGODB_URI names another server.
     postgresUrl: config.postgres.url ?? (config.mongo.uri ? undefined : embedded.postgresUrl),
+    // The launcher's only for the service it started: not when the servers are named by the environment.
+    demoLlmPort: config.demoLlmPort || (config.mongo.uri ? undefined : embedded.demoLlmPort),
   };
 }
 

@@ -92,7 +92,7 @@ export const sandboxEnvFields = {
       error: 'a range of uids above 999 (first < last < 4294967295)',
     })
     .default([3_000_000, 3_999_999]),
-  /** Port of the demo's scripted LLM on loopback (0: any free one); `npm start -- --demo` picks one and lets isolated sandboxes reach it. */
+  /** Port of the demo's scripted LLM on loopback (0: any free one); `npm start` picks one and lets isolated sandboxes reach it. */
   DEMO_LLM_PORT: nonNegativeInt('port').max(65535).default(0),
   /** host:port pairs on this machine that isolated process sandboxes may reach besides the api (a local LLM proxy), comma-separated. */
   SANDBOX_LOCAL_ALLOW: commaList().refine((xs) => xs.every((x) => /^(\[[0-9a-fA-F:]+\]|[^\s:[\]]+):\d{1,5}$/.test(x)), {

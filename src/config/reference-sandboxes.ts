@@ -287,7 +287,8 @@ export const SANDBOX_REFERENCE: readonly ConfigReferenceEntry[] = [
   },
   {
     variables: ['DEMO_LLM_PORT'],
-    default: '`0`: a free port',
-    meaning: 'the port of the scripted LLM that `agent-control-admin demo` runs for its conversation',
+    default: '`0`: a free port (`npm start` picks one and lets sandboxes reach it)',
+    meaning:
+      'the port of the scripted LLM that `agent-control-admin demo` runs for its conversation; isolated sandboxes reach it only when SANDBOX_LOCAL_ALLOW allows it, as `npm start` does',
   },
 ];

@@ -13,6 +13,8 @@ export { sleep };
 
 export interface Launch {
   child: ChildProcess;
+  /** Started in a process group of its own (`npm start`): signals go to the whole group. */
+  group: boolean;
   output: () => string;
   exited: Promise<number | null>;
 }
@@ -99,8 +101,18 @@ export class Launcher {
     private readonly extraEnv: Record<string, string> = {},
   ) {}
 
-  launch(): Launch {
-    const child = spawn(process.execPath, [distPath('scripts', 'launch.js')], {
+  /**
+   * Starts the launcher with `args`: its built program, or with `npmStart` the README's own command
+   * (`npm start -- <args>`: the install and build checks of scripts/start.sh, then the program).
+   */
+  launch(args: string[] = [], npmStart = false): Launch {
+    const [command, argv] = npmStart
+      ? ['npm', ['start', '--silent', '--', ...args]]
+      : [process.execPath, [distPath('scripts', 'launch.js'), ...args]];
+    const child = spawn(command, argv, {
+      cwd: path.resolve(__dirname, '..', '..'),
+      // npm, its shell and the launcher in a process group of their own, as in a terminal: Ctrl-C reaches them all.
+      detached: npmStart,
       env: {
         ...process.env,
         DATA_DIR: this.dataDir,
@@ -125,9 +137,24 @@ export class Launcher {
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const l = { child, output: () => out, exited };
+    const l = { child, output: () => out, exited, group: npmStart };
     this.launched.push(l);
     return l;
+  }
+
+  /** Ctrl-C: SIGINT to the launcher (and to npm and its shell, with `npm start`); answers its exit code. */
+  async interrupt(l: Launch): Promise<number | null> {
+    if (l.child.exitCode === null && l.child.signalCode === null) this.signal(l, 'SIGINT');
+    return l.exited;
+  }
+
+  private signal(l: Launch, signal: NodeJS.Signals): void {
+    try {
+      if (l.group) process.kill(-l.child.pid!, signal);
+      else l.child.kill(signal);
+    } catch {
+      // gone already
+    }
   }
 
   /** Waits for the launcher's banner (everything up). */
@@ -179,7 +206,7 @@ export class Launcher {
   /** A failed assertion must not leave servers running: stop launchers, then whatever their pid files name. */
   killAll(): void {
     for (const l of this.launched)
-      if (l.child.exitCode === null && l.child.signalCode === null) l.child.kill('SIGKILL');
+      if (l.child.exitCode === null && l.child.signalCode === null) this.signal(l, 'SIGKILL');
     for (const pid of this.pids()) if (alive(pid)) process.kill(pid, 'SIGKILL');
   }
 }
