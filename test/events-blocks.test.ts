@@ -222,11 +222,16 @@ describe('event log in blocks', () => {
     try {
       const tight = new EventsStore(t.database.db, { queryTimeoutMs: 1 });
       const f = { conversationId: c.conversationId, timestampGte: at(5) };
-      for (let i = 0; i < 5; i++) {
-        await expect(tight.search(f, { descending: true, limit: 100 }, layout)).rejects.toBeInstanceOf(
-          DatabaseBusyError,
+      // What else was thrown is shown whole: a driver error seen once on a loaded machine (a CI run) said no more than its class.
+      const thrown = (read: Promise<unknown>) =>
+        read.then(
+          () => 'answered',
+          (e: Error & { code?: unknown }) =>
+            e instanceof DatabaseBusyError ? 'DatabaseBusyError' : `${e.name} ${String(e.code)}: ${e.message}`,
         );
-        await expect(tight.range(c.conversationId, 0, 500, undefined, true)).rejects.toBeInstanceOf(DatabaseBusyError);
+      for (let i = 0; i < 5; i++) {
+        expect(await thrown(tight.search(f, { descending: true, limit: 100 }, layout))).toBe('DatabaseBusyError');
+        expect(await thrown(tight.range(c.conversationId, 0, 500, undefined, true))).toBe('DatabaseBusyError');
       }
       await sleep(200);
       expect(unhandled).toEqual([]);
