@@ -83,6 +83,57 @@ describe('hostile input at the edge (issue 13)', () => {
       }
     });
 
+    it('nested arrays, deep mixes and $ and dotted keys in every free-form field round-trip unchanged (FerretDB refuses [[...]] as stored)', async () => {
+      // The values FerretDB refuses as stored (an array in an array), next to keys it refuses and the
+      // key the stores wrap inner arrays in, given by a user.
+      const free = JSON.parse(
+        '{"a":[[1]],"m":[[[1,[2]],[]],{"b":[[{"c.d":[[null]]}]]}],"$k":{"%A":[1]},"%A":[[true]],"x":{"y":[["z"]]}}',
+      );
+      // A user of its own: an organization PATCH merges into what the other tests stored.
+      const { key } = await t.newUser();
+      const me = await t.request('GET', '/api/v1/users/me', { key });
+      const orgId = me.body.current_org_id as string;
+      const org = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key,
+        body: { agent_settings: { llm: { capability_overrides: free, gateway_extra_body: free }, mcp_config: free } },
+      });
+      expect(org.status).toBe(200);
+      const orgAgain = await t.request('GET', `/api/organizations/${orgId}`, { key });
+      for (const body of [org.body, orgAgain.body]) {
+        expect(body.agent_settings.llm.capability_overrides).toEqual(free);
+        expect(body.agent_settings.llm.gateway_extra_body).toEqual(free);
+        expect(body.agent_settings.mcp_config).toEqual(free);
+      }
+
+      const settings = await t.request('POST', '/api/v1/settings', {
+        key,
+        body: { agent_settings_diff: { llm: { gateway_extra_body: free }, mcp_config: free } },
+      });
+      expect(settings.status).toBe(200);
+      const settingsAgain = await t.request('GET', '/api/v1/settings', { key });
+      expect(settingsAgain.body.agent_settings.llm.gateway_extra_body).toEqual(free);
+      expect(settingsAgain.body.agent_settings.mcp_config).toEqual(free);
+
+      const profile = await t.request('POST', '/api/v1/settings/profiles/nested', {
+        key,
+        body: { llm: { model: 'm', gateway_extra_body: free, capability_overrides: free } },
+      });
+      expect(profile.status).toBe(201);
+      const profileAgain = await t.request('GET', '/api/v1/settings/profiles/nested', { key });
+      expect(profileAgain.body.config.gateway_extra_body).toEqual(free);
+      expect(profileAgain.body.config.capability_overrides).toEqual(free);
+
+      const start = await t.request('POST', '/api/v1/app-conversations', {
+        key,
+        body: { plugins: [{ source: 'github:owner/plugin', parameters: free }] }, // observability_metadata: scalars only
+      });
+      expect(start.status).toBe(200);
+      const [task] = (
+        await t.request('GET', `/api/v1/app-conversations/start-tasks?ids=${start.body.id as string}`, { key })
+      ).body;
+      expect(task.request.plugins[0].parameters).toEqual(free);
+    });
+
     it('a start whose plugin parameters and observability metadata have $ and dotted keys is stored and echoed as sent', async () => {
       const parameters = { 'a.b': { $in: [1] }, $x: 'y' };
       const metadata = { 'team.name': 'core', $cost: 1 };

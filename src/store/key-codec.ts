@@ -6,9 +6,14 @@
  *
  *   `%` -> `%25`, `.` -> `%2E`, a leading `$` -> `%24`, NUL -> `%00`
  *
+ * FerretDB also refuses an array directly inside an array (`{"a": [[1]]}`: "nested arrays are not
+ * supported", which escaped as a 500). Such an inner array is stored wrapped, as `{"%A": [...]}`: a key no
+ * escaped key can be (every `%` of a given key is written `%25`), so reading unwraps exactly what was
+ * wrapped and every JSON value round-trips on FerretDB and MongoDB alike.
+ *
  * The keys the schemas define contain none of these characters, so the fields that queries name are
- * stored as they are. Values are untouched (only keys are rewritten); Dates and other non-plain objects
- * pass through.
+ * stored as they are. Values are untouched but for the wrapping; Dates and other non-plain objects pass
+ * through.
  */
 const NEEDS_ESCAPE = /[%.\0]|^\$/;
 const ESCAPED = /%(25|2E|24|00)/g;
@@ -29,24 +34,38 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return proto === null || proto.constructor?.name === 'Object';
 }
 
-function mapKeys(value: unknown, rename: (key: string) => string): unknown {
-  if (Array.isArray(value)) return value.map((v) => mapKeys(v, rename));
+/** The key of the object an array inside an array is stored in. */
+const NESTED_ARRAY = '%A';
+
+/** A property that stays a key even when it is named __proto__ (never the object's prototype). */
+function setKey(out: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+function encode(value: unknown, inArray: boolean): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map((v) => encode(v, true));
+    return inArray ? { [NESTED_ARRAY]: items } : items;
+  }
   if (!isPlainObject(value)) return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    // defineProperty: a key named __proto__ stays a key, never the object's prototype.
-    Object.defineProperty(out, rename(k), {
-      value: mapKeys(v, rename),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
+  for (const [k, v] of Object.entries(value)) setKey(out, escapeKey(k), encode(v, false));
   return out;
 }
 
-/** The value with every object key escaped, ready to be stored. */
-export const encodeKeys = <T>(value: T): T => mapKeys(value, escapeKey) as T;
+function decode(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(decode);
+  if (!isPlainObject(value)) return value;
+  const keys = Object.keys(value);
+  if (keys.length === 1 && keys[0] === NESTED_ARRAY && Array.isArray(value[NESTED_ARRAY]))
+    return decode(value[NESTED_ARRAY]);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) setKey(out, unescapeKey(k), decode(v));
+  return out;
+}
 
-/** A stored value with its keys as they were given. */
-export const decodeKeys = <T>(value: T): T => mapKeys(value, unescapeKey) as T;
+/** The value with every object key escaped and every array inside an array wrapped, ready to be stored. */
+export const encodeKeys = <T>(value: T): T => encode(value, false) as T;
+
+/** A stored value as it was given: keys unescaped, inner arrays unwrapped. */
+export const decodeKeys = <T>(value: T): T => decode(value) as T;
