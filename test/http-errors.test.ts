@@ -2,6 +2,7 @@
 import pino from 'pino';
 import { testConfig } from './helpers/env';
 import { startTestApi, type TestApi } from './helpers/api';
+import { raw, statusOf } from './helpers/raw-http';
 
 describe('error bodies', () => {
   let t: TestApi;
@@ -159,6 +160,11 @@ describe('error bodies', () => {
     const na = await t.request('PUT', '/health');
     expect(na.status).toBe(405);
     expect(na.body).toEqual({ detail: 'Method Not Allowed' });
+    // A standard method no route serves is as wrong as PUT: 405 with what is allowed; one of another protocol (WebDAV) is a 501.
+    const trace = (await raw(t.url, 'TRACE /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text;
+    expect([statusOf(trace), /^allow: (.*)$/im.exec(trace)?.[1]?.trim()]).toEqual([405, 'HEAD, GET']);
+    const unknown = (await raw(t.url, 'PROPFIND /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).text;
+    expect(statusOf(unknown)).toBe(501);
   });
 
   it('500 {detail} without a stack; the stack goes to the log with the request id', async () => {

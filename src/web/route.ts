@@ -118,6 +118,13 @@ function parseBody(
 
 const toOpenApiPath = (p: string) => p.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
+/**
+ * The methods the api knows (RFC 9110's, and PATCH; CONNECT never reaches a router, Node answers it): one a
+ * route does not serve is a 405 with its Allow header; one of another protocol (WebDAV's PROPFIND) a 501, and
+ * one no protocol defines never gets past Node's parser (400).
+ */
+const KNOWN_METHODS = ['HEAD', 'OPTIONS', 'GET', 'PUT', 'PATCH', 'POST', 'DELETE', 'TRACE'];
+
 export class ApiRouter {
   readonly router: Router;
 
@@ -135,7 +142,7 @@ export class ApiRouter {
   ) {
     // The prefix is joined here rather than by Router's own `prefix`, which cannot route a resource's
     // root (an empty path) under it.
-    this.router = new Router();
+    this.router = new Router({ methods: KNOWN_METHODS });
   }
 
   route<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(
