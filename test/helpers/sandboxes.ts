@@ -111,3 +111,11 @@ export function killRuntimesUnder(root: string): void {
     }
   }
 }
+
+/** The mount points below `dir` (a sandbox's disk is one), as this process's mount table lists them. */
+export const mountsUnder = (dir: string): string[] =>
+  fs
+    .readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[1] ?? '')
+    .filter((at) => at.startsWith(`${dir}/`));

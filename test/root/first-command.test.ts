@@ -14,6 +14,7 @@ import { eventually } from '../helpers/eventually';
 import { alive, freeLauncherPorts, Launcher, type Launch } from '../helpers/launcher';
 import { distPath, runNode } from '../helpers/run';
 import { testEnv } from '../helpers/env';
+import { mountsUnder } from '../helpers/sandboxes';
 
 /** The build that `npm start` would otherwise make again (scripts/start.sh): must be npm test's, not stale. */
 function buildIsCurrent(): void {
@@ -37,13 +38,6 @@ function buildIsCurrent(): void {
   ).trim();
   if (newer) throw new Error(`${newer} is newer than the build: npm start would build again while tests run`);
 }
-
-const mountsUnder = (dir: string) =>
-  fs
-    .readFileSync('/proc/self/mounts', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[1] ?? '')
-    .filter((at) => at.startsWith(`${dir}/`));
 
 describe.each([
   ['npm start -- --demo', true],

@@ -13,16 +13,10 @@ import { removeSandboxFirewall } from '../../activities/sandbox-providers/proces
 import { runtimeCall, runtimeOf } from '../helpers/agent';
 import type { TestApi } from '../helpers/api';
 import { eventually } from '../helpers/eventually';
-import { waitForSandbox } from '../helpers/sandboxes';
+import { mountsUnder, waitForSandbox } from '../helpers/sandboxes';
 import { startServiceUnderTest, type ServiceUnderTest } from '../helpers/service';
 
 const mode = (p: string) => (fs.statSync(p).mode & 0o7777).toString(8);
-const mountsUnder = (dir: string) =>
-  fs
-    .readFileSync('/proc/self/mounts', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[1] ?? '')
-    .filter((at) => at.startsWith(`${dir}/`));
 
 describe.each([
   ['built-in', 'local-process'],
