@@ -20,11 +20,15 @@ export function untraversable(dir: string): string | null {
 /**
  * The first existing directory from `dir` up that someone other than root could change, or null: one a
  * user owns, or one its group or others may write (a sticky one such as /tmp only above a directory root
- * owns, and never as `dir` itself). A part that does not exist yet is made by root. Root writes and changes modes below `dir`; none of it may be another's to swap.
+ * owns, and never as `dir` itself), or a link another user owns. A part that does not exist yet is made by
+ * root (SandboxTree refuses one still to be made where others may write). Root writes and changes modes
+ * below `dir`; none of it may be another's to swap.
  */
 export function notRootsAlone(dir: string): string | null {
   let d = dir;
   for (;;) {
+    // A link another user owns could be pointed elsewhere at any time, wherever it leads now.
+    if (fs.lstatSync(d, { throwIfNoEntry: false })?.isSymbolicLink() && fs.lstatSync(d).uid !== 0) return d;
     const st = fs.statSync(d, { throwIfNoEntry: false });
     if (st && (st.uid !== 0 || ((st.mode & 0o022) !== 0 && (d === dir || (st.mode & 0o1000) === 0)))) return d;
     const parent = path.dirname(d);

@@ -11,8 +11,8 @@
  *   <root>/runtime    0711  the built-in runtime's bundle and the agent server, readable, writable by none
  *   <root>/disks      0700  the sandboxes' file system images (process-disks.ts)
  *   <root>/docker-workspaces 0711  mount points of docker sandboxes' volumes on a disk of their own
- * Not isolated, the root is the service's (DATA_DIR by default): what is missing is made 0700, and no
- * existing mode is changed.
+ * Not isolated, the root is the service's (DATA_DIR by default): a missing part is made 0700 (its parents
+ * as `mkdir -p` makes them), and no existing mode is changed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -51,37 +51,45 @@ export class SandboxTree {
 
   /**
    * Makes `part`, the root and any missing directory above it, each with its mode (isolated: also fixed
-   * when another step or an earlier version left another), and answers its path. Isolated, refuses a root
-   * that someone other than root could change, one inside DATA_DIR, and one under a directory closed to
-   * others, before anything is made or any mode changed.
+   * when another step or an earlier version left another), and answers its path. Isolated, it first
+   * refuses a root that someone other than root could change or make first, one inside DATA_DIR, and one
+   * under a directory closed to others, before anything is made or any mode changed; and checks again,
+   * without following links, what it made.
    */
   make(part: SandboxTreePart): string {
     const dir = this.path(part);
     if (!this.opts.isolated) {
+      // The service's own directory: parents as `mkdir -p` makes them, the part its own.
+      fs.mkdirSync(this.root, { recursive: true });
       makeMissing(dir, 0o700);
       return dir;
     }
+    if (process.getuid?.() !== 0) throw new Error('SANDBOX_PROCESS_ISOLATION=user needs the worker to run as root');
     this.refuseUnsafeRoot();
-    makeMissing(this.root, 0o711);
-    this.openOwnParents();
-    fs.chmodSync(this.root, 0o711);
-    const closed = untraversable(this.root);
+    this.openBase();
+    const closed = untraversable(path.dirname(this.root));
     if (closed)
       throw new Error(
         `sandboxes in ${this.opts.sandboxesDir} cannot be reached by their users: ${closed} is closed to others (o+x); choose another SANDBOXES_DIR`,
       );
+    makeMissing(this.root, 0o711);
+    rootsOwn(this.root);
+    fs.chmodSync(this.root, 0o711);
     makeMissing(dir, PARTS[part]);
-    if (fs.lstatSync(dir).isSymbolicLink()) throw new Error(`${dir} is a symbolic link`);
+    rootsOwn(dir);
     fs.chmodSync(dir, PARTS[part]);
     return dir;
   }
 
   private refuseUnsafeRoot(): void {
     const { dataDir, sandboxesDir } = this.opts;
-    if (dataDir && (sandboxesDir === dataDir || isInside(sandboxesDir, dataDir)))
+    const inData = (p: string, data: string) => p === data || isInside(p, data);
+    if (dataDir && (inData(sandboxesDir, dataDir) || inData(resolvedAsFar(sandboxesDir), resolvedAsFar(dataDir))))
       throw new Error(
         `SANDBOXES_DIR (${sandboxesDir}) is inside DATA_DIR, which isolated sandboxes may not enter: leave it unset, or choose a directory outside`,
       );
+    if (this.root === path.dirname(this.root))
+      throw new Error(`SANDBOXES_DIR (${sandboxesDir}) is directly under /, whose mode the worker would change`);
     // The root is made 0711 and holds the shared runtime beside the sandboxes: it and every directory above
     // it must be root's alone (SANDBOXES_DIR=/tmp/x would take /tmp's sticky bit off; one under a user's
     // directory would let that user swap `runtime` or `sandboxes` for a link).
@@ -90,20 +98,46 @@ export class SandboxTree {
       throw new Error(
         `SANDBOXES_DIR (${sandboxesDir}) is under ${changeable}, which a user other than root may change: choose a directory only root may write, such as the default under ${SANDBOXES_BASE}`,
       );
+    // A directory still to be made in one that others may write (even a sticky /tmp) could be made by them first.
+    const nearest = nearestExisting(this.root);
+    if (nearest !== this.root && (fs.statSync(nearest).mode & 0o022) !== 0)
+      throw new Error(
+        `SANDBOXES_DIR (${sandboxesDir}) would be made in ${nearest}, where other users may make it first: make ${path.join(nearest, path.relative(nearest, this.root).split(path.sep)[0]!)} as root first, or choose a directory under ${SANDBOXES_BASE}`,
+      );
   }
 
   /**
-   * The directories between the default base (/var/lib/agent-control) and the root are this service's:
-   * opened to others (o+x) when an earlier step or version made them 0700. Others above are left as they are.
+   * The default base (/var/lib/agent-control) is this service's: opened to others (o+x) when an earlier
+   * version made it 0700. Nothing else above the root is changed.
    */
-  private openOwnParents(): void {
+  private openBase(): void {
     if (!isInside(this.root, SANDBOXES_BASE)) return;
-    for (let d = path.dirname(this.root); ; d = path.dirname(d)) {
-      const st = fs.lstatSync(d);
-      if (st.isDirectory() && st.uid === 0 && (st.mode & 0o001) === 0) fs.chmodSync(d, (st.mode & 0o7777) | 0o011);
-      if (d === SANDBOXES_BASE) return;
-    }
+    const st = fs.lstatSync(SANDBOXES_BASE, { throwIfNoEntry: false });
+    if (st?.isDirectory() && st.uid === 0 && (st.mode & 0o001) === 0) fs.chmodSync(SANDBOXES_BASE, 0o711);
   }
+}
+
+/** A directory the worker made or is about to change: root's, not a link, written by no one else. */
+function rootsOwn(dir: string): void {
+  const st = fs.lstatSync(dir);
+  if (st.isSymbolicLink()) throw new Error(`${dir} is a symbolic link`);
+  if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0)
+    throw new Error(
+      `${dir} is not a directory of root's alone (owner ${st.uid}, mode ${(st.mode & 0o7777).toString(8)})`,
+    );
+}
+
+/** The deepest part of `p` that exists. */
+function nearestExisting(p: string): string {
+  let d = p;
+  while (!fs.existsSync(d) && path.dirname(d) !== d) d = path.dirname(d);
+  return d;
+}
+
+/** `p` with its existing part's links resolved (the rest as written). */
+function resolvedAsFar(p: string): string {
+  const existing = nearestExisting(p);
+  return path.join(fs.realpathSync(existing), path.relative(existing, p));
 }
 
 /**

@@ -115,4 +115,27 @@ describe('SANDBOXES_DIR of isolated process sandboxes', () => {
     expect(() => tree.make('disks')).toThrow('is inside DATA_DIR');
     expect(fs.existsSync(path.join(data, 'disks'))).toBe(false);
   });
+
+  it('refuses a root still to be made in a directory others may write (they could make it first), or one under a link of theirs', () => {
+    fs.chmodSync(root, 0o711);
+    const sticky = path.join(root, 'sticky-shared');
+    fs.mkdirSync(sticky);
+    fs.chmodSync(sticky, 0o1777);
+    const tree = new SandboxTree({ sandboxesDir: path.join(sticky, 'ac', 'sandboxes'), isolated: true });
+    expect(() => tree.make('disks')).toThrow(`would be made in ${sticky}, where other users may make it first`);
+    expect(fs.existsSync(path.join(sticky, 'ac'))).toBe(false);
+    // Made by root first, it is taken.
+    fs.mkdirSync(path.join(sticky, 'ac'), { mode: 0o755 });
+    expect(tree.make('disks')).toBe(path.join(sticky, 'ac', 'disks'));
+    // A user's link to a directory of root's (it could point elsewhere later).
+    const link = path.join(root, 'users-link');
+    fs.symlinkSync(path.join(sticky, 'ac'), link);
+    fs.lchownSync(link, 4_900_501, 4_900_501);
+    expect(() => new SandboxTree({ sandboxesDir: path.join(link, 'sandboxes'), isolated: true }).make('disks')).toThrow(
+      `is under ${link}, which a user other than root may change`,
+    );
+    expect(() => new SandboxTree({ sandboxesDir: '/sandboxes', isolated: true }).make('sandboxes')).toThrow(
+      'directly under /',
+    );
+  });
 });
