@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import { ConfigError, loadConfig, type Config } from '../src/config';
 import { resolveSecretsKey, writeEmbeddedServers } from '../src/cli/embedded-servers';
 import { createLogger, type Logger } from '../src/logger';
-import { freePort } from '../src/process/net';
+import { freePortUpTo } from '../src/process/net';
 import { splitPath } from '../src/process/trusted-path';
 import { runAdmin } from './launch-admin';
 import { launchContext } from './launch-context';
@@ -102,7 +102,9 @@ async function serviceEnv(
  * Nothing listens there but a demo while it plays.
  */
 async function demoEnv(config: Config): Promise<NodeJS.ProcessEnv> {
-  const port = config.demoLlmPort || (await freePort());
+  // Below the kernel's ephemeral range: no server of this machine that listens on port 0 (the Temporal
+  // dev server's own services do) can be given it and so become reachable from every sandbox.
+  const port = config.demoLlmPort || (await freePortUpTo(32_767));
   return {
     DEMO_LLM_PORT: String(port),
     SANDBOX_LOCAL_ALLOW: [...config.sandboxes.localAllow, `127.0.0.1:${port}`].join(','),

@@ -66,7 +66,14 @@ export class ScriptedLlm {
 
   async start(port = 0, host = '127.0.0.1'): Promise<this> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((r) => this.server.listen(port, host, () => r()));
+    // A port someone else holds is an error to report, not a start that never ends.
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
     this.url = `http://${host}:${(this.server.address() as AddressInfo).port}/v1`;
     return this;
   }
