@@ -37,6 +37,17 @@ function reason(e: unknown): string {
   return err.message ?? String(e);
 }
 
+/** The failure type of a provider that cannot work as configured (activities' ProviderConfigError, by its class name). */
+const UNRUNNABLE = 'ProviderConfigError';
+
+/** The type of the application failure an activity failed with, if it did. */
+function failureType(e: unknown): string | undefined {
+  let err = e as { type?: unknown; cause?: unknown } | undefined;
+  for (let i = 0; err && i < 5; i++, err = err.cause as typeof err)
+    if (err instanceof ApplicationFailure) return err.type ?? undefined;
+  return undefined;
+}
+
 const publish = (status: SandboxStatus) =>
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTE_KEYS.SandboxStatus, value: status }]);
 
@@ -104,7 +115,7 @@ export class SandboxDriver {
           (e: unknown): ProviderOutcome =>
             neverTaken(e)
               ? { ok: false, reason: placement.hostGone(), hostAbsent: true }
-              : { ok: false, reason: reason(e) },
+              : { ok: false, reason: reason(e), unrunnable: failureType(e) === UNRUNNABLE },
         );
       step = lifecycle.provided(action, outcome);
     }

@@ -19,7 +19,11 @@ export type ProviderAction =
   { call: 'start' } | { call: 'pause'; why: 'request' | 'idle' } | { call: 'resume' } | { call: 'delete' };
 
 /** `hostAbsent`: the call was never taken: no worker of the sandbox's host polled for it in time. */
-export type ProviderOutcome = { ok: true } | { ok: false; reason: string; hostAbsent?: boolean };
+/**
+ * How a provider call ended; `unrunnable`: the provider cannot carry it out as this worker is configured
+ * (a spec it cannot run), which no retry changes.
+ */
+export type ProviderOutcome = { ok: true } | { ok: false; reason: string; hostAbsent?: boolean; unrunnable?: boolean };
 
 /**
  * What the driver does next, in this order: record the change (publish it and write it to the sandbox's
@@ -45,6 +49,8 @@ export interface LifecycleRules {
    * (with its session key) to whoever binds that port next.
    */
   goneIsErrorAtOnce: boolean;
+  /** A resume the provider refused as configured (`unrunnable`) is a conflict (409), not a provider failure (502). */
+  unrunnableResumeIsConflict?: boolean;
 }
 
 /** Where a run starts: a new sandbox, or where the previous run left off (continue-as-new). */
@@ -167,7 +173,13 @@ export class SandboxLifecycle {
         }
         return {
           change: this.set('ERROR', `resuming failed: ${failed}`),
-          refuse: { failure: 'providerFailed', message: `resuming failed: ${failed}` },
+          refuse: {
+            failure:
+              !outcome.ok && outcome.unrunnable && this.rules.unrunnableResumeIsConflict
+                ? 'conflict'
+                : 'providerFailed',
+            message: `resuming failed: ${failed}`,
+          },
         };
       case 'delete':
         // A host whose worker does not take the call cannot remove what it holds now; the sandbox goes

@@ -16,3 +16,8 @@ export const GONE_IS_ERROR_AT_ONCE = 'sandbox-gone-is-error-at-once';
  * RUNNING sandbox in ERROR.
  */
 export const FAILED_CHECK_IS_NO_VERDICT = 'sandbox-failed-check-is-no-verdict';
+/**
+ * The patch after which a resume that the provider refused as configured (a spec this worker cannot run:
+ * ProviderConfigError) fails as a conflict with what the worker offers (409), not as a provider failure (502).
+ */
+export const UNRUNNABLE_RESUME_IS_CONFLICT = 'sandbox-unrunnable-resume-is-conflict';

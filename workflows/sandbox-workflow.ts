@@ -39,7 +39,7 @@ import {
 } from '../src/temporal/shared';
 import { SandboxDriver } from './sandbox-driver';
 import { SandboxLifecycle } from './sandbox-lifecycle';
-import { GONE_IS_ERROR_AT_ONCE, START_ONLY_WHILE_STARTING } from './sandbox-patches';
+import { GONE_IS_ERROR_AT_ONCE, START_ONLY_WHILE_STARTING, UNRUNNABLE_RESUME_IS_CONFLICT } from './sandbox-patches';
 import { SandboxPlacement } from './sandbox-runtime-calls';
 
 const historyTooLong = (settings: SandboxWorkflowSettings) => {
@@ -52,6 +52,7 @@ export async function sandboxWorkflow(input: SandboxWorkflowInput): Promise<Sand
   // Runs recorded before the rule waited out the grace period for a gone runtime too; they replay so.
   const lifecycle = new SandboxLifecycle(sandboxId, settings, input.carried, {
     goneIsErrorAtOnce: patched(GONE_IS_ERROR_AT_ONCE),
+    unrunnableResumeIsConflict: patched(UNRUNNABLE_RESUME_IS_CONFLICT),
   });
   const placement = new SandboxPlacement(sandboxId, settings, input.hostQueue);
   const driver = new SandboxDriver(sandboxId, lifecycle, placement);
