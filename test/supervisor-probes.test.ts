@@ -67,12 +67,14 @@ describe('Supervisor', () => {
   ])('a process below a frozen child, in a process group of its own, %s', async (_what, killDescendants) => {
     const { s } = supervisor(probing);
     const pidFile = path.join(dir, `below-${killDescendants}.pid`);
-    const below = `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(require('child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' }).pid))`;
+    // Every start of the parent starts one below it, and appends its pid: the restart's too, ended at the end.
+    const below = `require('fs').appendFileSync(${JSON.stringify(pidFile)}, require('child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' }).pid + '\\n')`;
+    const belowPids = () =>
+      fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).map(Number) : [];
     const parent = await server(`parent-${killDescendants}`, undefined, below);
     await s.start(`parent-${killDescendants}`, parent.start, { probeFailures: 2, killDescendants });
-    await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8') !== '');
-    const grandchild = Number(fs.readFileSync(pidFile, 'utf8'));
-    fs.rmSync(pidFile);
+    await until(() => belowPids().length > 0);
+    const grandchild = belowPids()[0]!;
     try {
       process.kill(parent.pids[0]!, 'SIGSTOP');
       await until(() => s.restarts(`parent-${killDescendants}`) === 1);
@@ -84,10 +86,14 @@ describe('Supervisor', () => {
         expect(gone()).toBe(false);
       }
     } finally {
-      try {
-        process.kill(grandchild, 'SIGKILL');
-      } catch {
-        // already gone
+      // The restarted parent's own one comes a moment after the restart: waited for, briefly, then all end.
+      await until(() => belowPids().length > 1).catch(() => undefined);
+      for (const pid of belowPids()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
       }
     }
   });
