@@ -52,12 +52,12 @@ export function addDemoCommand(program: Command, cli: AdminContext) {
       const c = cli.config();
       // The port `npm start` lets isolated sandboxes reach (or DEMO_LLM_PORT); any other, their firewall refuses.
       const llmPort = resolveServers(c).demoLlmPort;
+      // Said only when the demo does not finish: a worker that is not isolated reaches any port.
       const unreachable = llmPort
         ? ''
         : 'isolated sandboxes (a worker run as root) reach no port of this machine that their firewall does not allow: ' +
           'play the demo against `npm start`, or start the worker with DEMO_LLM_PORT=<port> and ' +
           'SANDBOX_LOCAL_ALLOW=127.0.0.1:<port> and run the demo with the same DEMO_LLM_PORT';
-      if (unreachable && !cli.json()) console.error(`[demo] note: ${unreachable}`);
       const result = await withUser(c, o.user, async (owner, { apiKeys, conversations }) => {
         // A key of its own for the demo's calls, revoked when it ends: the user's keys are not stored raw.
         const { key: info, raw } = await apiKeys.create(owner.id, 'demo');
