@@ -11,7 +11,7 @@ import {
   MongoServerSelectionError,
 } from 'mongodb';
 import { Unavailable } from '../src/errors';
-import { isDatabaseUnreachable, translateStoreError } from '../src/store/errors';
+import { DatabaseBusyError, isDatabaseUnreachable, translateStoreError, withinBudget } from '../src/store/errors';
 
 describe('translateStoreError', () => {
   const unreachable: [string, unknown][] = [
@@ -90,5 +90,27 @@ describe('translateStoreError', () => {
   it.each(other)('%s passes through unchanged', (_what, e) => {
     expect(isDatabaseUnreachable(e)).toBe(false);
     expect(translateStoreError(e)).toBe(e);
+  });
+});
+
+describe('a read with a time budget', () => {
+  const failing = (e: unknown) => withinBudget('events range', 1, () => Promise.reject(e));
+  it.each([
+    [
+      'MaxTimeMSExpired',
+      new MongoServerError({ code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit' }),
+    ],
+    // FerretDB ends the cursor with the command's maxTimeMS: the getMore after it finds none (seen in CI).
+    [
+      'a cursor its budget ended (CursorNotFound)',
+      new MongoServerError({ code: 43, errmsg: 'cursor id 3679861964 not found' }),
+    ],
+  ])('%s is a DatabaseBusyError (503, retry shortly)', async (_what, e) => {
+    await expect(failing(e)).rejects.toBeInstanceOf(DatabaseBusyError);
+  });
+
+  it('any other server error passes through unchanged', async () => {
+    const e = new MongoServerError({ code: 2, errmsg: 'bad value' });
+    await expect(failing(e)).rejects.toBe(e);
   });
 });

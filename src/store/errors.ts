@@ -18,6 +18,13 @@ const BUSY_RETRY_AFTER_SECONDS = 5;
 export const MAX_TIME_MS_EXPIRED = 50;
 
 /**
+ * MongoDB's CursorNotFound. FerretDB 1.24 ends a find's cursor with the command's `maxTimeMS`: a read whose
+ * budget runs out between its first batch and a getMore is told its cursor is gone, not MaxTimeMSExpired
+ * (seen in CI: "cursor id ... not found" from an event range read with a 1 ms budget).
+ */
+export const CURSOR_NOT_FOUND = 43;
+
+/**
  * A read ran out of its time budget: the database is too busy to answer now; retrying later may work.
  * Callers see it as any Unavailable (a 503 with Retry-After at the api).
  */
@@ -64,14 +71,17 @@ export const isMaxTimeExpired = (e: unknown): boolean =>
   e instanceof MongoServerError && (e.code === MAX_TIME_MS_EXPIRED || e.codeName === 'MaxTimeMSExpired');
 
 /**
- * Runs a read that was given `maxTimeMS: budgetMs`, turning the server's MaxTimeMSExpired into a
- * DatabaseBusyError; every other error passes through unchanged.
+ * Runs a read that was given `maxTimeMS: budgetMs`, turning the server's MaxTimeMSExpired (and a cursor
+ * the budget ended, CursorNotFound) into a DatabaseBusyError; every other error passes through unchanged.
  */
 export async function withinBudget<T>(operation: string, budgetMs: number, read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (e) {
-    if (isMaxTimeExpired(e)) throw new DatabaseBusyError(operation, budgetMs, { cause: e });
+    // A cursor lost mid-read (its budget ended it, or the server did) is as busy: the same read may work shortly.
+    const cursorLost =
+      e instanceof MongoServerError && (e.code === CURSOR_NOT_FOUND || e.codeName === 'CursorNotFound');
+    if (isMaxTimeExpired(e) || cursorLost) throw new DatabaseBusyError(operation, budgetMs, { cause: e });
     throw e;
   }
 }
