@@ -1,5 +1,8 @@
 /** Live events over websockets: auth, catch-up without gap or duplicate, fan-out across api processes. */
 import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { attachEventSocket } from '../src/http/websocket';
 import { EventHub, Subscription, type SubscriberSink } from '../src/live/event-hub';
 import pino from 'pino';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -43,6 +46,39 @@ describe('live events over websockets', () => {
     expect(got.map((e) => e.id)).toEqual(batch.map((e) => e.id));
     expect(got[2]).toMatchObject({ kind: 'StreamingDeltaEvent', content: 'Hel', source: 'agent' });
     sub.ws.close();
+  });
+
+  it('a socket with its key in the header gets every event stored once it opened, however slow the lookups that place it', async () => {
+    // A second endpoint on the api's hub, whose key lookup takes 1.5 s: the lookups run before the socket opens.
+    const server = http.createServer();
+    const close = attachEventSocket(server, {
+      hub: t.api.hub,
+      apiKeys: { resolve: (raw: string) => sleep(1500).then(() => t.apiKeys.resolve(raw)) } as typeof t.apiKeys,
+      conversations: t.conversations,
+      events: t.stores.events,
+      log: pino({ level: 'silent' }),
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const c = await t.newConversation(userId);
+      await t.ingest(c.conversationId, c.sessionKey, messages(2)); // before: not sent
+      const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/conversation/${c.conversationId}/events/socket`;
+      const sub = connect(url, { 'X-Access-Token': key });
+      await sub.opened;
+      const after = messages(1);
+      expect((await t.ingest(c.conversationId, c.sessionKey, after)).status).toBe(200);
+      expect((await sub.waitFor(1, 5000)).map((e) => e.id)).toEqual(after.map((e) => e.id));
+      await sleep(200);
+      expect(sub.messages).toHaveLength(1);
+      sub.ws.close();
+      // A wrong key is still told so after the socket opened.
+      const bad = connect(url, { 'X-Access-Token': 'acp_wrong' });
+      await bad.opened;
+      expect((await bad.closed).code).toBe(4001);
+    } finally {
+      await close();
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('first-frame auth; 4001 for a bad credential; 4004 for a foreign or unknown conversation', async () => {

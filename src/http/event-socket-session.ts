@@ -52,13 +52,40 @@ export interface EventSockets {
   openByUser: Map<string, number>;
 }
 
-/** Serves a socket ws has accepted for the conversation in the path (still percent-encoded). */
+/**
+ * Who subscribes to what, from where: settled before the socket opens when its key comes in the header,
+ * so that every event stored after a client saw the socket open reaches it; after the first frame otherwise.
+ */
+export type Admission =
+  { userId: string; blocks: EventLayout['blocks']; afterSeq: number } | { refused: { code: number; reason: string } };
+
+/**
+ * The admission of a socket whose key is in its X-Access-Token header, looked up while the upgrade waits;
+ * null when the key is to come in a first frame or the api is not ready (then the socket opens at once).
+ */
+export function admitBeforeOpen(
+  { deps }: EventSockets,
+  req: http.IncomingMessage,
+  encodedId: string,
+  params: URLSearchParams,
+): Promise<Admission> | null {
+  const token = headerToken(req);
+  const conversationId = decodeId(encodedId);
+  if (!token || conversationId === null || (deps.ready && !deps.ready())) return null;
+  return admit(deps, token, conversationId, params);
+}
+
+/**
+ * Serves a socket ws has accepted for the conversation in the path (still percent-encoded), with the
+ * admission looked up before it opened, if any.
+ */
 export function openEventSocket(
   sockets: EventSockets,
   ws: WebSocket,
   req: http.IncomingMessage,
   encodedId: string,
   params: URLSearchParams,
+  early: Promise<Admission> | null = null,
 ): void {
   const { deps } = sockets;
   // Protocol errors of the peer (a frame over maxPayload: 1009; a malformed frame: 1002) close this
@@ -66,14 +93,7 @@ export function openEventSocket(
   ws.on('error', (err: Error & { code?: string }) =>
     deps.log.debug({ err: err.message, code: err.code }, 'event socket protocol error'),
   );
-  let conversationId: string;
-  try {
-    conversationId = decodeURIComponent(encodedId);
-  } catch {
-    ws.close(CLOSE_BAD_REQUEST, 'conversation_id is not a valid percent-encoded path segment');
-    return;
-  }
-  void serve(sockets, ws, req, conversationId, params).catch((e: unknown) => {
+  void serve(sockets, ws, req, encodedId, params, early).catch((e: unknown) => {
     // A database that does not answer is not this socket's failure: the client may come back.
     if (translateStoreError(e) instanceof Unavailable) {
       deps.log.warn({ err: e }, 'event socket: the database did not answer');
@@ -89,46 +109,80 @@ async function serve(
   sockets: EventSockets,
   ws: WebSocket,
   req: http.IncomingMessage,
-  conversationId: string,
+  encodedId: string,
   params: URLSearchParams,
+  early: Promise<Admission> | null,
 ): Promise<void> {
   const { deps, alive } = sockets;
   // Until the api has prepared its database (indexes, the live channel), live events would not reach
   // a subscriber: it is told to come back before anything is looked up.
-  if (deps.ready && !deps.ready()) return ws.close(CLOSE_TRY_AGAIN_LATER, 'the service is starting; try again shortly');
+  if (!early && deps.ready && !deps.ready())
+    return ws.close(CLOSE_TRY_AGAIN_LATER, 'the service is starting; try again shortly');
+  const conversationId = decodeId(encodedId);
+  if (conversationId === null)
+    return ws.close(CLOSE_BAD_REQUEST, 'conversation_id is not a valid percent-encoded path segment');
   alive.set(ws, true);
   ws.on('pong', () => alive.set(ws, true));
-  const userId = await authenticate(ws, req, deps);
-  if (!userId) return;
-  const conversation = await deps.conversations.getOwned(conversationId, userId);
-  if (!conversation) return ws.close(CLOSE_NOT_FOUND, 'conversation not found');
-  // A log in blocks stays so (a migration only adds them): the catch-up reads blocks for good.
-  const { blocks } = conversation.layout;
-  if (ws.readyState !== ws.OPEN) return;
-  if (!holdUserSocket(sockets, ws, userId)) return;
-  const start = await startPosition(ws, deps.events, conversationId, params);
-  if (!start) return;
-  // The peer may have gone during the lookups above: a subscription registered now would never be removed.
-  if (ws.readyState !== ws.OPEN) return;
-  await subscribe(ws, deps, conversationId, blocks, start.afterSeq);
+  const admission = await (early ?? admitAfterOpen(ws, req, deps, conversationId, params));
+  if (!admission || ws.readyState !== ws.OPEN) return;
+  if ('refused' in admission) return ws.close(admission.refused.code, admission.refused.reason);
+  if (!holdUserSocket(sockets, ws, admission.userId)) return;
+  await subscribe(ws, deps, conversationId, admission.blocks, admission.afterSeq);
 }
 
 /**
- * The user whose key the socket gives (the X-Access-Token header, or a first frame within the time
- * limit); null when the socket closed meanwhile or has no valid key (then it is closed with 4001).
+ * The admission of a socket looked up once it is open (its key in the header, or else in its first frame);
+ * null when the socket closed meanwhile.
  */
-async function authenticate(ws: WebSocket, req: http.IncomingMessage, deps: EventSocketDeps): Promise<string | null> {
-  const headerToken = req.headers['x-access-token'];
-  const token =
-    typeof headerToken === 'string' && headerToken
-      ? headerToken
-      : await firstFrameToken(ws, deps.authTimeoutMs ?? 10_000);
+async function admitAfterOpen(
+  ws: WebSocket,
+  req: http.IncomingMessage,
+  deps: EventSocketDeps,
+  conversationId: string,
+  params: URLSearchParams,
+): Promise<Admission | null> {
+  const token = headerToken(req) ?? (await firstFrameToken(ws, deps.authTimeoutMs ?? 10_000));
   if (ws.readyState !== ws.OPEN) return null;
-  const userId = token ? await deps.apiKeys.resolve(token) : null;
-  if (!userId) ws.close(CLOSE_BAD_AUTH, token ? 'invalid API key' : 'authentication required');
-  return userId;
+  return admit(deps, token, conversationId, params);
 }
 
+function decodeId(encodedId: string): string | null {
+  try {
+    return decodeURIComponent(encodedId);
+  } catch {
+    return null;
+  }
+}
+
+function headerToken(req: http.IncomingMessage): string | null {
+  const token = req.headers['x-access-token'];
+  return typeof token === 'string' && token ? token : null;
+}
+
+/**
+ * The user the key names, the conversation (theirs), and where its events start; or why the socket is to
+ * be closed: 4000 (a bad parameter), 4001 (no valid key), 4004 (not found or someone else's).
+ */
+async function admit(
+  deps: EventSocketDeps,
+  token: string | null,
+  conversationId: string,
+  params: URLSearchParams,
+): Promise<Admission> {
+  const userId = token ? await deps.apiKeys.resolve(token) : null;
+  if (!userId) return refused(CLOSE_BAD_AUTH, token ? 'invalid API key' : 'authentication required');
+  const conversation = await deps.conversations.getOwned(conversationId, userId);
+  if (!conversation) return refused(CLOSE_NOT_FOUND, 'conversation not found');
+  const start = await startPosition(deps.events, conversationId, params);
+  if ('refused' in start) return start;
+  // A log in blocks stays so (a migration only adds them): the catch-up reads blocks for good.
+  // Live only: from the last event stored when the conversation was read, before the socket opened.
+  return { userId, blocks: conversation.layout.blocks, afterSeq: start.afterSeq ?? conversation.layout.lastSeq };
+}
+
+const refused = (code: number, reason: string): Admission => ({ refused: { code, reason } });
+
+/** The token of a first frame {"type":"auth","access_token":...} within the time limit; null otherwise. */
 function firstFrameToken(ws: WebSocket, timeoutMs: number): Promise<string | null> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => done(null), timeoutMs);
@@ -176,29 +230,22 @@ function holdUserSocket({ deps, openByUser }: EventSockets, ws: WebSocket, userI
 
 /**
  * Where the socket's events start, from `after_id` or `resend_all`: after seq `afterSeq` (0: the whole
- * log; null: live events only). Null when a parameter is refused (then the socket is closed with 4000).
+ * log; null: live events only), or why a parameter is refused (4000).
  */
 async function startPosition(
-  ws: WebSocket,
   events: EventsStore,
   conversationId: string,
   params: URLSearchParams,
-): Promise<{ afterSeq: number | null } | null> {
+): Promise<{ afterSeq: number | null } | Extract<Admission, { refused: unknown }>> {
   const afterId = params.get('after_id');
   const resendAll = params.get('resend_all');
-  if (resendAll !== null && !['true', 'false'].includes(resendAll)) {
-    ws.close(CLOSE_BAD_REQUEST, 'resend_all must be true or false');
-    return null;
-  }
-  let afterSeq: number | null = null;
-  if (resendAll === 'true') afterSeq = 0;
-  else if (afterId) {
-    afterSeq = await events.seqOf(conversationId, afterId);
-    if (afterSeq === null) {
-      ws.close(CLOSE_BAD_REQUEST, 'after_id is not an event of this conversation');
-      return null;
-    }
-  }
+  if (resendAll !== null && !['true', 'false'].includes(resendAll))
+    return { refused: { code: CLOSE_BAD_REQUEST, reason: 'resend_all must be true or false' } };
+  if (resendAll === 'true') return { afterSeq: 0 };
+  if (!afterId) return { afterSeq: null };
+  const afterSeq = await events.seqOf(conversationId, afterId);
+  if (afterSeq === null)
+    return { refused: { code: CLOSE_BAD_REQUEST, reason: 'after_id is not an event of this conversation' } };
   return { afterSeq };
 }
 
@@ -208,7 +255,7 @@ async function subscribe(
   deps: EventSocketDeps,
   conversationId: string,
   blocks: EventLayout['blocks'],
-  afterSeq: number | null,
+  afterSeq: number,
 ): Promise<void> {
   const sub = new Subscription(
     conversationId,

@@ -10,10 +10,15 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { writeRawError } from '../web/client-errors';
-import { openEventSocket, type EventSocketDeps, type EventSockets } from './event-socket-session';
+import { admitBeforeOpen, openEventSocket, type EventSocketDeps, type EventSockets } from './event-socket-session';
 import { answerOtherUpgrade, handshakeProblem, refuseHandshake } from './websocket-handshake';
 
 export const SOCKET_PATH = /^\/api\/v1\/conversation\/([^/]+)\/events\/socket$/;
+/**
+ * How long a handshake whose key is in its header waits for the lookups that place the socket in the log
+ * (ms); past it the socket opens anyway and is placed when they answer.
+ */
+export const ADMISSION_WAIT_MS = 5_000;
 
 /** Attaches the endpoint to the api's HTTP server; returns a function that closes every socket. */
 export function attachEventSocket(server: http.Server, deps: EventSocketDeps): () => Promise<void> {
@@ -71,7 +76,29 @@ function upgrade(
     refuseHandshake(socket, problem);
     return;
   }
-  wss.handleUpgrade(req, socket, head, (ws) => openEventSocket(sockets, ws, req, match[1]!, url.searchParams));
+  // A key in the header is checked, and the socket's start in the log read, before the socket opens:
+  // whatever the conversation stores once the client sees it open reaches it.
+  const early = admitBeforeOpen(sockets, req, match[1]!, url.searchParams);
+  const accept = () => {
+    try {
+      wss.handleUpgrade(req, socket, head, (ws) =>
+        openEventSocket(sockets, ws, req, match[1]!, url.searchParams, early),
+      );
+    } catch (e) {
+      sockets.deps.log.error({ err: e }, 'websocket upgrade failed');
+      writeRawError(socket, 500, 'Internal Server Error');
+    }
+  };
+  if (!early) return accept();
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ADMISSION_WAIT_MS)));
+  // A rejection (the database away) is the opened socket's to report (1013); here it only ends the wait.
+  void Promise.race([early, waited])
+    .catch(() => undefined)
+    .then(() => {
+      clearTimeout(timer);
+      accept();
+    });
 }
 
 /** Pings every socket each interval; one that did not answer the last ping is terminated. */

@@ -110,7 +110,8 @@ export function eventsRoutes(
           'Open a WebSocket here (ws:// or wss://). Authenticate with the X-Access-Token header, or send ' +
           '{"type":"auth","access_token":"..."} as the first frame within 10 s. Each message is one event as JSON. ' +
           'With after_id, every stored event after that one comes first, then live events; with resend_all=true ' +
-          'the whole log comes first; with neither, only live events. Every stored event arrives exactly once, in ' +
+          'the whole log comes first; with neither, only live events (with the key in the header, every event stored ' +
+          'after the socket opened). Every stored event arrives exactly once, in ' +
           'append order; StreamingDeltaEvents arrive as they are published. Close codes: 4001 bad credential, ' +
           '4004 unknown or foreign conversation, 4000 bad parameters, 1013 subscriber too slow (it did not read).',
         security: 'APIKeyHeader',
