@@ -125,6 +125,10 @@ describe('hostile input at the edge (issue 13)', () => {
       expect(r.status).toBe(405);
       expect(r.headers.get('allow')).toBe('HEAD, GET');
       expect(r.body).toEqual({ detail: 'Method Not Allowed' });
+      // QUERY (HTTP's safe method with a body; OpenAPI 3.2 has it) is as known as PUT.
+      const query = await raw(t.url, `QUERY /api/v1/users/me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect(statusOf(query.text)).toBe(405);
+      expect(query.text).toMatch(/\r\nallow: HEAD, GET\r\n/i);
     });
 
     it("the parser's own 400 and 431 carry a JSON body", async () => {

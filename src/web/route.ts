@@ -119,11 +119,12 @@ function parseBody(
 const toOpenApiPath = (p: string) => p.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 /**
- * The methods the api knows (RFC 9110's, and PATCH; CONNECT never reaches a router, Node answers it): one a
- * route does not serve is a 405 with its Allow header; one of another protocol (WebDAV's PROPFIND) a 501, and
- * one no protocol defines never gets past Node's parser (400).
+ * The methods the api knows (RFC 9110's, PATCH, and QUERY, HTTP's safe method with a body, which OpenAPI 3.2
+ * describes; CONNECT never reaches a router, Node answers it): one a route does not serve is a 405 with its
+ * Allow header; one of another protocol (WebDAV's PROPFIND) a 501, and one no protocol defines never gets
+ * past Node's parser (400).
  */
-const KNOWN_METHODS = ['HEAD', 'OPTIONS', 'GET', 'PUT', 'PATCH', 'POST', 'DELETE', 'TRACE'];
+const KNOWN_METHODS = ['HEAD', 'OPTIONS', 'GET', 'PUT', 'PATCH', 'POST', 'DELETE', 'TRACE', 'QUERY'];
 
 export class ApiRouter {
   readonly router: Router;
