@@ -122,7 +122,11 @@ export const gitPageIdParam = (listing: GitListing) =>
     listing,
     z.tuple([int(0, 9), int(1, 100_000), int(1, 100), int(0, 99), z.string().regex(/^[0-9a-f]{16}$/)]),
   )
-    .transform(([part, page, perPage, skip, scope]): GitPagePosition => ({ part, page, perPage, skip, scope }))
+    .transform((key): GitPagePosition | undefined => {
+      if (!key) return undefined;
+      const [part, page, perPage, skip, scope] = key;
+      return { part, page, perPage, skip, scope };
+    })
     .optional()
     .meta({
       type: 'string',

@@ -9,9 +9,13 @@ export function encodeCursor(listing: string, key: readonly (string | number)[])
   return Buffer.from(JSON.stringify([listing, ...key]), 'utf8').toString('base64url');
 }
 
-/** A zod schema for the `page_id` query parameter of one listing, yielding the decoded key. */
+/**
+ * A zod schema for the `page_id` query parameter of one listing, yielding the decoded key; an empty one is
+ * no cursor (the first page), as in the published API, whose clients send `page_id=` for "from the start".
+ */
 export function pageIdParam<K extends z.ZodTuple>(listing: string, key: K) {
-  return z.string().transform((raw, ctx): z.output<K> => {
+  return z.string().transform((raw, ctx): z.output<K> | undefined => {
+    if (raw === '') return undefined;
     const fail = (): never => {
       ctx.addIssue({
         code: 'custom',
