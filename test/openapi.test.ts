@@ -1,6 +1,7 @@
 /** The OpenAPI document is generated from the zod schemas, valid, and describes what the api does. */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { startTestApi, type TestApi } from './helpers/api';
+import { answerCheck } from './helpers/openapi-answers';
 
 describe('OpenAPI', () => {
   let t: TestApi;
@@ -88,6 +89,32 @@ describe('OpenAPI', () => {
       expect(timestamp.description).toMatch(/the time of receipt when absent/);
       expect(doc.components.schemas[kind].required ?? []).not.toContain('id');
     }
+  });
+
+  it("its own answers validate against it: a batch get's null for an unknown id, an organization's masked key", async () => {
+    const check = answerCheck(doc);
+    const { key } = await t.newUser();
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    for (const [path, query] of [
+      ['/api/v1/sandboxes', `id=${unknown}`],
+      ['/api/v1/sandbox-specs', 'id=nope'],
+      ['/api/v1/app-conversations', `ids=${unknown}`],
+      ['/api/v1/app-conversations/start-tasks', `ids=${unknown}`],
+    ] as const) {
+      const r = await t.request('GET', `${path}?${query}`, { key });
+      expect({ path, status: r.status, body: r.body }).toEqual({ path, status: 200, body: [null] });
+      expect({ path, errors: check.errors('GET', path, 200, r.body) }).toEqual({ path, errors: [] });
+    }
+    const me = await t.request('GET', '/api/v1/users/me', { key });
+    const orgId = me.body.org_id ?? me.body.current_org_id ?? me.body.organization?.id;
+    expect(typeof orgId).toBe('string');
+    const patched = await t.request('PATCH', `/api/organizations/${orgId}`, {
+      key,
+      body: { llm_api_key: 'sk-secret' },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body.agent_settings.llm.api_key).toBe('**********');
+    expect(check.errors('PATCH', '/api/organizations/{org_id}', 200, patched.body)).toEqual([]);
   });
 
   it('has the HTTPValidationError shape of SPEC 2.7', () => {

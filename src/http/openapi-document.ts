@@ -8,7 +8,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
     registry.registerComponent('securitySchemes', name, { ...scheme });
   }
-  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+  const document = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Agent Conversation Control Service',
@@ -20,4 +20,28 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
     },
     servers: [{ url: serverUrl }],
   });
+  return nullableRefs(document);
+}
+
+/**
+ * The generator writes a nullable named schema as `allOf: [{$ref}, {type: [T, 'null']}]`, which `null` never
+ * satisfies (the $ref refuses it): each becomes `anyOf: [{$ref}, {type: 'null'}]`, what the answers hold.
+ */
+export function nullableRefs<T>(node: T): T {
+  if (Array.isArray(node)) return node.map(nullableRefs) as T;
+  if (!node || typeof node !== 'object') return node;
+  const o = node as Record<string, unknown>;
+  const [ref, nullable, ...more] = Array.isArray(o.allOf) ? (o.allOf as Record<string, unknown>[]) : [];
+  const types = nullable?.type;
+  if (
+    more.length === 0 &&
+    typeof ref?.$ref === 'string' &&
+    Object.keys(nullable ?? {}).length === 1 &&
+    Array.isArray(types) &&
+    types.includes('null')
+  ) {
+    const { allOf: _, ...rest } = o;
+    return { ...nullableRefs(rest), anyOf: [ref, { type: 'null' }] } as T;
+  }
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, nullableRefs(v)])) as T;
 }

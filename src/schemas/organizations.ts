@@ -11,10 +11,9 @@ export { SECRET_MASK };
 
 const nonNegative = () => z.number().gte(0);
 const positiveInt = () => z.number().int().gt(0);
+// Not writeOnly: answers carry the field, masked.
 const secret = (description: string) =>
-  z
-    .string()
-    .meta({ description: `${description} Secret: encrypted at rest, answered as "${SECRET_MASK}".`, writeOnly: true });
+  z.string().meta({ description: `${description} Secret: encrypted at rest, answered as "${SECRET_MASK}".` });
 
 export const LLMSettingsSchema = z
   .strictObject({

@@ -2138,7 +2138,7 @@ export interface components {
             tools: {
                 [key: string]: unknown;
             }[];
-            dynamic_context?: components["schemas"]["TextContent"] & (Record<string, never> | null);
+            dynamic_context?: components["schemas"]["TextContent"] | null;
         };
         StreamingDeltaEvent: {
             /** @description The event id: a new UUID when absent. */
@@ -2608,8 +2608,8 @@ export interface components {
             title: string | null;
             selected_repository: string | null;
             selected_branch: string | null;
-            git_provider: components["schemas"]["GitProvider"] & (string | null);
-            trigger: components["schemas"]["ConversationTrigger"] & (string | null);
+            git_provider: components["schemas"]["GitProvider"] | null;
+            trigger: components["schemas"]["ConversationTrigger"] | null;
             agent_server_url: string | null;
             /** @description The start task that started it. */
             start_task_id: string | null;
@@ -2702,7 +2702,7 @@ export interface components {
             public?: boolean | null;
             selected_repository?: string | null;
             selected_branch?: string | null;
-            git_provider?: components["schemas"]["GitProvider"] & (string | null);
+            git_provider?: components["schemas"]["GitProvider"] | null;
         };
         GitChange: {
             /** @enum {string} */
@@ -4938,7 +4938,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": (components["schemas"]["Sandbox"] & (Record<string, never> | null))[];
+                    "application/json": (components["schemas"]["Sandbox"] | null)[];
                 };
             };
             /** @description Missing or invalid credential */
@@ -5345,7 +5345,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": (components["schemas"]["SandboxSpec"] & (Record<string, never> | null))[];
+                    "application/json": (components["schemas"]["SandboxSpec"] | null)[];
                 };
             };
             /** @description Missing or invalid credential */
@@ -5460,7 +5460,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": (components["schemas"]["AppConversation"] & (Record<string, never> | null))[] | components["schemas"]["AppConversationPage"];
+                    "application/json": (components["schemas"]["AppConversation"] | null)[] | components["schemas"]["AppConversationPage"];
                 };
             };
             /** @description Missing or invalid credential */
@@ -5559,7 +5559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": (components["schemas"]["AppConversationStartTask"] & (Record<string, never> | null))[];
+                    "application/json": (components["schemas"]["AppConversationStartTask"] | null)[];
                 };
             };
             /** @description Missing or invalid credential */
