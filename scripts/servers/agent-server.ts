@@ -34,7 +34,7 @@ const execFileAsync = promisify(execFile);
 /** The lock file, the single source of the pinned versions. */
 export const agentServerLock = () => path.join(repoRoot(), 'runtimes', 'openhands', 'requirements.lock');
 /** The pip that installs it (installed first: some Pythons bundle a pip that cannot read the lock). */
-const pipLock = () => path.join(repoRoot(), 'runtimes', 'openhands', 'pip.lock');
+export const pipLock = () => path.join(repoRoot(), 'runtimes', 'openhands', 'pip.lock');
 
 /** The pinned openhands-agent-server version, as the lock file names it. */
 export function agentServerVersion(lock = fs.readFileSync(agentServerLock(), 'utf8')): string {

@@ -124,6 +124,9 @@ const toOpenApiPath = (p: string) => p.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
  * Allow header; one of another protocol (WebDAV's PROPFIND) a 501, and one no protocol defines never gets
  * past Node's parser (400).
  */
+/** Node's limit of a request's line and headers (its default `maxHeaderSize`), which the api keeps. */
+const REQUEST_HEAD_LIMIT_KIB = 16;
+
 const KNOWN_METHODS = ['HEAD', 'OPTIONS', 'GET', 'PUT', 'PATCH', 'POST', 'DELETE', 'TRACE', 'QUERY'];
 
 export class ApiRouter {
@@ -188,6 +191,21 @@ export class ApiRouter {
         content: { 'application/json': { schema: ErrorResponseSchema } },
       };
     }
+    if (spec.body) {
+      responses[413] ??= {
+        description: `The body is larger than the limit (${this.opts.maxBodyBytes} bytes); nothing was read past it`,
+        content: { 'application/json': { schema: ErrorResponseSchema } },
+      };
+      responses[415] ??= {
+        description: 'The body is not JSON (Content-Type)',
+        content: { 'application/json': { schema: ErrorResponseSchema } },
+      };
+    }
+    // Node refuses a request line and headers over its limit before any route reads them.
+    responses[431] ??= {
+      description: `The request line and headers together are larger than ${REQUEST_HEAD_LIMIT_KIB} KiB (a long query string, say)`,
+      content: { 'application/json': { schema: ErrorResponseSchema } },
+    };
     if (spec.params || spec.query || spec.body) {
       responses[422] ??= {
         description: 'Validation Error',

@@ -18,6 +18,8 @@ export interface TestEnv {
   binaries: { temporal: string; ferretdb: string; temporalServer: string; temporalSqlTool: string; temporalUi: string };
   /** The installed OpenHands agent server (OPENHANDS_AGENT_SERVER_DIR of the suites that run it). */
   agentServerDir: string;
+  /** The Python of schemathesis's environment (run `-I -m schemathesis.cli`). */
+  schemathesisPython: string;
   /** The engine and images of the docker tests (absent with AGENT_CONTROL_DOCKER_TESTS=off). */
   docker?: DockerTestEnv;
 }

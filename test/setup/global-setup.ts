@@ -13,6 +13,7 @@ import { ferretdbBackendFromEnv, startDocumentStore } from '../../scripts/server
 import { ensureCommands } from '../../scripts/host-packages';
 import { redactUri } from '../../scripts/servers/ferretdb-server';
 import { ensureAgentServer } from '../../scripts/servers/agent-server';
+import { ensureSchemathesis } from '../../scripts/servers/schemathesis';
 import { obtainServers, obtainTemporalServer, obtainTemporalUi } from '../../scripts/servers/obtain';
 import { startTemporalDevServer } from '../../scripts/servers/temporal-dev-server';
 import type { TestEnv } from '../helpers/env';
@@ -34,6 +35,9 @@ export default async function globalSetup(): Promise<void> {
   // The real OpenHands agent server, for the suites that run sandboxes on it (installed once, cached).
   const agentServer = ensureAgentServer(process.env.SERVERS_CACHE_DIR, say);
   agentServer.catch(() => undefined); // awaited below
+  // schemathesis, the outside judge of the api (test/schemathesis.test.ts): after it, one pip at a time.
+  const schemathesis = agentServer.then(() => ensureSchemathesis(process.env.SERVERS_CACHE_DIR, say));
+  schemathesis.catch(() => undefined); // awaited below
   // The Docker engine and images come up beside the servers (the server images need the binaries, the
   // agent server's image its environment).
   const docker = dockerTestsEnabled() ? prepareDocker(obtained, agentServer, say) : null;
@@ -44,12 +48,15 @@ export default async function globalSetup(): Promise<void> {
     ui: await obtainTemporalUi(process.env.SERVERS_CACHE_DIR, say),
   }));
   temporalServer.catch(() => undefined); // awaited below
-  const [binaries, agentServerEnv, realTemporal] = await Promise.all([obtained, agentServer, temporalServer]).catch(
-    async (e) => {
-      await docker?.then((d) => d.engine.stop()).catch(() => undefined);
-      throw e;
-    },
-  );
+  const [binaries, agentServerEnv, realTemporal, schemathesisPython] = await Promise.all([
+    obtained,
+    agentServer,
+    temporalServer,
+    schemathesis,
+  ]).catch(async (e) => {
+    await docker?.then((d) => d.engine.stop()).catch(() => undefined);
+    throw e;
+  });
   const bundle = path.resolve(__dirname, '..', '..', 'dist', 'workflow-bundle.js');
   if (!fs.existsSync(bundle))
     throw new Error(`${bundle} is missing: run \`npm run build\` (npm test does) before jest`);
@@ -97,6 +104,7 @@ export default async function globalSetup(): Promise<void> {
       temporalUi: realTemporal.ui,
     },
     agentServerDir: agentServerEnv.dir,
+    schemathesisPython,
     ...(prepared ? { docker: prepared.env } : {}),
   };
   const envFile = path.join(dir, 'env.json');

@@ -7,7 +7,7 @@ import type { SandboxesStore } from '../../store/sandboxes-store';
 import type { SecretBox } from '../../auth/secret-box';
 import { sandboxView } from '../../sandboxes/sandbox-view';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
-import { errorResponse, type ApiRouter } from '../../web/route';
+import { errorResponse, type ApiRouter, type ResponseSpec } from '../../web/route';
 
 const LISTING = 'sandboxes';
 const sandboxId = z
@@ -38,6 +38,10 @@ const SearchQuerySchema = z.object({
   limit: pageLimit(),
 });
 
+const TOO_MANY_SANDBOXES = errorResponse(
+  "As many sandboxes starting or running as the caller (USER_MAX_RUNNING_SANDBOXES) or the caller's organization may hold: pause or delete one first",
+);
+
 const operation = (op: 'pause' | 'resume', summary: string) => ({
   method: 'post' as const,
   path: `/:id/${op}`,
@@ -49,6 +53,7 @@ const operation = (op: 'pause' | 'resume', summary: string) => ({
     200: { description: 'The sandbox after the operation', schema: SandboxSchema },
     404: errorResponse('No such sandbox of the caller'),
     409: errorResponse('Not possible in the current status (deleted; pausing a sandbox in ERROR)'),
+    ...(op === 'resume' ? ({ 429: TOO_MANY_SANDBOXES } as Record<number, ResponseSpec>) : {}),
     502: errorResponse('The provider could not carry it out; the sandbox status says where it stands'),
     503: errorResponse(
       'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. ' +
@@ -78,6 +83,7 @@ export function sandboxesRoutes(
         body: CreateSandboxBodySchema,
         responses: {
           200: { description: 'The new sandbox', schema: SandboxSchema },
+          429: TOO_MANY_SANDBOXES,
           503: errorResponse('Temporal did not accept the start'),
         },
       },
