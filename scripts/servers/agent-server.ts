@@ -48,7 +48,7 @@ const MIN_PYTHON: [number, number] = [3, 12];
 
 type Say = (line: string) => void;
 
-interface Interpreter {
+export interface Interpreter {
   path: string;
   version: string;
   /** sys.base_prefix: the installation it belongs to. */
@@ -133,16 +133,24 @@ function othersCanRead(p: string): boolean {
 /** How an environment is made: a new recipe makes new environments rather than reuse one made otherwise. */
 const RECIPE = '2: no base site-packages; ensurepip; pip.lock; requirements.lock without build isolation';
 
-/** The environment's directory for this lock and interpreter. */
-function envDir(cacheRoot: string, lock: string, python: Interpreter): string {
-  const key = createHash('sha256')
-    .update(RECIPE)
-    .update(lock)
+/**
+ * A short digest of what makes a Python environment (its recipe and locks, then pip.lock and the
+ * interpreter): part of the environment's directory name, so that any change makes a new one.
+ */
+export function environmentKey(python: Interpreter, ...inputs: string[]): string {
+  const hash = createHash('sha256');
+  for (const input of inputs) hash.update(input);
+  return hash
     .update(fs.readFileSync(pipLock()))
     .update(python.version)
     .update(fs.realpathSync(python.path))
     .digest('hex')
     .slice(0, 12);
+}
+
+/** The environment's directory for this lock and interpreter. */
+function envDir(cacheRoot: string, lock: string, python: Interpreter): string {
+  const key = environmentKey(python, RECIPE, lock);
   return path.join(cacheRoot, `openhands-agent-server-${agentServerVersion(lock)}-py${python.version}-${key}`);
 }
 

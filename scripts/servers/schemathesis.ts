@@ -9,11 +9,10 @@
  * command's path.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { findPython, pipLock } from './agent-server';
+import { environmentKey, findPython, pipLock } from './agent-server';
 import { repoRoot, serversCacheRoot } from './paths';
 
 const execFileAsync = promisify(execFile);
@@ -38,13 +37,7 @@ export async function ensureSchemathesis(
 ): Promise<string> {
   const lock = fs.readFileSync(schemathesisLock(), 'utf8');
   const python = await findPython(env);
-  const key = createHash('sha256')
-    .update(lock)
-    .update(fs.readFileSync(pipLock()))
-    .update(python.version)
-    .update(fs.realpathSync(python.path))
-    .digest('hex')
-    .slice(0, 12);
+  const key = environmentKey(python, lock);
   const version = schemathesisVersion(lock);
   const dir = path.join(serversCacheRoot(cacheDir), `schemathesis-${version}-py${python.version}-${key}`);
   const interpreter = path.join(dir, 'bin', 'python3');
