@@ -35,6 +35,7 @@ describe('config', () => {
       maxBodyBytes: 5 * 1024 * 1024,
       maxEventsPerConversation: 1_000_000,
       requestTimeoutMs: 60_000,
+      answerDeadlineMs: 9000,
     });
     expect(c.live).toEqual({ pollMs: 10, idlePollMs: 250, retainSlots: 100 });
     expect(c.embedded).toMatchObject({ mongoPort: 27017, postgresPort: 27432, ferretdbBackend: 'postgresql' });

@@ -85,7 +85,7 @@ export class StartTaskFollower {
     this.maxPollMs = maxPollMs;
     this.onRead = onRead;
     this.wait = pollMs;
-    this.answerTimeoutMs = deps.answerTimeoutMs ?? 10_000;
+    this.answerTimeoutMs = deps.answerTimeoutMs ?? 8000;
     this.firstAcceptMs = Math.min(FIRST_ACCEPT_MS, this.answerTimeoutMs);
     this.acceptMs = this.firstAcceptMs;
   }

@@ -51,7 +51,7 @@ export interface StartTaskServiceDeps {
   /**
    * The longest a worker has to accept the workflow's Update before the record is read instead (ms;
    * WORKFLOW_ANSWER_TIMEOUT_MS); the first ask waits 1 s, each one cut after it twice as long.
-   * @default 10_000
+   * @default 8000
    */
   answerTimeoutMs?: number;
   /** The most starts one user may have not ended, under way or in line (USER_MAX_PENDING_STARTS); null: no bound. */

@@ -56,6 +56,7 @@ export function configFromEnv(e: Env, isTty: boolean) {
       maxBodyBytes: e.MAX_BODY_BYTES,
       maxEventsPerConversation: e.MAX_EVENTS_PER_CONVERSATION,
       requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+      answerDeadlineMs: e.ANSWER_DEADLINE_MS,
     },
     /** What one user may hold at once (USER_MAX_*); null: no limit. */
     quotas: {

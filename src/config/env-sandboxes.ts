@@ -33,7 +33,7 @@ export const sandboxEnvFields = {
   SANDBOX_START_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   SANDBOX_OPERATION_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
   /** How long the api waits for a worker to answer a workflow (accept an Update, answer a query) before a 503 (ms). */
-  WORKFLOW_ANSWER_TIMEOUT_MS: positiveInt('milliseconds').default(10_000),
+  WORKFLOW_ANSWER_TIMEOUT_MS: positiveInt('milliseconds').default(8000),
   /** A conversation's callbacks workflow with no new events for this long ends; the next event starts it again (ms). */
   CALLBACKS_IDLE_MS: positiveInt('milliseconds').default(5 * 60_000),
   /** Where sandbox runtimes report conversation events (the api as they reach it); default PUBLIC_BASE_URL. */
@@ -130,7 +130,7 @@ export const sandboxEnvFields = {
   /** REST API of git host A: GitHostAV1CallbackProcessor posts its summary comments there, the git searches read it. */
   GIT_HOST_A_API_URL: z.url({ error: 'an absolute URL' }).default('https://api.github.com'),
   /** Bound of all the calls to a git host's API one git search makes (ms). */
-  GIT_HOST_API_TIMEOUT_MS: positiveInt('milliseconds').default(10_000),
+  GIT_HOST_API_TIMEOUT_MS: positiveInt('milliseconds').default(8000),
   /** REST API of git host B, where GitHostBV1CallbackProcessor posts its merge request notes. */
   GIT_HOST_B_API_URL: z.url({ error: 'an absolute URL' }).default('https://gitlab.com/api/v4'),
   /** REST API of git host C, where GitHostCV1CallbackProcessor posts its pull request comments. */

@@ -100,6 +100,8 @@ export const serviceEnvFields = {
   /** Largest accepted request body, in bytes. */
   MAX_BODY_BYTES: positiveInt('bytes').default(5 * 1024 * 1024),
   REQUEST_TIMEOUT_MS: positiveInt('milliseconds').default(60_000),
+  /** Time the api has to answer a request, the client's sending of its body aside; then 503 (ms). */
+  ANSWER_DEADLINE_MS: positiveInt('milliseconds').default(9000),
   /** Most events one conversation's log may hold; appends past it are refused. */
   MAX_EVENTS_PER_CONVERSATION: positiveInt('events').default(1_000_000),
   /** Per user: sandboxes starting or running at once (a create or resume past it is a 429); 0: no limit. */
@@ -127,7 +129,7 @@ export const serviceEnvFields = {
   /** How long /ready waits for each dependency before calling it down (ms). */
   READY_TIMEOUT_MS: positiveInt('milliseconds').default(2000),
   /** Time budget of each read of the event log (the server's maxTimeMS); past it the api answers 503 (ms). */
-  EVENT_QUERY_TIMEOUT_MS: positiveInt('milliseconds').default(15_000),
+  EVENT_QUERY_TIMEOUT_MS: positiveInt('milliseconds').default(7000),
   /** Grace period for in-flight work on SIGTERM before a process exits (ms). */
   SHUTDOWN_GRACE_MS: positiveInt('milliseconds').default(10_000),
 };

@@ -59,7 +59,7 @@ export const SANDBOX_REFERENCE: readonly ConfigReferenceEntry[] = [
   },
   {
     variables: ['WORKFLOW_ANSWER_TIMEOUT_MS'],
-    default: '`10000`',
+    default: '`8000`',
     meaning:
       'how long the api waits for a worker to accept an Update (pause, resume, delete) or answer a query; then 503 with `Retry-After` saying no worker answered and the operation may still happen',
   },
@@ -192,7 +192,7 @@ export const SANDBOX_REFERENCE: readonly ConfigReferenceEntry[] = [
   },
   {
     variables: ['GIT_HOST_API_TIMEOUT_MS'],
-    default: '`10000`',
+    default: '`8000`',
     meaning: 'bound of all the calls one git search makes to the git host; past it a 503 with `Retry-After`',
   },
   {

@@ -75,6 +75,12 @@ export const SERVICE_REFERENCE: readonly ConfigReferenceEntry[] = [
     default: '`60000`',
     meaning: 'time a client has to send a whole request (headers and body); slower ones get 408 and are disconnected',
   },
+  {
+    variables: ['ANSWER_DEADLINE_MS'],
+    default: '`9000`',
+    meaning:
+      'time the api has to answer a request once sent (the upload of its body aside); past it a 503 with `Retry-After` (the operation may still take effect). The bounds of its store and Temporal calls sit below it',
+  },
   { variables: ['MAX_EVENTS_PER_CONVERSATION'], default: '`1000000`', meaning: "cap of one conversation's event log" },
   {
     variables: ['LIVE_POLL_MS'],
@@ -94,7 +100,7 @@ export const SERVICE_REFERENCE: readonly ConfigReferenceEntry[] = [
   { variables: ['READY_TIMEOUT_MS'], default: '`2000`', meaning: 'bound of each `/ready` check' },
   {
     variables: ['EVENT_QUERY_TIMEOUT_MS'],
-    default: '`15000`',
+    default: '`7000`',
     meaning: 'budget of each read of the event log (`maxTimeMS`); a read past it is a 503 with `Retry-After`',
   },
   { variables: ['SHUTDOWN_GRACE_MS'], default: '`10000`', meaning: 'drain time on SIGTERM' },

@@ -23,6 +23,7 @@ import type { AuthMiddlewares } from '../web/security';
 import { apiKeyAuth, sessionKeyAuth } from './auth';
 import { translateStoreError } from '../store/errors';
 import { translateTemporalError } from '../temporal/call-bounds';
+import { answerDeadline } from '../web/answer-deadline';
 import { errorMiddleware, HttpError, RequestValidationError } from '../web/errors';
 import { nulDetail } from '../web/json-body';
 import { requestContext } from '../web/request-context';
@@ -202,6 +203,7 @@ export function createApp(deps: AppDeps): App {
   if (deps.metrics) koa.use(countRequests(deps.metrics));
   koa.use(requestContext(deps.logger, PROBE_PATHS));
   koa.use(errorMiddleware((e) => translateTemporalError(translateStoreError(e))));
+  koa.use(answerDeadline(deps.config.limits.answerDeadlineMs));
   koa.use(refuseNul);
   for (const r of routers) koa.use(r.router.routes()).use(r.router.allowedMethods());
   return { koa, openapi };

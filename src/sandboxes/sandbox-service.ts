@@ -205,7 +205,7 @@ export class SandboxService {
     try {
       // Accepted by a worker within the answer bound (else no worker runs the workflow: 503 at once),
       // then its result within the operation bound (stopping a runtime may take a while).
-      const update = await askWorkflow(temporal, workflowId, this.deps.answerTimeoutMs ?? 10_000, () =>
+      const update = await askWorkflow(temporal, workflowId, this.deps.answerTimeoutMs ?? 8000, () =>
         temporal.workflow
           .getHandle(workflowId)
           .startUpdate(SANDBOX_UPDATES[op], { waitForStage: WorkflowUpdateStage.ACCEPTED }),

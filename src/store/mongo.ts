@@ -9,16 +9,17 @@ export interface Database {
 
 /**
  * How long one attempt of an operation may wait on its connection's socket before it fails (a stalled
- * server): above the event reads' own budget (EVENT_QUERY_TIMEOUT_MS, 15 s, which the server enforces and
- * answers as busy). A read is retried once on a network error, so a read gives up after 40 s at most.
+ * server): above the event reads' own budget (EVENT_QUERY_TIMEOUT_MS, 7 s, which the server enforces and
+ * answers as busy), below the answer's deadline (ANSWER_DEADLINE_MS, 9 s), so a request that waits on a
+ * frozen database is answered 503 by its deadline and its connection is given up soon after.
  */
-export const SOCKET_TIMEOUT_MS = 20_000;
+export const SOCKET_TIMEOUT_MS = 8_500;
 /**
  * Time budget of a count, sent as the server's `maxTimeMS`: below SOCKET_TIMEOUT_MS, so a count the
  * database is too slow for stops there (a 503 that says busy) instead of timing out its socket and being
  * run a second time by the driver's retry.
  */
-export const COUNT_BUDGET_MS = 15_000;
+export const COUNT_BUDGET_MS = 7_000;
 
 /** Counts `filter`'s documents within COUNT_BUDGET_MS (DatabaseBusyError past it). */
 export function countWithinBudget<T extends Document>(
@@ -31,8 +32,8 @@ export function countWithinBudget<T extends Document>(
   );
 }
 
-/** How long an operation may wait for a pooled connection to come free. */
-export const WAIT_QUEUE_TIMEOUT_MS = 10_000;
+/** How long an operation may wait for a pooled connection to come free: well below the answer's deadline. */
+export const WAIT_QUEUE_TIMEOUT_MS = 4_000;
 
 /**
  * Opens a client without waiting for the server: the driver connects on first use, so the api can

@@ -3,7 +3,7 @@
  * makes the server hold a body). Over the size limit: 413. Not JSON, or nested deeper than
  * MAX_JSON_DEPTH: 422 with loc ["body"], as the spec's clients expect for any invalid body. The parsed
  * value goes to `ctx.state.body` (undefined when the request had none). How long a client may take to
- * send it is bounded by the server's `requestTimeout`.
+ * send it is bounded by the server's `requestTimeout`, and does not count in the answer's deadline.
  */
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
@@ -94,8 +94,11 @@ export function jsonBody(limitBytes: number, rejectNul = false): Middleware {
     if (length !== undefined && length > limitBytes)
       throw new HttpError(413, `Request body is larger than the limit of ${limitBytes} bytes`);
     let text: string;
+    // The client's time, not the service's: the answer's deadline stands still meanwhile.
+    ctx.state.answerClock?.pause();
     try {
       text = await getRawBody(ctx.req, { length, limit: limitBytes, encoding: 'utf8' });
+      ctx.state.answerClock?.resume();
     } catch (e) {
       const err = e as { type?: string; status?: number };
       if (err.type === 'entity.too.large')
