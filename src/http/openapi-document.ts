@@ -16,7 +16,10 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
       description:
         'Control plane for AI software-agent conversations: starts, sandboxes, the event log and organizations. ' +
         'Every /api route needs the X-Access-Token header (APIKeyHeader) unless it says otherwise. ' +
-        'Invalid path, query or body parameters answer 422 with an HTTPValidationError body.',
+        'Invalid path, query or body parameters answer 422 with an HTTPValidationError body. ' +
+        'A string holding U+0000 is refused (422 of type string_nul; 404 in a path): the store cannot keep it. ' +
+        'A page_id is an opaque cursor: only the next_page_id of a previous page is one (any other is a 422). ' +
+        'Every request is answered within ANSWER_DEADLINE_MS (9 s by default), or with a 503 and Retry-After.',
     },
     servers: [{ url: serverUrl }],
   });

@@ -129,26 +129,21 @@ export class UserSettingsService {
 
   /**
    * Stores git provider tokens. A token that is null, "" or the mask keeps the stored one (its host may
-   * change); a provider without a stored token needs one. Providers not named keep theirs.
+   * change); a provider without a stored token needs one: keeping what is not there conflicts with what is
+   * stored (409), whatever the body's shape. Providers not named keep theirs.
    */
   async storeProviderTokens(
     userId: string,
     tokens: Partial<Record<GitProvider, { token?: string | null; host?: string | null }>>,
   ): Promise<void> {
     const stored = await this.deps.userSecrets.providersSet(userId);
-    const problems: ValidationDetail[] = [];
-    for (const [provider, t] of Object.entries(tokens)) {
-      const keeps = keepsStoredToken(t.token);
-      if (keeps && !stored[provider]) {
-        problems.push({
-          loc: ['body', 'provider_tokens', provider, 'token'],
-          msg: `No token is stored for ${provider}: send one`,
-          type: 'missing',
-          input: t.token ?? null,
-        });
-      }
-    }
-    if (problems.length > 0) throw new InvalidInput(problems);
+    const missing = Object.entries(tokens)
+      .filter(([provider, t]) => keepsStoredToken(t.token) && !stored[provider])
+      .map(([provider]) => provider);
+    if (missing.length > 0)
+      throw new Conflict(
+        `No token is stored for ${missing.join(', ')} to keep: send one (a null, "" or masked token keeps the stored one)`,
+      );
     for (const [provider, t] of Object.entries(tokens)) {
       const keeps = keepsStoredToken(t.token);
       const host = t.host === undefined ? (stored[provider]?.host ?? null) : t.host;

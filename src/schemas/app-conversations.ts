@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { pageIdParam } from './page-cursor';
-import { dateTimeQuery, pageLimit, uuidString } from './common';
+import { dateTimeQuery, ENV_VAR_NAME, pageLimit, uuidString } from './common';
 import { SendMessageRequestSchema } from './messages';
 import { SECRET_MASK } from './secret-mask';
 import { SandboxStatusSchema } from './sandboxes';
@@ -119,6 +119,10 @@ const processor = <K extends CallbackProcessorKind, S extends z.core.$ZodLooseSh
     .meta({ id: kind, description });
 
 type ViewProblem = { path: string[]; message: string };
+
+/** A chat thread, as ChatV1CallbackProcessor names it: its channel and its first message's timestamp. */
+const CHAT_CHANNEL_ID = /^[A-Za-z0-9]{1,40}$/;
+const CHAT_THREAD_TS = /^\d{1,12}(\.\d{1,9})?$/;
 
 /** owner/name (git host A, C) as the hosts write them: no path step such as `..`. */
 export const REPOSITORY_NAME = /^(?!\.\.?\/)[A-Za-z0-9_.-]+\/(?!\.\.?$)[A-Za-z0-9_.-]+$/;
@@ -240,7 +244,8 @@ export const CallbackProcessorSchema = z
               "credentials are not taken in a request: store the service account's API key as the secret ISSUE_TRACKER_A_API_KEY (POST /api/v1/secrets)";
             ctx.addIssue({ code: 'custom', message, params: { withheld: true } });
           })
-          .meta({ description: 'Refused: the API key is the stored secret ISSUE_TRACKER_A_API_KEY.' }),
+          // No value is accepted: the document says so with `not: {}`.
+          .meta({ not: {}, description: 'Refused: the API key is the stored secret ISSUE_TRACKER_A_API_KEY.' }),
       },
       "Posts the agent's summary as a comment on the originating issue of issue tracker A's cloud site when the agent finishes.",
     ),
@@ -257,20 +262,25 @@ export const CallbackProcessorSchema = z
     processor(
       'ChatV1CallbackProcessor',
       {
-        chat_view_data: z
-          .record(z.string(), z.string().nullable())
-          .default({})
-          .meta({ description: 'The thread: channel_id and thread_ts.' }),
+        chat_view_data: z.record(z.string(), z.string().nullable()).meta({
+          description: 'The thread: channel_id and thread_ts.',
+          // What the check below needs, said in the document too.
+          required: ['channel_id', 'thread_ts'],
+          properties: {
+            channel_id: { type: 'string', pattern: CHAT_CHANNEL_ID.source },
+            thread_ts: { type: 'string', pattern: CHAT_THREAD_TS.source },
+          },
+        }),
       },
       "Replies in the originating chat thread with the agent's summary when the agent finishes.",
       (p) =>
         firstProblem(
           'chat_view_data',
-          viewProblem(p.chat_view_data, 'channel_id', (v) => /^[A-Z0-9]{1,40}$/i.test(v), 'the channel id', true),
+          viewProblem(p.chat_view_data, 'channel_id', (v) => CHAT_CHANNEL_ID.test(v), 'the channel id', true),
           viewProblem(
             p.chat_view_data,
             'thread_ts',
-            (v) => /^\d{1,12}(\.\d{1,9})?$/.test(v),
+            (v) => CHAT_THREAD_TS.test(v),
             "the timestamp of the thread's first message",
             true,
           ),
@@ -311,12 +321,12 @@ const attributeValue = z.preprocess(
 );
 
 export const ObservabilityMetadataSchema = z.record(z.string().min(1), attributeValue).meta({
+  propertyNames: { type: 'string', minLength: 1 },
   description: 'Trace-level metadata: scalars (string, number, boolean) or homogeneous lists of one scalar type.',
 });
 
 // ---- the start request ----
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SPAN_NAME = /^[A-Za-z0-9._/ -]+$/;
 
 /**
@@ -418,10 +428,12 @@ const startRequestShape = {
   ).meta({ description: 'A named child span under the root span.' }),
   plugins: optional(z.array(PluginSchema)),
   secrets: withDefault(
-    z.record(
-      z.string().regex(ENV_NAME, { error: 'a secret name: letters, digits and "_", not starting with a digit' }),
-      z.string(),
-    ),
+    z
+      .record(
+        z.string().regex(ENV_VAR_NAME, { error: 'a secret name: letters, digits and "_", not starting with a digit' }),
+        z.string(),
+      )
+      .meta({ propertyNames: { type: 'string', pattern: ENV_VAR_NAME.source } }),
     () => ({}),
   ).meta({
     description: 'Merged over the stored secrets; a request secret wins on an equal name.',

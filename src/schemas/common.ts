@@ -2,6 +2,9 @@
 import { z } from 'zod';
 import { normalizeEventTime } from './event-time';
 
+/** The name of an environment variable, as a secret's name and a sandbox's initial_env keys are. */
+export const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 const UUID_RE = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
 
 /**

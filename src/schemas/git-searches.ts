@@ -8,6 +8,16 @@ import { GitProviderSchema, SuggestedTaskTypeSchema } from './app-conversations'
 import { queryInt } from './common';
 import { encodeCursor, pageIdParam } from './page-cursor';
 
+/**
+ * The providers whose hosts this service searches (src/composition/services.ts builds one host for each):
+ * a search names one of them, and the document lists no other, so a client (or a fuzzer) is told before it
+ * asks. Every other SPEC provider is still a provider of stored tokens and of starts.
+ */
+export const SEARCHED_GIT_PROVIDERS = ['git_host_a'] as const;
+const SearchedGitProviderSchema = z.enum(SEARCHED_GIT_PROVIDERS).meta({
+  description: 'A provider whose host this service searches.',
+});
+
 /** Published SortOrder: a repository search's sort field and direction. */
 export const REPOSITORY_SORT_ORDERS = [
   'stars-desc',
@@ -159,7 +169,7 @@ const repositoryName = z
   .meta({ description: 'Repository name in format owner/repo.' });
 
 export const RepositorySearchQuerySchema = z.object({
-  provider: GitProviderSchema,
+  provider: SearchedGitProviderSchema,
   query: text(
     256,
     "Search the host for repositories matching this; without it, the caller's own repositories.",
@@ -179,7 +189,7 @@ export const RepositorySearchQuerySchema = z.object({
 export type RepositorySearchQuery = z.output<typeof RepositorySearchQuerySchema>;
 
 export const BranchSearchQuerySchema = z.object({
-  provider: GitProviderSchema,
+  provider: SearchedGitProviderSchema,
   repository: repositoryName,
   query: text(256, 'Branch names containing this (case-insensitive).'),
   page_id: gitPageIdParam(GIT_LISTINGS.branches),
@@ -187,7 +197,7 @@ export const BranchSearchQuerySchema = z.object({
 });
 
 export const InstallationSearchQuerySchema = z.object({
-  provider: GitProviderSchema,
+  provider: SearchedGitProviderSchema,
   page_id: gitPageIdParam(GIT_LISTINGS.installations),
   limit: gitPageLimit(100),
 });

@@ -200,6 +200,28 @@ export const AgentSettingsSchema = z
   .discriminatedUnion('agent_kind', [PlatformAgentSettingsSchema, LLMAgentSettingsSchema, ACPAgentSettingsSchema])
   .meta({ id: 'AgentSettings' });
 
+const AGENT_SETTINGS_VARIANTS = [PlatformAgentSettingsSchema, LLMAgentSettingsSchema, ACPAgentSettingsSchema];
+
+/**
+ * A diff deep-merged into AgentSettings (`agent_settings_diff` bodies): fields of its variants, each a value
+ * its variant takes (one of theirs where variants share a name); what the merge makes is validated whole
+ * again, so a diff that mixes variants, or that the stored settings make invalid, is refused then.
+ */
+export const AgentSettingsDiffSchema = z
+  .strictObject(
+    Object.fromEntries(
+      [...new Set(AGENT_SETTINGS_VARIANTS.flatMap((v) => Object.keys(v.shape)))].map((k) => {
+        const fields = AGENT_SETTINGS_VARIANTS.flatMap((v) => {
+          const f = (v.shape as Record<string, z.ZodType>)[k];
+          return f ? [f instanceof z.ZodDefault ? (f.unwrap() as z.ZodType) : f] : [];
+        });
+        const [one, ...more] = [...new Set(fields)]; // the llm variant extends the platform one: the same fields
+        return [k, (more.length ? z.union([one!, ...more]) : one!).optional()];
+      }),
+    ),
+  )
+  .meta({ description: 'Fields of AgentSettings to change, merged into what is stored.' });
+
 export const ConversationSettingsSchema = z
   .strictObject({
     schema_version: z.number().int().gte(1).default(1),
@@ -208,6 +230,25 @@ export const ConversationSettingsSchema = z
     security_analyzer: z.string().default('none'),
   })
   .meta({ id: 'ConversationSettings' });
+
+/**
+ * A diff of ConversationSettings (`*_diff` bodies): only its fields, each a value of the field's type; what
+ * the merge makes is validated whole again.
+ */
+export const ConversationSettingsDiffSchema = z
+  .strictObject(
+    Object.fromEntries(
+      Object.entries(ConversationSettingsSchema.shape).map(([k, field]) => [k, field.unwrap().optional()]),
+    ) as {
+      [K in keyof typeof ConversationSettingsSchema.shape]: z.ZodOptional<
+        ReturnType<(typeof ConversationSettingsSchema.shape)[K]['unwrap']>
+      >;
+    },
+  )
+  .meta({
+    id: 'ConversationSettingsDiff',
+    description: 'Fields of ConversationSettings to change.',
+  });
 
 /** Fields an owner or admin may change (PATCH); the rest belong to the service (ids, billing, credits). */
 export const OrganizationEditableSchema = z.strictObject({
@@ -229,14 +270,10 @@ export const OrganizationEditableSchema = z.strictObject({
 
 /** What the published OrgUpdate body adds to the PATCH (sparse diffs merged into the stored settings). */
 export const PUBLISHED_ORG_PATCH_FIELDS = {
-  agent_settings_diff: z
-    .record(z.string(), z.unknown())
-    .nullable()
+  agent_settings_diff: AgentSettingsDiffSchema.nullable()
     .optional()
     .meta({ description: 'Merged into agent_settings (as agent_settings is); send one of the two.' }),
-  conversation_settings_diff: z
-    .record(z.string(), z.unknown())
-    .nullable()
+  conversation_settings_diff: ConversationSettingsDiffSchema.nullable()
     .optional()
     .meta({ description: 'Merged into conversation_settings; send one of the two.' }),
   llm_api_key: z

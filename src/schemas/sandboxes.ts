@@ -1,5 +1,6 @@
 /** SPEC 2.5, 3.2, 4.4: sandboxes, their statuses and the specs (templates) they start from. */
 import { z } from 'zod';
+import { ENV_VAR_NAME } from './common';
 
 /**
  * SPEC 3.2 names STARTING; the rest are ours. RUNNING: the runtime answers. PAUSED: stopped on request
@@ -93,7 +94,10 @@ export const SandboxSpecInputSchema = z
     working_dir: z.string().min(1).nullable().default(null).meta({
       description: 'Workspace of the runtime: relative to the sandbox directory (process) or absolute (containers).',
     }),
-    initial_env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    initial_env: z
+      .record(z.string().regex(ENV_VAR_NAME), z.string())
+      .meta({ propertyNames: { type: 'string', pattern: ENV_VAR_NAME.source } })
+      .default({}),
     memory_mb: z
       .number()
       .int()

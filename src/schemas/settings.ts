@@ -6,8 +6,9 @@
  */
 import { z } from 'zod';
 import { GIT_PROVIDERS, GitProviderSchema } from './app-conversations';
-import { ConversationSettingsSchema } from './organizations';
+import { AgentSettingsDiffSchema, ConversationSettingsDiffSchema, ConversationSettingsSchema } from './organizations';
 import { SECRET_MASK } from './secret-mask';
+import { ENV_VAR_NAME } from './common';
 
 export { GIT_PROVIDERS };
 export type GitProvider = (typeof GIT_PROVIDERS)[number];
@@ -27,7 +28,6 @@ export const SECRET_LIMITS = {
 } as const;
 
 /** A name a start can export as an environment variable. */
-export const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export const SecretNameSchema = z
   .string()
@@ -48,9 +48,8 @@ export const SecretNameSchema = z
     pattern: ENV_VAR_NAME.source,
   });
 
-const secretValue = () =>
-  z
-    .string()
+const secretValue = (nonEmpty = false) =>
+  (nonEmpty ? z.string().min(1, { error: 'A secret value must not be empty' }) : z.string())
     .refine((v) => Buffer.byteLength(v, 'utf8') <= SECRET_LIMITS.valueBytes, {
       error: `A secret value holds at most ${SECRET_LIMITS.valueBytes} bytes`,
     })
@@ -63,7 +62,7 @@ export const CustomSecretCreateSchema = z
   .strictObject({
     name: SecretNameSchema,
     description: description(),
-    value: secretValue().refine((v) => v.length > 0, { error: 'A secret value must not be empty' }),
+    value: secretValue(true),
   })
   .meta({ id: 'CustomSecretCreate', description: 'Custom secret model with value (for creating secrets).' });
 
@@ -120,7 +119,10 @@ export const ProviderTokensRequestSchema = z
       description:
         'Not stored here: set tool-server config with POST /api/v1/settings (agent_settings_diff.mcp_config).',
     }),
-    provider_tokens: z.partialRecord(GitProviderSchema, ProviderTokenSchema).default({}),
+    provider_tokens: z
+      .partialRecord(GitProviderSchema, ProviderTokenSchema)
+      .meta({ propertyNames: { enum: [...GIT_PROVIDERS] } })
+      .default({}),
   })
   .meta({ id: 'POSTProviderModel', description: 'Git provider tokens to store; providers not named keep theirs.' });
 
@@ -139,14 +141,10 @@ export const LEGACY_SETTINGS_KEYS = ['agent_settings', 'conversation_settings'] 
 /** POST /api/v1/settings: a partial payload; the diffs are deep-merged into what the user stored. */
 export const SettingsUpdateSchema = z
   .strictObject({
-    agent_settings_diff: z
-      .record(z.string(), z.unknown())
-      .nullable()
+    agent_settings_diff: AgentSettingsDiffSchema.nullable()
       .optional()
       .meta({ description: "Merged into the user's agent settings (over the organization's)." }),
-    conversation_settings_diff: z
-      .record(z.string(), z.unknown())
-      .nullable()
+    conversation_settings_diff: ConversationSettingsDiffSchema.nullable()
       .optional()
       .meta({ description: "Merged into the user's conversation settings." }),
     llm_api_key: z
@@ -171,6 +169,8 @@ export const SettingsUpdateSchema = z
           .refine(() => false, {
             error: `Legacy nested settings keys are not accepted: send ${k}_diff (merged into what is stored)`,
           })
+          // No value is accepted, null neither: the document says so with `not: {}`.
+          .meta({ not: {} })
           .optional()
           .meta({ description: `Not accepted: send ${k}_diff.`, deprecated: true }),
       ]),

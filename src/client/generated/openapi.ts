@@ -1378,11 +1378,38 @@ export interface components {
         SettingsUpdate: {
             /** @description Merged into the user's agent settings (over the organization's). */
             agent_settings_diff?: {
-                [key: string]: unknown;
+                schema_version?: number;
+                agent_kind?: "platform" | "llm" | "acp";
+                agent?: string;
+                llm?: components["schemas"]["LLMSettings"];
+                tools?: {
+                    name: string;
+                    /** @default {} */
+                    params: {
+                        [key: string]: unknown;
+                    };
+                }[];
+                enable_sub_agents?: boolean;
+                enable_switch_llm_tool?: boolean;
+                tool_concurrency_limit?: number;
+                mcp_config?: {
+                    [key: string]: unknown;
+                };
+                agent_context?: components["schemas"]["AgentContext"];
+                condenser?: components["schemas"]["CondenserSettings"];
+                verification?: components["schemas"]["VerificationSettings"];
+                system_message_suffix?: string;
+                acp_command?: string[];
+                acp_env?: {
+                    [key: string]: string;
+                };
             } | null;
             /** @description Merged into the user's conversation settings. */
             conversation_settings_diff?: {
-                [key: string]: unknown;
+                schema_version?: number;
+                max_iterations?: number;
+                confirmation_mode?: boolean;
+                security_analyzer?: string;
             } | null;
             /** @description The user's LLM key; "**********" keeps it, "" removes it (the organization's applies). */
             llm_api_key?: string | null;
@@ -1401,6 +1428,154 @@ export interface components {
              * @description Not accepted: send conversation_settings_diff.
              */
             conversation_settings?: unknown;
+        };
+        LLMSettings: {
+            is_subscription?: boolean;
+            model?: string;
+            /** @description LLM API key. Secret: encrypted at rest, answered as "**********". */
+            api_key?: string;
+            /** @enum {string} */
+            auth_type?: "api_key" | "subscription";
+            subscription_vendor?: string;
+            base_url?: string;
+            api_version?: string;
+            /** @description Cloud access key id. Secret: encrypted at rest, answered as "**********". */
+            cloud_access_key_id?: string;
+            /** @description Cloud secret access key. Secret: encrypted at rest, answered as "**********". */
+            cloud_secret_access_key?: string;
+            /** @description Cloud session token. Secret: encrypted at rest, answered as "**********". */
+            cloud_session_token?: string;
+            cloud_region_name?: string;
+            cloud_profile_name?: string;
+            cloud_role_name?: string;
+            cloud_session_name?: string;
+            cloud_bedrock_runtime_endpoint?: string;
+            router_site_url?: string;
+            router_app_name?: string;
+            num_retries?: number;
+            retry_multiplier?: number;
+            retry_min_wait?: number;
+            retry_max_wait?: number;
+            timeout?: number;
+            max_message_chars?: number;
+            temperature?: number;
+            top_p?: number;
+            top_k?: number;
+            max_input_tokens?: number;
+            max_output_tokens?: number;
+            model_canonical_name?: string;
+            /** @enum {string} */
+            api_mode?: "auto" | "chat" | "responses";
+            capability_overrides?: {
+                [key: string]: unknown;
+            };
+            extra_headers?: {
+                [key: string]: string;
+            };
+            input_cost_per_token?: number;
+            output_cost_per_token?: number;
+            local_model_base_url?: string;
+            stream?: boolean;
+            drop_params?: boolean;
+            modify_params?: boolean;
+            disable_vision?: boolean;
+            disable_stop_word?: boolean;
+            caching_prompt?: boolean;
+            log_completions?: boolean;
+            log_completions_folder?: string;
+            custom_tokenizer?: string;
+            native_tool_calling?: boolean;
+            force_string_serializer?: boolean;
+            inline_image_urls?: boolean;
+            /** @enum {string} */
+            reasoning_effort?: "low" | "medium" | "high" | "xhigh" | "none";
+            /** @enum {string} */
+            reasoning_summary?: "auto" | "concise" | "detailed";
+            enable_encrypted_reasoning?: boolean;
+            prompt_cache_retention?: string;
+            extended_thinking_budget?: number;
+            seed?: number;
+            usage_id?: string;
+            gateway_extra_body?: {
+                [key: string]: unknown;
+            };
+        };
+        AgentContext: {
+            skills?: components["schemas"]["Skill"][];
+            system_message_suffix?: string;
+            user_message_suffix?: string;
+            load_user_skills?: boolean;
+            load_public_skills?: boolean;
+            marketplace_path?: string;
+            registered_marketplaces?: {
+                name: string;
+                source: string;
+                ref?: string;
+                repo_path?: string;
+                auto_load?: boolean;
+            }[];
+            load_project_skills?: boolean;
+            load_memory?: boolean;
+            disabled_skills?: string[];
+            secrets?: {
+                [key: string]: string;
+            };
+            /** Format: date-time */
+            current_datetime?: string;
+        };
+        Skill: {
+            name: string;
+            content?: string;
+            source?: string;
+            version?: string;
+            description?: string;
+            license?: string;
+            compatibility?: string;
+            trigger?: {
+                type: string;
+                /** @default [] */
+                keywords: string[];
+            };
+            mcp_tools?: {
+                [key: string]: unknown;
+            };
+            inputs?: {
+                name: string;
+                description?: string;
+            }[];
+            is_agentskills_format?: boolean;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            allowed_tools?: string[];
+            disable_model_invocation?: boolean;
+            resources?: {
+                skill_root?: string;
+                scripts?: string[];
+                references?: string[];
+                assets?: string[];
+            };
+        };
+        CondenserSettings: {
+            enabled?: boolean;
+            max_size?: number;
+            condenser_kind?: string;
+            max_tokens?: number;
+            keep_first?: number;
+            minimum_progress?: number;
+            hard_context_reset_max_retries?: number;
+            hard_context_reset_context_scaling?: number;
+        };
+        VerificationSettings: {
+            critic_enabled?: boolean;
+            critic_mode?: string;
+            enable_iterative_refinement?: boolean;
+            critic_threshold?: number;
+            max_refinement_iterations?: number;
+            critic_server_url?: string;
+            critic_model_name?: string;
+            /** @description Critic API key. Secret: encrypted at rest, answered as "**********". */
+            critic_api_key?: string;
         };
         /** @description A JSON Schema (draft 2020-12). */
         JsonSchemaDocument: {
@@ -2505,11 +2680,11 @@ export interface components {
              * @enum {string}
              */
             kind: "ChatV1CallbackProcessor";
-            /**
-             * @description The thread: channel_id and thread_ts.
-             * @default {}
-             */
+            /** @description The thread: channel_id and thread_ts. */
             chat_view_data: {
+                channel_id: string;
+                thread_ts: string;
+            } & {
                 [key: string]: string | null;
             };
         };
@@ -2824,158 +2999,6 @@ export interface components {
             condenser?: components["schemas"]["CondenserSettings"];
             verification?: components["schemas"]["VerificationSettings"];
         };
-        /** @default {} */
-        LLMSettings: {
-            is_subscription?: boolean;
-            model?: string;
-            /** @description LLM API key. Secret: encrypted at rest, answered as "**********". */
-            api_key?: string;
-            /** @enum {string} */
-            auth_type?: "api_key" | "subscription";
-            subscription_vendor?: string;
-            base_url?: string;
-            api_version?: string;
-            /** @description Cloud access key id. Secret: encrypted at rest, answered as "**********". */
-            cloud_access_key_id?: string;
-            /** @description Cloud secret access key. Secret: encrypted at rest, answered as "**********". */
-            cloud_secret_access_key?: string;
-            /** @description Cloud session token. Secret: encrypted at rest, answered as "**********". */
-            cloud_session_token?: string;
-            cloud_region_name?: string;
-            cloud_profile_name?: string;
-            cloud_role_name?: string;
-            cloud_session_name?: string;
-            cloud_bedrock_runtime_endpoint?: string;
-            router_site_url?: string;
-            router_app_name?: string;
-            num_retries?: number;
-            retry_multiplier?: number;
-            retry_min_wait?: number;
-            retry_max_wait?: number;
-            timeout?: number;
-            max_message_chars?: number;
-            temperature?: number;
-            top_p?: number;
-            top_k?: number;
-            max_input_tokens?: number;
-            max_output_tokens?: number;
-            model_canonical_name?: string;
-            /** @enum {string} */
-            api_mode?: "auto" | "chat" | "responses";
-            capability_overrides?: {
-                [key: string]: unknown;
-            };
-            extra_headers?: {
-                [key: string]: string;
-            };
-            input_cost_per_token?: number;
-            output_cost_per_token?: number;
-            local_model_base_url?: string;
-            stream?: boolean;
-            drop_params?: boolean;
-            modify_params?: boolean;
-            disable_vision?: boolean;
-            disable_stop_word?: boolean;
-            caching_prompt?: boolean;
-            log_completions?: boolean;
-            log_completions_folder?: string;
-            custom_tokenizer?: string;
-            native_tool_calling?: boolean;
-            force_string_serializer?: boolean;
-            inline_image_urls?: boolean;
-            /** @enum {string} */
-            reasoning_effort?: "low" | "medium" | "high" | "xhigh" | "none";
-            /** @enum {string} */
-            reasoning_summary?: "auto" | "concise" | "detailed";
-            enable_encrypted_reasoning?: boolean;
-            prompt_cache_retention?: string;
-            extended_thinking_budget?: number;
-            seed?: number;
-            usage_id?: string;
-            gateway_extra_body?: {
-                [key: string]: unknown;
-            };
-        };
-        /** @default {} */
-        AgentContext: {
-            skills?: components["schemas"]["Skill"][];
-            system_message_suffix?: string;
-            user_message_suffix?: string;
-            load_user_skills?: boolean;
-            load_public_skills?: boolean;
-            marketplace_path?: string;
-            registered_marketplaces?: {
-                name: string;
-                source: string;
-                ref?: string;
-                repo_path?: string;
-                auto_load?: boolean;
-            }[];
-            load_project_skills?: boolean;
-            load_memory?: boolean;
-            disabled_skills?: string[];
-            secrets?: {
-                [key: string]: string;
-            };
-            /** Format: date-time */
-            current_datetime?: string;
-        };
-        Skill: {
-            name: string;
-            content?: string;
-            source?: string;
-            version?: string;
-            description?: string;
-            license?: string;
-            compatibility?: string;
-            trigger?: {
-                type: string;
-                /** @default [] */
-                keywords: string[];
-            };
-            mcp_tools?: {
-                [key: string]: unknown;
-            };
-            inputs?: {
-                name: string;
-                description?: string;
-            }[];
-            is_agentskills_format?: boolean;
-            metadata?: {
-                [key: string]: unknown;
-            };
-            allowed_tools?: string[];
-            disable_model_invocation?: boolean;
-            resources?: {
-                skill_root?: string;
-                scripts?: string[];
-                references?: string[];
-                assets?: string[];
-            };
-        };
-        /** @default {} */
-        CondenserSettings: {
-            enabled?: boolean;
-            max_size?: number;
-            condenser_kind?: string;
-            max_tokens?: number;
-            keep_first?: number;
-            minimum_progress?: number;
-            hard_context_reset_max_retries?: number;
-            hard_context_reset_context_scaling?: number;
-        };
-        /** @default {} */
-        VerificationSettings: {
-            critic_enabled?: boolean;
-            critic_mode?: string;
-            enable_iterative_refinement?: boolean;
-            critic_threshold?: number;
-            max_refinement_iterations?: number;
-            critic_server_url?: string;
-            critic_model_name?: string;
-            /** @description Critic API key. Secret: encrypted at rest, answered as "**********". */
-            critic_api_key?: string;
-        };
         LLMAgentSettings: {
             /** @default 1 */
             schema_version: number;
@@ -3050,11 +3073,38 @@ export interface components {
             v1_enabled?: boolean | null;
             /** @description Merged into agent_settings (as agent_settings is); send one of the two. */
             agent_settings_diff?: {
-                [key: string]: unknown;
+                schema_version?: number;
+                agent_kind?: "platform" | "llm" | "acp";
+                agent?: string;
+                llm?: components["schemas"]["LLMSettings"];
+                tools?: {
+                    name: string;
+                    /** @default {} */
+                    params: {
+                        [key: string]: unknown;
+                    };
+                }[];
+                enable_sub_agents?: boolean;
+                enable_switch_llm_tool?: boolean;
+                tool_concurrency_limit?: number;
+                mcp_config?: {
+                    [key: string]: unknown;
+                };
+                agent_context?: components["schemas"]["AgentContext"];
+                condenser?: components["schemas"]["CondenserSettings"];
+                verification?: components["schemas"]["VerificationSettings"];
+                system_message_suffix?: string;
+                acp_command?: string[];
+                acp_env?: {
+                    [key: string]: string;
+                };
             } | null;
             /** @description Merged into conversation_settings; send one of the two. */
             conversation_settings_diff?: {
-                [key: string]: unknown;
+                schema_version?: number;
+                max_iterations?: number;
+                confirmation_mode?: boolean;
+                security_analyzer?: string;
             } | null;
             /** @description Sets agent_settings.llm.api_key. Secret: encrypted at rest; "**********" keeps it. */
             llm_api_key?: string | null;
@@ -3315,7 +3365,8 @@ export interface operations {
     searchGitRepositories: {
         parameters: {
             query: {
-                provider: components["schemas"]["GitProvider"];
+                /** @description A provider whose host this service searches. */
+                provider: "git_host_a";
                 /** @description Search the host for repositories matching this; without it, the caller's own repositories. */
                 query?: string;
                 /** @description Only the repositories of this installation (app). */
@@ -3419,7 +3470,8 @@ export interface operations {
     searchGitBranches: {
         parameters: {
             query: {
-                provider: components["schemas"]["GitProvider"];
+                /** @description A provider whose host this service searches. */
+                provider: "git_host_a";
                 /** @description Repository name in format owner/repo. */
                 repository: string;
                 /** @description Branch names containing this (case-insensitive). */
@@ -3521,7 +3573,8 @@ export interface operations {
     searchGitInstallations: {
         parameters: {
             query: {
-                provider: components["schemas"]["GitProvider"];
+                /** @description A provider whose host this service searches. */
+                provider: "git_host_a";
                 /** @description The next_page_id of the previous page, sent with the same other parameters. */
                 page_id?: string;
                 /** @description Maximum number of results in the page (1..100). */
@@ -3851,6 +3904,15 @@ export interface operations {
             };
             /** @description Missing or invalid credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A provider named with no token to keep (null, "" or the mask) has none stored */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -78,7 +78,10 @@ export function secretsRoutes(router: ApiRouter, settings: UserSettingsService):
         description: 'A token that is null, "" or the mask keeps the stored one; providers not named keep theirs.',
         security: 'APIKeyHeader',
         body: ProviderTokensRequestSchema,
-        responses: { 200: { description: 'Stored', schema: EditResponseSchema } },
+        responses: {
+          200: { description: 'Stored', schema: EditResponseSchema },
+          409: errorResponse('A provider named with no token to keep (null, "" or the mask) has none stored'),
+        },
       },
       async (ctx, { body }) => {
         await settings.storeProviderTokens(callerId(ctx), body.provider_tokens);
