@@ -9,7 +9,6 @@ import { Conflict, InvalidInput, NotFound } from '../errors';
 import type { Organization } from '../schemas/organizations';
 import { SECRET_MASK } from '../schemas/secret-mask';
 import { SECRET_LIMITS, type GitProvider, type SettingsUpdate, type SettingsView } from '../schemas/settings';
-import type { ValidationDetail } from '../schemas/validation-detail';
 import type { MembershipsStore } from '../store/memberships-store';
 import type { OrganizationsStore } from '../store/organizations-store';
 import type { UserSecretInfo, UserSecretsStore } from '../store/user-secrets-store';
