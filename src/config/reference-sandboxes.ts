@@ -49,7 +49,7 @@ export const SANDBOX_REFERENCE: readonly ConfigReferenceEntry[] = [
     variables: ['SANDBOX_OPERATION_TIMEOUT_MS'],
     default: '`60000`',
     meaning:
-      "how long pause, resume and delete wait for their result once the sandbox's workflow accepted them (then 503)",
+      "how long the work behind a request waits for a sandbox's pause, resume or delete once its workflow accepted it (a message to a paused conversation resumes its sandbox; a conversation's deletion deletes it); the request itself is answered within `ANSWER_DEADLINE_MS`. The sandbox routes wait until that deadline only, then answer 202 (taken, still under way)",
   },
   {
     variables: ['CALLBACKS_IDLE_MS'],

@@ -8,6 +8,7 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateStage,
   type Client,
+  type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { generateApiKey, hashApiKey } from '../auth/api-key';
@@ -28,7 +29,7 @@ import {
   workflowSummaries,
 } from '../temporal/shared';
 import { isTemporalUnreachable } from '../temporal/call-bounds';
-import { askWorkflow, withinBound } from '../temporal/workflow-answer';
+import { askWorkflow, isCancelled, withinBound } from '../temporal/workflow-answer';
 import { SandboxLimits, type SandboxLimitsDeps } from './sandbox-limits';
 import { sandboxUpdateError } from './sandbox-update-errors';
 import { SandboxUseRecorder } from './sandbox-use';
@@ -48,6 +49,13 @@ export interface SandboxServiceDeps extends SandboxLimitsDeps {
   operationTimeoutMs?: number;
   /** How long they wait for a worker to accept them (none polling: it never comes); then 503. */
   answerTimeoutMs?: number;
+}
+
+/** What pause, resume or delete came to: the sandbox as it is, and whether the operation is done yet. */
+export interface SandboxOperationOutcome {
+  sandbox: SandboxView;
+  /** False: the workflow took the operation and is still carrying it out (its status shows when it is done). */
+  finished: boolean;
 }
 
 /** Where a spec id came from, for the 422's loc. */
@@ -186,12 +194,23 @@ export class SandboxService {
     });
   }
 
-  /** Pause, resume or delete through the sandbox's workflow; answers with the sandbox as it then is. */
-  async operate(userId: string, id: string, op: SandboxUpdateName): Promise<SandboxView> {
+  /**
+   * Pause, resume or delete through the sandbox's workflow; answers with the sandbox as it then is.
+   *
+   * The result is waited for within SANDBOX_OPERATION_TIMEOUT_MS (then Unavailable), or, given
+   * `resultWithinMs`, within that much: a result still to come then is no failure, the workflow has taken
+   * the operation and carries it out, and the answer is the sandbox as it is now, `finished: false`.
+   */
+  async operate(
+    userId: string,
+    id: string,
+    op: SandboxUpdateName,
+    options: { resultWithinMs?: number } = {},
+  ): Promise<SandboxOperationOutcome> {
     const r = await this.deps.sandboxes.getOwned(id, userId);
     if (!r) throw new NotFound('Sandbox not found');
     if (r.status === 'DELETED') {
-      if (op === 'delete') return sandboxView(r, this.deps.box);
+      if (op === 'delete') return { sandbox: sandboxView(r, this.deps.box), finished: true };
       throw new Conflict(`Sandbox ${id} was deleted`);
     }
     // A resume makes it run again: it counts against the quota unless it runs already.
@@ -202,25 +221,34 @@ export class SandboxService {
     const { temporal } = this.deps;
     const workflowId = sandboxWorkflowId(id);
     const operationTimeoutMs = this.deps.operationTimeoutMs ?? 60_000;
+    let update: WorkflowUpdateHandle<unknown>;
     try {
-      // Accepted by a worker within the answer bound (else no worker runs the workflow: 503 at once),
-      // then its result within the operation bound (stopping a runtime may take a while).
-      const update = await askWorkflow(temporal, workflowId, this.deps.answerTimeoutMs ?? 8000, () =>
+      // Accepted by a worker within the answer bound (else no worker runs the workflow: 503 at once).
+      update = await askWorkflow(temporal, workflowId, this.deps.answerTimeoutMs ?? 8000, () =>
         temporal.workflow
           .getHandle(workflowId)
           .startUpdate(SANDBOX_UPDATES[op], { waitForStage: WorkflowUpdateStage.ACCEPTED }),
       );
-      await withinBound(temporal, operationTimeoutMs, () => update.result());
     } catch (e) {
       // Recorded but never run (Temporal did not confirm its workflow, and never got it): nothing to stop.
       if (e instanceof WorkflowNotFoundError && op === 'delete' && r.status === 'STARTING' && r.runtime === null) {
         await this.deps.sandboxes.setStatus(id, 'DELETED', 'deleted before its workflow ran');
-        return sandboxView((await this.deps.sandboxes.get(id))!, this.deps.box);
+        return { sandbox: sandboxView((await this.deps.sandboxes.get(id))!, this.deps.box), finished: true };
       }
       throw sandboxUpdateError(e, id, op, operationTimeoutMs);
     }
+    // Then its result (stopping or starting a runtime may take a while), within the caller's wait if shorter.
+    const { resultWithinMs } = options;
+    const waitMs = resultWithinMs === undefined ? operationTimeoutMs : Math.min(resultWithinMs, operationTimeoutMs);
+    let finished = true;
+    try {
+      await withinBound(temporal, Math.max(waitMs, 0), () => update.result());
+    } catch (e) {
+      if (!(resultWithinMs !== undefined && isCancelled(e))) throw sandboxUpdateError(e, id, op, waitMs);
+      finished = false;
+    }
     const after = await this.deps.sandboxes.get(id);
-    return sandboxView(after!, this.deps.box);
+    return { sandbox: sandboxView(after!, this.deps.box), finished };
   }
 
   /** Records use of a sandbox (at most once per interval per process): it keeps idle auto-pause away. */

@@ -18,6 +18,8 @@ const RETRY_AFTER_SECONDS = 2;
 export interface AnswerClock {
   pause(): void;
   resume(): void;
+  /** Milliseconds left before the deadline (0 once it passed): a route that can answer early waits no longer. */
+  remainingMs(): number;
 }
 
 declare module 'koa' {
@@ -25,6 +27,15 @@ declare module 'koa' {
     /** Set by answerDeadline for the request's life. */
     answerClock?: AnswerClock;
   }
+}
+
+/**
+ * How long a route may still wait on work it can answer without (an operation a workflow carries on with),
+ * keeping `marginMs` for the rest of the answer; undefined when the request has no deadline.
+ */
+export function answerWaitMs(state: { answerClock?: AnswerClock }, marginMs: number): number | undefined {
+  const clock = state.answerClock;
+  return clock ? Math.max(0, clock.remainingMs() - marginMs) : undefined;
 }
 
 export class AnswerDeadlineExpired extends Unavailable {
@@ -60,6 +71,9 @@ export function answerDeadline(deadlineMs: number): Middleware {
       resume() {
         if (settled || timer !== undefined) return;
         arm();
+      },
+      remainingMs() {
+        return Math.max(0, timer === undefined ? left : left - (Date.now() - since));
       },
     };
     arm();

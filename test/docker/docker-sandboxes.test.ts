@@ -169,7 +169,7 @@ describe('docker sandboxes on a real engine', () => {
     expect(failed.status_detail).toMatch(/exited|no longer exists|did not answer/);
 
     const resumed = await t.request('POST', `/api/v1/sandboxes/${s.id}/resume`, { key: user.key });
-    expect(resumed.status).toBe(200);
+    expect([200, 202]).toContain(resumed.status); // 202: a new container still starting at the answer deadline
     const back = await waitForStatus(t, user.key, s.id, 'RUNNING', 60_000);
     const now = await containersOf(s.id);
     expect(now).toHaveLength(1);

@@ -7,7 +7,9 @@ import type { SandboxesStore } from '../../store/sandboxes-store';
 import type { SecretBox } from '../../auth/secret-box';
 import { sandboxView } from '../../sandboxes/sandbox-view';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
-import { errorResponse, type ApiRouter, type ResponseSpec } from '../../web/route';
+import { errorResponse, type ApiRouter, type ResponseSpec, type RouteContext } from '../../web/route';
+import { answerWaitMs } from '../../web/answer-deadline';
+import type { SandboxUpdateName } from '../../temporal/shared';
 
 const LISTING = 'sandboxes';
 const sandboxId = z
@@ -42,6 +44,34 @@ const TOO_MANY_SANDBOXES = errorResponse(
   "As many sandboxes starting or running as the caller (USER_MAX_RUNNING_SANDBOXES) or the caller's organization may hold: pause or delete one first",
 );
 
+/**
+ * Time kept for the rest of an answer once an operation's result was waited for: reading the sandbox
+ * again and writing the answer, under the request's deadline.
+ */
+const ANSWER_MARGIN_MS = 1_500;
+
+const TAKEN: ResponseSpec = {
+  description:
+    "Taken: the sandbox's workflow accepted the operation and is carrying it out (starting or stopping a runtime " +
+    'can outlast the answer deadline, ANSWER_DEADLINE_MS). The body is the sandbox as it is now; read it again ' +
+    'until its status shows the result.',
+  schema: SandboxSchema,
+};
+
+/** Pause, resume or delete, answered 200 when done within the request's deadline, else 202 (taken). */
+async function operateAnswer(
+  ctx: RouteContext,
+  service: SandboxService,
+  id: string,
+  op: SandboxUpdateName,
+): Promise<void> {
+  const outcome = await service.operate(callerId(ctx), id, op, {
+    resultWithinMs: answerWaitMs(ctx.state, ANSWER_MARGIN_MS),
+  });
+  ctx.status = outcome.finished ? 200 : 202;
+  ctx.body = outcome.sandbox;
+}
+
 const operation = (op: 'pause' | 'resume', summary: string) => ({
   method: 'post' as const,
   path: `/:id/${op}`,
@@ -51,12 +81,13 @@ const operation = (op: 'pause' | 'resume', summary: string) => ({
   params: SandboxPathSchema,
   responses: {
     200: { description: 'The sandbox after the operation', schema: SandboxSchema },
+    202: TAKEN,
     404: errorResponse('No such sandbox of the caller'),
     409: errorResponse('Not possible in the current status (deleted; pausing a sandbox in ERROR)'),
     ...(op === 'resume' ? ({ 429: TOO_MANY_SANDBOXES } as Record<number, ResponseSpec>) : {}),
     502: errorResponse('The provider could not carry it out; the sandbox status says where it stands'),
     503: errorResponse(
-      'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. ' +
+      'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS; it may still happen: read the sandbox again. ' +
         "Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After)",
     ),
   },
@@ -142,12 +173,12 @@ export function sandboxesRoutes(
       },
     )
     .route(operation('pause', 'Pause a sandbox (a no-op when it is PAUSED)'), async (ctx, { params }) => {
-      ctx.body = await service.operate(callerId(ctx), params.id, 'pause');
+      await operateAnswer(ctx, service, params.id, 'pause');
     })
     .route(
       operation('resume', 'Resume a sandbox; a runtime that is gone is started again'),
       async (ctx, { params }) => {
-        ctx.body = await service.operate(callerId(ctx), params.id, 'resume');
+        await operateAnswer(ctx, service, params.id, 'resume');
       },
     )
     .route(
@@ -160,16 +191,17 @@ export function sandboxesRoutes(
         params: SandboxPathSchema,
         responses: {
           200: { description: 'The deleted sandbox', schema: SandboxSchema },
+          202: TAKEN,
           404: errorResponse('No such sandbox of the caller'),
           502: errorResponse('The provider could not remove it; try again'),
           503: errorResponse(
-            'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the deletion did not finish in time); it may still happen: read the sandbox again. ' +
+            'No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS; it may still happen: read the sandbox again. ' +
               "Or the sandbox's workflow is failing its workflow tasks: the deletion was not taken; try again later (Retry-After)",
           ),
         },
       },
       async (ctx, { params }) => {
-        ctx.body = await service.operate(callerId(ctx), params.id, 'delete');
+        await operateAnswer(ctx, service, params.id, 'delete');
       },
     );
 }
