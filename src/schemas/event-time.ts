@@ -1,6 +1,7 @@
 /**
  * Event times as sortable keys. Events arrive with ISO 8601 timestamps, often with microseconds (the
- * Python runtimes), sometimes without a zone. The log keeps the text as sent and, for queries, a UTC key
+ * Python runtimes), sometimes without a zone (the OpenHands agent server's). The log keeps an RFC 3339
+ * timestamp as sent, any other as its UTC key (`eventTimeAsSent`), and, for queries, a UTC key
  * `YYYY-MM-DDTHH:MM:SS.ffffffZ` whose string order is time order, with no precision lost to a Date.
  * A timestamp without a zone is read as UTC.
  */
@@ -42,4 +43,17 @@ export function normalizeEventTime(text: string): string | null {
   if (utc.getUTCFullYear() < 1 || utc.getUTCFullYear() > 9999) return null;
   const micros = (frac + '000000').slice(0, 6);
   return utc.toISOString().replace(/\.\d{3}Z$/, `.${micros}Z`);
+}
+
+/** RFC 3339's date-time (what the OpenAPI document's `format: date-time` means): a zone always. */
+const RFC_3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/**
+ * The timestamp an event keeps: the text as sent when it is an RFC 3339 date-time, else (no zone, a
+ * space for the T, a date alone) its UTC key, so that every answer is a date-time a client can read
+ * without guessing a zone. Null when `text` is no time at all.
+ */
+export function eventTimeAsSent(text: string): string | null {
+  const key = normalizeEventTime(text);
+  return key !== null && RFC_3339.test(text) ? text : key;
 }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { normalizeEventTime } from './event-time';
+import { eventTimeAsSent, normalizeEventTime } from './event-time';
 
 export const EVENT_KINDS = [
   'ServerErrorEvent',
@@ -161,9 +161,9 @@ function event<K extends EventKind, S extends z.ZodRawShape>(kind: K, defaultSou
         'The event id: a new UUID when absent.',
       ),
       timestamp: filledWhenAbsent(
-        eventTimestamp,
+        eventTimestamp.transform((v) => eventTimeAsSent(v)!),
         () => new Date().toISOString(),
-        'Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.',
+        'Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.',
       ),
       source: defaultSource ? z.enum(EVENT_SOURCES).default(defaultSource) : z.enum(EVENT_SOURCES),
       parent_id: z.string().nullable().default(null),
