@@ -117,11 +117,11 @@ describe('OpenAPI', () => {
     expect(check.errors('PATCH', '/api/organizations/{org_id}', 200, patched.body)).toEqual([]);
   });
 
-  it('documents what Node and the body reader answer before a route: 431 on every operation, 413 and 415 where a body is read', () => {
+  it('documents what Node, the body reader and the answer deadline answer before a route: 431 and 503 on every operation, 413 and 415 where a body is read', () => {
     const missing: string[] = [];
     for (const [p, ops] of Object.entries<any>(doc.paths))
       for (const [method, op] of Object.entries<any>(ops)) {
-        const wanted = ['431', ...(op.requestBody ? ['413', '415'] : [])];
+        const wanted = ['431', '503', ...(op.requestBody ? ['413', '415'] : [])];
         for (const status of wanted) if (!op.responses[status]) missing.push(`${method.toUpperCase()} ${p} ${status}`);
       }
     expect(missing).toEqual([]);

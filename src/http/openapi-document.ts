@@ -23,7 +23,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
     },
     servers: [{ url: serverUrl }],
   });
-  return nullableRefs(document);
+  return safeIntegers(nullableRefs(document));
 }
 
 /**
@@ -47,4 +47,19 @@ export function nullableRefs<T>(node: T): T {
     return { ...nullableRefs(rest), anyOf: [ref, { type: 'null' }] } as T;
   }
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, nullableRefs(v)])) as T;
+}
+
+/**
+ * zod's `.int()` takes safe integers only (|n| <= 2^53 - 1), which the generator does not write: each
+ * integer schema without its own bound gets that one, so the document allows what the api accepts.
+ */
+export function safeIntegers<T>(node: T): T {
+  if (Array.isArray(node)) return node.map(safeIntegers) as T;
+  if (!node || typeof node !== 'object') return node;
+  const o = Object.fromEntries(Object.entries(node as Record<string, unknown>).map(([k, v]) => [k, safeIntegers(v)]));
+  const integer = o.type === 'integer' || (Array.isArray(o.type) && o.type.includes('integer'));
+  if (!integer) return o as T;
+  if (o.maximum === undefined && o.exclusiveMaximum === undefined) o.maximum = Number.MAX_SAFE_INTEGER;
+  if (o.minimum === undefined && o.exclusiveMinimum === undefined) o.minimum = Number.MIN_SAFE_INTEGER;
+  return o as T;
 }

@@ -206,6 +206,20 @@ export class ApiRouter {
       description: `The request line and headers together are larger than ${REQUEST_HEAD_LIMIT_KIB} KiB (a long query string, say)`,
       content: { 'application/json': { schema: ErrorResponseSchema } },
     };
+    // A path holding U+0000 names nothing the store could hold: 404 before any route (docs/api.md).
+    if (spec.params) {
+      responses[404] ??= {
+        description: 'No such resource (a path parameter holding U+0000 names none)',
+        content: { 'application/json': { schema: ErrorResponseSchema } },
+      };
+    }
+    // Every request has its answer deadline (answer-deadline.ts), and each store and Temporal call its bound below it.
+    responses[503] ??= {
+      description:
+        'A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a ' +
+        "store's time budget. It may still take effect: read the resource again, or retry after Retry-After",
+      content: { 'application/json': { schema: ErrorResponseSchema } },
+    };
     if (spec.params || spec.query || spec.body) {
       responses[422] ??= {
         description: 'Validation Error',

@@ -12,6 +12,7 @@ import type { ConversationsStore } from '../../src/store/conversations-store';
 import { openDatabase, type Database } from '../../src/store/mongo';
 import type { UsersStore } from '../../src/store/users-store';
 import { testConfig, uniqueName } from './env';
+import { documentedAnswers } from './openapi-answers';
 
 export interface TestApi {
   url: string;
@@ -44,9 +45,29 @@ export interface TestApi {
   request(
     method: string,
     path: string,
-    opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; signal?: AbortSignal },
+    opts?: {
+      key?: string;
+      body?: unknown;
+      rawBody?: string;
+      headers?: Record<string, string>;
+      signal?: AbortSignal;
+      /** Why this answer is not checked against the document (a 500 provoked on purpose); checked otherwise. */
+      undocumented?: string;
+    },
   ): Promise<{ status: number; body: any; headers: Headers }>;
   close(): Promise<void>;
+}
+
+/** An answer of the api that its own document does not allow (a status it does not list, a body its schema refuses). */
+export class UndocumentedAnswer extends Error {
+  constructor(method: string, path: string, status: number, body: unknown, errors: string[]) {
+    super(
+      `${method} ${path} answered ${status}, which the api's document does not allow: ${errors.slice(0, 12).join('; ')}` +
+        `${errors.length > 12 ? ` (and ${errors.length - 12} more)` : ''}\n` +
+        `body: ${JSON.stringify(body)?.slice(0, 2000)}`,
+    );
+    this.name = 'UndocumentedAnswer';
+  }
 }
 
 export async function startTestApi(
@@ -61,6 +82,8 @@ export async function startTestApi(
   );
   // Tests start when the api serves everything (its live channel too), as clients of `npm start` do.
   if (opts.waitPrepared ?? true) await api.prepared;
+  // Every answer below is checked against the document this api serves.
+  const documented = documentedAnswers(await (await fetch(`${api.url}/openapi.json`)).json());
   const database = openDatabase(config.mongo.uri!, config.mongo.db);
   const box = new SecretBox(config.secretsKey!);
   const stores = createStores(database.db, { box });
@@ -83,6 +106,10 @@ export async function startTestApi(
     } catch {
       // not JSON: keep the text
     }
+    const errors = opts.undocumented
+      ? []
+      : documented(method, path, res.status, parsed, res.headers.get('content-type'));
+    if (errors.length > 0) throw new UndocumentedAnswer(method, path, res.status, parsed, errors);
     return { status: res.status, body: parsed, headers: res.headers };
   };
   const self: TestApi = {

@@ -35,3 +35,50 @@ export function answerCheck(doc: any): AnswerCheck {
     },
   };
 }
+
+/** A path template of the document as a matcher, and how literal it is (the more literal segments, the sooner it wins). */
+interface Template {
+  path: string;
+  pattern: RegExp;
+  literals: number;
+}
+
+const templatesOf = (doc: any): Template[] =>
+  Object.keys(doc.paths)
+    .map((p) => {
+      const segments = p.split('/');
+      const pattern = new RegExp(
+        '^' +
+          segments.map((s) => (/^\{[^}]+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))).join('/') +
+          '$',
+      );
+      return { path: p, pattern, literals: segments.filter((s) => !s.startsWith('{')).length };
+    })
+    .sort((a, b) => b.literals - a.literals);
+
+/**
+ * The document path of the operation that answers `method` on `url` (its query aside), or undefined when
+ * the document has none (a route outside the api's document: /ready, the runtime's webhooks' sockets).
+ */
+export function documentedPath(doc: any, templates: Template[], method: string, url: string): string | undefined {
+  const p = url.split('?')[0]!;
+  return templates.find((t) => t.pattern.test(p) && doc.paths[t.path][method.toLowerCase()])?.path;
+}
+
+/**
+ * Every answer of the shared test client checked against the document the api serves: an answer of a
+ * documented operation must have a documented status, and a JSON body that its schema allows.
+ */
+export function documentedAnswers(
+  doc: any,
+): (method: string, url: string, status: number, body: unknown, contentType: string | null) => string[] {
+  const check = answerCheck(doc);
+  const templates = templatesOf(doc);
+  return (method, url, status, body, contentType) => {
+    const p = documentedPath(doc, templates, method, url);
+    if (!p) return [];
+    if (contentType !== null && !contentType.startsWith('application/json'))
+      return check.errors(method, p, status, undefined).filter((e) => e.includes('does not document'));
+    return check.errors(method, p, status, body);
+  };
+}

@@ -89,7 +89,8 @@ export function eventsRoutes(
         params: ConversationPathSchema,
         query: EventBatchGetQuerySchema,
         responses: {
-          200: { description: 'One entry per id', schema: z.array(EventSchema.nullable()) },
+          // Not EventSchema.nullable(): the generator writes that as the bare $ref, which null does not satisfy.
+          200: { description: 'One entry per id', schema: z.array(z.union([EventSchema, z.null()])) },
           404: NOT_FOUND,
         },
       },
