@@ -214,6 +214,21 @@ describe('organizations', () => {
         body: { agent_settings: { agent_kind: 'magic' } },
       });
       expect(unknownKind.body.detail[0]).toMatchObject({ loc: ['body', 'agent_settings'], type: 'union_tag_invalid' });
+      // Fields of two variants in one diff: no variant takes it, whatever is stored (422, as the document says).
+      const mixed = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { agent_settings: { agent_kind: 'acp', tool_concurrency_limit: 2 } },
+      });
+      expect(mixed.status).toBe(422);
+      // A diff of the platform variant, valid by itself, over the stored acp settings: a conflict with them.
+      const unfit = await t.request('PATCH', `/api/organizations/${orgId}`, {
+        key: owner.key,
+        body: { agent_settings: { tool_concurrency_limit: 2 } },
+      });
+      expect(unfit.status).toBe(409);
+      expect(unfit.body.detail).toMatch(
+        /^The change does not fit the organization's stored settings: agent_settings\.tool_concurrency_limit: .*name its agent_kind\.$/,
+      );
       expect((await t.orgs.get(orgId, owner.userId)).org_version).toBe(2);
     });
   });

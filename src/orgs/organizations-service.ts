@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { SecretBox } from '../auth/secret-box';
-import { Conflict, Forbidden, InvalidInput, NotFound } from '../errors';
-import { toValidationDetail } from '../schemas/validation-detail';
+import { Conflict, Forbidden, NotFound } from '../errors';
+import { detailsInWords, toValidationDetail } from '../schemas/validation-detail';
 import {
   AgentSettingsSchema,
   ConversationSettingsSchema,
@@ -132,7 +132,12 @@ export class OrganizationsService {
     const base = kindChanges ? { ...current, agent_settings: {} } : current;
     const merged = mergePatch(base, patch);
     const parsed = OrganizationEditableSchema.safeParse(merged);
-    if (!parsed.success) throw new InvalidInput(toValidationDetail(parsed.error.issues, merged, 'body'));
+    // The patch was valid by itself (the route checked it): what it makes with the stored settings is not.
+    if (!parsed.success)
+      throw new Conflict(
+        `The change does not fit the organization's stored settings: ${detailsInWords(toValidationDetail(parsed.error.issues, merged, 'body'))}. ` +
+          'To switch agent_settings to another variant, name its agent_kind.',
+      );
     const next: Organization = sealSecrets(
       { ...org, ...parsed.data, org_version: org.org_version + 1 },
       org,

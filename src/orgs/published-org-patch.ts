@@ -6,7 +6,8 @@ import { InvalidInput } from '../errors';
 import type { ValidationDetail } from '../schemas/validation-detail';
 import { mergePatch } from './organizations-service';
 
-const PAIRS = [
+/** Each published diff beside the field it changes: a body sends one of the two (null counts as not sent). */
+export const PUBLISHED_DIFF_PAIRS = [
   ['agent_settings_diff', 'agent_settings'],
   ['conversation_settings_diff', 'conversation_settings'],
 ] as const;
@@ -16,7 +17,7 @@ export function fromPublishedPatch(body: Record<string, unknown>): Record<string
     Object.entries(body).filter(([, v]) => v !== null && v !== undefined),
   );
   const problems: ValidationDetail[] = [];
-  for (const [diff, field] of PAIRS) {
+  for (const [diff, field] of PUBLISHED_DIFF_PAIRS) {
     if (patch[diff] === undefined) continue;
     if (patch[field] !== undefined) {
       problems.push({

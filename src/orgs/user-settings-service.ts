@@ -7,6 +7,7 @@
 import { SecretBox } from '../auth/secret-box';
 import { Conflict, InvalidInput, NotFound } from '../errors';
 import type { Organization } from '../schemas/organizations';
+import { detailsInWords } from '../schemas/validation-detail';
 import { SECRET_MASK } from '../schemas/secret-mask';
 import { SECRET_LIMITS, type GitProvider, type SettingsUpdate, type SettingsView } from '../schemas/settings';
 import type { MembershipsStore } from '../store/memberships-store';
@@ -89,8 +90,15 @@ export class UserSettingsService {
     const s = await this.deps.userSettings.get(userId);
     const next: UserSettings = { ...s, user_version: s.user_version + 1, updated_at: new Date() };
     const problems = mergeUpdateDiffs(org, s, update, next, this.deps.box);
-    problems.push(...oversizedDiffs(next));
-    if (problems.length > 0) throw new InvalidInput(problems);
+    // The update was valid by itself (the route checked it): what it makes with the stored diffs and the
+    // organization's settings is not.
+    if (problems.length > 0)
+      throw new Conflict(
+        `The change does not fit your stored settings over your organization's: ${detailsInWords(problems)}. ` +
+          'To switch to another agent variant, name its agent_kind.',
+      );
+    const oversized = oversizedDiffs(next);
+    if (oversized.length > 0) throw new InvalidInput(oversized);
     for (const k of PLAIN_SETTINGS) {
       if (update[k] !== undefined && update[k] !== null) (next as unknown as Json)[k] = update[k];
     }

@@ -202,25 +202,42 @@ export const AgentSettingsSchema = z
 
 const AGENT_SETTINGS_VARIANTS = [PlatformAgentSettingsSchema, LLMAgentSettingsSchema, ACPAgentSettingsSchema];
 
+/** A variant's fields as a diff may name them: each optional, without its default (agent_kind too). */
+const variantDiff = (variant: (typeof AGENT_SETTINGS_VARIANTS)[number]) => {
+  const shape = Object.fromEntries(
+    Object.entries(variant.shape as Record<string, z.ZodType>).map(([k, f]) => [
+      k,
+      (f instanceof z.ZodDefault ? (f.unwrap() as z.ZodType) : f).optional(),
+    ]),
+  );
+  return (
+    z
+      .looseObject(shape)
+      // Closed as a strict object is, but a key of another variant ends the branch: zod's union then weighs
+      // every variant's problems, instead of taking the one whose only problem is an unknown key (a strict
+      // object's unknown key never ends its branch, so zod would answer with it alone).
+      .superRefine((v, ctx) => {
+        const unknown = Object.keys(v).filter((k) => !(k in shape));
+        if (unknown.length > 0) ctx.addIssue({ code: 'unrecognized_keys', keys: unknown, input: v, continue: false });
+      })
+      .meta({ additionalProperties: false })
+  );
+};
+
 /**
- * A diff deep-merged into AgentSettings (`agent_settings_diff` bodies): fields of its variants, each a value
- * its variant takes (one of theirs where variants share a name); what the merge makes is validated whole
- * again, so a diff that mixes variants, or that the stored settings make invalid, is refused then.
+ * A diff deep-merged into AgentSettings (`agent_settings_diff` bodies): fields of one variant, each a value
+ * that variant takes; a diff that mixes variants is refused (422). What the merge makes with the stored
+ * settings is validated whole again: a diff that does not fit them (fields of another variant than the
+ * stored one, without naming its agent_kind) is a conflict with them (409).
  */
 export const AgentSettingsDiffSchema = z
-  .strictObject(
-    Object.fromEntries(
-      [...new Set(AGENT_SETTINGS_VARIANTS.flatMap((v) => Object.keys(v.shape)))].map((k) => {
-        const fields = AGENT_SETTINGS_VARIANTS.flatMap((v) => {
-          const f = (v.shape as Record<string, z.ZodType>)[k];
-          return f ? [f instanceof z.ZodDefault ? (f.unwrap() as z.ZodType) : f] : [];
-        });
-        const [one, ...more] = [...new Set(fields)]; // the llm variant extends the platform one: the same fields
-        return [k, (more.length ? z.union([one!, ...more]) : one!).optional()];
-      }),
-    ),
+  .union(
+    AGENT_SETTINGS_VARIANTS.map(variantDiff) as [ReturnType<typeof variantDiff>, ...ReturnType<typeof variantDiff>[]],
   )
-  .meta({ description: 'Fields of AgentSettings to change, merged into what is stored.' });
+  .meta({
+    id: 'AgentSettingsDiff',
+    description: 'Fields of one AgentSettings variant to change, merged into what is stored.',
+  });
 
 export const ConversationSettingsSchema = z
   .strictObject({

@@ -200,6 +200,19 @@ function discriminatorDetail(
   );
 }
 
+/**
+ * The field every branch of a union refused as a literal of its own (each branch one value of it), with
+ * those values; undefined when the branches failed otherwise too.
+ */
+function sharedTagMiss(branches: readonly (readonly Issue[])[]): { field: string; values: unknown[] } | undefined {
+  const misses = branches.map((b) =>
+    b.length === 1 && b[0]!.code === 'invalid_value' && b[0]!.path.length === 1 ? b[0]! : undefined,
+  );
+  const field = misses[0]?.path[0];
+  if (typeof field !== 'string' || misses.some((m) => m?.path[0] !== field)) return undefined;
+  return { field, values: misses.flatMap((m) => (m as Issue & { values: unknown[] }).values) };
+}
+
 /** A refinement's own issue: its type and context when it names them, else a `value_error`. */
 function customDetail(issue: Issue & { code: 'custom' }, detail: DetailOf): ValidationDetail {
   const params = (issue.params ?? {}) as { type?: string; ctx?: Record<string, unknown>; withheld?: boolean };
@@ -265,8 +278,16 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
       const u = issue as Issue & { note?: string; discriminator?: string; options?: unknown[] };
       if (u.discriminator !== undefined)
         return [discriminatorDetail(u.discriminator, u.options ?? [], root, path, loc, prefix, detail)];
-      // A plain union: report the branch that came closest (fewest issues).
-      const branches = issue.errors.filter((b) => b.length > 0).sort((a, b) => a.length - b.length);
+      // A union of objects told apart by a field none of them takes as given (a diff's agent_kind): a tag error.
+      const tag = sharedTagMiss(issue.errors);
+      if (tag) return [discriminatorDetail(tag.field, tag.values, root, path, loc, prefix, detail)];
+      // A plain union: report the branch that came closest: one whose tag (a literal field) the input does
+      // not contradict, then the fewest issues.
+      const tagMiss = (b: readonly Issue[]) =>
+        b.some((i) => i.code === 'invalid_value' && i.path.length === 1) ? 1 : 0;
+      const branches = issue.errors
+        .filter((b) => b.length > 0)
+        .sort((a, b) => tagMiss(a) - tagMiss(b) || a.length - b.length);
       const best = branches[0];
       if (!best) return [detail({ type: 'union_error', msg: issue.message })];
       return best.flatMap((i) => mapIssue(i, root, path, prefix));
@@ -284,4 +305,10 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
 /** Maps every issue of one request part; `root` is that part's raw input, so `input` is what was sent. */
 export function toValidationDetail(issues: readonly Issue[], root: unknown, part: InputPart): ValidationDetail[] {
   return issues.flatMap((issue) => mapIssue(issue, root, [], [part]));
+}
+
+/** Validation details in one sentence (at most `max` of them), for a conflict that carries them as text. */
+export function detailsInWords(details: readonly ValidationDetail[], max = 5): string {
+  const said = details.slice(0, max).map((d) => `${d.loc.slice(1).join('.') || d.loc.join('.')}: ${d.msg}`);
+  return said.join('; ') + (details.length > max ? ` (and ${details.length - max} more)` : '');
 }

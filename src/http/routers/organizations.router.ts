@@ -3,11 +3,13 @@ import { z } from 'zod';
 import type { OrganizationsService } from '../../orgs/organizations-service';
 import { pageLimit, uuidString } from '../../schemas/common';
 import {
+  AgentSettingsDiffSchema,
+  ConversationSettingsDiffSchema,
   OrganizationEditableSchema,
   OrganizationSchema,
   PUBLISHED_ORG_PATCH_FIELDS,
 } from '../../schemas/organizations';
-import { fromPublishedPatch } from '../../orgs/published-org-patch';
+import { fromPublishedPatch, PUBLISHED_DIFF_PAIRS } from '../../orgs/published-org-patch';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
 import { errorResponse, type ApiRouter } from '../../web/route';
 
@@ -24,7 +26,12 @@ const OrganizationPatchSchema = z
     ...(Object.fromEntries(
       Object.entries(OrganizationEditableSchema.shape).map(([k, v]) => [
         k,
-        (k === 'agent_settings' || k === 'conversation_settings' ? z.record(z.string(), z.unknown()) : (v as z.ZodType))
+        (k === 'agent_settings'
+          ? AgentSettingsDiffSchema
+          : k === 'conversation_settings'
+            ? ConversationSettingsDiffSchema
+            : (v as z.ZodType)
+        )
           .nullable()
           .optional(),
       ]),
@@ -34,7 +41,15 @@ const OrganizationPatchSchema = z
   .meta({
     id: 'OrganizationPatch',
     description:
-      'Fields to change; nested settings objects (and the published *_diff fields) are merged into the stored ones.',
+      'Fields to change; nested settings objects (and the published *_diff fields) are merged into the stored ones. ' +
+      'A published diff and the field it changes are not sent together (one of them null is not sent).',
+    // What fromPublishedPatch refuses, said in the document: both of a pair, neither null.
+    allOf: PUBLISHED_DIFF_PAIRS.map(([diff, field]) => ({
+      not: {
+        required: [diff, field],
+        properties: { [diff]: { not: { type: 'null' } }, [field]: { not: { type: 'null' } } },
+      },
+    })),
   });
 
 /** /api/organizations (SPEC 4.3 and around it). */
@@ -96,7 +111,9 @@ export function organizationsRoutes(router: ApiRouter, service: OrganizationsSer
           200: { description: 'The organization after the change', schema: OrganizationSchema },
           403: errorResponse('Not an owner or admin'),
           404: errorResponse('No such organization'),
-          409: errorResponse('Changed meanwhile by someone else'),
+          409: errorResponse(
+            "Changed meanwhile by someone else; or the change does not fit the stored settings (another variant's fields without its agent_kind)",
+          ),
         },
       },
       async (ctx, { params, body }) => {

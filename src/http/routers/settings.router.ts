@@ -32,10 +32,15 @@ export function settingsRoutes(router: ApiRouter, settings: UserSettingsService)
         operationId: 'storeSettings',
         summary: "Change the caller's settings; the diffs are deep-merged into what is stored",
         description:
-          "agent_settings_diff and conversation_settings_diff are merged into the caller's stored diffs, and the result over the organization's settings is validated whole. A secret equal to the mask keeps the stored one; \"\" removes the caller's own (the organization's applies).",
+          "agent_settings_diff and conversation_settings_diff are merged into the caller's stored diffs, and the result over the organization's settings is validated whole (a change it does not fit is a 409). A secret equal to the mask keeps the stored one; \"\" removes the caller's own (the organization's applies).",
         security: 'APIKeyHeader',
         body: SettingsUpdateSchema,
-        responses: { 200: { description: 'The settings after the change', schema: SettingsViewSchema } },
+        responses: {
+          200: { description: 'The settings after the change', schema: SettingsViewSchema },
+          409: errorResponse(
+            "Changed meanwhile; or the change does not fit the stored settings (another variant's fields without its agent_kind, a stored diff grown past its size)",
+          ),
+        },
       },
       async (ctx, { body }) => {
         ctx.body = await settings.store(callerId(ctx), body);
