@@ -146,7 +146,10 @@ describe('git searches', () => {
     const unknown = await call('/api/v1/git/repositories/search?provider=git_host_a&installation_id=99');
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail).toMatch(/installation 99/);
-    expect((await call('/api/v1/git/repositories/search?provider=git_host_a&installation_id=abc')).status).toBe(400);
+    // Not a number: refused by the parameter's pattern, as the document says, before any host is asked.
+    const notNumber = await call('/api/v1/git/repositories/search?provider=git_host_a&installation_id=abc');
+    expect(notNumber.status).toBe(422);
+    expect(notNumber.body.detail[0]).toMatchObject({ loc: ['query', 'installation_id'], input: 'abc' });
   });
 
   it('branches whose name contains the query, read 100 a host page and paged mid host page to the end', async () => {

@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod';
 import { BadRequest, UpstreamFailed } from '../errors';
-import type { RepositorySortOrder } from '../schemas/git-searches';
+import { INSTALLATION_ID, type RepositorySortOrder } from '../schemas/git-searches';
 import type { Deadline, GitHost, GitHostSession, HostListing, HostListingPlan, RepositorySearch } from './git-host';
 import { shapes, toBranch, toRepository, toSuggestedTask, toUser } from './git-host-a-shapes';
 import { getHostJson, hasNextLink, type HostCall } from './git-host-http';
@@ -118,7 +118,7 @@ class GitHostASession implements GitHostSession {
       };
     }
     if (installationId !== undefined) {
-      if (!/^\d{1,20}$/.test(installationId))
+      if (!INSTALLATION_ID.test(installationId))
         throw new BadRequest(
           `${PROVIDER} installation ids are numbers; got ${JSON.stringify(installationId.slice(0, 40))}`,
         );

@@ -96,7 +96,32 @@ export type CallbackProcessorKind = (typeof CALLBACK_PROCESSOR_KINDS)[number];
 export const MAX_PROCESSORS = 20;
 
 /** What identifies the place a processor posts to (free-form, as published). */
-const viewData = (description: string) => z.record(z.string(), z.unknown()).default({}).meta({ description });
+const viewData = (description: string, properties: Record<string, object>) =>
+  // The fields the processor reads, as the check below wants them, said in the document too; others are kept.
+  z.record(z.string(), z.unknown()).default({}).meta({ description, properties });
+
+/** A field of view data: a string `pattern` wants, a positive integer (`number`), or null (absent). */
+const viewField = (pattern: RegExp, number?: { minimum: number }) => ({
+  anyOf: [
+    { type: 'string', pattern: pattern.source },
+    ...(number ? [{ type: 'integer', minimum: number.minimum, maximum: Number.MAX_SAFE_INTEGER }] : []),
+    { type: 'null' },
+  ],
+});
+
+/**
+ * The document's word for a processor whose `flag`, when true, needs `field` of its `view` data: the flag
+ * false (or absent), or the view data with a non-null field.
+ */
+const needsWhenFlagged = (flag: string, view: string, field: string) => ({
+  anyOf: [
+    { properties: { [flag]: { const: false } } },
+    {
+      required: [view],
+      properties: { [view]: { required: [field], properties: { [field]: { not: { type: 'null' } } } } },
+    },
+  ],
+});
 const shouldRequestSummary = z.boolean().default(true).meta({
   description: 'When the agent finishes, ask it for a summary of its work and post it (once); false posts nothing.',
 });
@@ -108,6 +133,7 @@ const processor = <K extends CallbackProcessorKind, S extends z.core.$ZodLooseSh
   shape: S,
   description: string,
   check?: (p: Record<string, unknown>) => ViewProblem | null,
+  doc: object = {},
 ) =>
   z
     .strictObject({ kind: z.literal(kind), ...shape })
@@ -116,7 +142,7 @@ const processor = <K extends CallbackProcessorKind, S extends z.core.$ZodLooseSh
       const problem = check?.(p as Record<string, unknown>);
       if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
     })
-    .meta({ id: kind, description });
+    .meta({ id: kind, description, ...doc });
 
 type ViewProblem = { path: string[]; message: string };
 
@@ -137,7 +163,7 @@ function viewProblem(
 ): ViewProblem | null {
   const v = (view as Record<string, unknown> | undefined)?.[field];
   if (v === undefined || v === null) return required ? { path: [field], message: `${field} is needed: ${what}` } : null;
-  return (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) && test(String(v))
+  return (typeof v === 'string' || (typeof v === 'number' && Number.isSafeInteger(v))) && test(String(v))
     ? null
     : { path: [field], message: `${field} must be ${what}` };
 }
@@ -146,7 +172,10 @@ const firstProblem = (view: string, ...problems: (ViewProblem | null)[]): ViewPr
   const p = problems.find((x) => x !== null);
   return p ? { path: [view, ...p.path], message: p.message } : null;
 };
-const positiveInt = (v: string) => /^[1-9]\d{0,15}$/.test(v);
+const POSITIVE_INT = /^[1-9]\d{0,15}$/;
+const positiveInt = (v: string) => POSITIVE_INT.test(v);
+const PROJECT_PATH = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/;
+const DISCUSSION_ID = /^[0-9a-fA-F]{1,64}$/;
 
 export const CallbackProcessorSchema = z
   .discriminatedUnion('kind', [
@@ -155,6 +184,12 @@ export const CallbackProcessorSchema = z
       {
         git_host_a_view_data: viewData(
           "The pull request: repo (owner/name) and pr_number; with inline_pr_comment, the review comment_id to reply to. Default: the start's repository and first pr_number.",
+          {
+            repo: viewField(REPOSITORY_NAME),
+            full_name: viewField(REPOSITORY_NAME),
+            pr_number: viewField(POSITIVE_INT, { minimum: 1 }),
+            comment_id: viewField(POSITIVE_INT, { minimum: 1 }),
+          },
         ),
         should_request_summary: shouldRequestSummary,
         inline_pr_comment: z
@@ -177,12 +212,23 @@ export const CallbackProcessorSchema = z
             p.inline_pr_comment === true,
           ),
         ),
+      needsWhenFlagged('inline_pr_comment', 'git_host_a_view_data', 'comment_id'),
     ),
     processor(
       'GitHostBV1CallbackProcessor',
       {
         git_host_b_view_data: viewData(
           "The merge request: project_id (id or group/project path) and mr_iid; with inline_mr_comment, the discussion_id to reply in. Default: the start's repository and first pr_number.",
+          {
+            project_id: {
+              anyOf: [
+                ...viewField(POSITIVE_INT, { minimum: 1 }).anyOf,
+                { type: 'string', pattern: PROJECT_PATH.source },
+              ],
+            },
+            mr_iid: viewField(POSITIVE_INT, { minimum: 1 }),
+            discussion_id: viewField(DISCUSSION_ID, { minimum: 0 }),
+          },
         ),
         should_request_summary: shouldRequestSummary,
         inline_mr_comment: z.boolean().default(false).meta({
@@ -197,24 +243,26 @@ export const CallbackProcessorSchema = z
           viewProblem(
             p.git_host_b_view_data,
             'project_id',
-            (v) => positiveInt(v) || /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/.test(v),
+            (v) => positiveInt(v) || PROJECT_PATH.test(v),
             'a project id or group/project path',
           ),
           viewProblem(p.git_host_b_view_data, 'mr_iid', positiveInt, 'a merge request iid'),
           viewProblem(
             p.git_host_b_view_data,
             'discussion_id',
-            (v) => /^[0-9a-f]{1,64}$/i.test(v),
+            (v) => DISCUSSION_ID.test(v),
             'the id of the discussion to reply in (inline_mr_comment)',
             p.inline_mr_comment === true,
           ),
         ),
+      needsWhenFlagged('inline_mr_comment', 'git_host_b_view_data', 'discussion_id'),
     ),
     processor(
       'GitHostCV1CallbackProcessor',
       {
         git_host_c_view_data: viewData(
           "The pull request: repo (workspace/repo_slug) and pr_id. Default: the start's repository and first pr_number.",
+          { repo: viewField(REPOSITORY_NAME), pr_id: viewField(POSITIVE_INT, { minimum: 1 }) },
         ),
         should_request_summary: shouldRequestSummary,
       },

@@ -168,6 +168,9 @@ const repositoryName = z
   .refine((v) => v.split('/').every((s) => s !== '.' && s !== '..'), { error: 'A repository name as owner/repo' })
   .meta({ description: 'Repository name in format owner/repo.' });
 
+/** Installations of the searched hosts (git host A's apps) are numbered. */
+export const INSTALLATION_ID = /^\d{1,20}$/;
+
 export const RepositorySearchQuerySchema = z.object({
   provider: SearchedGitProviderSchema,
   query: text(
@@ -176,10 +179,9 @@ export const RepositorySearchQuerySchema = z.object({
   ).optional(),
   installation_id: z
     .string()
-    .min(1)
-    .max(100)
+    .regex(INSTALLATION_ID, { error: 'an installation id: 1 to 20 digits' })
     .optional()
-    .meta({ description: 'Only the repositories of this installation (app).' }),
+    .meta({ description: 'Only the repositories of this installation (app): its number, 1 to 20 digits.' }),
   page_id: gitPageIdParam(GIT_LISTINGS.repositories),
   limit: gitPageLimit(100),
   sort_order: RepositorySortOrderSchema.optional().meta({
