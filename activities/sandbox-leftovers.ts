@@ -3,6 +3,7 @@
  * lost) ends DELETED at once, with its runtime and files still there. A worker of that host removes them:
  * when it starts, and every SWEEP_EVERY_MS while it runs. Not an activity: the host's own bookkeeping.
  */
+import { repeatWhileRunning } from '../src/process/repeat-while-running';
 import type { SandboxesStore } from '../src/store/sandboxes-store';
 import type { ProviderRegistry } from './sandbox-providers';
 
@@ -38,22 +39,9 @@ export async function sweepLeftovers(deps: LeftoverDeps): Promise<number> {
 
 /** Sweeps now and every `everyMs` until the returned stop() (which waits for a sweep under way). */
 export function sweepLeftoversWhileRunning(deps: LeftoverDeps, everyMs = SWEEP_EVERY_MS): () => Promise<void> {
-  let stopped = false;
-  let current: Promise<unknown> = Promise.resolve();
-  let timer: NodeJS.Timeout | undefined;
-  const once = () => {
-    current = sweepLeftovers(deps)
-      .catch((e: Error) =>
-        deps.log.warn('the sweep of deleted sandboxes failed; it runs again later', { error: e.message }),
-      )
-      .finally(() => {
-        if (!stopped) timer = setTimeout(once, everyMs).unref();
-      });
-  };
-  once();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await current;
-  };
+  return repeatWhileRunning(
+    () => sweepLeftovers(deps),
+    everyMs,
+    (e) => deps.log.warn('the sweep of deleted sandboxes failed; it runs again later', { error: e.message }),
+  );
 }

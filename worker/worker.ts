@@ -18,6 +18,7 @@ import { ActivityOutcomesInterceptor } from './activity-outcomes';
 import type { Config } from '../src/config';
 import { hostTaskQueue } from '../src/temporal/shared';
 import { sweepLeftoversWhileRunning } from '../activities/sandbox-leftovers';
+import { reportCapabilitiesWhileRunning } from './worker-capabilities';
 import { workerHost } from './worker-host';
 import { wireActivities } from './worker-activities';
 
@@ -57,7 +58,7 @@ export class HostWorker {
     readonly host: Worker,
     /** This host's task queue. */
     readonly hostQueue: string,
-    /** Starts the sweeps; answers their stop. */
+    /** Starts the sweeps and the reports of what this host can run; answers their stop. */
     private readonly sweeps: () => () => Promise<void>,
   ) {}
 
@@ -114,9 +115,15 @@ export async function createWorker(deps: WorkerDeps): Promise<HostWorker> {
   const shared = await createSharedPoller(deps, common);
   const host = await Worker.create({ ...common, taskQueue: hostQueue });
   const log = Runtime.instance().logger;
-  return new HostWorker(shared, host, hostQueue, () =>
-    sweepLeftoversWhileRunning({ sandboxes: stores.sandboxes, providers, hostQueue, log }),
-  );
+  return new HostWorker(shared, host, hostQueue, () => {
+    const stops = [
+      sweepLeftoversWhileRunning({ sandboxes: stores.sandboxes, providers, hostQueue, log }),
+      reportCapabilitiesWhileRunning({ workerHosts: stores.workerHosts, providers, hostQueue, log }),
+    ];
+    return async () => {
+      await Promise.all(stops.map((stop) => stop()));
+    };
+  });
 }
 
 /** What both pollers share: the connection, who they are, the activities and their interceptors, the drain. */

@@ -220,6 +220,11 @@ export class DockerProvider implements SandboxProvider {
     for (const n of await this.networks.networksOf(sandboxId)) await this.networks.removeNetwork(n.Id);
   }
 
+  /** Every runtime runs in its image; an engine that is down is a failure of the moment, not of the configuration. */
+  unrunnable(): null {
+    return null;
+  }
+
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {
     const h = asDocker(handle);
     try {

@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../../src/config';
-import type { SandboxProviderName } from '../../src/schemas/sandboxes';
+import { RUNTIME_KINDS, SANDBOX_PROVIDERS, type SandboxProviderName } from '../../src/schemas/sandboxes';
+import type { Unrunnable } from '../../src/store/worker-hosts-store';
 import { DockerProvider, dockerFromHost } from './docker-provider';
 import { sandboxCgroups } from './process-cgroups';
 import { sandboxDisks } from './process-disks';
@@ -87,4 +88,21 @@ export function createProviders(config: Pick<Config, 'dataDir' | 'sandboxes'>): 
         return remote;
     }
   };
+}
+
+/** The provider and runtime pairs these providers cannot start at all, as configured, each with why. */
+export function unrunnableWith(providers: ProviderRegistry): Unrunnable[] {
+  return SANDBOX_PROVIDERS.flatMap((provider) => {
+    let p: SandboxProvider;
+    try {
+      p = providers(provider);
+    } catch (e) {
+      if (!(e instanceof ProviderConfigError)) throw e;
+      return RUNTIME_KINDS.map((runtime) => ({ provider, runtime, reason: e.message }));
+    }
+    return RUNTIME_KINDS.flatMap((runtime) => {
+      const reason = p.unrunnable(runtime);
+      return reason === null ? [] : [{ provider, runtime, reason }];
+    });
+  });
 }

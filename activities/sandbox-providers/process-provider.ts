@@ -12,7 +12,7 @@ import type { Readable } from 'node:stream';
 import { freePort, listenerUids } from '../../src/process/net';
 import { killUserProcesses, readStat, signalAll } from '../../src/process/process-tree';
 import { readAgentServerEnv, type AgentServerEnv } from '../../src/process/agent-server-env';
-import { AGENT_SERVER } from '../../src/schemas/sandboxes';
+import { AGENT_SERVER, type RuntimeKind } from '../../src/schemas/sandboxes';
 import type { ProcessRuntimeHandle as ProcessHandle, RuntimeHandle } from '../../src/store/runtime-handle';
 import { openHandsCommand, openHandsEnv } from './openhands-launch';
 import { SandboxCgroups } from './process-cgroups';
@@ -141,17 +141,22 @@ export class ProcessProvider implements SandboxProvider {
     return port;
   }
 
+  unrunnable(runtime: RuntimeKind): string | null {
+    if (runtime !== 'openhands') return null;
+    const dir = this.opts.agentServerDir;
+    if (dir && readAgentServerEnv(dir)) return null;
+    return (
+      'it runs the OpenHands agent server, which this worker does not have: ' +
+      `${dir ? `${dir} holds no installed agent server` : 'OPENHANDS_AGENT_SERVER_DIR is not set'} ` +
+      '(`npm start` installs it when a spec needs it; `node dist/scripts/servers/agent-server.js` installs it and prints the directory)'
+    );
+  }
+
   /** The installed agent server, as the sandbox's uid may run it. */
   private async agentServer(spec: RuntimeStartRequest['spec'], progress?: () => void): Promise<AgentServerEnv> {
     const dir = this.opts.agentServerDir;
     const env = dir ? readAgentServerEnv(dir) : null;
-    if (!env) {
-      throw new ProviderConfigError(
-        `spec ${spec.id} runs the OpenHands agent server, which this worker does not have: ` +
-          `${dir ? `${dir} holds no installed agent server` : 'OPENHANDS_AGENT_SERVER_DIR is not set'} ` +
-          '(`npm start` installs it when a spec needs it; `node dist/scripts/servers/agent-server.js` installs it and prints the directory)',
-      );
-    }
+    if (!env) throw new ProviderConfigError(`spec ${spec.id}: ${this.unrunnable('openhands')}`);
     return this.opts.isolation ? this.opts.isolation.shareAgentServer(env, progress) : env;
   }
 

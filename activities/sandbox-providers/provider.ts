@@ -3,7 +3,7 @@
  * this one). Providers are called only from the sandbox activities; each call is safe to repeat, since
  * activities are retried.
  */
-import type { ExposedUrl, SandboxProviderName, SandboxSpec } from '../../src/schemas/sandboxes';
+import type { ExposedUrl, RuntimeKind, SandboxProviderName, SandboxSpec } from '../../src/schemas/sandboxes';
 import type { RuntimeHandle } from '../../src/store/runtime-handle';
 import { Unavailable } from '../../src/errors';
 
@@ -37,6 +37,11 @@ export interface SandboxProvider {
   /** Removes the runtime and its storage; a runtime already gone is not an error. */
   delete(sandboxId: string, handle: RuntimeHandle | null): Promise<void>;
   inspect(handle: RuntimeHandle): Promise<RuntimeState>;
+  /**
+   * Why this provider, as this worker configured it, cannot start a runtime of `runtime` at all (null: it
+   * may). A fact of the configuration, not of the moment: a backend that is down is not one.
+   */
+  unrunnable(runtime: RuntimeKind): string | null;
 }
 
 /**

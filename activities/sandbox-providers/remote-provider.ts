@@ -122,6 +122,11 @@ export class RemoteProvider implements SandboxProvider {
     }
   }
 
+  /** The remote service runs every runtime its images hold; what it refuses, it says at the start. */
+  unrunnable(): null {
+    return null;
+  }
+
   async inspect(handle: RuntimeHandle): Promise<RuntimeState> {
     const h = asRemote(handle);
     const runtime = await this.session(h.sessionId);

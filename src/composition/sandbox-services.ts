@@ -51,6 +51,7 @@ export function createSandboxService(stores: Stores, options: SandboxServiceOpti
     sandboxes: stores.sandboxes,
     specs: stores.sandboxSpecs,
     conversations: stores.conversations,
+    workerHosts: stores.workerHosts,
     box: options.box,
     temporal: options.temporal,
     taskQueue: options.taskQueue,

@@ -13,6 +13,7 @@ import { PendingMessagesStore } from '../store/pending-messages-store';
 import { EventsStore } from '../store/events-store';
 import { MembershipsStore } from '../store/memberships-store';
 import { OrganizationQuotasStore } from '../store/organization-quotas-store';
+import { WorkerHostsStore } from '../store/worker-hosts-store';
 import { OrganizationsStore } from '../store/organizations-store';
 import { SandboxSpecsStore } from '../store/sandbox-specs-store';
 import { SandboxesStore } from '../store/sandboxes-store';
@@ -50,6 +51,7 @@ export interface Stores {
   users: UsersStore;
   userSettings: UserSettingsStore;
   llmProfiles: LlmProfilesStore;
+  workerHosts: WorkerHostsStore;
 }
 
 /** The stores with the one that needs the secrets box. */
@@ -77,6 +79,7 @@ export function createStores(db: Db, options: StoresOptions = {}): Stores | Seal
     users: new UsersStore(db),
     userSettings: new UserSettingsStore(db),
     llmProfiles: new LlmProfilesStore(db),
+    workerHosts: new WorkerHostsStore(db),
   };
   return options.box ? { ...stores, userSecrets: new UserSecretsStore(db, options.box) } : stores;
 }

@@ -18,6 +18,7 @@ import type { SandboxView } from '../schemas/sandboxes';
 import type { ConversationsStore } from '../store/conversations-store';
 import type { SandboxSpecsStore, StoredSandboxSpec } from '../store/sandbox-specs-store';
 import type { SandboxesStore, SandboxRecord } from '../store/sandboxes-store';
+import { WORKER_REPORT_FRESH_MS, type WorkerHostsStore } from '../store/worker-hosts-store';
 import {
   SANDBOX_UPDATES,
   sandboxWorkflowId,
@@ -40,6 +41,8 @@ export interface SandboxServiceDeps extends SandboxLimitsDeps {
   sandboxes: SandboxesStore;
   specs: SandboxSpecsStore;
   conversations: ConversationsStore;
+  /** What the worker hosts said they cannot run: a spec none of those heard from lately could start is refused. */
+  workerHosts: Pick<WorkerHostsStore, 'heardFrom'>;
   box: SecretBox;
   temporal: Client;
   taskQueue: string;
@@ -123,7 +126,21 @@ export class SandboxService {
           'so only the users its operator lists in SANDBOX_PROCESS_USERS may start them; SANDBOX_PROCESS_ISOLATION=none shares them with every user.',
       );
     }
+    const why = await this.unrunnableEverywhere(spec);
+    if (why !== null) throw new Conflict(`No worker of this installation can run sandbox spec ${spec.id}: ${why}`);
     return spec;
+  }
+
+  /**
+   * Why no worker could start a sandbox of `spec` (the reason of the first), when every worker host heard
+   * from lately said it cannot; null when one can, or when none was heard from (a worker may still come).
+   */
+  private async unrunnableEverywhere(spec: StoredSandboxSpec): Promise<string | null> {
+    const hosts = await this.deps.workerHosts.heardFrom(WORKER_REPORT_FRESH_MS);
+    const reasons = hosts.map(
+      (h) => h.unrunnable.find((u) => u.provider === spec.provider && u.runtime === spec.runtime)?.reason ?? null,
+    );
+    return reasons.length > 0 && reasons.every((r) => r !== null) ? reasons[0]! : null;
   }
 
   /** The record of a new sandbox: STARTING, with a fresh session key (sealed, and hashed for lookups). */

@@ -114,6 +114,12 @@ export function sandboxesRoutes(
         body: CreateSandboxBodySchema,
         responses: {
           200: { description: 'The new sandbox', schema: SandboxSchema },
+          403: errorResponse(
+            'A process sandbox, which this installation does not isolate, for a user its operator does not list in SANDBOX_PROCESS_USERS',
+          ),
+          409: errorResponse(
+            'No worker of this installation can run the spec (every worker host heard from lately said so, and why: an OpenHands agent server it does not have, say)',
+          ),
           429: TOO_MANY_SANDBOXES,
           503: errorResponse('Temporal did not accept the start'),
         },
