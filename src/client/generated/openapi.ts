@@ -253,7 +253,7 @@ export interface paths {
         put?: never;
         /**
          * Change the caller's settings; the diffs are deep-merged into what is stored
-         * @description agent_settings_diff and conversation_settings_diff are merged into the caller's stored diffs, and the result over the organization's settings is validated whole. A secret equal to the mask keeps the stored one; "" removes the caller's own (the organization's applies).
+         * @description agent_settings_diff and conversation_settings_diff are merged into the caller's stored diffs, and the result over the organization's settings is validated whole (a change it does not fit is a 409). A secret equal to the mask keeps the stored one; "" removes the caller's own (the organization's applies).
          */
         post: operations["storeSettings"];
         delete?: never;
@@ -1379,7 +1379,30 @@ export interface components {
             /** @description Merged into the user's agent settings (over the organization's). */
             agent_settings_diff?: {
                 schema_version?: number;
-                agent_kind?: "platform" | "llm" | "acp";
+                /** @enum {string} */
+                agent_kind?: "platform";
+                agent?: string;
+                llm?: components["schemas"]["LLMSettings"];
+                tools?: {
+                    name: string;
+                    /** @default {} */
+                    params: {
+                        [key: string]: unknown;
+                    };
+                }[];
+                enable_sub_agents?: boolean;
+                enable_switch_llm_tool?: boolean;
+                tool_concurrency_limit?: number;
+                mcp_config?: {
+                    [key: string]: unknown;
+                };
+                agent_context?: components["schemas"]["AgentContext"];
+                condenser?: components["schemas"]["CondenserSettings"];
+                verification?: components["schemas"]["VerificationSettings"];
+            } | {
+                schema_version?: number;
+                /** @enum {string} */
+                agent_kind?: "llm";
                 agent?: string;
                 llm?: components["schemas"]["LLMSettings"];
                 tools?: {
@@ -1399,6 +1422,10 @@ export interface components {
                 condenser?: components["schemas"]["CondenserSettings"];
                 verification?: components["schemas"]["VerificationSettings"];
                 system_message_suffix?: string;
+            } | {
+                schema_version?: number;
+                /** @enum {string} */
+                agent_kind?: "acp";
                 acp_command?: string[];
                 acp_env?: {
                     [key: string]: string;
@@ -1829,7 +1856,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /** @enum {string} */
@@ -1849,7 +1876,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -1882,7 +1909,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -1910,7 +1937,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -1931,7 +1958,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -1953,7 +1980,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /** @enum {string} */
@@ -1973,7 +2000,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -1998,7 +2025,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2046,7 +2073,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2073,7 +2100,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2172,7 +2199,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /** @enum {string} */
@@ -2209,7 +2236,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2233,7 +2260,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2263,7 +2290,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2294,7 +2321,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2320,7 +2347,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2345,7 +2372,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /** @enum {string} */
@@ -2365,7 +2392,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2386,7 +2413,7 @@ export interface components {
             id?: string;
             /**
              * Format: date-time
-             * @description Event time, ISO 8601; without a zone it is read as UTC; the time of receipt when absent.
+             * @description Event time, ISO 8601; without a zone it is read as UTC (and kept as its UTC date-time, …Z); the time of receipt when absent.
              */
             timestamp?: string;
             /**
@@ -2579,6 +2606,11 @@ export interface components {
              * @default {}
              */
             git_host_a_view_data: {
+                repo?: string | null;
+                full_name?: string | null;
+                pr_number?: string | number | null;
+                comment_id?: string | number | null;
+            } & {
                 [key: string]: unknown;
             };
             /**
@@ -2591,6 +2623,13 @@ export interface components {
              * @default false
              */
             inline_pr_comment: boolean;
+        } | {
+            /** @constant */
+            inline_pr_comment?: false;
+        } | {
+            git_host_a_view_data: {
+                comment_id: unknown;
+            };
         };
         /** @description Posts the agent's summary as a note on the originating merge request of git host B when the agent finishes. */
         GitHostBV1CallbackProcessor: {
@@ -2604,6 +2643,10 @@ export interface components {
              * @default {}
              */
             git_host_b_view_data: {
+                project_id?: string | number | null;
+                mr_iid?: string | number | null;
+                discussion_id?: string | number | null;
+            } & {
                 [key: string]: unknown;
             };
             /**
@@ -2616,6 +2659,13 @@ export interface components {
              * @default false
              */
             inline_mr_comment: boolean;
+        } | {
+            /** @constant */
+            inline_mr_comment?: false;
+        } | {
+            git_host_b_view_data: {
+                discussion_id: unknown;
+            };
         };
         /** @description Posts the agent's summary as a comment on the originating pull request of git host C when the agent finishes. */
         GitHostCV1CallbackProcessor: {
@@ -2629,6 +2679,9 @@ export interface components {
              * @default {}
              */
             git_host_c_view_data: {
+                repo?: string | null;
+                pr_id?: string | number | null;
+            } & {
                 [key: string]: unknown;
             };
             /**
@@ -3048,7 +3101,7 @@ export interface components {
                 [key: string]: string;
             };
         };
-        /** @description Fields to change; nested settings objects (and the published *_diff fields) are merged into the stored ones. */
+        /** @description Fields to change; nested settings objects (and the published *_diff fields) are merged into the stored ones. A published diff and the field it changes are not sent together (one of them null is not sent). */
         OrganizationPatch: {
             name?: string | null;
             contact_name?: string | null;
@@ -3059,12 +3112,8 @@ export interface components {
             enable_proactive_conversation_starters?: boolean | null;
             sandbox_base_container_image?: string | null;
             sandbox_runtime_container_image?: string | null;
-            agent_settings?: {
-                [key: string]: unknown;
-            } | null;
-            conversation_settings?: {
-                [key: string]: unknown;
-            } | null;
+            agent_settings?: components["schemas"]["AgentSettingsDiff"];
+            conversation_settings?: components["schemas"]["ConversationSettingsDiff"];
             /** @description Search API key. Secret: encrypted at rest, answered as "**********". */
             search_api_key?: string | null;
             /** @description Sandbox API key. Secret: encrypted at rest, answered as "**********". */
@@ -3074,7 +3123,30 @@ export interface components {
             /** @description Merged into agent_settings (as agent_settings is); send one of the two. */
             agent_settings_diff?: {
                 schema_version?: number;
-                agent_kind?: "platform" | "llm" | "acp";
+                /** @enum {string} */
+                agent_kind?: "platform";
+                agent?: string;
+                llm?: components["schemas"]["LLMSettings"];
+                tools?: {
+                    name: string;
+                    /** @default {} */
+                    params: {
+                        [key: string]: unknown;
+                    };
+                }[];
+                enable_sub_agents?: boolean;
+                enable_switch_llm_tool?: boolean;
+                tool_concurrency_limit?: number;
+                mcp_config?: {
+                    [key: string]: unknown;
+                };
+                agent_context?: components["schemas"]["AgentContext"];
+                condenser?: components["schemas"]["CondenserSettings"];
+                verification?: components["schemas"]["VerificationSettings"];
+            } | {
+                schema_version?: number;
+                /** @enum {string} */
+                agent_kind?: "llm";
                 agent?: string;
                 llm?: components["schemas"]["LLMSettings"];
                 tools?: {
@@ -3094,6 +3166,10 @@ export interface components {
                 condenser?: components["schemas"]["CondenserSettings"];
                 verification?: components["schemas"]["VerificationSettings"];
                 system_message_suffix?: string;
+            } | {
+                schema_version?: number;
+                /** @enum {string} */
+                agent_kind?: "acp";
                 acp_command?: string[];
                 acp_env?: {
                     [key: string]: string;
@@ -3108,7 +3184,69 @@ export interface components {
             } | null;
             /** @description Sets agent_settings.llm.api_key. Secret: encrypted at rest; "**********" keeps it. */
             llm_api_key?: string | null;
-        };
+        } & (unknown & unknown);
+        /** @description Fields of one AgentSettings variant to change, merged into what is stored. */
+        AgentSettingsDiff: {
+            schema_version?: number;
+            /** @enum {string} */
+            agent_kind?: "platform";
+            agent?: string;
+            llm?: components["schemas"]["LLMSettings"];
+            tools?: {
+                name: string;
+                /** @default {} */
+                params: {
+                    [key: string]: unknown;
+                };
+            }[];
+            enable_sub_agents?: boolean;
+            enable_switch_llm_tool?: boolean;
+            tool_concurrency_limit?: number;
+            mcp_config?: {
+                [key: string]: unknown;
+            };
+            agent_context?: components["schemas"]["AgentContext"];
+            condenser?: components["schemas"]["CondenserSettings"];
+            verification?: components["schemas"]["VerificationSettings"];
+        } | {
+            schema_version?: number;
+            /** @enum {string} */
+            agent_kind?: "llm";
+            agent?: string;
+            llm?: components["schemas"]["LLMSettings"];
+            tools?: {
+                name: string;
+                /** @default {} */
+                params: {
+                    [key: string]: unknown;
+                };
+            }[];
+            enable_sub_agents?: boolean;
+            enable_switch_llm_tool?: boolean;
+            tool_concurrency_limit?: number;
+            mcp_config?: {
+                [key: string]: unknown;
+            };
+            agent_context?: components["schemas"]["AgentContext"];
+            condenser?: components["schemas"]["CondenserSettings"];
+            verification?: components["schemas"]["VerificationSettings"];
+            system_message_suffix?: string;
+        } | {
+            schema_version?: number;
+            /** @enum {string} */
+            agent_kind?: "acp";
+            acp_command?: string[];
+            acp_env?: {
+                [key: string]: string;
+            };
+        } | null;
+        /** @description Fields of ConversationSettings to change. */
+        ConversationSettingsDiff: {
+            schema_version?: number;
+            max_iterations?: number;
+            confirmation_mode?: boolean;
+            security_analyzer?: string;
+        } | null;
     };
     responses: never;
     parameters: never;
@@ -3138,6 +3276,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3223,6 +3370,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3369,7 +3525,7 @@ export interface operations {
                 provider: "git_host_a";
                 /** @description Search the host for repositories matching this; without it, the caller's own repositories. */
                 query?: string;
-                /** @description Only the repositories of this installation (app). */
+                /** @description Only the repositories of this installation (app): its number, 1 to 20 digits. */
                 installation_id?: string;
                 /** @description The next_page_id of the previous page, sent with the same other parameters. */
                 page_id?: string;
@@ -3800,6 +3956,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     createCustomSecret: {
@@ -3871,6 +4036,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3956,6 +4130,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     unsetProviderTokens: {
@@ -3987,6 +4170,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4084,6 +4276,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     deleteCustomSecret: {
@@ -4143,6 +4344,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     loadSettings: {
@@ -4190,6 +4400,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     storeSettings: {
@@ -4216,6 +4435,15 @@ export interface operations {
             };
             /** @description Missing or invalid credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Changed meanwhile; or the change does not fit the stored settings (another variant's fields without its agent_kind, a stored diff grown past its size) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4252,6 +4480,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4297,6 +4534,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     loadConversationSettingsSchema: {
@@ -4335,6 +4581,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     listProfiles: {
@@ -4366,6 +4621,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4431,6 +4695,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     saveProfile: {
@@ -4459,6 +4732,15 @@ export interface operations {
             };
             /** @description Missing or invalid credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such resource (a path parameter holding U+0000 names none) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4511,6 +4793,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     deleteProfile: {
@@ -4542,6 +4833,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description No such resource (a path parameter holding U+0000 names none) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -4553,6 +4853,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4620,6 +4929,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4716,6 +5034,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     searchModels: {
@@ -4767,6 +5094,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4830,6 +5166,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     getWebClientConfig: {
@@ -4861,6 +5206,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4913,6 +5267,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4998,6 +5361,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     revokeApiKey: {
@@ -5047,6 +5419,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5126,6 +5507,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     countEvents: {
@@ -5192,6 +5582,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     batchGetEvents: {
@@ -5215,7 +5614,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": (components["schemas"]["ServerErrorEvent"] | components["schemas"]["ACPToolCallEvent"] | components["schemas"]["Condensation"] | components["schemas"]["CondensationRequest"] | components["schemas"]["CondensationSummaryEvent"] | components["schemas"]["ConversationErrorEvent"] | components["schemas"]["ConversationStateUpdateEvent"] | components["schemas"]["HookExecutionEvent"] | components["schemas"]["LLMCompletionLogEvent"] | components["schemas"]["ActionEvent"] | components["schemas"]["MessageEvent"] | components["schemas"]["AgentErrorEvent"] | components["schemas"]["ObservationEvent"] | components["schemas"]["UserRejectObservation"] | components["schemas"]["SystemPromptEvent"] | components["schemas"]["StreamingDeltaEvent"] | components["schemas"]["TokenEvent"] | components["schemas"]["InterruptEvent"] | components["schemas"]["PauseEvent"] | null)[];
                 };
             };
             /** @description Missing or invalid credential */
@@ -5247,6 +5646,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5289,6 +5697,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description No such resource (a path parameter holding U+0000 names none) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description Validation Error */
             422: {
                 headers: {
@@ -5309,6 +5726,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5385,6 +5811,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     ingestEvents: {
@@ -5414,6 +5849,15 @@ export interface operations {
             };
             /** @description Missing or invalid credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such resource (a path parameter holding U+0000 names none) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5525,6 +5969,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     startSandbox: {
@@ -5554,6 +6007,24 @@ export interface operations {
             };
             /** @description Missing or invalid credential */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A process sandbox, which this installation does not isolate, for a user its operator does not list in SANDBOX_PROCESS_USERS */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No worker of this installation can run the spec (every worker host heard from lately said so, and why: an OpenHands agent server it does not have, say) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5674,6 +6145,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     pauseSandbox: {
@@ -5689,6 +6169,15 @@ export interface operations {
         responses: {
             /** @description The sandbox after the operation */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sandbox"];
+                };
+            };
+            /** @description Taken: the sandbox's workflow accepted the operation and is carrying it out (starting or stopping a runtime can outlast the answer deadline, ANSWER_DEADLINE_MS). The body is the sandbox as it is now; read it again until its status shows the result. */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5750,7 +6239,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After) */
+            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS; it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5774,6 +6263,15 @@ export interface operations {
         responses: {
             /** @description The sandbox after the operation */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sandbox"];
+                };
+            };
+            /** @description Taken: the sandbox's workflow accepted the operation and is carrying it out (starting or stopping a runtime can outlast the answer deadline, ANSWER_DEADLINE_MS). The body is the sandbox as it is now; read it again until its status shows the result. */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5844,7 +6342,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the operation did not finish in time); it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After) */
+            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS; it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the operation was not taken; try again later (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5868,6 +6366,15 @@ export interface operations {
         responses: {
             /** @description The deleted sandbox */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sandbox"];
+                };
+            };
+            /** @description Taken: the sandbox's workflow accepted the operation and is carrying it out (starting or stopping a runtime can outlast the answer deadline, ANSWER_DEADLINE_MS). The body is the sandbox as it is now; read it again until its status shows the result. */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5920,7 +6427,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS (or the deletion did not finish in time); it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the deletion was not taken; try again later (Retry-After) */
+            /** @description No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS; it may still happen: read the sandbox again. Or the sandbox's workflow is failing its workflow tasks: the deletion was not taken; try again later (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5981,6 +6488,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     getSandboxSpecs: {
@@ -6024,6 +6540,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6116,6 +6641,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     getAppConversations: {
@@ -6175,6 +6709,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6267,6 +6810,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     getStartTasks: {
@@ -6310,6 +6862,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6377,6 +6938,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     countStartTasks: {
@@ -6424,6 +6994,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6495,6 +7074,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     countAppConversations: {
@@ -6547,6 +7135,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6899,6 +7496,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7462,6 +8068,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     getConversationHooks: {
@@ -7522,6 +8137,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     listPendingMessages: {
@@ -7573,6 +8197,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7745,6 +8378,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     listOrganizations: {
@@ -7793,6 +8435,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7867,6 +8518,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     updateOrganization: {
@@ -7920,7 +8580,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Changed meanwhile by someone else */
+            /** @description Changed meanwhile by someone else; or the change does not fit the stored settings (another variant's fields without its agent_kind) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7958,6 +8618,15 @@ export interface operations {
             };
             /** @description The request line and headers together are larger than 16 KiB (a long query string, say) */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8034,6 +8703,15 @@ export interface operations {
             };
             /** @description The switch failed */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A dependency is slow or not answering: the request ran out of its deadline (ANSWER_DEADLINE_MS) or of a store's time budget. It may still take effect: read the resource again, or retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
