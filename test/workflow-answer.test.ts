@@ -13,7 +13,7 @@ import { sandboxStateQuery, sandboxWorkflowId } from '../src/temporal/shared';
 import { askWorkflow, isWorkflowTaskFailing, NoWorkerAnswered } from '../src/temporal/workflow-answer';
 import type { TestApi } from './helpers/api';
 import { eventually } from './helpers/eventually';
-import { runningSandbox, runtimePid, waitForStatus } from './helpers/sandboxes';
+import { runningSandbox, runtimePid, SANDBOX_OPERATIONS, waitForStatus } from './helpers/sandboxes';
 import { startServiceUnderTest, type ServiceUnderTest } from './helpers/service';
 
 const BOUND_MS = 1500;
@@ -80,11 +80,7 @@ describe('a workflow no worker answers', () => {
 
   it('documents that 503 in the OpenAPI document', async () => {
     const doc = (await t.request('GET', '/openapi.json')).body;
-    for (const [p, method] of [
-      ['/api/v1/sandboxes/{id}/pause', 'post'],
-      ['/api/v1/sandboxes/{id}/resume', 'post'],
-      ['/api/v1/sandboxes/{id}', 'delete'],
-    ] as const) {
+    for (const [p, method] of SANDBOX_OPERATIONS) {
       expect(doc.paths[p][method].responses['503'].description).toMatch(
         /^No worker answered within WORKFLOW_ANSWER_TIMEOUT_MS/,
       );

@@ -215,14 +215,15 @@ export class SandboxService {
    * Pause, resume or delete through the sandbox's workflow; answers with the sandbox as it then is.
    *
    * The result is waited for within SANDBOX_OPERATION_TIMEOUT_MS (then Unavailable), or, given
-   * `resultWithinMs`, within that much: a result still to come then is no failure, the workflow has taken
-   * the operation and carries it out, and the answer is the sandbox as it is now, `finished: false`.
+   * `resultBy` (a time, in ms since the epoch), until then: a result still to come then is no failure, the
+   * workflow has taken the operation and carries it out, and the answer is the sandbox as it is now,
+   * `finished: false`.
    */
   async operate(
     userId: string,
     id: string,
     op: SandboxUpdateName,
-    options: { resultWithinMs?: number } = {},
+    options: { resultBy?: number } = {},
   ): Promise<SandboxOperationOutcome> {
     const r = await this.deps.sandboxes.getOwned(id, userId);
     if (!r) throw new NotFound('Sandbox not found');
@@ -255,13 +256,14 @@ export class SandboxService {
       throw sandboxUpdateError(e, id, op, operationTimeoutMs);
     }
     // Then its result (stopping or starting a runtime may take a while), within the caller's wait if shorter.
-    const { resultWithinMs } = options;
-    const waitMs = resultWithinMs === undefined ? operationTimeoutMs : Math.min(resultWithinMs, operationTimeoutMs);
+    // What is left of the caller's time once the Update was accepted (the reads and the acceptance took theirs).
+    const { resultBy } = options;
+    const waitMs = resultBy === undefined ? operationTimeoutMs : Math.min(resultBy - Date.now(), operationTimeoutMs);
     let finished = true;
     try {
       await withinBound(temporal, Math.max(waitMs, 0), () => update.result());
     } catch (e) {
-      if (!(resultWithinMs !== undefined && isCancelled(e))) throw sandboxUpdateError(e, id, op, waitMs);
+      if (!(resultBy !== undefined && isCancelled(e))) throw sandboxUpdateError(e, id, op, waitMs);
       finished = false;
     }
     const after = await this.deps.sandboxes.get(id);

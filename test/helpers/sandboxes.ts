@@ -25,6 +25,13 @@ export function waitForSandbox(
   );
 }
 
+/** The document's paths of the sandbox operations its workflow carries out (pause, resume, delete), with their methods. */
+export const SANDBOX_OPERATIONS = [
+  ['/api/v1/sandboxes/{id}/pause', 'post'],
+  ['/api/v1/sandboxes/{id}/resume', 'post'],
+  ['/api/v1/sandboxes/{id}', 'delete'],
+] as const;
+
 export const waitForStatus = (t: TestApi, key: string, id: string, status: string, timeoutMs?: number) =>
   waitForSandbox(t, key, id, (s) => s.status === status, timeoutMs);
 

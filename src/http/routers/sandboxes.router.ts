@@ -9,7 +9,6 @@ import { sandboxView } from '../../sandboxes/sandbox-view';
 import { encodeCursor, pageIdParam } from '../../schemas/page-cursor';
 import { errorResponse, type ApiRouter, type ResponseSpec, type RouteContext } from '../../web/route';
 import { answerWaitMs } from '../../web/answer-deadline';
-import type { SandboxUpdateName } from '../../temporal/shared';
 
 const LISTING = 'sandboxes';
 const sandboxId = z
@@ -63,10 +62,11 @@ async function operateAnswer(
   ctx: RouteContext,
   service: SandboxService,
   id: string,
-  op: SandboxUpdateName,
+  op: Parameters<SandboxService['operate']>[2],
 ): Promise<void> {
+  const waitMs = answerWaitMs(ctx.state, ANSWER_MARGIN_MS);
   const outcome = await service.operate(callerId(ctx), id, op, {
-    resultWithinMs: answerWaitMs(ctx.state, ANSWER_MARGIN_MS),
+    resultBy: waitMs === undefined ? undefined : Date.now() + waitMs,
   });
   ctx.status = outcome.finished ? 200 : 202;
   ctx.body = outcome.sandbox;
