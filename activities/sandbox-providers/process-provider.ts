@@ -141,14 +141,14 @@ export class ProcessProvider implements SandboxProvider {
     return port;
   }
 
+  /** Said to tenants (a 409 of the api): no path of this host, only what the operator sets. */
   unrunnable(runtime: RuntimeKind): string | null {
     if (runtime !== 'openhands') return null;
     const dir = this.opts.agentServerDir;
     if (dir && readAgentServerEnv(dir)) return null;
     return (
-      'it runs the OpenHands agent server, which this worker does not have: ' +
-      `${dir ? `${dir} holds no installed agent server` : 'OPENHANDS_AGENT_SERVER_DIR is not set'} ` +
-      '(`npm start` installs it when a spec needs it; `node dist/scripts/servers/agent-server.js` installs it and prints the directory)'
+      'it runs the OpenHands agent server, which this worker does not have installed ' +
+      '(its operator sets OPENHANDS_AGENT_SERVER_DIR, or lets `npm start` install it)'
     );
   }
 
@@ -156,6 +156,7 @@ export class ProcessProvider implements SandboxProvider {
   private async agentServer(spec: RuntimeStartRequest['spec'], progress?: () => void): Promise<AgentServerEnv> {
     const dir = this.opts.agentServerDir;
     const env = dir ? readAgentServerEnv(dir) : null;
+    // The sandbox's status_detail and a resume's 409 carry this to its tenant: the same words, no path.
     if (!env) throw new ProviderConfigError(`spec ${spec.id}: ${this.unrunnable('openhands')}`);
     return this.opts.isolation ? this.opts.isolation.shareAgentServer(env, progress) : env;
   }
