@@ -114,11 +114,16 @@ const viewField = (pattern: RegExp, number?: { minimum: number }) => ({
  * false (or absent), or the view data with a non-null field.
  */
 const needsWhenFlagged = (flag: string, view: string, field: string) => ({
-  anyOf: [
-    { properties: { [flag]: { const: false } } },
+  // Inside allOf: a bare anyOf beside the properties would read, to a client generator, as a union of its own.
+  allOf: [
     {
-      required: [view],
-      properties: { [view]: { required: [field], properties: { [field]: { not: { type: 'null' } } } } },
+      anyOf: [
+        { properties: { [flag]: { const: false } } },
+        {
+          required: [view],
+          properties: { [view]: { required: [field], properties: { [field]: { not: { type: 'null' } } } } },
+        },
+      ],
     },
   ],
 });

@@ -281,13 +281,21 @@ function mapIssue(issue: Issue, root: unknown, basePath: readonly PropertyKey[],
       // A union of objects told apart by a field none of them takes as given (a diff's agent_kind): a tag error.
       const tag = sharedTagMiss(issue.errors);
       if (tag) return [discriminatorDetail(tag.field, tag.values, root, path, loc, prefix, detail)];
-      // A plain union: report the branch that came closest: one whose tag (a literal field) the input does
-      // not contradict, then the fewest issues.
-      const tagMiss = (b: readonly Issue[]) =>
-        b.some((i) => i.code === 'invalid_value' && i.path.length === 1) ? 1 : 0;
+      // A plain union: report the branch that came closest: not one that refused a field's value which
+      // another object branch took (a diff's agent_kind that names another variant), then the fewest issues.
+      const tookField = (b: readonly Issue[], k: PropertyKey) => !b.some((i) => i.path.length === 0 || i.path[0] === k);
+      const outvoted = (b: readonly Issue[]) =>
+        b.some(
+          (i) =>
+            i.code === 'invalid_value' &&
+            i.path.length === 1 &&
+            issue.errors.some((other) => other !== b && tookField(other, i.path[0]!)),
+        )
+          ? 1
+          : 0;
       const branches = issue.errors
         .filter((b) => b.length > 0)
-        .sort((a, b) => tagMiss(a) - tagMiss(b) || a.length - b.length);
+        .sort((a, b) => outvoted(a) - outvoted(b) || a.length - b.length);
       const best = branches[0];
       if (!best) return [detail({ type: 'union_error', msg: issue.message })];
       return best.flatMap((i) => mapIssue(i, root, path, prefix));

@@ -2596,10 +2596,7 @@ export interface components {
         CallbackProcessor: components["schemas"]["GitHostAV1CallbackProcessor"] | components["schemas"]["GitHostBV1CallbackProcessor"] | components["schemas"]["GitHostCV1CallbackProcessor"] | components["schemas"]["IssueTrackerAV1CallbackProcessor"] | components["schemas"]["IssueTrackerBV1CallbackProcessor"] | components["schemas"]["ChatV1CallbackProcessor"] | components["schemas"]["LoggingCallbackProcessor"] | components["schemas"]["SetTitleCallbackProcessor"];
         /** @description Posts the agent's summary to the originating pull request of git host A when the agent finishes. */
         GitHostAV1CallbackProcessor: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             kind: "GitHostAV1CallbackProcessor";
             /**
              * @description The pull request: repo (owner/name) and pr_number; with inline_pr_comment, the review comment_id to reply to. Default: the start's repository and first pr_number.
@@ -2623,20 +2620,23 @@ export interface components {
              * @default false
              */
             inline_pr_comment: boolean;
-        } | {
+        } & (({
             /** @constant */
             inline_pr_comment?: false;
         } | {
             git_host_a_view_data: {
                 comment_id: unknown;
             };
-        };
-        /** @description Posts the agent's summary as a note on the originating merge request of git host B when the agent finishes. */
-        GitHostBV1CallbackProcessor: {
+        }) & {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
+            kind: "GitHostAV1CallbackProcessor";
+        });
+        /** @description Posts the agent's summary as a note on the originating merge request of git host B when the agent finishes. */
+        GitHostBV1CallbackProcessor: {
+            /** @enum {string} */
             kind: "GitHostBV1CallbackProcessor";
             /**
              * @description The merge request: project_id (id or group/project path) and mr_iid; with inline_mr_comment, the discussion_id to reply in. Default: the start's repository and first pr_number.
@@ -2659,14 +2659,20 @@ export interface components {
              * @default false
              */
             inline_mr_comment: boolean;
-        } | {
+        } & (({
             /** @constant */
             inline_mr_comment?: false;
         } | {
             git_host_b_view_data: {
                 discussion_id: unknown;
             };
-        };
+        }) & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "GitHostBV1CallbackProcessor";
+        });
         /** @description Posts the agent's summary as a comment on the originating pull request of git host C when the agent finishes. */
         GitHostCV1CallbackProcessor: {
             /**
@@ -3112,8 +3118,61 @@ export interface components {
             enable_proactive_conversation_starters?: boolean | null;
             sandbox_base_container_image?: string | null;
             sandbox_runtime_container_image?: string | null;
-            agent_settings?: components["schemas"]["AgentSettingsDiff"];
-            conversation_settings?: components["schemas"]["ConversationSettingsDiff"];
+            agent_settings?: {
+                schema_version?: number;
+                /** @enum {string} */
+                agent_kind?: "platform";
+                agent?: string;
+                llm?: components["schemas"]["LLMSettings"];
+                tools?: {
+                    name: string;
+                    /** @default {} */
+                    params: {
+                        [key: string]: unknown;
+                    };
+                }[];
+                enable_sub_agents?: boolean;
+                enable_switch_llm_tool?: boolean;
+                tool_concurrency_limit?: number;
+                mcp_config?: {
+                    [key: string]: unknown;
+                };
+                agent_context?: components["schemas"]["AgentContext"];
+                condenser?: components["schemas"]["CondenserSettings"];
+                verification?: components["schemas"]["VerificationSettings"];
+            } | {
+                schema_version?: number;
+                /** @enum {string} */
+                agent_kind?: "llm";
+                agent?: string;
+                llm?: components["schemas"]["LLMSettings"];
+                tools?: {
+                    name: string;
+                    /** @default {} */
+                    params: {
+                        [key: string]: unknown;
+                    };
+                }[];
+                enable_sub_agents?: boolean;
+                enable_switch_llm_tool?: boolean;
+                tool_concurrency_limit?: number;
+                mcp_config?: {
+                    [key: string]: unknown;
+                };
+                agent_context?: components["schemas"]["AgentContext"];
+                condenser?: components["schemas"]["CondenserSettings"];
+                verification?: components["schemas"]["VerificationSettings"];
+                system_message_suffix?: string;
+            } | {
+                schema_version?: number;
+                /** @enum {string} */
+                agent_kind?: "acp";
+                acp_command?: string[];
+                acp_env?: {
+                    [key: string]: string;
+                };
+            } | null;
+            conversation_settings?: components["schemas"]["ConversationSettingsDiff"] | null;
             /** @description Search API key. Secret: encrypted at rest, answered as "**********". */
             search_api_key?: string | null;
             /** @description Sandbox API key. Secret: encrypted at rest, answered as "**********". */
@@ -3185,68 +3244,13 @@ export interface components {
             /** @description Sets agent_settings.llm.api_key. Secret: encrypted at rest; "**********" keeps it. */
             llm_api_key?: string | null;
         } & (unknown & unknown);
-        /** @description Fields of one AgentSettings variant to change, merged into what is stored. */
-        AgentSettingsDiff: {
-            schema_version?: number;
-            /** @enum {string} */
-            agent_kind?: "platform";
-            agent?: string;
-            llm?: components["schemas"]["LLMSettings"];
-            tools?: {
-                name: string;
-                /** @default {} */
-                params: {
-                    [key: string]: unknown;
-                };
-            }[];
-            enable_sub_agents?: boolean;
-            enable_switch_llm_tool?: boolean;
-            tool_concurrency_limit?: number;
-            mcp_config?: {
-                [key: string]: unknown;
-            };
-            agent_context?: components["schemas"]["AgentContext"];
-            condenser?: components["schemas"]["CondenserSettings"];
-            verification?: components["schemas"]["VerificationSettings"];
-        } | {
-            schema_version?: number;
-            /** @enum {string} */
-            agent_kind?: "llm";
-            agent?: string;
-            llm?: components["schemas"]["LLMSettings"];
-            tools?: {
-                name: string;
-                /** @default {} */
-                params: {
-                    [key: string]: unknown;
-                };
-            }[];
-            enable_sub_agents?: boolean;
-            enable_switch_llm_tool?: boolean;
-            tool_concurrency_limit?: number;
-            mcp_config?: {
-                [key: string]: unknown;
-            };
-            agent_context?: components["schemas"]["AgentContext"];
-            condenser?: components["schemas"]["CondenserSettings"];
-            verification?: components["schemas"]["VerificationSettings"];
-            system_message_suffix?: string;
-        } | {
-            schema_version?: number;
-            /** @enum {string} */
-            agent_kind?: "acp";
-            acp_command?: string[];
-            acp_env?: {
-                [key: string]: string;
-            };
-        } | null;
         /** @description Fields of ConversationSettings to change. */
         ConversationSettingsDiff: {
             schema_version?: number;
             max_iterations?: number;
             confirmation_mode?: boolean;
             security_analyzer?: string;
-        } | null;
+        };
     };
     responses: never;
     parameters: never;
@@ -4442,7 +4446,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Changed meanwhile; or the change does not fit the stored settings (another variant's fields without its agent_kind, a stored diff grown past its size) */
+            /** @description Changed meanwhile; or the change does not fit the stored settings (another variant's fields without its agent_kind) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -26,14 +26,13 @@ const OrganizationPatchSchema = z
     ...(Object.fromEntries(
       Object.entries(OrganizationEditableSchema.shape).map(([k, v]) => [
         k,
+        // Not .nullable() on the diffs: the generator writes that as their bare $ref, which null does not satisfy.
         (k === 'agent_settings'
-          ? AgentSettingsDiffSchema
+          ? z.union([AgentSettingsDiffSchema, z.null()])
           : k === 'conversation_settings'
-            ? ConversationSettingsDiffSchema
-            : (v as z.ZodType)
-        )
-          .nullable()
-          .optional(),
+            ? z.union([ConversationSettingsDiffSchema, z.null()])
+            : (v as z.ZodType).nullable()
+        ).optional(),
       ]),
     ) as Record<string, z.ZodOptional<z.ZodType>>),
     ...PUBLISHED_ORG_PATCH_FIELDS,

@@ -38,7 +38,7 @@ export function settingsRoutes(router: ApiRouter, settings: UserSettingsService)
         responses: {
           200: { description: 'The settings after the change', schema: SettingsViewSchema },
           409: errorResponse(
-            "Changed meanwhile; or the change does not fit the stored settings (another variant's fields without its agent_kind, a stored diff grown past its size)",
+            "Changed meanwhile; or the change does not fit the stored settings (another variant's fields without its agent_kind)",
           ),
         },
       },
